@@ -1,0 +1,4 @@
+.PHONY: test bench fuzz
+test:  ; ./scripts/test.sh
+bench: ; ./scripts/bench.sh
+fuzz:  ; ./scripts/fuzz.sh

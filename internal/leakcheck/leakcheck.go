@@ -1,0 +1,67 @@
+// Package leakcheck is the teardown check every lifenet test uses: at the end
+// of a test no pooled buffer taken during it may be outstanding and no
+// goroutine started during it may still run.
+//
+// Tests that call Check must not run in parallel with tests that take pooled
+// buffers, since buffer tracking is process-wide.
+package leakcheck
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/lifenet/lifenet/internal/pooltrack"
+)
+
+// settle is how long teardown waits for buffers that are released
+// asynchronously (by goroutines that are finishing) before it reports them.
+const settle = 2 * time.Second
+
+// Check switches buffer tracking on and registers a cleanup on t that fails
+// the test if buffers taken after this call are still outstanding, or if
+// goroutines started after this call are still running. Call it first in a
+// test, before anything that takes buffers or starts goroutines.
+func Check(t testing.TB) {
+	t.Helper()
+	pooltrack.Enable()
+	start := pooltrack.Seq()
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() {
+		if err := goleak.Find(ignore); err != nil {
+			t.Errorf("leakcheck: goroutines left running: %v", err)
+		}
+		if report := Buffers(start, settle); report != "" {
+			t.Error(report)
+		}
+	})
+}
+
+// Buffers waits up to wait for every buffer taken after sequence number
+// start to be released and returns "" if they were, or a report naming each
+// outstanding buffer with the stack that took it.
+func Buffers(start uint64, wait time.Duration) string {
+	deadline := time.Now().Add(wait)
+	for {
+		recs := pooltrack.Since(start)
+		if len(recs) == 0 {
+			return ""
+		}
+		if time.Now().After(deadline) {
+			return format(recs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func format(recs []pooltrack.Record) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "leakcheck: %d pooled buffer(s) never released:\n", len(recs))
+	for _, r := range recs {
+		fmt.Fprintf(&b, "buffer #%d (%d bytes) taken at:\n%s", r.Seq, r.Size, r.Stack)
+	}
+	return b.String()
+}

@@ -1,0 +1,334 @@
+package packet_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/packet"
+)
+
+func newPipe(t *testing.T, cfg packet.PipeConfig) *packet.Pipe {
+	t.Helper()
+	p, err := packet.NewPipe(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.CloseRead) // releases whatever a failing test left behind
+	return p
+}
+
+func flat(d packet.Segments) []byte {
+	b := make([]byte, d.Len())
+	d.CopyTo(b)
+	return b
+}
+
+func shortCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestPipeAppendReadAdvance(t *testing.T) {
+	leakcheck.Check(t)
+	ctx := context.Background()
+	p := newPipe(t, packet.DefaultPipeConfig())
+
+	a := packet.Get(3)
+	copy(a.Bytes(), "abc")
+	if err := p.Append(ctx, a.Chain(packet.Wrap([]byte("de")))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Write(ctx, []byte("fgh")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := p.Read(ctx)
+	if err != nil || r.Completed || len(r.Data) != 3 || string(flat(r.Data)) != "abcdefgh" {
+		t.Fatalf("Read = %q (%d segments, completed %v), %v", flat(r.Data), len(r.Data), r.Completed, err)
+	}
+	if err := p.Advance(4, 4); err != nil { // consumes "abc" and "d"
+		t.Fatal(err)
+	}
+	r, err = p.Read(ctx)
+	if err != nil || string(flat(r.Data)) != "efgh" || p.Len() != 4 {
+		t.Fatalf("after Advance: %q, len %d, %v", flat(r.Data), p.Len(), err)
+	}
+	if err := p.Advance(4, 4); err != nil {
+		t.Fatal(err)
+	}
+	if p.Len() != 0 {
+		t.Fatalf("len %d after consuming all", p.Len())
+	}
+}
+
+func TestPipeWriteCopiesAndPacksSmallWrites(t *testing.T) {
+	leakcheck.Check(t)
+	ctx := context.Background()
+	p := newPipe(t, packet.DefaultPipeConfig())
+	src := []byte("xy")
+	for range 100 {
+		p.Write(ctx, src)
+	}
+	src[0] = 'Z'
+	r, _ := p.Read(ctx)
+	if len(r.Data) != 1 || !bytes.Equal(flat(r.Data), bytes.Repeat([]byte("xy"), 100)) {
+		t.Fatalf("%d segments, %q", len(r.Data), flat(r.Data))
+	}
+	big := bytes.Repeat([]byte{7}, 10000) // larger than one write buffer
+	p.Write(ctx, big)
+	r, _ = p.Read(ctx)
+	if r.Data.Len() != 10200 || !bytes.Equal(flat(r.Data)[200:], big) {
+		t.Fatalf("large write: %d bytes", r.Data.Len())
+	}
+}
+
+func TestPipeExaminedBytesDoNotRewakeReader(t *testing.T) {
+	leakcheck.Check(t)
+	ctx := context.Background()
+	p := newPipe(t, packet.DefaultPipeConfig())
+	p.Write(ctx, []byte("abc"))
+	p.Read(ctx)
+	if err := p.Advance(0, 3); err != nil { // looked at all, needs more
+		t.Fatal(err)
+	}
+	if _, err := p.Read(shortCtx(t)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Read with nothing new = %v, want deadline", err)
+	}
+	p.Write(ctx, []byte("d"))
+	r, err := p.Read(ctx)
+	if err != nil || string(flat(r.Data)) != "abcd" {
+		t.Fatalf("Read after new data = %q, %v", flat(r.Data), err)
+	}
+}
+
+func TestPipeReadAtLeast(t *testing.T) {
+	leakcheck.Check(t)
+	ctx := context.Background()
+	p := newPipe(t, packet.DefaultPipeConfig())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 10 {
+			p.Write(ctx, []byte{byte(i)})
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	r, err := p.ReadAtLeast(ctx, 10)
+	if err != nil || r.Data.Len() < 10 {
+		t.Fatalf("ReadAtLeast = %d bytes, %v", r.Data.Len(), err)
+	}
+	<-done
+}
+
+func TestPipeTakeFrame(t *testing.T) {
+	leakcheck.Check(t)
+	ctx := context.Background()
+	p := newPipe(t, packet.DefaultPipeConfig())
+	p.Append(ctx, packet.Wrap([]byte("0123")))
+	p.Append(ctx, packet.Wrap([]byte("4567")))
+	p.Write(ctx, []byte("89"))
+
+	f, err := p.TakeFrame(6) // whole first segment moves, second is shared
+	if err != nil || string(f.AppendTo(nil)) != "012345" || f.Segments() != 2 {
+		t.Fatalf("TakeFrame(6) = %q in %d segments, %v", f.AppendTo(nil), f.Segments(), err)
+	}
+	f.Release()
+	if p.Len() != 4 {
+		t.Fatalf("len %d after frame", p.Len())
+	}
+	if _, err := p.TakeFrame(5); !errors.Is(err, packet.ErrShortPipe) {
+		t.Fatalf("TakeFrame past the end = %v", err)
+	}
+	f, _ = p.TakeFrame(4)
+	if string(f.AppendTo(nil)) != "6789" || p.Len() != 0 {
+		t.Fatalf("second frame %q", f.AppendTo(nil))
+	}
+	// The frame owns a share of the pipe's write buffer: later writes must
+	// not disturb it.
+	p.Write(ctx, []byte("ab"))
+	if string(f.AppendTo(nil)) != "6789" {
+		t.Fatalf("frame changed by a later write: %q", f.AppendTo(nil))
+	}
+	f.Release()
+	if f, _ := p.TakeFrame(0); f.Total() != 0 {
+		t.Fatal("empty frame not empty")
+	} else {
+		f.Release()
+	}
+}
+
+func TestPipeCloseWrite(t *testing.T) {
+	leakcheck.Check(t)
+	ctx := context.Background()
+	for _, werr := range []error{nil, errors.New("peer reset")} {
+		p := newPipe(t, packet.DefaultPipeConfig())
+		p.Write(ctx, []byte("tail"))
+		p.CloseWrite(werr)
+		r, err := p.Read(ctx)
+		if err != nil || !r.Completed || string(flat(r.Data)) != "tail" {
+			t.Fatalf("first read after close = %q %v, %v", flat(r.Data), r.Completed, err)
+		}
+		p.Advance(2, 4) // a partial frame remains
+		r, err = p.Read(ctx)
+		want := werr
+		if want == nil {
+			want = io.EOF
+		}
+		if !errors.Is(err, want) || string(flat(r.Data)) != "il" {
+			t.Fatalf("read at end = %q, %v; want the leftover and %v", flat(r.Data), err, want)
+		}
+		if _, err := p.Write(ctx, []byte("x")); !errors.Is(err, packet.ErrWriteAfterClose) {
+			t.Fatalf("write after CloseWrite = %v", err)
+		}
+	}
+}
+
+func TestPipeCloseReadReleasesEverything(t *testing.T) {
+	leakcheck.Check(t)
+	ctx := context.Background()
+	p := newPipe(t, packet.DefaultPipeConfig())
+	p.Append(ctx, packet.Get(100))
+	p.Write(ctx, []byte("abc"))
+	p.CloseRead()
+	p.CloseRead() // idempotent
+	if err := p.Append(ctx, packet.Get(10)); !errors.Is(err, packet.ErrClosedPipe) {
+		t.Fatalf("Append after CloseRead = %v", err)
+	}
+	if _, err := p.Write(ctx, []byte("x")); !errors.Is(err, packet.ErrClosedPipe) {
+		t.Fatalf("Write after CloseRead = %v", err)
+	}
+	if _, err := p.Read(ctx); !errors.Is(err, packet.ErrClosedPipe) {
+		t.Fatalf("Read after CloseRead = %v", err)
+	}
+	// leakcheck proves the packets above were released.
+}
+
+func TestPipeBackPressureHysteresis(t *testing.T) {
+	leakcheck.Check(t)
+	ctx := context.Background()
+	p := newPipe(t, packet.PipeConfig{PauseThreshold: 100, ResumeThreshold: 50})
+
+	wrote := make(chan int, 100)
+	go func() {
+		for i := range 30 {
+			if _, err := p.Write(ctx, make([]byte, 10)); err != nil {
+				return
+			}
+			wrote <- i + 1
+		}
+		close(wrote)
+	}()
+	waitFor(t, func() bool { return p.Paused() })
+	time.Sleep(20 * time.Millisecond) // the writer must stay parked
+	if n := p.Len(); n != 100 {
+		t.Fatalf("writer not held at the pause threshold: %d bytes buffered", n)
+	}
+	p.Read(ctx)
+	p.Advance(40, 40) // 60 left: above resume, still paused
+	time.Sleep(20 * time.Millisecond)
+	if !p.Paused() || p.Len() != 60 {
+		t.Fatalf("resumed above the resume threshold: paused %v, len %d", p.Paused(), p.Len())
+	}
+	p.Read(ctx)
+	p.Advance(20, 20) // 40 left: below resume
+	waitFor(t, func() bool { return p.Len() > 40 })
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for consumed := 60; consumed < 300; {
+		r, err := p.Read(rctx)
+		if err != nil {
+			t.Fatalf("after %d bytes: %v", consumed, err)
+		}
+		if r.Data.Len() > 100 {
+			t.Fatalf("%d bytes buffered, above the pause threshold", r.Data.Len())
+		}
+		p.Advance(r.Data.Len(), r.Data.Len())
+		consumed += r.Data.Len()
+	}
+	total := 0
+	for n := range wrote {
+		total = n
+	}
+	if total != 30 {
+		t.Fatalf("writer finished %d of 30 writes", total)
+	}
+}
+
+// A reader that needs more than the pause threshold must not deadlock with
+// a paused writer.
+func TestPipeReaderReleasesPauseWhenStarved(t *testing.T) {
+	leakcheck.Check(t)
+	ctx := context.Background()
+	p := newPipe(t, packet.PipeConfig{PauseThreshold: 10, ResumeThreshold: 5})
+	go func() {
+		for range 4 {
+			p.Write(ctx, make([]byte, 10))
+		}
+	}()
+	r, err := p.ReadAtLeast(ctx, 40)
+	if err != nil || r.Data.Len() != 40 {
+		t.Fatalf("ReadAtLeast(40) = %d, %v", r.Data.Len(), err)
+	}
+}
+
+func TestPipeCancellation(t *testing.T) {
+	leakcheck.Check(t)
+	ctx := context.Background()
+	p := newPipe(t, packet.PipeConfig{PauseThreshold: 4, ResumeThreshold: 2})
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := p.Read(cctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Read on canceled ctx = %v", err)
+	}
+	// A canceled write-side wait keeps the data: ownership already moved.
+	if _, err := p.Write(cctx, []byte("abcd")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("paused Write on canceled ctx = %v", err)
+	}
+	if err := p.Flush(shortCtx(t)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Flush while paused = %v", err)
+	}
+	if r, _ := p.Read(ctx); string(flat(r.Data)) != "abcd" {
+		t.Fatalf("data lost on cancel: %q", flat(r.Data))
+	}
+}
+
+func TestPipeAdvanceValidation(t *testing.T) {
+	leakcheck.Check(t)
+	p := newPipe(t, packet.DefaultPipeConfig())
+	p.Write(context.Background(), []byte("abc"))
+	for _, c := range [][2]int{{-1, 0}, {2, 1}, {0, 4}} {
+		if err := p.Advance(c[0], c[1]); !errors.Is(err, packet.ErrAdvance) {
+			t.Errorf("Advance(%d, %d) = %v, want ErrAdvance", c[0], c[1], err)
+		}
+	}
+	if p.Len() != 3 {
+		t.Fatal("a rejected Advance consumed data")
+	}
+}
+
+func TestPipeConfigValidate(t *testing.T) {
+	for _, c := range []packet.PipeConfig{{PauseThreshold: -1}, {PauseThreshold: 10, ResumeThreshold: 11}, {ResumeThreshold: -1}} {
+		if _, err := packet.NewPipe(c); err == nil {
+			t.Errorf("NewPipe(%+v) accepted", c)
+		}
+	}
+	if _, err := packet.NewPipe(packet.PipeConfig{}); err != nil {
+		t.Errorf("disabled back-pressure rejected: %v", err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

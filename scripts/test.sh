@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The one test command for lifenet: formatting, vet, staticcheck, and the
+# race-enabled test suite in both normal and lifenet_debug builds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+STATICCHECK_VERSION=v0.8.2 # honnef.co/go/tools, pinned
+TOOLS="$PWD/.tools"
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.tools/*'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+step "go vet"
+go vet ./...
+go vet -tags lifenet_debug ./...
+
+step "staticcheck $STATICCHECK_VERSION"
+if [ ! -x "$TOOLS/staticcheck" ] || ! "$TOOLS/staticcheck" -version | grep -q "${STATICCHECK_VERSION#v}"; then
+  GOBIN="$TOOLS" go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
+fi
+"$TOOLS/staticcheck" ./...
+"$TOOLS/staticcheck" -tags lifenet_debug ./...
+
+step "go test -race (lifenet_debug build: use-after-release checks, poisoning, tracking)"
+go test -race -count=1 -tags lifenet_debug ./...
+
+step "go test -race"
+go test -race -count=1 ./...
