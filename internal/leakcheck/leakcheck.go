@@ -61,7 +61,7 @@ func format(recs []pooltrack.Record) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "leakcheck: %d pooled buffer(s) never released:\n", len(recs))
 	for _, r := range recs {
-		fmt.Fprintf(&b, "buffer #%d (%d bytes) taken at:\n%s", r.Seq, r.Size, r.Stack)
+		fmt.Fprintf(&b, "buffer #%d (%d bytes) taken at:\n%s", r.Seq, r.Size, r.Stack())
 	}
 	return b.String()
 }

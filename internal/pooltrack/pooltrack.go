@@ -20,9 +20,18 @@ import (
 
 // Record describes one outstanding buffer.
 type Record struct {
-	Seq   uint64 // order in which buffers were taken, starting at 1
-	Size  int    // capacity of the buffer in bytes
-	Stack string // where it was taken, innermost frame first
+	Seq  uint64 // order in which buffers were taken, starting at 1
+	Size int    // capacity of the buffer in bytes
+	pcs  [24]uintptr
+}
+
+// Stack formats where the buffer was taken, innermost frame first.
+func (r Record) Stack() string {
+	n := 0
+	for n < len(r.pcs) && r.pcs[n] != 0 {
+		n++
+	}
+	return formatStack(r.pcs[:n])
 }
 
 var (
@@ -42,9 +51,8 @@ func Enabled() bool { return enabled.Load() }
 // Track records key as outstanding; skip is the number of caller frames to
 // leave out of the stack (0 = the caller of Track).
 func Track(key any, size, skip int) {
-	var pcs [32]uintptr
-	n := runtime.Callers(skip+2, pcs[:])
-	rec := Record{Seq: seq.Add(1), Size: size, Stack: formatStack(pcs[:n])}
+	rec := Record{Seq: seq.Add(1), Size: size}
+	runtime.Callers(skip+2, rec.pcs[:]) // formatted only if reported
 	mu.Lock()
 	outstanding[key] = rec
 	mu.Unlock()
