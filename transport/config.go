@@ -1,0 +1,129 @@
+package transport
+
+import (
+	"crypto/tls"
+	"fmt"
+	"time"
+)
+
+// Defaults. Every limit is finite unless a caller disables it explicitly.
+const (
+	DefaultServerReadBuffer = 64 << 10         // per-connection receive buffer of servers
+	DefaultClientReadBuffer = 64 << 10         // per-connection receive buffer of clients
+	DefaultMaxConns         = 10000            // live sessions per server
+	DefaultMaxConnsPerIP    = 1000             // live sessions per remote IP
+	DefaultIdleTimeout      = 20 * time.Minute // NewLife SessionTimeout (1200 s)
+	DefaultFirstByteTimeout = 30 * time.Second // first bytes after accept
+	DefaultSendQueueBytes   = 4 << 20          // bytes queued per session before it counts as a slow consumer
+	DefaultWriteTimeout     = 30 * time.Second // one vectored write
+	DefaultKeepAlive        = 15 * time.Second // TCP keep-alive period
+	DefaultDialTimeout      = 3 * time.Second  // NewLife ISocketClient.Timeout
+	DefaultUDPPeerIdle      = 5 * time.Minute  // idle expiry of a UDP virtual session
+	DefaultMaxUDPPeers      = 65536            // live UDP virtual sessions per server
+)
+
+// NoDelay selects TCP_NODELAY. The default differs by side, as in NewLife:
+// accepted server connections disable Nagle's algorithm, clients keep it
+// (seed 000 §5.1: clients that batch small writes gain from it).
+type NoDelay uint8
+
+// NoDelay modes.
+const (
+	NoDelayDefault NoDelay = iota // servers: on; clients: off
+	NoDelayOn
+	NoDelayOff
+)
+
+// Config holds the settings of a server or client. The zero value means
+// "all defaults"; a zero field takes the default named on it, and the
+// timeouts accept a negative value to disable them. A Config is read when
+// the server or client is created and not after.
+type Config struct {
+	// ReadBufferSize is the size of each connection's pooled receive
+	// buffer (default 64 KiB).
+	ReadBufferSize int
+	// SocketReceiveBuffer and SocketSendBuffer set SO_RCVBUF and SO_SNDBUF
+	// (0: OS default).
+	SocketReceiveBuffer, SocketSendBuffer int
+	// NoDelay selects TCP_NODELAY (default: on for servers, off for clients).
+	NoDelay NoDelay
+	// KeepAlive is the TCP keep-alive period (default 15 s; negative: off).
+	KeepAlive time.Duration
+
+	// MaxConns caps live sessions of a server (default 10000).
+	MaxConns int
+	// MaxConnsPerIP caps live sessions from one remote IP (default 1000).
+	MaxConnsPerIP int
+	// IdleTimeout closes a session that receives nothing for this long
+	// (default 20 min; negative: never).
+	IdleTimeout time.Duration
+	// FirstByteTimeout closes an accepted connection that sends nothing
+	// (and completes no TLS handshake) for this long (default 30 s;
+	// negative: never).
+	FirstByteTimeout time.Duration
+
+	// SendQueueBytes caps the bytes waiting to be written per session
+	// (default 4 MiB); a Send past it closes the session as a slow consumer.
+	SendQueueBytes int
+	// WriteTimeout bounds each write to the socket (default 30 s; negative:
+	// none).
+	WriteTimeout time.Duration
+
+	// DisableRegistry turns off the server's session registry (lookup by
+	// ID, iteration, broadcast) to save its map operations per connection.
+	DisableRegistry bool
+
+	// TLS, if set, makes TCP servers serve TLS with it and clients
+	// connect with it.
+	TLS *tls.Config
+
+	// UDPPeerIdle expires a UDP virtual session that receives nothing for
+	// this long (default 5 min; negative: never).
+	UDPPeerIdle time.Duration
+	// MaxUDPPeers caps live UDP virtual sessions per server (default 65536);
+	// datagrams from new peers past it are dropped and counted.
+	MaxUDPPeers int
+}
+
+// withDefaults returns c with every zero field set to its default for a
+// server (server true) or a client, or an error naming a bad field.
+func (c Config) withDefaults(server bool) (Config, error) {
+	if c.ReadBufferSize < 0 || c.SocketReceiveBuffer < 0 || c.SocketSendBuffer < 0 ||
+		c.MaxConns < 0 || c.MaxConnsPerIP < 0 || c.SendQueueBytes < 0 || c.MaxUDPPeers < 0 {
+		return c, fmt.Errorf("transport: negative size or count in Config %+v", c)
+	}
+	if c.NoDelay > NoDelayOff {
+		return c, fmt.Errorf("transport: unknown NoDelay mode %d", c.NoDelay)
+	}
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	if server {
+		def(&c.ReadBufferSize, DefaultServerReadBuffer)
+	} else {
+		def(&c.ReadBufferSize, DefaultClientReadBuffer)
+	}
+	def(&c.MaxConns, DefaultMaxConns)
+	def(&c.MaxConnsPerIP, DefaultMaxConnsPerIP)
+	def(&c.SendQueueBytes, DefaultSendQueueBytes)
+	def(&c.MaxUDPPeers, DefaultMaxUDPPeers)
+	defDur(&c.KeepAlive, DefaultKeepAlive)
+	defDur(&c.IdleTimeout, DefaultIdleTimeout)
+	defDur(&c.FirstByteTimeout, DefaultFirstByteTimeout)
+	defDur(&c.WriteTimeout, DefaultWriteTimeout)
+	defDur(&c.UDPPeerIdle, DefaultUDPPeerIdle)
+	if c.NoDelay == NoDelayDefault {
+		c.NoDelay = NoDelayOff
+		if server {
+			c.NoDelay = NoDelayOn
+		}
+	}
+	return c, nil
+}

@@ -1,0 +1,143 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/lifenet/lifenet/packet"
+)
+
+// PanicError is the cause of a session closed because a hook panicked.
+type PanicError struct {
+	Value any
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("transport: hook panicked: %v", e.Value) }
+
+// serveStream runs a stream session on the calling goroutine until it ends:
+// OnOpen, the receive loop, then finish (OnClose).
+func (s *Session) serveStream(firstByte time.Duration) {
+	defer s.finish()
+	defer func() {
+		if v := recover(); v != nil {
+			s.closeWith(ReasonError, &PanicError{Value: v})
+		}
+	}()
+	if f := s.ep.hooks.OnOpen; f != nil {
+		f(s)
+	}
+	s.receiveStream(firstByte)
+}
+
+// receiveStream reads into one pooled buffer and hands each read to
+// OnReceive. If the handler kept a share of the buffer, the next read goes
+// into a fresh one; otherwise the same buffer is reused, so steady-state
+// reads allocate nothing (NewLife's round-end adjudication).
+func (s *Session) receiveStream(firstByte time.Duration) {
+	cfg := &s.ep.cfg
+	size := cfg.ReadBufferSize
+	buf := packet.Get(size)
+	defer func() { buf.Release() }()
+
+	idle := cfg.IdleTimeout
+	if firstByte > 0 {
+		s.conn.SetReadDeadline(time.Now().Add(firstByte))
+	}
+	gotFirst := false
+	var deadlineAt int64 // coarse time the idle deadline was last moved
+	for {
+		if idle > 0 && gotFirst {
+			if t := now(); t != deadlineAt {
+				deadlineAt = t
+				s.conn.SetReadDeadline(time.Unix(0, t).Add(idle + clockTick))
+			}
+		}
+		n, err := s.conn.Read(buf.Bytes())
+		if n > 0 {
+			if !gotFirst {
+				gotFirst = true
+				if firstByte > 0 && idle <= 0 {
+					s.conn.SetReadDeadline(time.Time{})
+				}
+			}
+			s.deliver(buf, n)
+			if buf.RefCount() == 1 {
+				buf.Resize(size)
+			} else {
+				buf.Release()
+				buf = packet.Get(size)
+			}
+		}
+		if s.draining.Load() {
+			s.drainSends()
+			s.closeWith(ReasonShutdown, nil)
+			return
+		}
+		if err != nil {
+			s.closeWith(s.readReason(err, gotFirst), causeOf(err))
+			return
+		}
+	}
+}
+
+// drainSends waits until everything queued has been written, writing it
+// itself if no other goroutine is, or until the session is closed.
+func (s *Session) drainSends() {
+	for s.Reason() == ReasonNone {
+		s.mu.Lock()
+		pending, writing := len(s.queue) > 0, s.writing
+		if pending && !writing {
+			s.writing = true
+		}
+		s.mu.Unlock()
+		switch {
+		case pending && !writing:
+			s.flush()
+		case !pending && !writing:
+			return
+		default:
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// deliver hands n received bytes of buf to OnReceive.
+func (s *Session) deliver(buf *packet.Packet, n int) {
+	s.lastRx.Store(now())
+	st := &s.ep.stats
+	st.bytesIn.Add(uint64(n))
+	st.messagesIn.Add(1)
+	buf.Resize(n)
+	if f := s.ep.hooks.OnReceive; f != nil {
+		f(s, buf)
+	}
+}
+
+// readReason classifies a failed read.
+func (s *Session) readReason(err error, gotFirst bool) Reason {
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		if gotFirst {
+			return ReasonIdle
+		}
+		return ReasonFirstByte
+	case errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.ErrClosedPipe):
+		return ReasonPeerClosed
+	case errors.Is(err, net.ErrClosed):
+		return ReasonLocal
+	}
+	return ReasonError
+}
+
+// causeOf drops the causes that the reason already says in full.
+func causeOf(err error) error {
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,146 @@
+package transport
+
+import (
+	"errors"
+	"net"
+	"os"
+	"time"
+
+	"github.com/lifenet/lifenet/packet"
+)
+
+// Send queues p (and its chain) for writing and takes ownership of it: p is
+// released once written, or at once if Send fails. Packets from concurrent
+// Sends are written in call order; whatever queues up while a write is in
+// progress goes out in the next single vectored write (writev).
+//
+// The caller whose Send finds no write in progress performs the write
+// itself, so Send may block for up to WriteTimeout. Send fails with a
+// *CloseError (matching ErrClosed) once the session is closing, and with
+// ErrSlowConsumer — closing the session — when the queue already holds
+// bytes and p would take it past SendQueueBytes. (A single packet larger
+// than the limit is accepted on an empty queue.)
+func (s *Session) Send(p *packet.Packet) error {
+	n := p.Total()
+	s.mu.Lock()
+	if s.finished || s.Reason() != ReasonNone {
+		s.mu.Unlock()
+		p.Release()
+		return s.closedErr()
+	}
+	if s.queued > 0 && s.queued+n > s.ep.cfg.SendQueueBytes {
+		s.mu.Unlock()
+		p.Release()
+		s.ep.stats.overflows.Add(1)
+		s.closeWith(ReasonSlowConsumer, ErrSlowConsumer)
+		return ErrSlowConsumer
+	}
+	s.queue = append(s.queue, p)
+	s.queued += n
+	if s.writing {
+		s.mu.Unlock()
+		return nil
+	}
+	s.writing = true
+	s.mu.Unlock()
+	return s.flush()
+}
+
+// SendBytes copies b into a pooled packet and sends it; see Send.
+func (s *Session) SendBytes(b []byte) error {
+	p := packet.Get(len(b))
+	copy(p.Bytes(), b)
+	return s.Send(p)
+}
+
+// QueuedBytes returns the bytes waiting to be written: a view of the
+// session's back-pressure.
+func (s *Session) QueuedBytes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queued
+}
+
+// flush writes queued batches until the queue is empty. Only the goroutine
+// that set s.writing runs it.
+func (s *Session) flush() error {
+	s.mu.Lock()
+	for len(s.queue) > 0 && !s.finished && s.Reason() == ReasonNone {
+		batch := s.queue
+		s.queue, s.spare, s.queued = s.spare, nil, 0
+		s.mu.Unlock()
+
+		err := s.out.writeBatch(s, batch)
+		for i, p := range batch {
+			p.Release()
+			batch[i] = nil
+		}
+		s.mu.Lock()
+		s.spare = batch[:0]
+		if err != nil {
+			s.writing = false
+			s.mu.Unlock()
+			s.closeWith(writeReason(err), err)
+			return s.closedErr() // names the reason that won, e.g. a slow consumer
+
+		}
+	}
+	s.writing = false
+	s.mu.Unlock()
+	return nil
+}
+
+// writeReason classifies a failed write.
+func writeReason(err error) Reason {
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return ReasonWriteTimeout
+	case errors.Is(err, net.ErrClosed):
+		return ReasonLocal
+	}
+	return ReasonError
+}
+
+// streamSender writes to a stream connection (TCP, Unix, TLS).
+type streamSender struct {
+	conn       net.Conn
+	timeout    time.Duration
+	deadlineAt int64       // coarse time at which the write deadline was last moved
+	iov        [][]byte    // scratch for building a vectored write
+	bufs       net.Buffers // the vectored write in progress (a field, so it does not escape per call)
+}
+
+func (w *streamSender) writeBatch(s *Session, batch []*packet.Packet) error {
+	if w.timeout > 0 {
+		// Move the deadline at most once per clock tick; it always lies at
+		// least timeout ahead of any write that starts.
+		if t := now(); t != w.deadlineAt {
+			w.deadlineAt = t
+			if err := w.conn.SetWriteDeadline(time.Unix(0, t).Add(w.timeout + clockTick)); err != nil {
+				return err
+			}
+		}
+	}
+	var (
+		n   int64
+		err error
+	)
+	if len(batch) == 1 && batch[0].Next() == nil {
+		var k int
+		k, err = w.conn.Write(batch[0].Bytes())
+		n = int64(k)
+	} else {
+		w.iov = w.iov[:0]
+		for _, p := range batch {
+			w.iov = p.AppendBuffers(w.iov)
+		}
+		w.bufs = w.iov
+		n, err = w.bufs.WriteTo(w.conn)
+		clear(w.iov)
+	}
+	s.ep.stats.bytesOut.Add(uint64(n))
+	s.ep.stats.msgsOut.Add(uint64(len(batch)))
+	return err
+}
+
+func (w *streamSender) close() error { return w.conn.Close() }

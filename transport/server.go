@@ -1,0 +1,371 @@
+package transport
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lifenet/lifenet/packet"
+)
+
+// Server accepts connections on any number of listeners (TCP, Unix, TLS, or
+// a caller's net.Listener) and UDP sockets, and runs a Session for each
+// connection or UDP peer. All methods are safe for concurrent use.
+type Server struct {
+	ep endpoint
+
+	mu        sync.Mutex
+	listeners []net.Listener
+	udp       []*udpServer
+	sessions  map[uint64]*Session
+	perIP     map[netip.Addr]int
+	port      int // the port shared by listeners asked for port 0
+	closing   bool
+
+	nextID  atomic.Uint64
+	wg      sync.WaitGroup // accept loops, UDP loops and session goroutines
+	stopped chan struct{}  // closed when the server starts shutting down
+	once    sync.Once      // stop
+	closed  sync.Once      // releasing the clock
+}
+
+// NewServer returns a server with the given settings and hooks. It listens
+// on nothing until Listen, Serve or ServePacket is called.
+func NewServer(cfg Config, hooks Hooks) (*Server, error) {
+	cfg, err := cfg.withDefaults(true)
+	if err != nil {
+		return nil, err
+	}
+	acquireClock()
+	return &Server{
+		ep:       endpoint{cfg: cfg, hooks: hooks},
+		sessions: make(map[uint64]*Session),
+		perIP:    make(map[netip.Addr]int),
+		stopped:  make(chan struct{}),
+	}, nil
+}
+
+// Listen opens a listener and serves it. network is "tcp", "tcp4", "tcp6"
+// or "unix" for streams, "udp", "udp4" or "udp6" for datagrams. Port 0
+// picks a free port the first time; later Listen calls with port 0 reuse
+// that port, so one server answers TCP and UDP, IPv4 and IPv6 on one port.
+// It returns the bound address.
+func (s *Server) Listen(ctx context.Context, network, address string) (net.Addr, error) {
+	address, err := s.sharedPort(network, address)
+	if err != nil {
+		return nil, err
+	}
+	lc := net.ListenConfig{KeepAlive: -1} // accepted conns get their settings in admit
+	switch network {
+	case "tcp", "tcp4", "tcp6", "unix":
+		l, err := lc.Listen(ctx, network, address)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.Serve(l); err != nil {
+			l.Close()
+			return nil, err
+		}
+		s.notePort(l.Addr())
+		return l.Addr(), nil
+	case "udp", "udp4", "udp6":
+		pc, err := lc.ListenPacket(ctx, network, address)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.ServePacket(pc); err != nil {
+			pc.Close()
+			return nil, err
+		}
+		s.notePort(pc.LocalAddr())
+		return pc.LocalAddr(), nil
+	}
+	return nil, errors.New("transport: unsupported network " + strconv.Quote(network))
+}
+
+// sharedPort replaces port 0 with the port an earlier listener got.
+func (s *Server) sharedPort(network, address string) (string, error) {
+	if network == "unix" {
+		return address, nil
+	}
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if port == "0" && s.port != 0 {
+		port = strconv.Itoa(s.port)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+func (s *Server) notePort(a net.Addr) {
+	var port int
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		port = a.Port
+	case *net.UDPAddr:
+		port = a.Port
+	default:
+		return
+	}
+	s.mu.Lock()
+	if s.port == 0 {
+		s.port = port
+	}
+	s.mu.Unlock()
+}
+
+// Port returns the port shared by this server's IP listeners, or 0.
+func (s *Server) Port() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.port
+}
+
+// Serve accepts connections from l in a new goroutine until the server is
+// closed; the server closes l then. With Config.TLS set, connections are
+// served as TLS.
+func (s *Server) Serve(l net.Listener) error {
+	if s.ep.cfg.TLS != nil {
+		l = tls.NewListener(l, s.ep.cfg.TLS)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return ErrClosed
+	}
+	s.listeners = append(s.listeners, l)
+	s.wg.Add(1)
+	go s.acceptLoop(l)
+	return nil
+}
+
+func (s *Server) acceptLoop(l net.Listener) {
+	defer s.wg.Done()
+	var delay time.Duration
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if s.isClosing() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of descriptors or a transient failure: back off as
+			// net/http does, up to a second, and try again.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			select {
+			case <-time.After(delay):
+			case <-s.stopped:
+				return
+			}
+			continue
+		}
+		delay = 0
+		s.admit(c)
+	}
+}
+
+// admit applies limits and socket settings to an accepted connection and
+// starts its session.
+func (s *Server) admit(c net.Conn) {
+	cfg := &s.ep.cfg
+	ip, hasIP := remoteIP(c.RemoteAddr())
+	s.mu.Lock()
+	if s.closing || len(s.sessions) >= cfg.MaxConns || hasIP && s.perIP[ip] >= cfg.MaxConnsPerIP {
+		closing := s.closing
+		s.mu.Unlock()
+		c.Close()
+		if !closing {
+			s.ep.stats.closed[ReasonLimit].Add(1)
+		}
+		return
+	}
+	if hasIP {
+		s.perIP[ip]++
+	}
+	tuneConn(c, cfg)
+	id := s.nextID.Add(1)
+	sess := newSession(&s.ep, id, c, &streamSender{conn: c, timeout: cfg.WriteTimeout}, c.LocalAddr(), c.RemoteAddr())
+	sess.onEnd = s.forget
+	s.sessions[id] = sess
+	s.ep.stats.opened()
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		sess.serveStream(cfg.FirstByteTimeout)
+	}()
+}
+
+// forget removes an ended session from the registry and the per-IP counts.
+func (s *Server) forget(sess *Session) {
+	ip, hasIP := remoteIP(sess.remote)
+	s.mu.Lock()
+	delete(s.sessions, sess.id)
+	if hasIP {
+		if s.perIP[ip]--; s.perIP[ip] <= 0 {
+			delete(s.perIP, ip)
+		}
+	}
+	s.mu.Unlock()
+}
+
+// remoteIP extracts the IP of a TCP or UDP address.
+func remoteIP(a net.Addr) (netip.Addr, bool) {
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		return a.AddrPort().Addr().Unmap(), true
+	case *net.UDPAddr:
+		return a.AddrPort().Addr().Unmap(), true
+	}
+	return netip.Addr{}, false
+}
+
+// tuneConn applies the socket settings of cfg to a TCP connection (or the
+// TCP connection under TLS).
+func tuneConn(c net.Conn, cfg *Config) {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		if t, isTLS := c.(*tls.Conn); isTLS {
+			tc, ok = t.NetConn().(*net.TCPConn)
+		}
+	}
+	if !ok {
+		return
+	}
+	tc.SetNoDelay(cfg.NoDelay == NoDelayOn)
+	if cfg.KeepAlive > 0 {
+		tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: cfg.KeepAlive, Interval: cfg.KeepAlive, Count: 3})
+	}
+	if cfg.SocketReceiveBuffer > 0 {
+		tc.SetReadBuffer(cfg.SocketReceiveBuffer)
+	}
+	if cfg.SocketSendBuffer > 0 {
+		tc.SetWriteBuffer(cfg.SocketSendBuffer)
+	}
+}
+
+func (s *Server) isClosing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
+// Stats returns a snapshot of the server's counters.
+func (s *Server) Stats() Stats { return s.ep.stats.snapshot() }
+
+// SessionCount returns the number of live sessions.
+func (s *Server) SessionCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sessions)
+}
+
+// Session returns the live session with the given ID.
+func (s *Server) Session(id uint64) (*Session, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess, ok := s.sessions[id]
+	return sess, ok
+}
+
+// Range calls f for each live session until f returns false. Sessions that
+// open or close meanwhile may or may not be seen.
+func (s *Server) Range(f func(*Session) bool) {
+	for _, sess := range s.snapshot() {
+		if !f(sess) {
+			return
+		}
+	}
+}
+
+func (s *Server) snapshot() []*Session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	list := make([]*Session, 0, len(s.sessions))
+	for _, sess := range s.sessions {
+		list = append(list, sess)
+	}
+	return list
+}
+
+// Broadcast sends p to every live session for which filter (if not nil)
+// returns true, sharing p's bytes, and returns how many sends were queued.
+// It takes ownership of p.
+func (s *Server) Broadcast(p *packet.Packet, filter func(*Session) bool) int {
+	defer p.Release()
+	n := 0
+	for _, sess := range s.snapshot() {
+		if filter == nil || filter(sess) {
+			if sess.Send(p.Share()) == nil {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// stop marks the server closing and closes its listeners and sockets so
+// that no new sessions start.
+func (s *Server) stop() {
+	s.once.Do(func() {
+		s.mu.Lock()
+		s.closing = true
+		ls, us := s.listeners, s.udp
+		s.mu.Unlock()
+		close(s.stopped)
+		for _, l := range ls {
+			l.Close()
+		}
+		for _, u := range us {
+			u.stop()
+		}
+	})
+}
+
+// Close closes the listeners and every session at once (ReasonShutdown) and
+// waits for the server's goroutines to end. It is idempotent.
+func (s *Server) Close() error {
+	s.stop()
+	for _, sess := range s.snapshot() {
+		sess.closeWith(ReasonShutdown, nil)
+	}
+	s.wg.Wait()
+	s.closed.Do(releaseClock)
+	return nil
+}
+
+// Shutdown stops accepting, lets each session finish the handler it is
+// running and write what it has queued, then closes it (ReasonShutdown).
+// If ctx ends first, the remaining sessions are closed at once and ctx's
+// error is returned. It is idempotent, and safe to combine with Close.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stop()
+	for _, sess := range s.snapshot() {
+		sess.draining.Store(true)
+		if sess.conn != nil {
+			sess.conn.SetReadDeadline(time.Unix(1, 0)) // interrupt a blocked read
+		} else {
+			sess.closeWith(ReasonShutdown, nil)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return s.Close()
+	case <-ctx.Done():
+		s.Close()
+		return ctx.Err()
+	}
+}

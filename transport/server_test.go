@@ -1,0 +1,371 @@
+package transport_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/packet"
+	"github.com/lifenet/lifenet/transport"
+)
+
+// echoHooks echoes every read back to its sender.
+func echoHooks() transport.Hooks {
+	return transport.Hooks{OnReceive: func(s *transport.Session, p *packet.Packet) {
+		s.Send(p.Share())
+	}}
+}
+
+func startServer(t *testing.T, cfg transport.Config, hooks transport.Hooks, network, addr string) (*transport.Server, net.Addr) {
+	t.Helper()
+	srv, err := transport.NewServer(cfg, hooks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	a, err := srv.Listen(context.Background(), network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, a
+}
+
+func dial(t *testing.T, network string, a net.Addr) net.Conn {
+	t.Helper()
+	c, err := net.Dial(network, a.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func TestTCPEcho(t *testing.T) {
+	leakcheck.Check(t)
+	srv, a := startServer(t, transport.Config{}, echoHooks(), "tcp", "127.0.0.1:0")
+	c := dial(t, "tcp", a)
+	msg := bytes.Repeat([]byte("lifenet "), 10000)
+	go c.Write(msg)
+	got := make([]byte, len(msg))
+	if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, msg) {
+		t.Fatalf("echo mismatch: %v", err)
+	}
+	st := srv.Stats()
+	if st.Accepted != 1 || st.Active != 1 || st.BytesIn != uint64(len(msg)) || st.BytesOut != uint64(len(msg)) {
+		t.Fatalf("stats %+v", st)
+	}
+	c.Close()
+	waitUntil(t, "peer-closed count", func() bool { return srv.Stats().Closed[transport.ReasonPeerClosed] == 1 })
+	if srv.SessionCount() != 0 {
+		t.Fatal("session not removed from the registry")
+	}
+}
+
+func TestUnixEcho(t *testing.T) {
+	leakcheck.Check(t)
+	_, a := startServer(t, transport.Config{}, echoHooks(), "unix", t.TempDir()+"/s.sock")
+	c := dial(t, "unix", a)
+	c.Write([]byte("ping"))
+	got := make([]byte, 4)
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != "ping" {
+		t.Fatalf("unix echo %q %v", got, err)
+	}
+}
+
+func TestPortZeroIsShared(t *testing.T) {
+	leakcheck.Check(t)
+	srv, a := startServer(t, transport.Config{}, echoHooks(), "tcp", "127.0.0.1:0")
+	ua, err := srv.Listen(context.Background(), "udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.(*net.TCPAddr).Port != ua.(*net.UDPAddr).Port || srv.Port() != ua.(*net.UDPAddr).Port {
+		t.Fatalf("tcp %v, udp %v, Port %d", a, ua, srv.Port())
+	}
+}
+
+// Many goroutines send numbered messages on one session; each goroutine's
+// messages must arrive in its order, none lost.
+func TestConcurrentSendersKeepOrder(t *testing.T) {
+	leakcheck.Check(t)
+	opened := make(chan *transport.Session, 1)
+	_, a := startServer(t, transport.Config{}, transport.Hooks{OnOpen: func(s *transport.Session) { opened <- s }}, "tcp", "127.0.0.1:0")
+	c := dial(t, "tcp", a)
+	sess := <-opened
+
+	const senders, each = 8, 2000
+	var wg sync.WaitGroup
+	for g := range senders {
+		wg.Go(func() {
+			for i := range each {
+				var m [8]byte
+				binary.LittleEndian.PutUint32(m[:], uint32(g))
+				binary.LittleEndian.PutUint32(m[4:], uint32(i))
+				if err := sess.SendBytes(m[:]); err != nil {
+					t.Errorf("send: %v", err)
+					return
+				}
+			}
+		})
+	}
+	next := make([]uint32, senders)
+	buf := make([]byte, 8)
+	for range senders * each {
+		if _, err := io.ReadFull(c, buf); err != nil {
+			t.Fatal(err)
+		}
+		g, i := binary.LittleEndian.Uint32(buf), binary.LittleEndian.Uint32(buf[4:])
+		if i != next[g] {
+			t.Fatalf("sender %d: got message %d, want %d", g, i, next[g])
+		}
+		next[g]++
+	}
+	wg.Wait()
+}
+
+// A peer that never reads makes the send queue overflow: the session closes
+// as a slow consumer and the queued buffers are released.
+func TestSlowConsumerClosesSession(t *testing.T) {
+	leakcheck.Check(t)
+	closed := make(chan *transport.CloseError, 1)
+	opened := make(chan *transport.Session, 1)
+	cfg := transport.Config{SendQueueBytes: 64 << 10, SocketSendBuffer: 4096}
+	srv, a := startServer(t, cfg, transport.Hooks{
+		OnOpen:  func(s *transport.Session) { opened <- s },
+		OnClose: func(_ *transport.Session, e *transport.CloseError) { closed <- e },
+	}, "tcp", "127.0.0.1:0")
+	c := dial(t, "tcp", a)
+	c.(*net.TCPConn).SetReadBuffer(4096)
+	sess := <-opened
+
+	var wg sync.WaitGroup
+	var overflow error
+	var once sync.Once
+	for range 2 { // one sender blocks in the write, the other fills the queue
+		wg.Go(func() {
+			for range 10000 {
+				if err := sess.SendBytes(make([]byte, 1024)); err != nil {
+					once.Do(func() { overflow = err })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	e := <-closed
+	if e.Reason != transport.ReasonSlowConsumer || !errors.Is(overflow, transport.ErrSlowConsumer) {
+		t.Fatalf("close reason %v, send error %v", e.Reason, overflow)
+	}
+	if st := srv.Stats(); st.SendQueueOverflows == 0 || st.Closed[transport.ReasonSlowConsumer] != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	if err := sess.SendBytes([]byte("x")); !errors.Is(err, transport.ErrClosed) {
+		t.Fatalf("send after close = %v", err)
+	}
+}
+
+// The idle timeout closes a quiet session; a session that keeps talking
+// stays.
+func TestIdleAndFirstByteTimeouts(t *testing.T) {
+	leakcheck.Check(t)
+	reasons := make(chan transport.Reason, 4)
+	cfg := transport.Config{IdleTimeout: 600 * time.Millisecond, FirstByteTimeout: 300 * time.Millisecond}
+	srv, a := startServer(t, cfg, transport.Hooks{
+		OnClose: func(_ *transport.Session, e *transport.CloseError) { reasons <- e.Reason },
+	}, "tcp", "127.0.0.1:0")
+
+	silent := dial(t, "tcp", a)
+	_ = silent
+	if r := <-reasons; r != transport.ReasonFirstByte {
+		t.Fatalf("silent connection closed with %v", r)
+	}
+	quiet := dial(t, "tcp", a)
+	quiet.Write([]byte("hi"))
+	start := time.Now()
+	if r := <-reasons; r != transport.ReasonIdle {
+		t.Fatalf("quiet connection closed with %v", r)
+	}
+	if d := time.Since(start); d < 500*time.Millisecond {
+		t.Fatalf("idle close after %v, before the 600ms timeout", d)
+	}
+	chatty := dial(t, "tcp", a)
+	for range 10 {
+		chatty.Write([]byte("x"))
+		time.Sleep(150 * time.Millisecond)
+	}
+	if srv.SessionCount() != 1 {
+		t.Fatal("an active session was closed")
+	}
+}
+
+// Connection limits: at the limit connections are served, one past it is
+// refused and counted.
+func TestConnectionLimits(t *testing.T) {
+	leakcheck.Check(t)
+	for _, cfg := range []transport.Config{{MaxConns: 3}, {MaxConnsPerIP: 3}} {
+		srv, a := startServer(t, cfg, echoHooks(), "tcp", "127.0.0.1:0")
+		for range 3 {
+			c := dial(t, "tcp", a)
+			c.Write([]byte("a"))
+			io.ReadFull(c, make([]byte, 1))
+		}
+		extra := dial(t, "tcp", a)
+		extra.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := extra.Read(make([]byte, 1)); err == nil {
+			t.Fatalf("%+v: connection past the limit was served", cfg)
+		}
+		if st := srv.Stats(); st.Closed[transport.ReasonLimit] != 1 || st.Active != 3 {
+			t.Fatalf("%+v: stats %+v", cfg, st)
+		}
+	}
+}
+
+func TestBroadcastAndRegistry(t *testing.T) {
+	leakcheck.Check(t)
+	srv, a := startServer(t, transport.Config{}, transport.Hooks{}, "tcp", "127.0.0.1:0")
+	conns := []net.Conn{dial(t, "tcp", a), dial(t, "tcp", a), dial(t, "tcp", a)}
+	waitUntil(t, "3 sessions", func() bool { return srv.SessionCount() == 3 })
+	var skip uint64
+	srv.Range(func(s *transport.Session) bool { skip = s.ID(); return false })
+	if _, ok := srv.Session(skip); !ok {
+		t.Fatal("Session(id) did not find a live session")
+	}
+	msg := packet.Get(5)
+	copy(msg.Bytes(), "hello")
+	n := srv.Broadcast(msg, func(s *transport.Session) bool { return s.ID() != skip })
+	if n != 2 {
+		t.Fatalf("Broadcast reached %d sessions, want 2", n)
+	}
+	got := 0
+	for _, c := range conns {
+		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		b := make([]byte, 5)
+		if _, err := io.ReadFull(c, b); err == nil && string(b) == "hello" {
+			got++
+		}
+	}
+	if got != 2 {
+		t.Fatalf("%d connections got the broadcast", got)
+	}
+}
+
+func TestSessionBagAndState(t *testing.T) {
+	leakcheck.Check(t)
+	type appState struct{ n int }
+	done := make(chan int, 1)
+	_, a := startServer(t, transport.Config{}, transport.Hooks{
+		OnOpen: func(s *transport.Session) { s.SetState(&appState{}); s.Set("codec", "srmp") },
+		OnReceive: func(s *transport.Session, p *packet.Packet) {
+			st, ok := transport.StateOf[*appState](s)
+			v, _ := s.Get("codec")
+			if ok && v == "srmp" {
+				st.n += p.Len()
+				if st.n >= 6 {
+					done <- st.n
+				}
+			}
+		},
+	}, "tcp", "127.0.0.1:0")
+	c := dial(t, "tcp", a)
+	c.Write([]byte("abc"))
+	time.Sleep(10 * time.Millisecond)
+	c.Write([]byte("def"))
+	if n := <-done; n != 6 {
+		t.Fatalf("state counted %d bytes", n)
+	}
+}
+
+// Shutdown lets a handler that is running finish and its reply be written,
+// then closes the session with ReasonShutdown.
+func TestShutdownFinishesInFlightWork(t *testing.T) {
+	leakcheck.Check(t)
+	inHandler := make(chan struct{})
+	reasons := make(chan transport.Reason, 1)
+	srv, a := startServer(t, transport.Config{}, transport.Hooks{
+		OnReceive: func(s *transport.Session, p *packet.Packet) {
+			close(inHandler)
+			time.Sleep(100 * time.Millisecond) // slow work in flight
+			s.SendBytes([]byte("done"))
+		},
+		OnClose: func(_ *transport.Session, e *transport.CloseError) { reasons <- e.Reason },
+	}, "tcp", "127.0.0.1:0")
+	c := dial(t, "tcp", a)
+	c.Write([]byte("go"))
+	<-inHandler
+	if err := srv.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	reply, _ := io.ReadAll(c)
+	if string(reply) != "done" {
+		t.Fatalf("reply %q lost in shutdown", reply)
+	}
+	if r := <-reasons; r != transport.ReasonShutdown {
+		t.Fatalf("closed with %v", r)
+	}
+	if _, err := net.Dial("tcp", a.String()); err == nil {
+		t.Fatal("still accepting after Shutdown")
+	}
+	srv.Close() // idempotent after Shutdown
+}
+
+// Shutdown honours its deadline: a handler that never finishes is cut off.
+func TestShutdownDeadline(t *testing.T) {
+	leakcheck.Check(t)
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	srv, a := startServer(t, transport.Config{}, transport.Hooks{
+		OnReceive: func(s *transport.Session, p *packet.Packet) { close(entered); <-release },
+	}, "tcp", "127.0.0.1:0")
+	c := dial(t, "tcp", a)
+	c.Write([]byte("x"))
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	go func() { time.Sleep(200 * time.Millisecond); close(release) }()
+	if err := srv.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown = %v, want deadline exceeded", err)
+	}
+}
+
+// A panicking handler closes its session with a PanicError, not the server.
+func TestHandlerPanicClosesSession(t *testing.T) {
+	leakcheck.Check(t)
+	closed := make(chan *transport.CloseError, 1)
+	_, a := startServer(t, transport.Config{}, transport.Hooks{
+		OnReceive: func(*transport.Session, *packet.Packet) { panic("boom") },
+		OnClose:   func(_ *transport.Session, e *transport.CloseError) { closed <- e },
+	}, "tcp", "127.0.0.1:0")
+	c := dial(t, "tcp", a)
+	c.Write([]byte("x"))
+	e := <-closed
+	var pe *transport.PanicError
+	if e.Reason != transport.ReasonError || !errors.As(e, &pe) || pe.Value != "boom" {
+		t.Fatalf("close %v", e)
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	for _, cfg := range []transport.Config{{MaxConns: -1}, {ReadBufferSize: -5}, {NoDelay: 9}} {
+		if _, err := transport.NewServer(cfg, transport.Hooks{}); err == nil {
+			t.Errorf("NewServer(%+v) accepted", cfg)
+		}
+	}
+}

@@ -1,0 +1,183 @@
+package transport
+
+import (
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lifenet/lifenet/packet"
+)
+
+// Hooks are the callbacks of a server or client. Any may be nil. OnOpen,
+// OnReceive and OnClose of one session run on that session's receive
+// goroutine, in that order, never concurrently with each other.
+type Hooks struct {
+	// OnOpen runs when a session starts, before its first OnReceive.
+	OnOpen func(s *Session)
+	// OnReceive gets the bytes of each read (TCP, Unix) or datagram (UDP).
+	// p is valid only during the call: keep p.Share() or p.Clone() to hold
+	// the bytes longer, and release that later. Do not release p.
+	OnReceive func(s *Session, p *packet.Packet)
+	// OnClose runs once when a session has ended, with the reason.
+	OnClose func(s *Session, err *CloseError)
+}
+
+// endpoint is what a session needs from the server or client that owns it.
+type endpoint struct {
+	cfg   Config
+	hooks Hooks
+	stats counters
+}
+
+// Session is one connection (or UDP peer) of a server, or a client's
+// connection. All methods are safe for concurrent use; sends from many
+// goroutines are written in the order Send was called.
+type Session struct {
+	id      uint64
+	conn    net.Conn // nil for UDP virtual sessions
+	ep      *endpoint
+	local   net.Addr
+	remote  net.Addr
+	created time.Time
+	lastRx  atomic.Int64 // coarse unix nanoseconds of the last receive
+
+	out sender // the write side; for UDP peers, writes go through the server socket
+
+	mu       sync.Mutex
+	queue    []*packet.Packet // waiting to be written
+	spare    []*packet.Packet // the previous batch's slice, reused
+	queued   int              // bytes in queue
+	writing  bool             // some goroutine is flushing the queue
+	finished bool             // the receive side has ended; no more sends
+	cause    error
+	items    map[any]any
+	state    any
+
+	reason   atomic.Uint32 // Reason once closing has started
+	draining atomic.Bool   // Shutdown: stop reading, flush, then close
+	done     chan struct{}
+	onEnd    func(*Session) // owner's bookkeeping, run before OnClose
+}
+
+// sender writes batches of packets for a session: a stream connection, or
+// the UDP server socket addressed to one peer.
+type sender interface {
+	writeBatch(s *Session, batch []*packet.Packet) error
+	close() error
+}
+
+func newSession(ep *endpoint, id uint64, conn net.Conn, out sender, local, remote net.Addr) *Session {
+	s := &Session{id: id, conn: conn, ep: ep, out: out, local: local, remote: remote,
+		created: time.Now(), done: make(chan struct{})}
+	s.lastRx.Store(now())
+	return s
+}
+
+// ID returns the session's identifier, unique within its server.
+func (s *Session) ID() uint64 { return s.id }
+
+// LocalAddr returns the local address.
+func (s *Session) LocalAddr() net.Addr { return s.local }
+
+// RemoteAddr returns the peer's address.
+func (s *Session) RemoteAddr() net.Addr { return s.remote }
+
+// Created returns when the session started.
+func (s *Session) Created() time.Time { return s.created }
+
+// LastActive returns when the session last received bytes (to the
+// resolution of the coarse clock, 250 ms).
+func (s *Session) LastActive() time.Time { return time.Unix(0, s.lastRx.Load()) }
+
+// Done is closed when the session has ended and OnClose has run.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Reason returns why the session ended, or ReasonNone while it is open.
+func (s *Session) Reason() Reason { return Reason(s.reason.Load()) }
+
+// Set stores a value in the session's key/value bag (codec and application
+// state that belongs to this connection).
+func (s *Session) Set(key, value any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.items == nil {
+		s.items = make(map[any]any)
+	}
+	s.items[key] = value
+}
+
+// Get returns a value from the session's bag.
+func (s *Session) Get(key any) (any, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.items[key]
+	return v, ok
+}
+
+// SetState sets the session's application state (NewLife's typed
+// NetSession); StateOf retrieves it typed.
+func (s *Session) SetState(v any) {
+	s.mu.Lock()
+	s.state = v
+	s.mu.Unlock()
+}
+
+// StateOf returns s's application state as a T, or the zero T and false.
+func StateOf[T any](s *Session) (T, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.state.(T)
+	return v, ok
+}
+
+// Close ends the session with ReasonLocal. It does not wait; see Done.
+func (s *Session) Close() error {
+	s.closeWith(ReasonLocal, nil)
+	return nil
+}
+
+// closeWith starts closing with reason r unless closing already started;
+// the first reason wins. It reports whether this call started it.
+func (s *Session) closeWith(r Reason, cause error) bool {
+	if !s.reason.CompareAndSwap(uint32(ReasonNone), uint32(r)) {
+		return false
+	}
+	s.mu.Lock()
+	s.cause = cause
+	s.mu.Unlock()
+	s.out.close()
+	return true
+}
+
+// finish runs once on the receive goroutine after receiving stopped: it
+// fails queued sends, settles counters and registries, and runs OnClose.
+func (s *Session) finish() {
+	s.closeWith(ReasonError, nil) // no-op unless the loop ended without a reason
+	s.mu.Lock()
+	s.finished = true
+	for i, p := range s.queue {
+		p.Release()
+		s.queue[i] = nil
+	}
+	s.queue, s.queued = s.queue[:0], 0
+	cause := s.cause
+	s.mu.Unlock()
+
+	r := s.Reason()
+	s.ep.stats.ended(r)
+	if s.onEnd != nil {
+		s.onEnd(s)
+	}
+	if f := s.ep.hooks.OnClose; f != nil {
+		f(s, &CloseError{Reason: r, Err: cause})
+	}
+	close(s.done)
+}
+
+// closedErr is the error for an operation on a closed session.
+func (s *Session) closedErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &CloseError{Reason: s.Reason(), Err: s.cause}
+}
