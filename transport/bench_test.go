@@ -1,0 +1,190 @@
+package transport_test
+
+// Server-path benchmarks, each beside the plain std-net baseline
+// (internal/rawnet) in the same run:
+//
+//	go test -run '^$' -bench 'ServerReceive|Echo' -benchmem -count 5 ./transport
+//
+// allocs/op counts the whole process; the client side writes from
+// preallocated buffers, so allocations are the server path's. cpu-ns/pkt is
+// the process's CPU time (user+system, client included) per packet.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lifenet/lifenet/internal/rawnet"
+	"github.com/lifenet/lifenet/packet"
+	"github.com/lifenet/lifenet/transport"
+)
+
+// benchServer is a running server of either implementation.
+type benchServer struct {
+	addr  string
+	bytes func() uint64
+	close func()
+}
+
+func startBench(b *testing.B, impl string, echo bool) benchServer {
+	b.Helper()
+	if impl == "raw" {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := rawnet.Serve(l, echo)
+		return benchServer{l.Addr().String(), r.Bytes.Load, r.Close}
+	}
+	var n atomic.Uint64
+	hooks := transport.Hooks{OnReceive: func(s *transport.Session, p *packet.Packet) {
+		n.Add(uint64(p.Len()))
+		if echo {
+			s.Send(p.Share())
+		}
+	}}
+	srv, err := transport.NewServer(transport.Config{}, hooks)
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := srv.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return benchServer{a.String(), n.Load, func() { srv.Close() }}
+}
+
+func cpuNanos() int64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+func sizeLabel(n int) string {
+	if n >= 1024 {
+		return fmt.Sprintf("%dK", n>>10)
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+// BenchmarkServerReceive: one-way upload, the server only counts. One op is
+// one packet of size bytes; batch packets go out per write (batch 256 is
+// NewLife's "sticky packets" case).
+func BenchmarkServerReceive(b *testing.B) {
+	type scenario struct{ size, batch, conns int }
+	var list []scenario
+	for _, size := range []int{32, 1 << 10, 64 << 10} {
+		for _, batch := range []int{1, 256} {
+			list = append(list, scenario{size, batch, 1})
+		}
+	}
+	for _, size := range []int{32, 1 << 10} {
+		for _, conns := range []int{4, 16} {
+			list = append(list, scenario{size, 1, conns})
+		}
+	}
+	for _, sc := range list {
+		for _, impl := range []string{"lifenet", "raw"} {
+			name := fmt.Sprintf("size=%s/batch=%d/conns=%d/impl=%s", sizeLabel(sc.size), sc.batch, sc.conns, impl)
+			b.Run(name, func(b *testing.B) { benchReceive(b, impl, sc.size, sc.batch, sc.conns) })
+		}
+	}
+}
+
+func benchReceive(b *testing.B, impl string, size, batch, conns int) {
+	srv := startBench(b, impl, false)
+	defer srv.close()
+	clients := make([]net.Conn, conns)
+	for i := range clients {
+		c, err := net.Dial("tcp", srv.addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		clients[i] = c
+	}
+	chunk := make([]byte, size*batch)
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	cpu0 := cpuNanos()
+	b.ResetTimer()
+	per := (b.N + conns - 1) / conns
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Go(func() {
+			for left := per * size; left > 0; {
+				n := min(left, len(chunk))
+				if _, err := c.Write(chunk[:n]); err != nil {
+					b.Error(err)
+					return
+				}
+				left -= n
+			}
+		})
+	}
+	wg.Wait()
+	want := uint64(per * size * conns)
+	deadline := time.Now().Add(30 * time.Second)
+	for srv.bytes() < want && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Microsecond)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(cpuNanos()-cpu0)/float64(per*conns), "cpu-ns/pkt")
+}
+
+// BenchmarkEcho: each connection sends size bytes and waits for them to come
+// back (one round trip per op).
+func BenchmarkEcho(b *testing.B) {
+	for _, size := range []int{32, 1 << 10} {
+		for _, conns := range []int{1, 16} {
+			for _, impl := range []string{"lifenet", "raw"} {
+				name := fmt.Sprintf("size=%s/conns=%d/impl=%s", sizeLabel(size), conns, impl)
+				b.Run(name, func(b *testing.B) { benchEcho(b, impl, size, conns) })
+			}
+		}
+	}
+}
+
+func benchEcho(b *testing.B, impl string, size, conns int) {
+	srv := startBench(b, impl, true)
+	defer srv.close()
+	clients := make([]net.Conn, conns)
+	for i := range clients {
+		c, err := net.Dial("tcp", srv.addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		clients[i] = c
+	}
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	cpu0 := cpuNanos()
+	b.ResetTimer()
+	per := (b.N + conns - 1) / conns
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Go(func() {
+			out, in := make([]byte, size), make([]byte, size)
+			for range per {
+				if _, err := c.Write(out); err != nil {
+					b.Error(err)
+					return
+				}
+				if _, err := io.ReadFull(c, in); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(cpuNanos()-cpu0)/float64(per*conns), "cpu-ns/pkt")
+}
