@@ -16,9 +16,9 @@ const BufferSize = 64 << 10
 type Server struct {
 	Bytes atomic.Uint64
 
-	l    net.Listener
-	echo bool
-	wg   sync.WaitGroup
+	l      net.Listener
+	echo   bool
+	wg     sync.WaitGroup
 	mu     sync.Mutex
 	conn   map[net.Conn]struct{}
 	closed bool
