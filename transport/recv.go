@@ -73,6 +73,10 @@ func (s *Session) receiveStream(firstByte time.Duration) {
 				buf = packet.Get(size)
 			}
 		}
+		if n == 0 && err == nil { // an empty datagram: the peer ended the session
+			s.closeWith(ReasonPeerClosed, nil)
+			return
+		}
 		if s.draining.Load() {
 			s.drainSends()
 			s.closeWith(ReasonShutdown, nil)

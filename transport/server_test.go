@@ -68,8 +68,10 @@ func TestTCPEcho(t *testing.T) {
 	if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, msg) {
 		t.Fatalf("echo mismatch: %v", err)
 	}
-	st := srv.Stats()
-	if st.Accepted != 1 || st.Active != 1 || st.BytesIn != uint64(len(msg)) || st.BytesOut != uint64(len(msg)) {
+	// Counters are updated after each write returns, so the client may see
+	// the bytes a moment before the server counts them.
+	waitUntil(t, "byte counters", func() bool { return srv.Stats().BytesOut == uint64(len(msg)) })
+	if st := srv.Stats(); st.Accepted != 1 || st.Active != 1 || st.BytesIn != uint64(len(msg)) {
 		t.Fatalf("stats %+v", st)
 	}
 	c.Close()

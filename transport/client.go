@@ -1,0 +1,391 @@
+package transport
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lifenet/lifenet/packet"
+)
+
+// Client defaults.
+const (
+	DefaultPullQueue      = 256                    // packets buffered for Receive / Packets
+	DefaultReconnectDelay = 100 * time.Millisecond // first reconnect wait; doubles per failure
+	DefaultReconnectMax   = 5 * time.Second        // NewLife ReconnectDelay: the cap of the wait
+	DefaultMaxReconnect   = 20                     // attempts per outage
+	// CopyThreshold is the frame-size policy of docs/perf/buffers.md:
+	// received data shorter than this is copied into a fitted pooled buffer
+	// for pull mode, longer data is shared with the receive buffer.
+	CopyThreshold = 2 << 10
+)
+
+// ReceiveMode selects how a client delivers received bytes.
+type ReceiveMode uint8
+
+// Receive modes.
+const (
+	// ReceiveEvent calls Hooks.OnReceive on the receive goroutine.
+	ReceiveEvent ReceiveMode = iota
+	// ReceivePull queues owned packets for Receive (blocking pull) or
+	// Packets (channel); a full queue stops reading from the socket, which
+	// pushes back on the peer.
+	ReceivePull
+)
+
+// ClientConfig holds a client's settings: the connection settings of
+// Config plus how to receive and reconnect. Zero fields take defaults.
+type ClientConfig struct {
+	Config
+	// Mode selects event or pull delivery (default ReceiveEvent).
+	Mode ReceiveMode
+	// PullQueue is the number of packets buffered in pull mode (default 256).
+	PullQueue int
+	// DialTimeout bounds each connection attempt (default 3 s).
+	DialTimeout time.Duration
+	// AutoReconnect reconnects after the connection drops, waiting
+	// ReconnectDelay, doubling per failure up to ReconnectMax, for at most
+	// MaxReconnect attempts per outage (defaults 100 ms, 5 s, 20).
+	AutoReconnect  bool
+	ReconnectDelay time.Duration
+	ReconnectMax   time.Duration
+	MaxReconnect   int
+	// LocalAddr binds the local end (UDP: a fixed local port, which makes
+	// the client send with send-to instead of a connected socket).
+	LocalAddr string
+}
+
+func (c ClientConfig) withDefaults() (ClientConfig, error) {
+	cfg, err := c.Config.withDefaults(false)
+	if err != nil {
+		return c, err
+	}
+	c.Config = cfg
+	if c.PullQueue < 0 || c.MaxReconnect < 0 || c.Mode > ReceivePull {
+		return c, errors.New("transport: negative PullQueue or MaxReconnect, or unknown Mode")
+	}
+	if c.PullQueue == 0 {
+		c.PullQueue = DefaultPullQueue
+	}
+	if c.DialTimeout <= 0 {
+		c.DialTimeout = DefaultDialTimeout
+	}
+	if c.ReconnectDelay <= 0 {
+		c.ReconnectDelay = DefaultReconnectDelay
+	}
+	if c.ReconnectMax <= 0 {
+		c.ReconnectMax = DefaultReconnectMax
+	}
+	if c.MaxReconnect == 0 {
+		c.MaxReconnect = DefaultMaxReconnect
+	}
+	return c, nil
+}
+
+// Client is a TCP, TLS, Unix or UDP connection to a server with the same
+// send API as a server session, optional auto-reconnect, and a choice of
+// receive mode. All methods are safe for concurrent use.
+type Client struct {
+	ep      endpoint
+	cfg     ClientConfig
+	network string
+	address string
+	recv    chan *packet.Packet // pull mode
+
+	mu     sync.Mutex
+	sess   *Session
+	closed bool
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	nextID uint64
+}
+
+// Dial connects to address and starts receiving. network is "tcp",
+// "tcp4", "tcp6", "unix", "udp", "udp4" or "udp6"; with cfg.TLS set, TCP
+// connections use TLS. ctx bounds the first connection only.
+func Dial(ctx context.Context, network, address string, cfg ClientConfig, hooks Hooks) (*Client, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{cfg: cfg, network: network, address: address, stop: make(chan struct{})}
+	c.ep = endpoint{cfg: cfg.Config, hooks: hooks}
+	if cfg.Mode == ReceivePull {
+		c.recv = make(chan *packet.Packet, cfg.PullQueue)
+		c.ep.hooks.OnReceive = c.enqueue
+	}
+	acquireClock()
+	sess, err := c.connect(ctx)
+	if err != nil {
+		releaseClock()
+		return nil, err
+	}
+	c.sess = sess
+	c.wg.Add(1)
+	go c.run(sess)
+	return c, nil
+}
+
+// connect dials once and returns a new, not yet running session.
+func (c *Client) connect(ctx context.Context) (*Session, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
+	defer cancel()
+	var (
+		conn net.Conn
+		out  sender
+		err  error
+	)
+	if strings.HasPrefix(c.network, "udp") {
+		conn, out, err = c.dialUDP(ctx)
+	} else {
+		conn, err = c.dialStream(ctx)
+		if err == nil {
+			out = &streamSender{conn: conn, timeout: c.cfg.WriteTimeout}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.nextID++
+	id := c.nextID
+	c.mu.Unlock()
+	c.ep.stats.opened()
+	return newSession(&c.ep, id, conn, out, conn.LocalAddr(), conn.RemoteAddr()), nil
+}
+
+func (c *Client) dialStream(ctx context.Context) (net.Conn, error) {
+	d := net.Dialer{KeepAlive: -1}
+	if c.cfg.LocalAddr != "" {
+		a, err := net.ResolveTCPAddr("tcp", c.cfg.LocalAddr)
+		if err != nil {
+			return nil, err
+		}
+		d.LocalAddr = a
+	}
+	conn, err := d.DialContext(ctx, c.network, c.address)
+	if err != nil {
+		return nil, err
+	}
+	tuneConn(conn, &c.cfg.Config)
+	if c.cfg.TLS != nil && c.network != "unix" {
+		tc := tls.Client(conn, c.cfg.TLS)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		conn = tc
+	}
+	return conn, nil
+}
+
+// dialUDP connects the socket to a unicast remote, so sends need no
+// address (and allocate nothing); with a fixed local address, or to a
+// broadcast or multicast remote, it binds and sends with send-to.
+func (c *Client) dialUDP(ctx context.Context) (net.Conn, sender, error) {
+	remote, err := net.ResolveUDPAddr(c.network, c.address)
+	if err != nil {
+		return nil, nil, err
+	}
+	ip := remote.AddrPort().Addr()
+	if c.cfg.LocalAddr == "" && !ip.IsMulticast() && ip != netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, c.network, c.address)
+		if err != nil {
+			return nil, nil, err
+		}
+		return conn, &datagramSender{conn: conn.(*net.UDPConn), connected: true}, nil
+	}
+	local, err := net.ResolveUDPAddr(c.network, c.cfg.LocalAddr)
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := net.ListenUDP(c.network, local)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &boundUDP{UDPConn: conn, remote: remote}, &datagramSender{conn: conn, to: remote.AddrPort()}, nil
+}
+
+// boundUDP is an unconnected UDP socket that reports the client's remote.
+type boundUDP struct {
+	*net.UDPConn
+	remote *net.UDPAddr
+}
+
+func (b *boundUDP) RemoteAddr() net.Addr { return b.remote }
+
+// datagramSender writes each packet as one datagram.
+type datagramSender struct {
+	conn      *net.UDPConn
+	connected bool
+	to        netip.AddrPort
+}
+
+func (w *datagramSender) writeBatch(s *Session, batch []*packet.Packet) error {
+	for _, p := range batch {
+		b, flat := p.Bytes(), (*packet.Packet)(nil)
+		if p.Next() != nil {
+			flat = p.Clone()
+			b = flat.Bytes()
+		}
+		var (
+			n   int
+			err error
+		)
+		if w.connected {
+			n, err = w.conn.Write(b)
+		} else {
+			n, err = w.conn.WriteToUDPAddrPort(b, w.to)
+		}
+		if flat != nil {
+			flat.Release()
+		}
+		if err != nil {
+			return err
+		}
+		s.ep.stats.bytesOut.Add(uint64(n))
+		s.ep.stats.msgsOut.Add(1)
+	}
+	return nil
+}
+
+// close ends the peer's session with the NewLife convention (an empty
+// datagram), then closes the socket.
+func (w *datagramSender) close() error {
+	if w.connected {
+		w.conn.Write(nil)
+	} else {
+		w.conn.WriteToUDPAddrPort(nil, w.to)
+	}
+	return w.conn.Close()
+}
+
+// run serves sessions until the client is closed or reconnecting gives up.
+func (c *Client) run(sess *Session) {
+	defer c.wg.Done()
+	defer func() {
+		if c.recv != nil {
+			close(c.recv)
+		}
+	}()
+	for sess != nil {
+		sess.serveStream(0)
+		sess = c.reconnect()
+	}
+}
+
+// reconnect returns a new running session after an outage, or nil.
+func (c *Client) reconnect() *Session {
+	if !c.cfg.AutoReconnect {
+		return nil
+	}
+	delay := c.cfg.ReconnectDelay
+	for range c.cfg.MaxReconnect {
+		select {
+		case <-c.stop:
+			return nil
+		case <-time.After(delay):
+		}
+		sess, err := c.connect(context.Background())
+		if err == nil {
+			c.mu.Lock()
+			if c.closed {
+				c.mu.Unlock()
+				sess.closeWith(ReasonShutdown, nil)
+				sess.finish()
+				return nil
+			}
+			c.sess = sess
+			c.mu.Unlock()
+			return sess
+		}
+		delay = min(2*delay, c.cfg.ReconnectMax)
+	}
+	return nil
+}
+
+// enqueue is the OnReceive of pull mode: small reads are copied into fitted
+// buffers, large ones shared; a full queue blocks the receive loop.
+func (c *Client) enqueue(s *Session, p *packet.Packet) {
+	var q *packet.Packet
+	if p.Len() < CopyThreshold {
+		q = p.Clone()
+	} else {
+		q = p.Share()
+	}
+	select {
+	case c.recv <- q:
+	case <-c.stop:
+		q.Release()
+	}
+}
+
+// Receive returns the next received packet in pull mode; the caller owns
+// it and must release it. It fails with ErrClosed once the client is
+// closed (or gave up reconnecting) and everything received was taken, or
+// with ctx's error.
+func (c *Client) Receive(ctx context.Context) (*packet.Packet, error) {
+	if c.recv == nil {
+		return nil, errors.New("transport: Receive needs ReceivePull mode")
+	}
+	select {
+	case p, ok := <-c.recv:
+		if !ok {
+			return nil, ErrClosed
+		}
+		return p, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Packets returns the pull-mode queue as a channel, closed when the client
+// ends; each packet received from it is owned by the receiver. It is nil
+// in event mode.
+func (c *Client) Packets() <-chan *packet.Packet { return c.recv }
+
+// Session returns the current connection's session.
+func (c *Client) Session() *Session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sess
+}
+
+// Send sends p on the current connection; see Session.Send.
+func (c *Client) Send(p *packet.Packet) error { return c.Session().Send(p) }
+
+// SendBytes copies b and sends it; see Session.Send.
+func (c *Client) SendBytes(b []byte) error { return c.Session().SendBytes(b) }
+
+// Stats returns a snapshot of the client's counters.
+func (c *Client) Stats() Stats { return c.ep.stats.snapshot() }
+
+// Close closes the connection (ReasonLocal), stops reconnecting, waits for
+// the receive goroutine, and releases packets nobody received. It is
+// idempotent.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	sess := c.sess
+	c.mu.Unlock()
+	close(c.stop)
+	sess.closeWith(ReasonLocal, nil)
+	c.wg.Wait()
+	if c.recv != nil {
+		for p := range c.recv {
+			p.Release()
+		}
+	}
+	releaseClock()
+	return nil
+}
