@@ -156,7 +156,9 @@ func (c *Client) connect(ctx context.Context) (*Session, error) {
 	id := c.nextID
 	c.mu.Unlock()
 	c.ep.stats.opened()
-	return newSession(&c.ep, id, conn, out, conn.LocalAddr(), conn.RemoteAddr()), nil
+	sess := newSession(&c.ep, id, conn, out, conn.LocalAddr(), conn.RemoteAddr())
+	sess.onEnd = c.retire
+	return sess, nil
 }
 
 func (c *Client) dialStream(ctx context.Context) (net.Conn, error) {
@@ -249,8 +251,8 @@ func (w *datagramSender) writeBatch(s *Session, batch []*packet.Packet) error {
 		if err != nil {
 			return err
 		}
-		s.ep.stats.bytesOut.Add(uint64(n))
-		s.ep.stats.msgsOut.Add(1)
+		s.io.bytesOut.Add(uint64(n))
+		s.io.messagesOut.Add(1)
 	}
 	return nil
 }
@@ -364,7 +366,23 @@ func (c *Client) Send(p *packet.Packet) error { return c.Session().Send(p) }
 func (c *Client) SendBytes(b []byte) error { return c.Session().SendBytes(b) }
 
 // Stats returns a snapshot of the client's counters.
-func (c *Client) Stats() Stats { return c.ep.stats.snapshot() }
+func (c *Client) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.ep.stats.snapshot()
+	if !c.sess.retired {
+		c.sess.io.addTo(&st)
+	}
+	return st
+}
+
+// retire adds an ended session's traffic to the client's totals.
+func (c *Client) retire(s *Session) {
+	c.mu.Lock()
+	c.ep.stats.retired.absorb(&s.io)
+	s.retired = true
+	c.mu.Unlock()
+}
 
 // Close closes the connection (ReasonLocal), stops reconnecting, waits for
 // the receive goroutine, and releases packets nobody received. It is

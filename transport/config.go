@@ -69,10 +69,6 @@ type Config struct {
 	// none).
 	WriteTimeout time.Duration
 
-	// DisableRegistry turns off the server's session registry (lookup by
-	// ID, iteration, broadcast) to save its map operations per connection.
-	DisableRegistry bool
-
 	// TLS, if set, makes TCP servers serve TLS with it and clients
 	// connect with it.
 	TLS *tls.Config

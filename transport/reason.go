@@ -42,9 +42,6 @@ var (
 	// ErrSlowConsumer is returned by Send when the session's send queue is
 	// full; the session is closed with ReasonSlowConsumer.
 	ErrSlowConsumer = errors.New("transport: send queue full (slow consumer)")
-	// ErrNoRegistry is returned by registry operations on a server with
-	// DisableRegistry set.
-	ErrNoRegistry = errors.New("transport: session registry disabled")
 )
 
 // CloseError is why a session ended: its Reason and the underlying error,

@@ -113,9 +113,8 @@ func (s *Session) drainSends() {
 // deliver hands n received bytes of buf to OnReceive.
 func (s *Session) deliver(buf *packet.Packet, n int) {
 	s.lastRx.Store(now())
-	st := &s.ep.stats
-	st.bytesIn.Add(uint64(n))
-	st.messagesIn.Add(1)
+	s.io.bytesIn.Add(uint64(n))
+	s.io.messagesIn.Add(1)
 	buf.Resize(n)
 	if f := s.ep.hooks.OnReceive; f != nil {
 		f(s, buf)

@@ -138,8 +138,8 @@ func (w *streamSender) writeBatch(s *Session, batch []*packet.Packet) error {
 		n, err = w.bufs.WriteTo(w.conn)
 		clear(w.iov)
 	}
-	s.ep.stats.bytesOut.Add(uint64(n))
-	s.ep.stats.msgsOut.Add(uint64(len(batch)))
+	s.io.bytesOut.Add(uint64(n))
+	s.io.messagesOut.Add(uint64(len(batch)))
 	return err
 }
 

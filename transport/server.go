@@ -209,6 +209,8 @@ func (s *Server) forget(sess *Session) {
 	ip, hasIP := remoteIP(sess.remote)
 	s.mu.Lock()
 	delete(s.sessions, sess.id)
+	s.ep.stats.retired.absorb(&sess.io)
+	sess.retired = true
 	if hasIP {
 		if s.perIP[ip]--; s.perIP[ip] <= 0 {
 			delete(s.perIP, ip)
@@ -259,7 +261,15 @@ func (s *Server) isClosing() bool {
 }
 
 // Stats returns a snapshot of the server's counters.
-func (s *Server) Stats() Stats { return s.ep.stats.snapshot() }
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.ep.stats.snapshot()
+	for _, sess := range s.sessions {
+		sess.io.addTo(&st)
+	}
+	return st
+}
 
 // SessionCount returns the number of live sessions.
 func (s *Server) SessionCount() int {

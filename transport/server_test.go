@@ -234,7 +234,8 @@ func TestConnectionLimits(t *testing.T) {
 		if _, err := extra.Read(make([]byte, 1)); err == nil {
 			t.Fatalf("%+v: connection past the limit was served", cfg)
 		}
-		if st := srv.Stats(); st.Closed[transport.ReasonLimit] != 1 || st.Active != 3 {
+		waitUntil(t, "the limit counter", func() bool { return srv.Stats().Closed[transport.ReasonLimit] == 1 })
+		if st := srv.Stats(); st.Active != 3 {
 			t.Fatalf("%+v: stats %+v", cfg, st)
 		}
 	}

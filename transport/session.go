@@ -41,6 +41,8 @@ type Session struct {
 	remote  net.Addr
 	created time.Time
 	lastRx  atomic.Int64 // coarse unix nanoseconds of the last receive
+	io      traffic      // this session's bytes and messages
+	retired bool         // io has been added to the owner's totals (owner's lock)
 
 	out sender // the write side; for UDP peers, writes go through the server socket
 
@@ -57,7 +59,7 @@ type Session struct {
 	reason   atomic.Uint32 // Reason once closing has started
 	draining atomic.Bool   // Shutdown: stop reading, flush, then close
 	done     chan struct{}
-	onEnd    func(*Session) // owner's bookkeeping, run before OnClose
+	onEnd    func(*Session) // owner's bookkeeping (it must retire io), run before OnClose
 }
 
 // sender writes batches of packets for a session: a stream connection, or

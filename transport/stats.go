@@ -20,21 +20,34 @@ type Stats struct {
 	SendQueueOverflows uint64 // sends refused because a send queue was full
 }
 
-// counters are the live, atomically updated form of Stats. Fields updated on
-// every read or write sit on their own cache lines so that receive loops on
-// different cores do not contend.
+// traffic counts one session's bytes and messages. Each session has its
+// own, so receive loops on different cores never write a shared cache line
+// per message; Stats sums the live sessions and the retired totals.
+type traffic struct {
+	bytesIn, messagesIn, bytesOut, messagesOut atomic.Uint64
+}
+
+func (t *traffic) addTo(s *Stats) {
+	s.BytesIn += t.bytesIn.Load()
+	s.MessagesIn += t.messagesIn.Load()
+	s.BytesOut += t.bytesOut.Load()
+	s.MessagesOut += t.messagesOut.Load()
+}
+
+func (t *traffic) absorb(o *traffic) {
+	t.bytesIn.Add(o.bytesIn.Load())
+	t.messagesIn.Add(o.messagesIn.Load())
+	t.bytesOut.Add(o.bytesOut.Load())
+	t.messagesOut.Add(o.messagesOut.Load())
+}
+
+// counters are the live, atomically updated form of Stats, apart from the
+// traffic of live sessions.
 type counters struct {
 	accepted, droppedDatagrams, overflows atomic.Uint64
 	active, maxActive                     atomic.Int64
 	closed                                [NumReasons]atomic.Uint64
-
-	_          [64]byte
-	bytesIn    atomic.Uint64
-	messagesIn atomic.Uint64
-	_          [48]byte
-	bytesOut   atomic.Uint64
-	msgsOut    atomic.Uint64
-	_          [48]byte
+	retired                               traffic // traffic of ended sessions
 }
 
 func (c *counters) opened() {
@@ -58,15 +71,12 @@ func (c *counters) snapshot() Stats {
 		Accepted:           c.accepted.Load(),
 		Active:             c.active.Load(),
 		MaxActive:          c.maxActive.Load(),
-		BytesIn:            c.bytesIn.Load(),
-		BytesOut:           c.bytesOut.Load(),
-		MessagesIn:         c.messagesIn.Load(),
-		MessagesOut:        c.msgsOut.Load(),
 		DatagramsDropped:   c.droppedDatagrams.Load(),
 		SendQueueOverflows: c.overflows.Load(),
 	}
 	for i := range s.Closed {
 		s.Closed[i] = c.closed[i].Load()
 	}
+	c.retired.addTo(&s)
 	return s
 }

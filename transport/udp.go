@@ -230,8 +230,8 @@ func (w *udpSender) writeBatch(s *Session, batch []*packet.Packet) error {
 		if err != nil {
 			return err
 		}
-		s.ep.stats.bytesOut.Add(uint64(n))
-		s.ep.stats.msgsOut.Add(1)
+		s.io.bytesOut.Add(uint64(n))
+		s.io.messagesOut.Add(1)
 	}
 	return nil
 }
