@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -24,6 +25,15 @@ import (
 	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )
+
+// impls lists the implementations in the order they run in each round;
+// LIFENET_BENCH_RAW_FIRST=1 reverses it, to check for order bias.
+func impls() []string {
+	if os.Getenv("LIFENET_BENCH_RAW_FIRST") == "1" {
+		return []string{"raw", "lifenet"}
+	}
+	return []string{"lifenet", "raw"}
+}
 
 // benchServer is a running server of either implementation.
 type benchServer struct {
@@ -90,7 +100,7 @@ func BenchmarkServerReceive(b *testing.B) {
 		}
 	}
 	for _, sc := range list {
-		for _, impl := range []string{"lifenet", "raw"} {
+		for _, impl := range impls() {
 			name := fmt.Sprintf("size=%s/batch=%d/conns=%d/impl=%s", sizeLabel(sc.size), sc.batch, sc.conns, impl)
 			b.Run(name, func(b *testing.B) { benchReceive(b, impl, sc.size, sc.batch, sc.conns) })
 		}
@@ -143,7 +153,7 @@ func benchReceive(b *testing.B, impl string, size, batch, conns int) {
 func BenchmarkEcho(b *testing.B) {
 	for _, size := range []int{32, 1 << 10} {
 		for _, conns := range []int{1, 16} {
-			for _, impl := range []string{"lifenet", "raw"} {
+			for _, impl := range impls() {
 				name := fmt.Sprintf("size=%s/conns=%d/impl=%s", sizeLabel(size), conns, impl)
 				b.Run(name, func(b *testing.B) { benchEcho(b, impl, size, conns) })
 			}

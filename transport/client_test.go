@@ -208,3 +208,23 @@ func testTLS(t *testing.T) (server, client *tls.Config) {
 	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}},
 		&tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
 }
+
+// A UDP peer that goes quiet expires after UDPPeerIdle.
+func TestUDPPeerIdleExpiry(t *testing.T) {
+	leakcheck.Check(t)
+	reasons := make(chan transport.Reason, 1)
+	hooks := echoHooks()
+	hooks.OnClose = func(_ *transport.Session, e *transport.CloseError) { reasons <- e.Reason }
+	_, a := startServer(t, transport.Config{UDPPeerIdle: 200 * time.Millisecond}, hooks, "udp", "127.0.0.1:0")
+	c := dialClient(t, "udp", a, transport.ClientConfig{Mode: transport.ReceivePull}, transport.Hooks{})
+	c.SendBytes([]byte("hi"))
+	receiveString(t, c, 2)
+	select {
+	case r := <-reasons:
+		if r != transport.ReasonIdle {
+			t.Fatalf("UDP peer ended with %v", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("idle UDP peer never expired")
+	}
+}

@@ -159,6 +159,7 @@ func (s *Server) acceptLoop(l net.Listener) {
 			}
 			// Out of descriptors or a transient failure: back off as
 			// net/http does, up to a second, and try again.
+			s.ep.reportError(err)
 			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
 			select {
 			case <-time.After(delay):
@@ -169,6 +170,13 @@ func (s *Server) acceptLoop(l net.Listener) {
 		}
 		delay = 0
 		s.admit(c)
+	}
+}
+
+// reportError hands an error that ends no session to OnError.
+func (ep *endpoint) reportError(err error) {
+	if f := ep.hooks.OnError; f != nil {
+		f(nil, err)
 	}
 }
 

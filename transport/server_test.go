@@ -372,3 +372,78 @@ func TestConfigValidation(t *testing.T) {
 		}
 	}
 }
+
+// A peer that stops reading makes a blocked write hit WriteTimeout.
+func TestWriteTimeout(t *testing.T) {
+	leakcheck.Check(t)
+	closed := make(chan *transport.CloseError, 1)
+	opened := make(chan *transport.Session, 1)
+	cfg := transport.Config{WriteTimeout: 300 * time.Millisecond, SendQueueBytes: 64 << 20, SocketSendBuffer: 4096}
+	_, a := startServer(t, cfg, transport.Hooks{
+		OnOpen:  func(s *transport.Session) { opened <- s },
+		OnClose: func(_ *transport.Session, e *transport.CloseError) { closed <- e },
+	}, "tcp", "127.0.0.1:0")
+	c := dial(t, "tcp", a)
+	c.(*net.TCPConn).SetReadBuffer(4096)
+	sess := <-opened
+	err := sess.Send(packet.Get(32 << 20)) // far more than the socket buffers hold
+	e := <-closed
+	if e.Reason != transport.ReasonWriteTimeout || !errors.Is(err, transport.ErrClosed) {
+		t.Fatalf("close %v, send error %v", e, err)
+	}
+}
+
+// An in-memory listener (net.Pipe) serves like a socket.
+func TestInMemoryListener(t *testing.T) {
+	leakcheck.Check(t)
+	l := newPipeListener()
+	srv, err := transport.NewServer(transport.Config{}, echoHooks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if err := srv.Serve(l); err != nil {
+		t.Fatal(err)
+	}
+	c := l.dial()
+	defer c.Close()
+	go c.Write([]byte("in memory"))
+	got := make([]byte, 9)
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != "in memory" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+}
+
+// pipeListener hands out the server ends of net.Pipe connections.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *pipeListener) dial() net.Conn {
+	client, server := net.Pipe()
+	l.conns <- server
+	return client
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error   { l.once.Do(func() { close(l.done) }); return nil }
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }

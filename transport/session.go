@@ -21,6 +21,10 @@ type Hooks struct {
 	OnReceive func(s *Session, p *packet.Packet)
 	// OnClose runs once when a session has ended, with the reason.
 	OnClose func(s *Session, err *CloseError)
+	// OnError reports errors that end no session: a failed Accept (the
+	// server backs off and retries) or a failed UDP read. It runs on the
+	// accept or UDP goroutine; s is nil.
+	OnError func(s *Session, err error)
 }
 
 // endpoint is what a session needs from the server or client that owns it.

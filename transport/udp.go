@@ -83,7 +83,8 @@ func (u *udpServer) loop() {
 				u.endAll(ReasonShutdown)
 				return
 			}
-			continue // e.g. ICMP errors on some platforms: the socket stays usable
+			u.srv.ep.reportError(err) // e.g. ICMP errors on some platforms: the socket stays usable
+			continue
 		}
 		ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 		u.datagram(ap, buf, n)
