@@ -1,0 +1,176 @@
+package codec
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/lifenet/lifenet/packet"
+)
+
+// LengthField is the length-prefixed format (NewLife LengthFieldCodec):
+// Offset header bytes (written as zeros, skipped on read), then a length
+// field of Size bytes counting the payload only. Size is 1, 2 (the
+// default), 4 (little-endian), -2, -4 (big-endian), or 0 for a 7-bit varint
+// (LEB128, low group first, at most 5 bytes). The zero value is Size 2,
+// Offset 0.
+type LengthField struct {
+	Offset int
+	Size   int
+	// set marks a Size chosen explicitly, so that Size 0 (varint) can be
+	// told from the zero value; use NewLengthField to choose Size 0.
+	set bool
+}
+
+// NewLengthField returns the format with the given offset and size.
+func NewLengthField(offset, size int) (LengthField, error) {
+	c := LengthField{Offset: offset, Size: size, set: true}
+	return c, c.Validate()
+}
+
+// Validate reports whether the format is one this package implements.
+func (c LengthField) Validate() error {
+	switch c.size() {
+	case 0, 1, 2, 4, -2, -4:
+	default:
+		return fmt.Errorf("codec: length field size %d (want 1, 2, 4, -2, -4 or 0)", c.Size)
+	}
+	if c.Offset < 0 || c.Offset > 1<<16 {
+		return fmt.Errorf("codec: length field offset %d out of range", c.Offset)
+	}
+	return nil
+}
+
+func (c LengthField) size() int {
+	if !c.set && c.Size == 0 {
+		return 2
+	}
+	return c.Size
+}
+
+// maxPayload is the largest payload the field can describe.
+func (c LengthField) maxPayload() int64 {
+	switch c.size() {
+	case 1:
+		return 1<<8 - 1
+	case 2, -2:
+		return 1<<16 - 1
+	}
+	return 1<<31 - 1
+}
+
+var errVarint = errors.New("varint longer than 5 bytes or above 2^31-1")
+
+// readLength decodes the length field at b[Offset:]: the payload length and
+// the field's width, or need > 0 when more bytes are needed.
+func (c LengthField) readLength(b []byte) (n int64, width, need int, err error) {
+	o := c.Offset
+	switch s := c.size(); s {
+	case 0:
+		var v uint64
+		for i := 0; i < maxVarintLen; i++ {
+			if len(b) <= o+i {
+				return 0, 0, o + i + 1, nil
+			}
+			v |= uint64(b[o+i]&0x7F) << (7 * i)
+			if b[o+i] < 0x80 {
+				if v > 1<<31-1 {
+					return 0, 0, 0, errVarint
+				}
+				return int64(v), i + 1, 0, nil
+			}
+		}
+		return 0, 0, 0, errVarint
+	default:
+		w := max(s, -s)
+		if len(b) < o+w {
+			return 0, 0, o + w, nil
+		}
+		f := b[o : o+w]
+		switch s {
+		case 1:
+			n = int64(f[0])
+		case 2:
+			n = int64(binary.LittleEndian.Uint16(f))
+		case -2:
+			n = int64(binary.BigEndian.Uint16(f))
+		case 4:
+			n = int64(int32(binary.LittleEndian.Uint32(f)))
+		case -4:
+			n = int64(int32(binary.BigEndian.Uint32(f)))
+		}
+		if n < 0 {
+			return 0, 0, 0, fmt.Errorf("negative length %d", n)
+		}
+		return n, w, 0, nil
+	}
+}
+
+// FrameLen implements Splitter.
+func (c LengthField) FrameLen(b []byte, maxFrame int) (int, error) {
+	n, w, need, err := c.readLength(b)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("%w: length field: %v", ErrCorruptFrame, err)
+	case need > 0:
+		return -need, nil
+	}
+	total := int64(c.Offset+w) + n
+	if total > int64(maxFrame) {
+		return 0, fmt.Errorf("%w: frame of %d bytes, limit %d", ErrFrameTooLarge, total, maxFrame)
+	}
+	return int(total), nil
+}
+
+// HeaderLen returns the header length (offset + length field) of a
+// complete frame.
+func (c LengthField) HeaderLen(frame []byte) int {
+	_, w, _, _ := c.readLength(frame)
+	return c.Offset + w
+}
+
+// Encode prepends the header to payload and returns the frame; ownership of
+// payload moves into it. Unlike NewLife, a payload too long for the field
+// is an error (and is released), never a silently truncated length.
+func (c LengthField) Encode(payload *packet.Packet) (*packet.Packet, error) {
+	n := payload.Total()
+	if int64(n) > c.maxPayload() {
+		payload.Release()
+		return nil, fmt.Errorf("%w: payload of %d bytes does not fit a %d-byte length field", ErrFrameTooLarge, n, c.Size)
+	}
+	var field [maxVarintLen]byte
+	w := c.putLength(field[:], n)
+	frame := payload.ExpandHeader(c.Offset + w)
+	b := frame.Bytes()
+	clear(b[:c.Offset])
+	copy(b[c.Offset:], field[:w])
+	return frame, nil
+}
+
+// putLength writes the length field for n into b and returns its width.
+func (c LengthField) putLength(b []byte, n int) int {
+	switch c.size() {
+	case 1:
+		b[0] = byte(n)
+		return 1
+	case 2:
+		binary.LittleEndian.PutUint16(b, uint16(n))
+		return 2
+	case -2:
+		binary.BigEndian.PutUint16(b, uint16(n))
+		return 2
+	case 4:
+		binary.LittleEndian.PutUint32(b, uint32(n))
+		return 4
+	case -4:
+		binary.BigEndian.PutUint32(b, uint32(n))
+		return 4
+	}
+	i := 0
+	for ; n >= 0x80; i++ {
+		b[i] = byte(n) | 0x80
+		n >>= 7
+	}
+	b[i] = byte(n)
+	return i + 1
+}
