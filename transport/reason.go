@@ -20,12 +20,13 @@ const (
 	ReasonLimit                      // refused: MaxConns or MaxConnsPerIP reached
 	ReasonError                      // a read or write failed
 	ReasonShutdown                   // the server or client was shut down
+	ReasonProtocol                   // the peer broke the protocol (bad frame, frame too large, expired partial frame)
 	numReasons
 )
 
 var reasonNames = [numReasons]string{
 	"open", "peer closed", "local close", "idle timeout", "first-byte timeout",
-	"slow consumer", "write timeout", "connection limit", "error", "shutdown",
+	"slow consumer", "write timeout", "connection limit", "error", "shutdown", "protocol violation",
 }
 
 func (r Reason) String() string {

@@ -60,6 +60,9 @@ type Session struct {
 	items    map[any]any
 	state    any
 
+	attached atomic.Pointer[any] // the protocol layer's per-session state (see Attach)
+	datagram bool                // UDP: each receive is one datagram
+
 	reason   atomic.Uint32 // Reason once closing has started
 	draining atomic.Bool   // Shutdown: stop reading, flush, then close
 	done     chan struct{}
@@ -137,10 +140,39 @@ func StateOf[T any](s *Session) (T, bool) {
 	return v, ok
 }
 
+// Datagram reports whether the session carries datagrams (UDP), where each
+// receive is one whole datagram, rather than a byte stream.
+func (s *Session) Datagram() bool { return s.datagram }
+
+// Attachment returns the protocol layer's state for this session (see
+// CompareAndAttach), or nil.
+func (s *Session) Attachment() any {
+	if p := s.attached.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// CompareAndAttach sets the protocol layer's state to v if none is set yet
+// and returns the state in force. The codec layer keeps its per-connection
+// pipeline here; applications use Set/Get or SetState.
+func (s *Session) CompareAndAttach(v any) any {
+	if s.attached.CompareAndSwap(nil, &v) {
+		return v
+	}
+	return *s.attached.Load()
+}
+
 // Close ends the session with ReasonLocal. It does not wait; see Done.
 func (s *Session) Close() error {
 	s.closeWith(ReasonLocal, nil)
 	return nil
+}
+
+// Abort ends the session because the peer broke the protocol
+// (ReasonProtocol), recording err as the cause. It does not wait.
+func (s *Session) Abort(err error) {
+	s.closeWith(ReasonProtocol, err)
 }
 
 // closeWith starts closing with reason r unless closing already started;

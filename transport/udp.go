@@ -147,6 +147,7 @@ func (u *udpServer) open(ap netip.AddrPort) *Session {
 	out := &udpSender{u: u, to: ap}
 	sess := newSession(&s.ep, id, nil, out, u.conn.LocalAddr(), net.UDPAddrFromAddrPort(ap))
 	out.sess = sess
+	sess.datagram = true
 	sess.onEnd = s.forget
 	s.sessions[id] = sess
 	s.ep.stats.opened()

@@ -1,0 +1,397 @@
+package codec_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lifenet/lifenet/codec"
+	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/packet"
+	"github.com/lifenet/lifenet/transport"
+)
+
+func srmpPipeline() *codec.Pipeline { return codec.NewPipeline(codec.SRMP(codec.FramerConfig{})) }
+
+func lfPipeline() *codec.Pipeline {
+	return codec.NewPipeline(codec.LengthFieldFraming(codec.LengthField{}, codec.FramerConfig{}))
+}
+
+// serve starts a codec server with opts on network ("tcp" or "udp").
+func serve(t *testing.T, network string, opts codec.Options, hooks ...func(*transport.Hooks)) (*transport.Server, string) {
+	t.Helper()
+	h := codec.Hooks(opts)
+	for _, f := range hooks {
+		f(&h)
+	}
+	srv, err := transport.NewServer(transport.Config{}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	a, err := srv.Listen(context.Background(), network, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, a.String()
+}
+
+func dialCodec(t *testing.T, network, addr string, opts codec.Options) *codec.Client {
+	t.Helper()
+	c, err := codec.Dial(context.Background(), network, addr, transport.ClientConfig{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// echoSRMP replies to every request with its own payload.
+func echoSRMP(c *codec.Conn, msg any) {
+	m := msg.(*codec.Message)
+	p := m.Payload
+	m.Payload = nil
+	if p == nil {
+		p = packet.Get(0)
+	}
+	if m.Kind == codec.KindRequest {
+		c.Reply(m, p)
+	} else {
+		p.Release()
+	}
+	m.Release()
+}
+
+func request(body string) *codec.Message {
+	return codec.NewMessage(codec.KindRequest, codec.FlagPacket, 0, payload([]byte(body)))
+}
+
+func replyText(t *testing.T, reply any, err error) string {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("request: %v", err)
+	}
+	m := reply.(*codec.Message)
+	defer m.Release()
+	if m.Kind != codec.KindReply {
+		t.Fatalf("reply kind %d", m.Kind)
+	}
+	return string(m.Payload.AppendTo(nil))
+}
+
+func TestSRMPRequestReply(t *testing.T) {
+	leakcheck.Check(t)
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: echoSRMP})
+	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP})
+	r, err := c.Request(context.Background(), request("ping"))
+	if got := replyText(t, r, err); got != "ping" {
+		t.Fatalf("reply %q", got)
+	}
+	big := make([]byte, 100000) // long-form header, sliced frames
+	big[99999] = 7
+	r, err = c.Request(context.Background(), codec.NewMessage(codec.KindRequest, 1, 0, payload(big)))
+	if got := replyText(t, r, err); len(got) != 100000 || got[99999] != 7 {
+		t.Fatalf("large reply of %d bytes", len(got))
+	}
+}
+
+// Thousands of requests from many goroutines over one connection, with the
+// server answering out of order: every reply reaches its own request.
+func TestSRMPConcurrentOutOfOrder(t *testing.T) {
+	leakcheck.Check(t)
+	var mu sync.Mutex
+	var held []*codec.Message
+	var conn *codec.Conn
+	flush := func() { // answer the held requests in shuffled order
+		mu.Lock()
+		batch, to := held, conn
+		held = nil
+		mu.Unlock()
+		rand.Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
+		for _, m := range batch {
+			echoSRMP(to, m)
+		}
+	}
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
+		mu.Lock()
+		conn = c
+		held = append(held, msg.(*codec.Message))
+		n := len(held)
+		mu.Unlock()
+		if n >= 50 {
+			flush()
+		}
+	}})
+	stop := make(chan struct{})
+	var flusher sync.WaitGroup
+	flusher.Go(func() { // answer stragglers too
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+				flush()
+			}
+		}
+	})
+	defer func() { close(stop); flusher.Wait() }()
+
+	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP})
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			for i := range 300 {
+				body := fmt.Sprintf("%d/%d", g, i)
+				r, err := c.Request(context.Background(), request(body))
+				if err != nil {
+					t.Errorf("request %s: %v", body, err)
+					return
+				}
+				if got := replyText(t, r, nil); got != body {
+					t.Errorf("request %s got reply %s", body, got)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if st := c.Conn().Stats(); st.Unknown != 0 || st.TimedOut != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// A timed-out request frees its sequence number; its late reply is counted
+// as unknown, released, and the connection stays in step.
+func TestSRMPTimeoutAndLateReply(t *testing.T) {
+	leakcheck.Check(t)
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
+		m := msg.(*codec.Message)
+		if string(m.Payload.AppendTo(nil)) == "slow" {
+			go func() { time.Sleep(300 * time.Millisecond); echoSRMP(c, m) }()
+			return
+		}
+		echoSRMP(c, m)
+	}})
+	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP, Timeout: 100 * time.Millisecond})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := c.Request(ctx, request("slow")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ctx timeout: %v", err)
+	}
+	if _, err := c.Request(context.Background(), request("slow")); !errors.Is(err, codec.ErrTimeout) {
+		t.Fatalf("request timeout: %v", err)
+	}
+	r, err := c.Request(context.Background(), request("fast"))
+	if got := replyText(t, r, err); got != "fast" {
+		t.Fatalf("after timeouts: %q", got)
+	}
+	time.Sleep(400 * time.Millisecond) // both late replies arrive
+	if st := c.Conn().Stats(); st.Unknown != 2 || st.TimedOut != 1 {
+		t.Fatalf("stats %+v, want 2 unknown (late) replies and 1 timeout", st)
+	}
+}
+
+// Closing the connection fails every pending request, blocking or not.
+func TestCloseFailsPendingRequests(t *testing.T) {
+	leakcheck.Check(t)
+	sessions := make(chan *transport.Session, 1)
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
+		msg.(*codec.Message).Release() // never answer
+	}}, func(h *transport.Hooks) {
+		open := h.OnOpen
+		h.OnOpen = func(s *transport.Session) { open(s); sessions <- s }
+	})
+	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP})
+	errs := make(chan error, 11)
+	for range 10 {
+		if err := c.RequestAsync(context.Background(), request("x"), func(r any, err error) { errs <- err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	go func() {
+		_, err := c.Request(context.Background(), request("y"))
+		errs <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	(<-sessions).Close()
+	for range 11 {
+		if err := <-errs; !errors.Is(err, codec.ErrConnClosed) {
+			t.Fatalf("pending request ended with %v", err)
+		}
+	}
+	if _, err := c.Request(context.Background(), request("z")); err == nil {
+		t.Fatal("request on a closed connection succeeded")
+	}
+}
+
+// More than MaxInFlight requests wait for a slot instead of overwriting one.
+func TestSRMPInFlightLimitWaits(t *testing.T) {
+	leakcheck.Check(t)
+	var mu sync.Mutex
+	var held []*codec.Message
+	var conn *codec.Conn
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
+		mu.Lock()
+		conn = c
+		held = append(held, msg.(*codec.Message))
+		mu.Unlock()
+	}})
+	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP})
+	replies := make(chan error, 300)
+	for range codec.MaxInFlightSRMP {
+		c.RequestAsync(context.Background(), request("a"), func(r any, err error) { codecRelease(r); replies <- err })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := c.RequestAsync(ctx, request("b"), nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("request past the in-flight limit: %v", err)
+	}
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(held) == codec.MaxInFlightSRMP })
+	mu.Lock()
+	for _, m := range held {
+		echoSRMP(conn, m)
+	}
+	held = nil
+	mu.Unlock()
+	for range codec.MaxInFlightSRMP {
+		if err := <-replies; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func codecRelease(r any) {
+	if m, ok := r.(*codec.Message); ok {
+		m.Release()
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// Length-field requests match in order (FIFO).
+func TestLengthFieldFIFO(t *testing.T) {
+	leakcheck.Check(t)
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: lfPipeline(), Handler: func(c *codec.Conn, msg any) {
+		c.Write(msg) // echo the payload
+	}})
+	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: lfPipeline(), Match: codec.MatchFIFO})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				var b [8]byte
+				binary.LittleEndian.PutUint32(b[:], uint32(g))
+				binary.LittleEndian.PutUint32(b[4:], uint32(i))
+				r, err := c.Request(context.Background(), payload(b[:]))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got := r.(*packet.Packet)
+				if string(got.AppendTo(nil)) != string(b[:]) {
+					t.Errorf("FIFO reply mismatch")
+				}
+				got.Release()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// A timed-out FIFO request stays queued, so its late reply does not answer
+// the next request.
+func TestLengthFieldFIFOTimeoutKeepsStep(t *testing.T) {
+	leakcheck.Check(t)
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: lfPipeline(), Handler: func(c *codec.Conn, msg any) {
+		p := msg.(*packet.Packet)
+		if string(p.Bytes()) == "slow" {
+			time.Sleep(200 * time.Millisecond) // delays this and every later reply: in order
+		}
+		c.Write(p)
+	}})
+	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: lfPipeline(), Match: codec.MatchFIFO})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := c.Request(ctx, payload([]byte("slow"))); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("slow request: %v", err)
+	}
+	r, err := c.Request(context.Background(), payload([]byte("next")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(r.(*packet.Packet).AppendTo(nil)); got != "next" {
+		t.Fatalf("second request got %q (the late reply)", got)
+	}
+	r.(*packet.Packet).Release()
+	if st := c.Conn().Stats(); st.Unknown != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// A frame past MaxFrame closes the session as a protocol violation.
+func TestOversizedFrameAbortsSession(t *testing.T) {
+	leakcheck.Check(t)
+	closed := make(chan *transport.CloseError, 1)
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: codec.NewPipeline(codec.SRMP(codec.FramerConfig{MaxFrame: 1024}))}, func(h *transport.Hooks) {
+		inner := h.OnClose
+		h.OnClose = func(s *transport.Session, e *transport.CloseError) { inner(s, e); closed <- e }
+	})
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.Write([]byte{0x01, 0x01, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x40}) // declares 1 GiB
+	e := <-closed
+	if e.Reason != transport.ReasonProtocol || !errors.Is(e, codec.ErrFrameTooLarge) {
+		t.Fatalf("closed with %v", e)
+	}
+}
+
+// Over UDP each datagram is framed on its own; one may hold several frames.
+func TestUDPDatagramWithSeveralFrames(t *testing.T) {
+	leakcheck.Check(t)
+	_, addr := serve(t, "udp", codec.Options{Pipeline: srmpPipeline(), Handler: echoSRMP})
+	conn, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var dgram []byte
+	for i, s := range []string{"one", "two"} {
+		f, _ := codec.EncodeSRMP(codec.KindRequest, 1, uint8(i+1), payload([]byte(s)))
+		dgram = f.AppendTo(dgram)
+		f.Release()
+	}
+	conn.Write(dgram)
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for _, want := range []string{"one", "two"} {
+		buf := make([]byte, 100)
+		n, err := conn.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := codec.DecodeSRMP(payload(buf[:n]))
+		if err != nil || string(m.Payload.AppendTo(nil)) != want {
+			t.Fatalf("reply %q, %v", buf[:n], err)
+		}
+		m.Release()
+	}
+	conn.Write(nil) // end the peer session
+}
