@@ -37,13 +37,39 @@ func (s *Session) Send(p *packet.Packet) error {
 	}
 	s.queue = append(s.queue, p)
 	s.queued += n
-	if s.writing {
+	if s.writing || s.corked && s.queued < corkLimit {
 		s.mu.Unlock()
 		return nil
 	}
 	s.writing = true
 	s.mu.Unlock()
 	return s.flush()
+}
+
+// corkLimit is how many bytes sends made during one OnReceive call may
+// queue before they are written without waiting for the call to end.
+const corkLimit = 64 << 10
+
+// cork holds back writes while OnReceive runs, so that the replies to all
+// the frames of one read leave in one vectored write instead of one write
+// system call each.
+func (s *Session) cork() {
+	s.mu.Lock()
+	s.corked = true
+	s.mu.Unlock()
+}
+
+// uncork writes what was queued while corked.
+func (s *Session) uncork() {
+	s.mu.Lock()
+	s.corked = false
+	if s.writing || len(s.queue) == 0 {
+		s.mu.Unlock()
+		return
+	}
+	s.writing = true
+	s.mu.Unlock()
+	s.flush()
 }
 
 // SendBytes copies b into a pooled packet and sends it; see Send.

@@ -55,6 +55,7 @@ type Session struct {
 	spare    []*packet.Packet // the previous batch's slice, reused
 	queued   int              // bytes in queue
 	writing  bool             // some goroutine is flushing the queue
+	corked   bool             // OnReceive is running: queue sends, write them after it
 	finished bool             // the receive side has ended; no more sends
 	cause    error
 	items    map[any]any

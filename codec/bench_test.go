@@ -1,0 +1,259 @@
+package codec_test
+
+// Codec echo benchmarks mirroring seed 001, each beside a plain std-net
+// echo of 32-byte frames in the same run:
+//
+//	go test -run '^$' -bench CodecEcho -benchmem -count 3 ./codec
+//
+// One op is one echoed 32-byte frame (SRMP: 4-byte header + 28 bytes;
+// length field: 2 + 30). serial keeps one request in flight per
+// connection; window keeps 255 (SRMP) or 256 (length field, and raw)
+// in flight. allocs/op and B/op count client and server together.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/lifenet/lifenet/codec"
+	"github.com/lifenet/lifenet/internal/rawnet"
+	"github.com/lifenet/lifenet/packet"
+	"github.com/lifenet/lifenet/transport"
+)
+
+const frameSize = 32
+
+func BenchmarkCodecEcho(b *testing.B) {
+	// lengthfield-server: the raw client against lifenet's length-field
+	// echo server (which decodes and re-encodes every frame): the server
+	// compared with the raw echo loop, client held equal.
+	for _, kind := range []string{"srmp", "lengthfield", "lengthfield-server", "raw"} {
+		for _, mode := range []string{"serial", "window"} {
+			for _, conns := range []int{1, 4, 16, 64, 256, 1024} {
+				b.Run(fmt.Sprintf("codec=%s/mode=%s/conns=%d", kind, mode, conns), func(b *testing.B) {
+					switch kind {
+					case "raw":
+						benchRawEcho(b, rawEchoServer(b), mode == "window", conns)
+						return
+					case "lengthfield-server":
+						benchRawEcho(b, lifenetEchoServer(b), mode == "window", conns)
+						return
+					}
+					benchCodecEcho(b, kind, mode == "window", conns)
+				})
+			}
+		}
+	}
+}
+
+// echoOptions returns the server options for a codec kind.
+func echoOptions(kind string) codec.Options {
+	if kind == "srmp" {
+		return codec.Options{Pipeline: srmpPipeline(), Handler: echoSRMP}
+	}
+	return codec.Options{Pipeline: lfPipeline(), Handler: func(c *codec.Conn, msg any) { c.Write(msg) }}
+}
+
+func newRequest(kind string) any {
+	if kind == "srmp" {
+		p := packet.GetWithHeadroom(8, frameSize-4)
+		return codec.NewMessage(codec.KindRequest, codec.FlagPacket, 0, p)
+	}
+	return packet.GetWithHeadroom(8, frameSize-2)
+}
+
+func benchCodecEcho(b *testing.B, kind string, window bool, conns int) {
+	srv, err := transport.NewServer(transport.Config{}, codec.Hooks(echoOptions(kind)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	addr, _ := srv.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	copts := codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP}
+	if kind != "srmp" {
+		copts = codec.Options{Pipeline: lfPipeline(), Match: codec.MatchFIFO}
+	}
+	clients := make([]*codec.Client, conns)
+	for i := range clients {
+		c, err := codec.Dial(context.Background(), "tcp", addr.String(), transport.ClientConfig{}, copts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		clients[i] = c
+	}
+	per := (b.N + conns - 1) / conns
+	b.SetBytes(frameSize)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		if window {
+			wg.Go(func() { windowLoop(b, c, kind, per) })
+		} else {
+			wg.Go(func() { serialLoop(b, c, kind, per) })
+		}
+	}
+	wg.Wait()
+	b.StopTimer()
+}
+
+func serialLoop(b *testing.B, c *codec.Client, kind string, n int) {
+	ctx := context.Background()
+	for range n {
+		r, err := c.Request(ctx, newRequest(kind))
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		codecReleaseAny(r)
+	}
+}
+
+// windowLoop keeps as many requests outstanding as the in-flight limit
+// allows: each reply's callback frees a slot that the loop refills.
+func windowLoop(b *testing.B, c *codec.Client, kind string, n int) {
+	ctx := context.Background()
+	var done sync.WaitGroup
+	var failed atomic.Bool
+	done.Add(n)
+	cb := func(r any, err error) {
+		if err != nil {
+			failed.Store(true)
+		}
+		codecReleaseAny(r)
+		done.Done()
+	}
+	conn := c.Conn()
+	for range n {
+		// RequestAsync waits for a free slot: the window never exceeds
+		// the in-flight limit.
+		if err := conn.RequestAsync(ctx, newRequest(kind), cb); err != nil {
+			b.Error(err)
+			return
+		}
+	}
+	done.Wait()
+	if failed.Load() {
+		b.Error("a windowed request failed")
+	}
+}
+
+func codecReleaseAny(r any) {
+	switch v := r.(type) {
+	case *codec.Message:
+		v.Release()
+	case *packet.Packet:
+		v.Release()
+	}
+}
+
+// rawEchoServer starts the std-net echo loop and returns its address.
+func rawEchoServer(b *testing.B) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := rawnet.Serve(l, true)
+	b.Cleanup(srv.Close)
+	return l.Addr().String()
+}
+
+// lifenetEchoServer starts lifenet's length-field echo server (2-byte
+// header: a 32-byte frame is 2 + 30) and returns its address.
+func lifenetEchoServer(b *testing.B) string {
+	srv, err := transport.NewServer(transport.Config{}, codec.Hooks(echoOptions("lengthfield")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { srv.Close() })
+	a, _ := srv.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	return a.String()
+}
+
+// benchRawEcho drives an echo server with plain std-net clients writing
+// 32-byte frames (valid length-field frames: 1E 00 + 30 bytes) and reading
+// them back, serially or with a window of 256 frames in flight.
+func benchRawEcho(b *testing.B, addr string, window bool, conns int) {
+	clients := make([]net.Conn, conns)
+	for i := range clients {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		clients[i] = c
+	}
+	per := (b.N + conns - 1) / conns
+	b.SetBytes(frameSize)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Go(func() {
+			if window {
+				rawWindow(b, c, per)
+			} else {
+				rawSerial(b, c, per)
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+}
+
+// rawFrame is a 32-byte length-field frame: 2-byte LE length 30, payload.
+func rawFrame() []byte {
+	f := make([]byte, frameSize)
+	f[0] = frameSize - 2
+	return f
+}
+
+func rawSerial(b *testing.B, c net.Conn, n int) {
+	out, in := rawFrame(), make([]byte, frameSize)
+	for range n {
+		if _, err := c.Write(out); err != nil {
+			b.Error(err)
+			return
+		}
+		if _, err := io.ReadFull(c, in); err != nil {
+			b.Error(err)
+			return
+		}
+	}
+}
+
+// rawWindow writes frames while a reader takes the echoes back, never more
+// than 256 frames ahead.
+func rawWindow(b *testing.B, c net.Conn, n int) {
+	const window = 256
+	credits := make(chan struct{}, window)
+	for range window {
+		credits <- struct{}{}
+	}
+	go func() {
+		out := rawFrame()
+		for range n {
+			<-credits
+			if _, err := c.Write(out); err != nil {
+				return
+			}
+		}
+	}()
+	in := make([]byte, 64<<10)
+	for got := 0; got < n*frameSize; {
+		k, err := c.Read(in)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		for f := got / frameSize; f < (got+k)/frameSize; f++ {
+			credits <- struct{}{}
+		}
+		got += k
+	}
+}
