@@ -53,7 +53,11 @@ func Hooks(opts Options) transport.Hooks { return hooksFor(&opts) }
 
 func hooksFor(o *Options) transport.Hooks {
 	return transport.Hooks{
-		OnOpen: func(s *transport.Session) { connOf(s, o) },
+		OnOpen: func(s *transport.Session) {
+			if err := connOf(s, o).chain.Open(); err != nil {
+				s.Abort(err)
+			}
+		},
 		OnReceive: func(s *transport.Session, p *packet.Packet) {
 			if err := connOf(s, o).chain.Read(p); err != nil {
 				s.Abort(err)
@@ -145,39 +149,39 @@ var errNoMatch = errors.New("codec: requests need Options.Match")
 // ErrTimeout after Options.Timeout, or with ErrConnClosed. It takes
 // ownership of msg.
 func (c *Conn) Request(ctx context.Context, msg any) (any, error) {
-	key, err := c.start(ctx, msg, nil)
+	key, ch, err := c.start(ctx, msg, nil)
 	if err != nil {
 		return nil, err
 	}
-	return c.m.wait(ctx, key)
+	return c.m.wait(ctx, key, ch)
 }
 
 // RequestAsync sends msg like Request but returns once it is sent; cb gets
 // the reply or the error later (ErrTimeout, ErrConnClosed). ctx bounds only
 // the wait for a free in-flight slot. It takes ownership of msg.
 func (c *Conn) RequestAsync(ctx context.Context, msg any, cb Callback) error {
-	_, err := c.start(ctx, msg, cb)
+	_, _, err := c.start(ctx, msg, cb)
 	return err
 }
 
 // start registers and sends a request.
-func (c *Conn) start(ctx context.Context, msg any, cb Callback) (int, error) {
+func (c *Conn) start(ctx context.Context, msg any, cb Callback) (int, chan result, error) {
 	if c.m == nil {
 		release(msg)
-		return 0, errNoMatch
+		return 0, nil, errNoMatch
 	}
 	if err := c.m.acquire(ctx); err != nil {
 		release(msg)
-		return 0, err
+		return 0, nil, err
 	}
 	if c.opts.Match == MatchFIFO {
 		c.fifoMu.Lock()
 		defer c.fifoMu.Unlock()
 	}
-	key, err := c.m.register(cb)
+	key, ch, err := c.m.register(cb)
 	if err != nil {
 		release(msg)
-		return 0, err
+		return 0, nil, err
 	}
 	switch v := msg.(type) {
 	case *Message:
@@ -186,14 +190,14 @@ func (c *Conn) start(ctx context.Context, msg any, cb Callback) (int, error) {
 		if c.opts.Match != MatchFIFO {
 			c.m.unregister(key)
 			v.Release()
-			return 0, fmt.Errorf("codec: SRMP requests are *Message, not %T", msg)
+			return 0, nil, fmt.Errorf("codec: SRMP requests are *Message, not %T", msg)
 		}
 	}
 	if err := c.chain.Write(msg); err != nil {
 		c.m.unregister(key)
-		return 0, err
+		return 0, nil, err
 	}
-	return key, nil
+	return key, ch, nil
 }
 
 // Stats returns the connection's matching counters.

@@ -63,6 +63,11 @@ type result struct {
 	err   error
 }
 
+// resultChans recycles the one-slot channels of blocking requests: a
+// channel goes back only once its waiter has taken its result and no sender
+// can reach it any more.
+var resultChans = sync.Pool{New: func() any { return make(chan result, 1) }}
+
 // matcher pairs replies with requests on one connection. SRMP keys
 // requests by sequence number (1…255, then 0, as NewLife); a timed-out SRMP
 // request frees its number at once, so its late reply is unknown. FIFO
@@ -124,13 +129,13 @@ func (m *matcher) acquire(ctx context.Context) error {
 // the SRMP sequence number, or a FIFO slot.
 // The request's own timeout is the matcher's; a blocking request's context
 // may end it sooner (wait watches it).
-func (m *matcher) register(cb Callback) (int, error) {
+func (m *matcher) register(cb Callback) (int, chan result, error) {
 	deadline := time.Now().Add(m.timeout).UnixNano()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.err != nil {
 		m.tokens <- struct{}{}
-		return 0, m.err
+		return 0, nil, m.err
 	}
 	key := m.next
 	for m.slots[key].state != slotFree { // a held token guarantees one
@@ -142,22 +147,26 @@ func (m *matcher) register(cb Callback) (int, error) {
 		m.count++
 	}
 	w := &m.slots[key]
-	if w.ch == nil {
-		w.ch = make(chan result, 1)
-	}
 	w.state, w.deadline, w.cb = slotPending, deadline, cb
+	if cb == nil {
+		w.ch = resultChans.Get().(chan result)
+	}
 	if !m.sweeper {
 		m.sweeper = true
 		go m.sweep()
 	}
-	return key, nil
+	return key, w.ch, nil
 }
 
 // unregister undoes register when the request could not be sent.
 func (m *matcher) unregister(key int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.slots[key].state == slotPending {
+	if w := &m.slots[key]; w.state == slotPending {
+		if w.ch != nil {
+			resultChans.Put(w.ch) // nothing was sent: the request never left
+			w.ch = nil
+		}
 		m.giveUp(key)
 	}
 }
@@ -226,33 +235,36 @@ func (m *matcher) drop(reply any) {
 	release(reply)
 }
 
-// wait blocks until the reply for slot key, its timeout, the connection's
-// end, or ctx's end, and then frees the slot.
-func (m *matcher) wait(ctx context.Context, key int) (any, error) {
-	w := &m.slots[key] // ch is fixed once made; only state needs the lock
+// wait blocks until the reply for slot key (on ch, from register), its
+// timeout, the connection's end, or ctx's end, and then frees the slot.
+func (m *matcher) wait(ctx context.Context, key int, ch chan result) (any, error) {
 	var r result
 	select {
-	case r = <-w.ch:
+	case r = <-ch:
 	case <-ctx.Done():
 		m.mu.Lock()
 		select {
-		case r = <-w.ch: // the result won the race
+		case r = <-ch: // the result won the race
 		default:
-			if w.state == slotPending {
+			m.slots[key].ch = nil
+			if m.slots[key].state == slotPending {
 				m.giveUp(key)
 			}
 			m.mu.Unlock()
+			resultChans.Put(ch) // empty, and no sender can reach it now
 			return nil, ctx.Err()
 		}
 		m.mu.Unlock()
 	}
 	m.mu.Lock()
+	m.slots[key].ch = nil
 	if r.err == nil {
 		m.freeSlot(key)
 	} else {
 		m.giveUp(key)
 	}
 	m.mu.Unlock()
+	resultChans.Put(ch)
 	return r.reply, r.err
 }
 

@@ -25,8 +25,16 @@ type Handler interface {
 	Write(c *Context, msg any) error
 }
 
+// Opener is implemented by handlers that act when their connection starts
+// (a handshake, a greeting); Open runs head first, before the first Read.
+type Opener interface {
+	Open(c *Context) error
+}
+
 // Closer is implemented by handlers that need to know when their
-// connection ends (to release buffered state).
+// connection ends (to release buffered state); err says why (for a
+// transport session, a *transport.CloseError whose cause may be the
+// handler error that ended it).
 type Closer interface {
 	Close(c *Context, err error)
 }
@@ -99,6 +107,19 @@ func (ch *Chain) Write(msg any) error {
 		return ch.send(msg)
 	}
 	return ch.handlers[n-1].Write(&ch.ctxs[n-1], msg)
+}
+
+// Open tells every handler that implements Opener that the connection
+// started, head first, stopping at the first error.
+func (ch *Chain) Open() error {
+	for i, h := range ch.handlers {
+		if o, ok := h.(Opener); ok {
+			if err := o.Open(&ch.ctxs[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Close tells every handler that implements Closer that the connection

@@ -35,6 +35,11 @@ func (r *recorder) Write(c *codec.Context, msg any) error {
 
 func (r *recorder) Close(*codec.Context, error) { *r.log = append(*r.log, "close "+r.name) }
 
+func (r *recorder) Open(*codec.Context) error {
+	*r.log = append(*r.log, "open "+r.name)
+	return nil
+}
+
 type sendFunc func(*packet.Packet) error
 
 func (f sendFunc) Send(p *packet.Packet) error { return f(p) }
@@ -50,6 +55,10 @@ func TestPipelineOrderAndFanOut(t *testing.T) {
 	ch := p.NewChain(sendFunc(func(pk *packet.Packet) error { sent++; pk.Release(); return nil }),
 		func(msg any) error { got = append(got, msg.(string)); return nil })
 
+	if err := ch.Open(); err != nil || strings.Join(log, ",") != "open a,open b,open c" {
+		t.Fatalf("open: %v, log %v", err, log)
+	}
+	log = nil
 	if err := ch.Read("x"); err != nil {
 		t.Fatal(err)
 	}
