@@ -70,6 +70,20 @@ func startBench(b *testing.B, impl string, echo bool) benchServer {
 	return benchServer{a.String(), n.Load, func() { srv.Close() }}
 }
 
+// dialN opens n plain connections to addr, closed when the benchmark ends.
+func dialN(b *testing.B, addr string, n int) []net.Conn {
+	clients := make([]net.Conn, n)
+	for i := range clients {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { c.Close() })
+		clients[i] = c
+	}
+	return clients
+}
+
 func cpuNanos() int64 {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
@@ -110,15 +124,7 @@ func BenchmarkServerReceive(b *testing.B) {
 func benchReceive(b *testing.B, impl string, size, batch, conns int) {
 	srv := startBench(b, impl, false)
 	defer srv.close()
-	clients := make([]net.Conn, conns)
-	for i := range clients {
-		c, err := net.Dial("tcp", srv.addr)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
-		clients[i] = c
-	}
+	clients := dialN(b, srv.addr, conns)
 	chunk := make([]byte, size*batch)
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
@@ -164,15 +170,7 @@ func BenchmarkEcho(b *testing.B) {
 func benchEcho(b *testing.B, impl string, size, conns int) {
 	srv := startBench(b, impl, true)
 	defer srv.close()
-	clients := make([]net.Conn, conns)
-	for i := range clients {
-		c, err := net.Dial("tcp", srv.addr)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
-		clients[i] = c
-	}
+	clients := dialN(b, srv.addr, conns)
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	cpu0 := cpuNanos()

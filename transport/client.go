@@ -231,21 +231,31 @@ type datagramSender struct {
 }
 
 func (w *datagramSender) writeBatch(s *Session, batch []*packet.Packet) error {
+	return writeDatagrams(s, batch, w)
+}
+
+func (w *datagramSender) writeDatagram(b []byte) (int, error) {
+	if w.connected {
+		return w.conn.Write(b)
+	}
+	return w.conn.WriteToUDPAddrPort(b, w.to)
+}
+
+// datagramWriter sends one datagram.
+type datagramWriter interface {
+	writeDatagram(b []byte) (int, error)
+}
+
+// writeDatagrams sends each packet of batch as one datagram, flattening
+// chained packets: a datagram must leave in one piece.
+func writeDatagrams(s *Session, batch []*packet.Packet, w datagramWriter) error {
 	for _, p := range batch {
 		b, flat := p.Bytes(), (*packet.Packet)(nil)
 		if p.Next() != nil {
 			flat = p.Clone()
 			b = flat.Bytes()
 		}
-		var (
-			n   int
-			err error
-		)
-		if w.connected {
-			n, err = w.conn.Write(b)
-		} else {
-			n, err = w.conn.WriteToUDPAddrPort(b, w.to)
-		}
+		n, err := w.writeDatagram(b)
 		if flat != nil {
 			flat.Release()
 		}
@@ -261,11 +271,7 @@ func (w *datagramSender) writeBatch(s *Session, batch []*packet.Packet) error {
 // close ends the peer's session with the NewLife convention (an empty
 // datagram), then closes the socket.
 func (w *datagramSender) close() error {
-	if w.connected {
-		w.conn.Write(nil)
-	} else {
-		w.conn.WriteToUDPAddrPort(nil, w.to)
-	}
+	w.writeDatagram(nil)
 	return w.conn.Close()
 }
 

@@ -218,24 +218,11 @@ type udpSender struct {
 }
 
 func (w *udpSender) writeBatch(s *Session, batch []*packet.Packet) error {
-	for _, p := range batch {
-		b := p.Bytes()
-		var flat *packet.Packet
-		if p.Next() != nil { // a datagram must leave in one piece
-			flat = p.Clone()
-			b = flat.Bytes()
-		}
-		n, err := w.u.conn.WriteToUDPAddrPort(b, w.to)
-		if flat != nil {
-			flat.Release()
-		}
-		if err != nil {
-			return err
-		}
-		s.io.bytesOut.Add(uint64(n))
-		s.io.messagesOut.Add(1)
-	}
-	return nil
+	return writeDatagrams(s, batch, w)
+}
+
+func (w *udpSender) writeDatagram(b []byte) (int, error) {
+	return w.u.conn.WriteToUDPAddrPort(b, w.to)
 }
 
 // close hands the session to the receive goroutine, which finishes it
