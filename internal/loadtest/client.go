@@ -1,0 +1,386 @@
+package loadtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Summary is the client's result: the SUMMARY line (spec §C.4 keys plus
+// impl, p999 and cpuPerMsg). Fields that do not apply are omitted.
+type Summary struct {
+	Mode          string  `json:"mode"`
+	Protocol      string  `json:"protocol"`
+	RecvMode      string  `json:"recvMode"`
+	Impl          string  `json:"impl"`
+	Clients       int     `json:"clients"`
+	Size          int     `json:"size"`
+	Frame         int     `json:"frame"`
+	Elapsed       float64 `json:"elapsed"`
+	SentBytes     uint64  `json:"sentBytes"`
+	AllocPerMsg   float64 `json:"allocPerMsg"`
+	GC            uint32  `json:"gc"`
+	CPUPerMsg     float64 `json:"cpuPerMsg"` // client CPU µs per message
+	LatencyCount  int64   `json:"latencyCount,omitempty"`
+	P50           float64 `json:"p50,omitempty"`
+	P95           float64 `json:"p95,omitempty"`
+	P99           float64 `json:"p99,omitempty"`
+	P999          float64 `json:"p999,omitempty"`
+	Avg           float64 `json:"avg,omitempty"`
+	Max           float64 `json:"max,omitempty"`
+	RecvBytes     uint64  `json:"recvBytes,omitempty"`
+	MsgsPerSec    float64 `json:"msgsPerSec,omitempty"`
+	MBps          float64 `json:"mbps,omitempty"`
+	FramesPerSec  float64 `json:"framesPerSec,omitempty"`
+	IntegrityDiff *int64  `json:"integrityDiff,omitempty"`
+	LossPct       float64 `json:"lossPct,omitempty"`
+}
+
+// run is one client run's shared state.
+type run struct {
+	cfg      *Config
+	addr     string
+	payload  []byte
+	sent     atomic.Uint64
+	received atomic.Uint64
+	hist     *hdrhistogram.Histogram
+	histMu   sync.Mutex
+}
+
+// RunClient runs the load against addr and returns the summary.
+func RunClient(ctx context.Context, cfg Config, addr string, out io.Writer) (Summary, error) {
+	r := &run{cfg: &cfg, addr: addr, payload: make([]byte, cfg.Size),
+		hist: hdrhistogram.New(1, 60_000_000, 3)} // 1 µs … 60 s
+	for i := range r.payload {
+		r.payload[i] = byte(rand.IntN(256))
+	}
+	conns := make([]clientConn, cfg.Clients)
+	for i := range conns {
+		c, err := dial(ctx, &cfg, addr)
+		if err != nil {
+			closeAll(conns[:i])
+			return Summary{}, fmt.Errorf("connect to %s: %w", addr, err)
+		}
+		conns[i] = c
+	}
+	defer closeAll(conns)
+	sleep(ctx, cfg.Warmup)
+	if err := r.prime(ctx); err != nil {
+		return Summary{}, fmt.Errorf("prime traffic: %w", err)
+	}
+
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	alloc0, gc0, cpu0 := ms.TotalAlloc, ms.NumGC, cpuSeconds()
+	start := time.Now()
+	stopProgress := r.progress(ctx, start, out)
+	var err error
+	switch {
+	case cfg.OneWay:
+		r.oneway(ctx, conns)
+	case cfg.Mode == "roundtrip":
+		err = r.roundtrip(ctx, conns)
+	default:
+		r.pipeline(ctx, conns)
+	}
+	stopProgress()
+	elapsed := time.Since(start).Seconds()
+	if cfg.OneWay {
+		elapsed = cfg.Seconds
+	}
+	runtime.ReadMemStats(&ms)
+	s := r.summary(elapsed)
+	msgs := float64(s.SentBytes) / float64(cfg.Size)
+	if s.LatencyCount > 0 {
+		msgs = float64(s.LatencyCount)
+	}
+	if msgs > 0 {
+		s.AllocPerMsg = round(float64(ms.TotalAlloc-alloc0)/msgs, 2)
+		s.CPUPerMsg = round((cpuSeconds()-cpu0)/msgs*1e6, 3)
+	}
+	s.GC = ms.NumGC - gc0
+	return s, err
+}
+
+// prime sends warm-up traffic on a fresh connection (NetLoadTest: 4 MiB
+// worth, between 4 and 64 messages) so that cold-start costs stay out of
+// the window.
+func (r *run) prime(ctx context.Context) error {
+	c, err := dial(ctx, r.cfg, r.addr)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	count := min(max((4<<20)/r.cfg.Size, 4), 64)
+	for range count {
+		if err := c.send(r.payload); err != nil {
+			return err
+		}
+		if !r.cfg.OneWay && !r.cfg.UDP {
+			if err := readFull(ctx, c, r.cfg.Size, 30*time.Second); err != nil {
+				return err
+			}
+		}
+	}
+	if r.cfg.OneWay || r.cfg.UDP {
+		time.Sleep(200 * time.Millisecond)
+	}
+	return nil
+}
+
+// readFull receives until n bytes arrived (one echo), or timeout passes
+// (0: only ctx bounds the wait, and nothing is allocated per call).
+func readFull(ctx context.Context, c clientConn, n int, timeout time.Duration) error {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	for got := 0; got < n; {
+		k, err := c.recv(ctx)
+		if err != nil {
+			return err
+		}
+		got += k
+	}
+	return nil
+}
+
+func (r *run) window(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, time.Duration(r.cfg.Seconds*float64(time.Second)))
+}
+
+// oneway: every connection sends until the window ends.
+func (r *run) oneway(ctx context.Context, conns []clientConn) {
+	wctx, cancel := r.window(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Go(func() { r.sendLoop(wctx, c) })
+	}
+	wg.Wait()
+}
+
+func (r *run) sendLoop(ctx context.Context, c clientConn) {
+	n := uint64(len(r.payload))
+	for ctx.Err() == nil {
+		if err := c.send(r.payload); err != nil {
+			return
+		}
+		r.sent.Add(n)
+	}
+}
+
+// pipeline: every connection sends until the window ends while a receiver
+// counts the echoes; then the echoes are drained.
+func (r *run) pipeline(ctx context.Context, conns []clientConn) {
+	wctx, cancel := r.window(ctx)
+	defer cancel()
+	rctx, rcancel := context.WithCancel(ctx)
+	defer rcancel()
+	var senders, receivers sync.WaitGroup
+	for _, c := range conns {
+		senders.Go(func() { r.sendLoop(wctx, c) })
+		receivers.Go(func() {
+			for {
+				n, err := c.recv(rctx)
+				if err != nil {
+					return
+				}
+				r.received.Add(uint64(n))
+			}
+		})
+	}
+	senders.Wait()
+	r.drain(ctx)
+	rcancel()
+	for _, c := range conns {
+		c.close() // unblocks receivers in blocking reads
+	}
+	receivers.Wait()
+}
+
+// drain waits for the echoes of what was sent: TCP until everything is
+// back or 5 s pass without progress; UDP (lossy) 500 ms.
+func (r *run) drain(ctx context.Context) {
+	if r.cfg.UDP {
+		sleep(ctx, 0.5)
+		return
+	}
+	last, stalled := r.received.Load(), 0
+	for r.received.Load() < r.sent.Load() && stalled < 50 && ctx.Err() == nil {
+		time.Sleep(100 * time.Millisecond)
+		if cur := r.received.Load(); cur == last {
+			stalled++
+		} else {
+			last, stalled = cur, 0
+		}
+	}
+}
+
+// roundtrip: every connection sends one message and waits for its echo,
+// recording the latency.
+func (r *run) roundtrip(ctx context.Context, conns []clientConn) error {
+	wctx, cancel := r.window(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	for _, c := range conns {
+		wg.Go(func() {
+			h := hdrhistogram.New(1, 60_000_000, 3)
+			for wctx.Err() == nil {
+				t0 := time.Now()
+				if err := c.send(r.payload); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					break
+				}
+				if err := readFull(wctx, c, r.cfg.Size, r.echoTimeout()); err != nil {
+					if wctx.Err() != nil {
+						break // the window closed while this echo was in flight
+					}
+					if !r.cfg.UDP {
+						firstErr.CompareAndSwap(nil, err)
+						break
+					}
+					continue // a lost datagram: no sample
+				}
+				h.RecordValue(max(time.Since(t0).Microseconds(), 1))
+			}
+			r.histMu.Lock()
+			r.hist.Merge(h)
+			r.histMu.Unlock()
+		})
+	}
+	wg.Wait()
+	if err, ok := firstErr.Load().(error); ok && r.hist.TotalCount() == 0 {
+		return err
+	}
+	return nil
+}
+
+// echoTimeout bounds the wait for one echo: a lost UDP datagram costs a
+// second (NetLoadTest's watchdog); a TCP echo is bounded by the window.
+func (r *run) echoTimeout() time.Duration {
+	if r.cfg.UDP {
+		return time.Second
+	}
+	return 0
+}
+
+func (r *run) summary(elapsed float64) Summary {
+	cfg := r.cfg
+	s := Summary{Mode: cfg.modeName(), Protocol: cfg.protocol(), RecvMode: cfg.RecvMode, Impl: cfg.Impl,
+		Clients: cfg.Clients, Size: cfg.Size, Frame: cfg.Frame, Elapsed: round(elapsed, 3)}
+	if cfg.Mode == "roundtrip" && !cfg.OneWay {
+		h := r.hist
+		s.LatencyCount = h.TotalCount()
+		if s.LatencyCount > 0 {
+			s.P50, s.P95, s.P99 = float64(h.ValueAtQuantile(50)), float64(h.ValueAtQuantile(95)), float64(h.ValueAtQuantile(99))
+			s.P999, s.Max, s.Avg = float64(h.ValueAtQuantile(99.9)), float64(h.Max()), round(h.Mean(), 3)
+			s.MsgsPerSec = round(float64(s.LatencyCount)/elapsed, 1)
+		}
+		return s
+	}
+	s.SentBytes = r.sent.Load()
+	s.RecvBytes = r.received.Load()
+	if cfg.OneWay {
+		s.RecvBytes = s.SentBytes
+	}
+	s.MsgsPerSec = round(float64(s.RecvBytes)/float64(cfg.Size)/elapsed, 1)
+	s.MBps = round(float64(s.RecvBytes)/(1<<20)/elapsed, 2)
+	if cfg.Frame > 0 {
+		s.FramesPerSec = round(float64(s.RecvBytes)/float64(cfg.Frame)/elapsed, 1)
+	}
+	if !cfg.OneWay {
+		diff := int64(s.SentBytes/uint64(cfg.Size)) - int64(s.RecvBytes/uint64(cfg.Size))
+		s.IntegrityDiff = &diff
+		if cfg.UDP && s.SentBytes > 0 {
+			s.LossPct = round(100*float64(max(diff, 0))/(float64(s.SentBytes)/float64(cfg.Size)), 2)
+		}
+	}
+	return s
+}
+
+// progress prints a live line once a second on a terminal; it returns a
+// function that stops it.
+func (r *run) progress(ctx context.Context, start time.Time, out io.Writer) func() {
+	w := r.cfg.progressW
+	if w == nil || r.cfg.JSON || r.cfg.Quiet {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		var last uint64
+		for {
+			select {
+			case <-done:
+				fmt.Fprint(w, "\r\033[K")
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				cur := r.sent.Load() + uint64(r.hist.TotalCount())*uint64(r.cfg.Size)
+				el := time.Since(start).Seconds()
+				fmt.Fprintf(w, "\r\033[K[client] %.0f/%.0f s  %.0f msg/s", math.Min(el, r.cfg.Seconds), r.cfg.Seconds,
+					float64(cur-last)/float64(r.cfg.Size))
+				last = cur
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// WriteSummary prints the human-readable result block and the SUMMARY line.
+func WriteSummary(out io.Writer, s Summary, human bool) {
+	if human {
+		fmt.Fprintf(out, "------- result (%s %s, %s, %d clients × %d B, impl %s) -------\n", s.Protocol, s.Mode, s.RecvMode, s.Clients, s.Size, s.Impl)
+		if s.LatencyCount > 0 {
+			fmt.Fprintf(out, "round trips : %d in %.2f s (%.0f/s)\n", s.LatencyCount, s.Elapsed, s.MsgsPerSec)
+			fmt.Fprintf(out, "latency µs  : P50=%.1f  P95=%.1f  P99=%.1f  P99.9=%.1f  max=%.1f  mean=%.1f\n", s.P50, s.P95, s.P99, s.P999, s.Max, s.Avg)
+		} else {
+			fmt.Fprintf(out, "throughput  : %.0f msg/s | %.1f MB/s\n", s.MsgsPerSec, s.MBps)
+			if s.Frame > 0 {
+				fmt.Fprintf(out, "frames      : %.0f frame/s (frame %d B)\n", s.FramesPerSec, s.Frame)
+			}
+			fmt.Fprintf(out, "sent        : %d B, received %d B (window %.2f s)\n", s.SentBytes, s.RecvBytes, s.Elapsed)
+			if s.IntegrityDiff != nil {
+				fmt.Fprintf(out, "integrity   : %d messages short\n", *s.IntegrityDiff)
+			}
+		}
+		fmt.Fprintf(out, "client      : %.1f B/msg allocated, %d GC, %.3f µs CPU/msg\n", s.AllocPerMsg, s.GC, s.CPUPerMsg)
+	}
+	js, _ := json.Marshal(s)
+	fmt.Fprintf(out, "SUMMARY: %s\n", js)
+}
+
+func closeAll(conns []clientConn) {
+	for _, c := range conns {
+		if c != nil {
+			c.close()
+		}
+	}
+}
+
+func sleep(ctx context.Context, seconds float64) {
+	select {
+	case <-time.After(time.Duration(seconds * float64(time.Second))):
+	case <-ctx.Done():
+	}
+}
+
+func round(v float64, places int) float64 {
+	p := math.Pow(10, float64(places))
+	return math.Round(v*p) / p
+}

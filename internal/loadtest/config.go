@@ -1,0 +1,135 @@
+// Package loadtest implements `lifenet load`: NewLife NetLoadTest's load
+// generator and counting/echo server, for lifenet and for a plain std-net
+// baseline, with NetLoadTest's flags and output lines (spec §C).
+package loadtest
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/lifenet/lifenet/transport"
+)
+
+// Config is one load run. Flag names and defaults follow NetLoadTest.
+type Config struct {
+	Mode      string // "pipeline" or "roundtrip"
+	OneWay    bool
+	Clients   int
+	Size      int
+	Seconds   float64
+	Warmup    float64
+	UDP       bool
+	Server    bool
+	Port      int
+	Remote    string
+	Frame     int
+	UDPConn   bool
+	RecvMode  string // "sync", "async" or "event"
+	RcvBuf    int
+	Codec     string // "none" (srmp and lengthfield: not yet)
+	Window    int
+	Impl      string // "lifenet" or "raw"
+	JSON      bool
+	IdleExit  time.Duration // server: exit after this long without traffic (3 s)
+	Quiet     bool          // no progress line
+	progressW io.Writer
+}
+
+// Limits on the flags, so a typo cannot ask for a runaway test.
+const (
+	maxClients = 4096
+	maxSize    = 64 << 20
+	maxSeconds = 3600
+)
+
+// Parse reads NetLoadTest-style flags (`--name value`, `--bool`).
+func Parse(args []string) (Config, error) {
+	var c Config
+	fs := flag.NewFlagSet("lifenet load", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&c.Mode, "mode", "pipeline", "pipeline or roundtrip")
+	fs.BoolVar(&c.OneWay, "oneway", false, "client only sends; server only counts")
+	fs.IntVar(&c.Clients, "clients", 4, "connections")
+	fs.IntVar(&c.Size, "size", 1024, "payload bytes per send")
+	fs.Float64Var(&c.Seconds, "seconds", 10, "measurement window (s)")
+	fs.Float64Var(&c.Warmup, "warmup", 2, "pause before priming (s)")
+	fs.BoolVar(&c.UDP, "udp", false, "UDP instead of TCP")
+	fs.BoolVar(&c.Server, "server", false, "run only the server")
+	fs.IntVar(&c.Port, "port", 7800, "server port (with --server)")
+	fs.StringVar(&c.Remote, "remote", "", "host:port of an external server")
+	fs.IntVar(&c.Frame, "frame", 0, "logical frame size for frames/s")
+	fs.BoolVar(&c.UDPConn, "udpconnect", false, "connect the UDP client socket")
+	fs.StringVar(&c.RecvMode, "recvmode", "sync", "sync, async or event")
+	fs.IntVar(&c.RcvBuf, "rcvbuf", 0, "SO_RCVBUF on both ends (0: OS default)")
+	fs.StringVar(&c.Codec, "codec", "none", "none (srmp, lengthfield: not yet)")
+	fs.IntVar(&c.Window, "window", 0, "requests in flight per connection (codec modes)")
+	fs.StringVar(&c.Impl, "impl", "lifenet", "lifenet or raw (std net baseline)")
+	fs.BoolVar(&c.JSON, "json", false, "machine output only")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	c.IdleExit = 3 * time.Second
+	return c, c.normalize()
+}
+
+func (c *Config) normalize() error {
+	c.Mode = strings.ToLower(c.Mode)
+	if c.Mode != "roundtrip" {
+		c.Mode = "pipeline" // NetLoadTest: anything else is pipeline
+	}
+	if c.RecvMode == "asyncpull" {
+		c.RecvMode = "async"
+	}
+	switch {
+	case c.Clients < 1 || c.Clients > maxClients:
+		return fmt.Errorf("--clients %d: want 1…%d", c.Clients, maxClients)
+	case c.Size < 1 || c.Size > maxSize:
+		return fmt.Errorf("--size %d: want 1…%d", c.Size, maxSize)
+	case c.Seconds <= 0 || c.Seconds > maxSeconds:
+		return fmt.Errorf("--seconds %g: want (0, %d]", c.Seconds, maxSeconds)
+	case c.Warmup < 0 || c.Warmup > maxSeconds:
+		return fmt.Errorf("--warmup %g: want [0, %d]", c.Warmup, maxSeconds)
+	case c.Port < 0 || c.Port > 65535:
+		return fmt.Errorf("--port %d out of range", c.Port)
+	case c.Frame < 0:
+		return fmt.Errorf("--frame %d is negative", c.Frame)
+	case c.RcvBuf < 0:
+		return fmt.Errorf("--rcvbuf %d is negative", c.RcvBuf)
+	case c.RecvMode != "sync" && c.RecvMode != "async" && c.RecvMode != "event":
+		return fmt.Errorf("--recvmode %q: want sync, async or event", c.RecvMode)
+	case c.Impl != "lifenet" && c.Impl != "raw":
+		return fmt.Errorf("--impl %q: want lifenet or raw", c.Impl)
+	case c.Codec != "none":
+		return errors.New("--codec " + c.Codec + ": only none is implemented so far (srmp and lengthfield arrive with the codec scenarios)")
+	case c.Server && c.Remote != "":
+		return errors.New("--server and --remote exclude each other")
+	}
+	if c.UDP && c.Size > transport.MaxDatagram {
+		c.Size = transport.MaxDatagram
+	}
+	if c.Frame > 0 {
+		c.Size = max(c.Frame, c.Size/c.Frame*c.Frame)
+	}
+	return nil
+}
+
+func (c *Config) protocol() string {
+	if c.UDP {
+		return "udp"
+	}
+	return "tcp"
+}
+
+func (c *Config) modeName() string {
+	if c.OneWay {
+		return "oneway"
+	}
+	return c.Mode
+}

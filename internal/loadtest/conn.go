@@ -1,0 +1,158 @@
+package loadtest
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+
+	"github.com/lifenet/lifenet/packet"
+	"github.com/lifenet/lifenet/transport"
+)
+
+// clientConn is one load-generating connection of either implementation.
+// send is called from one goroutine and recv from another.
+type clientConn interface {
+	send(b []byte) error
+	// recv blocks until some echoed bytes arrive and returns how many.
+	recv(ctx context.Context) (int, error)
+	close()
+}
+
+// dial opens one connection to addr with cfg's implementation, protocol
+// and receive mode.
+func dial(ctx context.Context, cfg *Config, addr string) (clientConn, error) {
+	if cfg.Impl == "raw" {
+		return dialRaw(cfg, addr)
+	}
+	ccfg := transport.ClientConfig{Config: transport.Config{SocketReceiveBuffer: cfg.RcvBuf, ReadBufferSize: max(64<<10, cfg.Size)}}
+	if cfg.UDP && !cfg.UDPConn {
+		ccfg.LocalAddr = "127.0.0.1:0" // a bound socket sending with send-to, like NetLoadTest's default
+	}
+	lc := &lifenetConn{done: make(chan struct{})}
+	var hooks transport.Hooks
+	if cfg.RecvMode == "event" {
+		lc.events = make(chan int, 1024)
+		hooks.OnReceive = func(_ *transport.Session, p *packet.Packet) {
+			select {
+			case lc.events <- p.Len():
+			case <-lc.done:
+			}
+		}
+	} else {
+		ccfg.Mode = transport.ReceivePull
+	}
+	c, err := transport.Dial(ctx, cfg.protocol(), addr, ccfg, hooks)
+	if err != nil {
+		return nil, err
+	}
+	lc.c, lc.async = c, cfg.RecvMode == "async"
+	return lc, nil
+}
+
+// lifenetConn drives a transport.Client in one of its receive modes.
+type lifenetConn struct {
+	c      *transport.Client
+	async  bool     // channel (Packets) instead of blocking Receive
+	events chan int // event mode: bytes per OnReceive
+	done   chan struct{}
+	once   sync.Once
+}
+
+func (l *lifenetConn) send(b []byte) error { return l.c.SendBytes(b) }
+
+func (l *lifenetConn) recv(ctx context.Context) (int, error) {
+	switch {
+	case l.events != nil:
+		select {
+		case n := <-l.events:
+			return n, nil
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	case l.async:
+		select {
+		case p, ok := <-l.c.Packets():
+			if !ok {
+				return 0, transport.ErrClosed
+			}
+			n := p.Total()
+			p.Release()
+			return n, nil
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	p, err := l.c.Receive(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := p.Total()
+	p.Release()
+	return n, nil
+}
+
+func (l *lifenetConn) close() {
+	l.once.Do(func() {
+		close(l.done)
+		l.c.Close()
+	})
+}
+
+// rawConn is the std-net baseline client.
+type rawConn struct {
+	conn net.Conn
+	udp  *net.UDPConn // unconnected UDP: send-to
+	to   netip.AddrPort
+	buf  []byte
+}
+
+func dialRaw(cfg *Config, addr string) (clientConn, error) {
+	r := &rawConn{buf: make([]byte, max(64<<10, cfg.Size))}
+	if cfg.UDP && !cfg.UDPConn {
+		ap, err := netip.ParseAddrPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		u, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			return nil, err
+		}
+		r.udp, r.to, r.conn = u, ap, u
+	} else {
+		c, err := net.Dial(cfg.protocol(), addr)
+		if err != nil {
+			return nil, err
+		}
+		r.conn = c
+	}
+	if cfg.RcvBuf > 0 {
+		if s, ok := r.conn.(interface{ SetReadBuffer(int) error }); ok {
+			s.SetReadBuffer(cfg.RcvBuf)
+		}
+	}
+	return r, nil
+}
+
+func (r *rawConn) send(b []byte) error {
+	if r.udp != nil {
+		_, err := r.udp.WriteToUDPAddrPort(b, r.to)
+		return err
+	}
+	_, err := r.conn.Write(b)
+	return err
+}
+
+func (r *rawConn) recv(ctx context.Context) (int, error) {
+	if d, ok := ctx.Deadline(); ok {
+		r.conn.SetReadDeadline(d)
+	}
+	n, err := r.conn.Read(r.buf)
+	if err != nil && errors.Is(err, net.ErrClosed) {
+		return n, context.Canceled
+	}
+	return n, err
+}
+
+func (r *rawConn) close() { r.conn.Close() }

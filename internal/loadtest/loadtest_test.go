@@ -1,0 +1,138 @@
+package loadtest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lifenet/lifenet/internal/leakcheck"
+)
+
+func TestParseRejectsBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--clients", "0"}, {"--clients", "100000"}, {"--size", "0"}, {"--seconds", "-1"},
+		{"--recvmode", "poll"}, {"--impl", "gnet"}, {"--codec", "srmp"}, {"--nope"},
+		{"--server", "--remote", "127.0.0.1:1"}, {"extra"}, {"--clients", "x"},
+	} {
+		if _, err := Parse(args); err == nil {
+			t.Errorf("Parse(%q) accepted", args)
+		}
+	}
+	c, err := Parse([]string{"--mode", "RoundTrip", "--recvmode", "asyncpull", "--udp", "--size", "100000", "--frame", "24"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Mode != "roundtrip" || c.RecvMode != "async" || c.Size != 65496 {
+		t.Fatalf("normalized %+v (want roundtrip, async, 65507 clamped to a multiple of 24)", c)
+	}
+	var stderr bytes.Buffer
+	if code := Main(context.Background(), []string{"--clients", "0"}, io.Discard, &stderr); code != 2 ||
+		strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), "--clients") {
+		t.Fatalf("exit %d, stderr %q: want 2 and one line naming the flag", code, stderr.String())
+	}
+}
+
+func summaryOf(t *testing.T, out string) Summary {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if js, ok := strings.CutPrefix(line, "SUMMARY: "); ok {
+			var s Summary
+			if err := json.Unmarshal([]byte(js), &s); err != nil {
+				t.Fatalf("SUMMARY is not JSON: %v", err)
+			}
+			return s
+		}
+	}
+	t.Fatalf("no SUMMARY line in:\n%s", out)
+	return Summary{}
+}
+
+// Each mode, both implementations, TCP and UDP, in one process: the
+// SUMMARY is present and sane.
+func TestInProcessRuns(t *testing.T) {
+	leakcheck.Check(t)
+	cases := [][]string{
+		{"--oneway"}, {"--mode", "pipeline"}, {"--mode", "roundtrip"},
+		{"--mode", "pipeline", "--recvmode", "event"}, {"--mode", "roundtrip", "--recvmode", "async"},
+		{"--udp", "--oneway"}, {"--udp", "--mode", "roundtrip", "--udpconnect"},
+	}
+	for _, impl := range []string{"lifenet", "raw"} {
+		for _, extra := range cases {
+			args := append([]string{"--seconds", "0.4", "--warmup", "0", "--clients", "2", "--size", "512", "--impl", impl}, extra...)
+			var out, errOut bytes.Buffer
+			if code := Main(context.Background(), args, &out, &errOut); code != 0 {
+				t.Fatalf("%v: exit %d: %s", args, code, errOut.String())
+			}
+			s := summaryOf(t, out.String())
+			if s.Impl != impl || s.Clients != 2 || s.Size != 512 || s.MsgsPerSec <= 0 {
+				t.Errorf("%v: summary %+v", args, s)
+			}
+			if s.Mode == "roundtrip" && !(s.LatencyCount > 0 && s.P50 <= s.P95 && s.P95 <= s.P99 && s.P99 <= s.P999 && s.P999 <= s.Max) {
+				t.Errorf("%v: latency %+v", args, s)
+			}
+			if s.Mode == "pipeline" && (s.RecvBytes == 0 || s.IntegrityDiff == nil || *s.IntegrityDiff != 0) {
+				t.Errorf("%v: pipeline lost data: %+v", args, s)
+			}
+		}
+	}
+}
+
+// The separate-server flow: READY first, then a STEADY line once the
+// client is done, then the server exits by itself.
+func TestServerModeSteady(t *testing.T) {
+	leakcheck.Check(t)
+	cfg, err := Parse([]string{"--server", "--port", "0", "--size", "256"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.IdleExit = time.Second
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- RunServer(context.Background(), cfg, pw); pw.Close() }()
+	lines := bufio.NewScanner(pr)
+	lines.Scan()
+	ready := lines.Text()
+	addr, ok := strings.CutPrefix(ready, "READY tcp://")
+	if !ok {
+		t.Fatalf("first line %q", ready)
+	}
+	var out bytes.Buffer
+	if code := Main(context.Background(), []string{"--remote", addr, "--oneway", "--size", "256", "--seconds", "1.5", "--warmup", "0", "--clients", "2"}, &out, io.Discard); code != 0 {
+		t.Fatalf("client exit %d", code)
+	}
+	var steady, js string
+	for lines.Scan() {
+		switch l := lines.Text(); {
+		case strings.HasPrefix(l, "[server] STEADY"):
+			steady = l
+		case strings.HasPrefix(l, "STEADY-JSON "):
+			js = strings.TrimPrefix(l, "STEADY-JSON ")
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var st Steady
+	if err := json.Unmarshal([]byte(js), &st); err != nil || st.PktPerSec <= 0 || st.Samples == 0 || st.CPUPerMsg <= 0 {
+		t.Fatalf("STEADY %q / %q (%v)", steady, js, err)
+	}
+	for _, want := range []string{"MB/s", "Gbps=", "pkt=", "alloc=", "B/msg", "gc="} {
+		if !strings.Contains(steady, want) {
+			t.Errorf("STEADY line lacks %q: %s", want, steady)
+		}
+	}
+}
+
+func TestUnreachableServerFailsCleanly(t *testing.T) {
+	leakcheck.Check(t)
+	var errOut bytes.Buffer
+	code := Main(context.Background(), []string{"--remote", "127.0.0.1:1", "--seconds", "1", "--warmup", "0"}, io.Discard, &errOut)
+	if code != 1 || strings.Count(errOut.String(), "\n") != 1 {
+		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+}

@@ -1,0 +1,70 @@
+package loadtest
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/lifenet/lifenet/internal/rawnet"
+)
+
+// startRawServer runs the std-net baseline: rawnet for TCP, and a plain
+// read/echo loop for UDP.
+func startRawServer(cfg *Config, addr string) (*echoServer, error) {
+	if !cfg.UDP {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		if cfg.RcvBuf > 0 {
+			l = &rcvbufListener{l.(*net.TCPListener), cfg.RcvBuf}
+		}
+		s := rawnet.Serve(l, !cfg.OneWay)
+		return &echoServer{addr: l.Addr(), bytes: s.Bytes.Load, close: s.Close}, nil
+	}
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := net.ListenUDP("udp", ua)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.RcvBuf > 0 {
+		conn.SetReadBuffer(cfg.RcvBuf)
+	}
+	var n atomic.Uint64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		buf := make([]byte, 64<<10)
+		for {
+			k, from, err := conn.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				if errors.Is(err, net.ErrClosed) {
+					return
+				}
+				continue
+			}
+			n.Add(uint64(k))
+			if !cfg.OneWay && k > 0 {
+				conn.WriteToUDPAddrPort(buf[:k], from)
+			}
+		}
+	})
+	return &echoServer{addr: conn.LocalAddr(), bytes: n.Load, close: func() { conn.Close(); wg.Wait() }}, nil
+}
+
+// rcvbufListener sets SO_RCVBUF on accepted connections.
+type rcvbufListener struct {
+	*net.TCPListener
+	size int
+}
+
+func (l *rcvbufListener) Accept() (net.Conn, error) {
+	c, err := l.TCPListener.AcceptTCP()
+	if err == nil {
+		c.SetReadBuffer(l.size)
+	}
+	return c, err
+}

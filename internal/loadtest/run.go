@@ -1,0 +1,57 @@
+package loadtest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Main runs `lifenet load` with args and returns the process exit code:
+// 0 on success, 2 for bad flags, 1 when the run fails. Errors are one line
+// on stderr.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := Parse(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "lifenet load: %v\n", err)
+		return 2
+	}
+	if f, ok := stdout.(*os.File); ok && isTerminal(f) {
+		cfg.progressW = stderr
+	}
+	if err := run1(ctx, cfg, stdout); err != nil {
+		fmt.Fprintf(stderr, "lifenet load: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func run1(ctx context.Context, cfg Config, out io.Writer) error {
+	if cfg.Server {
+		return RunServer(ctx, cfg, out)
+	}
+	addr := cfg.Remote
+	if addr == "" { // both sides in this process
+		srv, err := startServer(&cfg, "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		defer srv.close()
+		addr = srv.addr.String()
+	}
+	if !cfg.JSON {
+		fmt.Fprintf(out, "=== lifenet load: %s %s, %d clients × %d B, recv %s, impl %s, warmup %gs, window %gs ===\n",
+			cfg.protocol(), cfg.modeName(), cfg.Clients, cfg.Size, cfg.RecvMode, cfg.Impl, cfg.Warmup, cfg.Seconds)
+	}
+	s, err := RunClient(ctx, cfg, addr, out)
+	if err != nil {
+		return err
+	}
+	WriteSummary(out, s, !cfg.JSON)
+	return nil
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

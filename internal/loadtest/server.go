@@ -1,0 +1,160 @@
+package loadtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"sort"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/lifenet/lifenet/packet"
+	"github.com/lifenet/lifenet/transport"
+)
+
+// Steady is the server's steady-state result (the STEADY line).
+type Steady struct {
+	MBps         float64 `json:"mbps"` // MiB/s, as NetLoadTest prints "MB/s"
+	Gbps         float64 `json:"gbps"`
+	PktPerSec    float64 `json:"pktps"`
+	FramesPerSec float64 `json:"framesPerSec,omitempty"`
+	AllocPerMsg  float64 `json:"allocPerMsg"`
+	GC           uint32  `json:"gc"`
+	CPUPerMsg    float64 `json:"cpuSecPerMillion"` // server CPU seconds per million messages
+	Samples      int     `json:"samples"`
+	Impl         string  `json:"impl"`
+}
+
+// echoServer is a running server of either implementation.
+type echoServer struct {
+	addr  net.Addr
+	bytes func() uint64 // received so far
+	close func()
+}
+
+// startServer listens on addr (port 0: any) and counts, or echoes, what
+// arrives.
+func startServer(cfg *Config, addr string) (*echoServer, error) {
+	if cfg.Impl == "raw" {
+		return startRawServer(cfg, addr)
+	}
+	var n atomic.Uint64
+	hooks := transport.Hooks{OnReceive: func(s *transport.Session, p *packet.Packet) {
+		n.Add(uint64(p.Len()))
+		if !cfg.OneWay {
+			s.Send(p.Share())
+		}
+	}}
+	srv, err := transport.NewServer(transport.Config{SocketReceiveBuffer: cfg.RcvBuf, MaxConnsPerIP: maxClients + 1, MaxConns: maxClients + 1}, hooks)
+	if err != nil {
+		return nil, err
+	}
+	a, err := srv.Listen(context.Background(), cfg.protocol(), addr)
+	if err != nil {
+		srv.Close()
+		return nil, err
+	}
+	return &echoServer{addr: a, bytes: n.Load, close: func() { srv.Close() }}, nil
+}
+
+// RunServer is `lifenet load --server`: it prints READY, a line per second,
+// and once traffic has stopped for IdleExit the STEADY line, then returns.
+func RunServer(ctx context.Context, cfg Config, out io.Writer) error {
+	srv, err := startServer(&cfg, fmt.Sprintf("127.0.0.1:%d", cfg.Port))
+	if err != nil {
+		return err
+	}
+	defer srv.close()
+	fmt.Fprintf(out, "READY %s://%s\n", cfg.protocol(), srv.addr)
+	st := measureServer(ctx, &cfg, srv.bytes, out)
+	fmt.Fprintln(out, st.line(&cfg))
+	js, _ := json.Marshal(st)
+	fmt.Fprintf(out, "STEADY-JSON %s\n", js)
+	return nil
+}
+
+// measureServer samples the byte counter every second until traffic has
+// stopped (NetLoadTest: 3 idle seconds after at least one sample; 10 idle
+// seconds if nothing ever came).
+func measureServer(ctx context.Context, cfg *Config, bytes func() uint64, out io.Writer) Steady {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	alloc0, gc0, cpu0 := ms.TotalAlloc, ms.NumGC, cpuSeconds()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var samples []float64
+	last, idle := bytes(), time.Duration(0)
+	for {
+		select {
+		case <-ctx.Done():
+			return Steady{Impl: cfg.Impl}
+		case <-tick.C:
+		}
+		cur := bytes()
+		delta := cur - last
+		last = cur
+		if delta == 0 {
+			idle += time.Second
+			if (len(samples) > 0 && idle >= cfg.IdleExit) || idle >= 10*time.Second {
+				break
+			}
+			continue
+		}
+		idle = 0
+		mib := float64(delta) / (1 << 20)
+		samples = append(samples, mib)
+		line := fmt.Sprintf("[server] %.1f MB/s  total %.1f MB", mib, float64(cur)/(1<<20))
+		if cfg.Frame > 0 {
+			line += fmt.Sprintf("  frames %.2f M/s", float64(delta)/float64(cfg.Frame)/1e6)
+		}
+		fmt.Fprintln(out, line)
+	}
+	runtime.ReadMemStats(&ms)
+	total := bytes()
+	st := Steady{Samples: len(samples), GC: ms.NumGC - gc0, Impl: cfg.Impl}
+	if len(samples) == 0 || total == 0 {
+		return st
+	}
+	window := samples
+	if len(window) > 6 {
+		window = window[2:]
+	}
+	st.MBps = median(window)
+	st.Gbps = st.MBps * 0.008388608
+	st.PktPerSec = st.MBps * (1 << 20) / float64(cfg.Size)
+	if cfg.Frame > 0 {
+		st.FramesPerSec = st.MBps * (1 << 20) / float64(cfg.Frame)
+	}
+	msgs := float64(total) / float64(cfg.Size)
+	st.AllocPerMsg = float64(ms.TotalAlloc-alloc0) / msgs
+	st.CPUPerMsg = (cpuSeconds() - cpu0) / msgs * 1e6
+	return st
+}
+
+func (st Steady) line(cfg *Config) string {
+	s := fmt.Sprintf("[server] STEADY %.1f MB/s  Gbps=%.2f  pkt=%.0f pkt/s", st.MBps, st.Gbps, st.PktPerSec)
+	if cfg.Frame > 0 {
+		s += fmt.Sprintf("  frame=%.0f frame/s", st.FramesPerSec)
+	}
+	return s + fmt.Sprintf("  alloc=%.2f B/msg  gc=%d  cpu=%.3f s/Mmsg  samples=%d  impl=%s",
+		st.AllocPerMsg, st.GC, st.CPUPerMsg, st.Samples, st.Impl)
+}
+
+// median of the values (sorted copy); NetLoadTest rounds the index
+// half-to-even, which for a median of an odd count is the middle.
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+// cpuSeconds is this process's user+system CPU time.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
