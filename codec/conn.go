@@ -53,6 +53,7 @@ func Hooks(opts Options) transport.Hooks { return hooksFor(&opts) }
 
 func hooksFor(o *Options) transport.Hooks {
 	return transport.Hooks{
+		BatchSends: true, // replies to the frames of one read leave in one writev
 		OnOpen: func(s *transport.Session) {
 			if err := connOf(s, o).chain.Open(); err != nil {
 				s.Abort(err)
@@ -223,7 +224,9 @@ func Dial(ctx context.Context, network, address string, cfg transport.ClientConf
 	}
 	cfg.Mode = transport.ReceiveEvent
 	o := &opts
-	tc, err := transport.Dial(ctx, network, address, cfg, hooksFor(o))
+	h := hooksFor(o)
+	h.BatchSends = false // a client's receive goroutine must keep reading (see transport.Hooks)
+	tc, err := transport.Dial(ctx, network, address, cfg, h)
 	if err != nil {
 		return nil, err
 	}

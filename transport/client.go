@@ -118,6 +118,7 @@ func Dial(ctx context.Context, network, address string, cfg ClientConfig, hooks 
 	if cfg.Mode == ReceivePull {
 		c.recv = make(chan *packet.Packet, cfg.PullQueue)
 		c.ep.hooks.OnReceive = c.enqueue
+		c.ep.hooks.BatchSends = false // enqueue sends nothing, and may block
 	}
 	acquireClock()
 	sess, err := c.connect(ctx)

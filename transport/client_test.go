@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"math/big"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -226,5 +227,46 @@ func TestUDPPeerIdleExpiry(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("idle UDP peer never expired")
+	}
+}
+
+// A client that streams from one goroutine while its receive loop delivers
+// echoes must neither stall nor overflow: the receive goroutine never takes
+// over the sender's writes (regression: it did while OnReceive was corked).
+func TestClientFullDuplexFlood(t *testing.T) {
+	leakcheck.Check(t)
+	_, a := startServer(t, transport.Config{}, echoHooks(), "tcp", "127.0.0.1:0")
+	for _, mode := range []transport.ReceiveMode{transport.ReceivePull, transport.ReceiveEvent} {
+		var got atomic.Int64
+		hooks := transport.Hooks{}
+		if mode == transport.ReceiveEvent {
+			hooks.OnReceive = func(_ *transport.Session, p *packet.Packet) { got.Add(int64(p.Len())) }
+		}
+		c := dialClient(t, "tcp", a, transport.ClientConfig{Mode: mode}, hooks)
+		const total = 32 << 20
+		go func() {
+			b := make([]byte, 1024)
+			for sent := 0; sent < total; sent += len(b) {
+				if err := c.SendBytes(b); err != nil {
+					t.Errorf("send after %d bytes: %v", sent, err)
+					return
+				}
+			}
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		for mode == transport.ReceivePull && got.Load() < total {
+			p, err := c.Receive(ctx)
+			if err != nil {
+				t.Fatalf("receive after %d bytes: %v", got.Load(), err)
+			}
+			got.Add(int64(p.Total()))
+			p.Release()
+		}
+		waitUntil(t, "all echoes", func() bool { return got.Load() >= total })
+		cancel()
+		if st := c.Stats(); st.SendQueueOverflows != 0 || st.Active != 1 {
+			t.Fatalf("mode %d: stats %+v", mode, st)
+		}
+		c.Close()
 	}
 }

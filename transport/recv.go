@@ -117,8 +117,10 @@ func (s *Session) deliver(buf *packet.Packet, n int) {
 	s.io.messagesIn.Add(1)
 	buf.Resize(n)
 	if f := s.ep.hooks.OnReceive; f != nil {
-		s.cork()
-		defer s.uncork() // also when the handler panics
+		if s.ep.hooks.BatchSends {
+			s.cork()
+			defer s.uncork() // also when the handler panics
+		}
 		f(s, buf)
 	}
 }

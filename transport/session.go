@@ -21,6 +21,14 @@ type Hooks struct {
 	OnReceive func(s *Session, p *packet.Packet)
 	// OnClose runs once when a session has ended, with the reason.
 	OnClose func(s *Session, err *CloseError)
+	// BatchSends queues the sends made while OnReceive runs and writes
+	// them in one vectored write when it returns, instead of one write per
+	// send: for servers that answer many frames of one read from the
+	// receive goroutine (the codec layer sets it). Sends from other
+	// goroutines during that time are written by the receive goroutine
+	// too, so leave it off where other goroutines stream large amounts
+	// (clients): the receive goroutine would stop reading while it writes.
+	BatchSends bool
 	// OnError reports errors that end no session: a failed Accept (the
 	// server backs off and retries) or a failed UDP read. It runs on the
 	// accept or UDP goroutine; s is nil.

@@ -1,7 +1,8 @@
 // Command lifenet is lifenet's load-test tool: `lifenet load` is NewLife's
 // NetLoadTest (a load generator plus a counting/echo server, for lifenet or
-// the plain std-net baseline). `matrix`, `serve`, `call` and `rpcload` are
-// listed but not built yet.
+// the plain std-net baseline) and `lifenet matrix` its run-matrix, with
+// md/json/html reports. `serve`, `call` and `rpcload` arrive with the RPC
+// layer.
 package main
 
 import (
@@ -12,6 +13,7 @@ import (
 	"os/signal"
 
 	"github.com/lifenet/lifenet/internal/loadtest"
+	"github.com/lifenet/lifenet/internal/matrix"
 )
 
 const usage = `usage: lifenet <command> [flags]
@@ -20,7 +22,9 @@ commands:
   load     run a load test (NetLoadTest flags: --mode --oneway --clients --size --seconds
            --warmup --udp --server --port --remote --frame --udpconnect --recvmode
            --rcvbuf --codec --window --impl --json)
-  matrix   run the scenario matrix (not built yet)
+  matrix   run the scenario matrix in separate processes, lifenet beside raw std net
+           (--quick --only REGEX --out DIR --clientprocs N --pin); writes results.md,
+           results.json and results.html
 `
 
 func main() {
@@ -38,10 +42,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "load":
 		return loadtest.Main(ctx, args[1:], stdout, stderr)
+	case "matrix":
+		return matrix.Main(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
-	case "matrix", "serve", "call", "rpcload":
+	case "serve", "call", "rpcload":
 		fmt.Fprintf(stderr, "lifenet %s: not built yet (see the open issues)\n", args[0])
 		return 2
 	}

@@ -69,13 +69,17 @@ func Parse(args []string) (Config, error) {
 	fs.IntVar(&c.Window, "window", 0, "requests in flight per connection (codec modes)")
 	fs.StringVar(&c.Impl, "impl", "lifenet", "lifenet or raw (std net baseline)")
 	fs.BoolVar(&c.JSON, "json", false, "machine output only")
+	idle := fs.Float64("idle-exit", 3, "server: idle seconds before STEADY and exit")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	c.IdleExit = 3 * time.Second
+	if *idle < 0.5 || *idle > 60 {
+		return c, fmt.Errorf("--idle-exit %g: want 0.5…60 s", *idle)
+	}
+	c.IdleExit = time.Duration(*idle * float64(time.Second))
 	return c, c.normalize()
 }
 

@@ -94,9 +94,15 @@ func TestServerModeSteady(t *testing.T) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() { done <- RunServer(context.Background(), cfg, pw); pw.Close() }()
-	lines := bufio.NewScanner(pr)
-	lines.Scan()
-	ready := lines.Text()
+	lines := make(chan string, 100) // read continuously: the server must never block on its output
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	ready := <-lines
 	addr, ok := strings.CutPrefix(ready, "READY tcp://")
 	if !ok {
 		t.Fatalf("first line %q", ready)
@@ -106,8 +112,8 @@ func TestServerModeSteady(t *testing.T) {
 		t.Fatalf("client exit %d", code)
 	}
 	var steady, js string
-	for lines.Scan() {
-		switch l := lines.Text(); {
+	for l := range lines {
+		switch {
 		case strings.HasPrefix(l, "[server] STEADY"):
 			steady = l
 		case strings.HasPrefix(l, "STEADY-JSON "):

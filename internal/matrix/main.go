@@ -1,0 +1,104 @@
+package matrix
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Main runs `lifenet matrix` and returns the exit code: 0 when the report
+// was written (even if some runs failed: they are listed in it), 2 for bad
+// flags, 1 when the matrix could not run.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("lifenet matrix", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	quick := fs.Bool("quick", false, "short windows and a short scenario list (under 3 minutes)")
+	only := fs.String("only", "", "run only scenarios whose name matches this regexp")
+	out := fs.String("out", "", "output directory (default results/<timestamp>)")
+	procs := fs.Int("clientprocs", 1, "client processes per scenario")
+	pin := fs.Bool("pin", false, "pin the server to CPU 0 and the clients to CPU 1 (taskset)")
+	if err := fs.Parse(args); err != nil {
+		fmt.Fprintf(stderr, "lifenet matrix: %v\n", err)
+		return 2
+	}
+	if fs.NArg() > 0 || *procs < 1 || *procs > 16 {
+		fmt.Fprintln(stderr, "lifenet matrix: --clientprocs wants 1…16 and no extra arguments")
+		return 2
+	}
+	list := Full()
+	opts := Options{Seconds: 10, Warmup: 2, IdleExit: 3, ClientProcs: *procs, Pin: *pin, BasePort: 7900}
+	if *quick {
+		list, opts.Seconds, opts.Warmup, opts.IdleExit = Quick(), 2, 0.5, 1
+	}
+	list, err := Filter(list, *only)
+	if err != nil {
+		fmt.Fprintf(stderr, "lifenet matrix: %v\n", err)
+		return 2
+	}
+	if opts.Exe, err = os.Executable(); err != nil {
+		fmt.Fprintf(stderr, "lifenet matrix: %v\n", err)
+		return 1
+	}
+	opts.Out = *out
+	if opts.Out == "" {
+		opts.Out = filepath.Join("results", time.Now().Format("20060102-150405"))
+	}
+	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
+		fmt.Fprintf(stderr, "lifenet matrix: %v\n", err)
+		return 1
+	}
+	if f, ok := stderr.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			opts.Progress = stderr
+		}
+	}
+	if opts.Progress == nil {
+		opts.Progress = lineProgress{stderr}
+	}
+	fmt.Fprintf(stdout, "lifenet matrix: %d scenarios × 2 implementations, window %g s, into %s\n", len(list), opts.Seconds, opts.Out)
+	results := Run(ctx, opts, list)
+	if err := Write(opts.Out, NewReport(opts, results)); err != nil {
+		fmt.Fprintf(stderr, "lifenet matrix: %v\n", err)
+		return 1
+	}
+	failed := 0
+	for _, r := range results {
+		if r.Error != "" {
+			failed++
+		}
+	}
+	fmt.Fprintf(stdout, "report: %s (results.md, results.json, results.html); %d of %d runs failed\n",
+		opts.Out, failed, len(results))
+	return 0
+}
+
+// lineProgress turns the progress bar's redraws into plain lines when the
+// output is not a terminal.
+type lineProgress struct{ w io.Writer }
+
+func (l lineProgress) Write(p []byte) (int, error) {
+	s := string(p)
+	if i := lastIndexCR(s); i >= 0 {
+		s = s[i+1:]
+	}
+	s = strings.TrimPrefix(s, "\033[K")
+	if s == "" || s == "\n" {
+		return len(p), nil
+	}
+	_, err := fmt.Fprintln(l.w, s)
+	return len(p), err
+}
+
+func lastIndexCR(s string) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '\r' {
+			return i
+		}
+	}
+	return -1
+}

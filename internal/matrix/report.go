@@ -1,0 +1,306 @@
+package matrix
+
+import (
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Report is what results.json holds.
+type Report struct {
+	Date    string   `json:"date"`
+	Seconds float64  `json:"seconds"`
+	Warmup  float64  `json:"warmup"`
+	Results []Result `json:"results"`
+}
+
+// Write writes results.json, results.md and results.html into dir.
+func Write(dir string, rep Report) error {
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), js, 0o644); err != nil {
+		return err
+	}
+	var md strings.Builder
+	writeMarkdown(&md, rep)
+	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte(md.String()), 0o644); err != nil {
+		return err
+	}
+	var h strings.Builder
+	writeHTML(&h, rep)
+	return os.WriteFile(filepath.Join(dir, "results.html"), []byte(h.String()), 0o644)
+}
+
+// pair is one scenario's lifenet and raw results.
+type pair struct {
+	sc           Scenario
+	lifenet, raw *Result
+}
+
+func pairs(rs []Result) []pair {
+	var out []pair
+	idx := map[string]int{}
+	for i := range rs {
+		r := &rs[i]
+		k, ok := idx[r.Name]
+		if !ok {
+			k = len(out)
+			idx[r.Name] = k
+			out = append(out, pair{sc: r.Scenario})
+		}
+		if r.Impl == "lifenet" {
+			out[k].lifenet = r
+		} else {
+			out[k].raw = r
+		}
+	}
+	return out
+}
+
+func (r *Result) pktps() float64 {
+	if r == nil || r.Server == nil {
+		return 0
+	}
+	return r.Server.PktPerSec
+}
+
+func (r *Result) clientRate() float64 {
+	if r == nil || r.Client == nil {
+		return 0
+	}
+	return r.Client.MsgsPerSec
+}
+
+func ratio(a, b float64) string {
+	if a <= 0 || b <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", a/b)
+}
+
+func rate(v float64) string {
+	switch {
+	case v <= 0:
+		return "–"
+	case v >= 1e6:
+		return fmt.Sprintf("%.2f M", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1f k", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+func serverField(r *Result, f func(*Result) float64, format string) string {
+	if r == nil || r.Server == nil {
+		return "–"
+	}
+	return fmt.Sprintf(format, f(r))
+}
+
+func writeMarkdown(w io.Writer, rep Report) {
+	fmt.Fprintf(w, "# lifenet socket matrix\n\n%s · window %g s · warm-up %g s · every scenario runs twice: lifenet (server and client) and `raw` (the plain std-net loop); separate server and client processes. Ratio = lifenet / raw.\n\n", rep.Date, rep.Seconds, rep.Warmup)
+	ps := pairs(rep.Results)
+	fmt.Fprintln(w, "## 1. Throughput (one-way: the server only counts)")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| scenario | proto | size | clients | lifenet Gbps | lifenet pkt/s | raw pkt/s | **lifenet/raw** | server CPU s/M msg lifenet / raw | server B/msg lifenet |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, p := range ps {
+		if p.sc.Mode != "oneway" {
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %d | %s | %s | %s | **%s** | %s / %s | %s |\n", p.sc.Name, p.sc.Proto, p.sc.Size, p.sc.Clients,
+			serverField(p.lifenet, func(r *Result) float64 { return r.Server.Gbps }, "%.2f"),
+			rate(p.lifenet.pktps()), rate(p.raw.pktps()), ratio(p.lifenet.pktps(), p.raw.pktps()),
+			serverField(p.lifenet, func(r *Result) float64 { return r.Server.CPUPerMsg }, "%.2f"),
+			serverField(p.raw, func(r *Result) float64 { return r.Server.CPUPerMsg }, "%.2f"),
+			serverField(p.lifenet, func(r *Result) float64 { return r.Server.AllocPerMsg }, "%.2f"))
+	}
+	fmt.Fprintln(w, "\n## 2. Echo pipeline")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| scenario | size | clients | receive | lifenet msg/s | raw msg/s | **lifenet/raw** | integrity diff lifenet |")
+	fmt.Fprintln(w, "|---|---:|---:|---|---:|---:|---:|---:|")
+	for _, p := range ps {
+		if p.sc.Mode != "pipeline" {
+			continue
+		}
+		diff := "–"
+		if p.lifenet != nil && p.lifenet.Client != nil && p.lifenet.Client.IntegrityDiff != nil {
+			diff = fmt.Sprint(*p.lifenet.Client.IntegrityDiff)
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | **%s** | %s |\n", p.sc.Name, p.sc.Size, p.sc.Clients, p.sc.RecvMode,
+			rate(p.lifenet.clientRate()), rate(p.raw.clientRate()), ratio(p.lifenet.clientRate(), p.raw.clientRate()), diff)
+	}
+	fmt.Fprintln(w, "\n## 3. Round-trip latency (µs, client-observed)")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| scenario | proto | size | clients | receive | lifenet P50 / P95 / P99 / P99.9 / max | raw P50 / P99 | lifenet rt/s | raw rt/s | **lifenet/raw** |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---|---:|---:|---:|---:|---:|")
+	for _, p := range ps {
+		if p.sc.Mode != "roundtrip" {
+			continue
+		}
+		lat, rawLat := "–", "–"
+		if c := clientOf(p.lifenet); c != nil {
+			lat = fmt.Sprintf("%.0f / %.0f / %.0f / %.0f / %.0f", c.P50, c.P95, c.P99, c.P999, c.Max)
+		}
+		if c := clientOf(p.raw); c != nil {
+			rawLat = fmt.Sprintf("%.0f / %.0f", c.P50, c.P99)
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %d | %s | %s | %s | %s | %s | **%s** |\n", p.sc.Name, p.sc.Proto, p.sc.Size, p.sc.Clients, p.sc.RecvMode,
+			lat, rawLat, rate(p.lifenet.clientRate()), rate(p.raw.clientRate()), ratio(p.lifenet.clientRate(), p.raw.clientRate()))
+	}
+	var failed []string
+	for _, r := range rep.Results {
+		if r.Error != "" {
+			failed = append(failed, fmt.Sprintf("- %s (%s): %s", r.Name, r.Impl, strings.ReplaceAll(r.Error, "\n", "; ")))
+		}
+	}
+	if len(failed) > 0 {
+		fmt.Fprintf(w, "\n## Failed runs\n\n%s\n", strings.Join(failed, "\n"))
+	}
+}
+
+func clientOf(r *Result) *struct{ P50, P95, P99, P999, Max float64 } {
+	if r == nil || r.Client == nil || r.Client.LatencyCount == 0 {
+		return nil
+	}
+	c := r.Client
+	return &struct{ P50, P95, P99, P999, Max float64 }{c.P50, c.P95, c.P99, c.P999, c.Max}
+}
+
+// series is one named set of bars in a chart.
+type series struct {
+	name   string
+	color  string
+	values []float64
+}
+
+// barChart draws grouped bars as inline SVG: no scripts, no network.
+func barChart(title, unit string, labels []string, ss []series) string {
+	const w, h, left, bottom, top = 720, 300, 70, 60, 30
+	var peak float64
+	for _, s := range ss {
+		for _, v := range s.values {
+			peak = max(peak, v)
+		}
+	}
+	if peak == 0 || len(labels) == 0 {
+		return fmt.Sprintf("<h2>%s</h2><p>no data</p>", html.EscapeString(title))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<h2>%s</h2><svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="%s">`, html.EscapeString(title), w, h, html.EscapeString(title))
+	plotW, plotH := float64(w-left-10), float64(h-bottom-top)
+	group := plotW / float64(len(labels))
+	bar := group * 0.8 / float64(len(ss))
+	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#333"/>`, left, h-bottom, w-10, h-bottom)
+	for i := 0; i <= 4; i++ {
+		y := float64(h-bottom) - plotH*float64(i)/4
+		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/><text x="%d" y="%.1f" font-size="11" text-anchor="end">%s</text>`,
+			left, y, w-10, y, left-4, y+4, html.EscapeString(rate(peak*float64(i)/4)))
+	}
+	for gi, l := range labels {
+		x0 := float64(left) + group*float64(gi) + group*0.1
+		for si, s := range ss {
+			v := 0.0
+			if gi < len(s.values) {
+				v = s.values[gi]
+			}
+			bh := plotH * v / peak
+			fmt.Fprintf(&b, `<rect class="bar" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s %s: %s %s</title></rect>`,
+				x0+bar*float64(si), float64(h-bottom)-bh, bar-1, bh, s.color, html.EscapeString(s.name), html.EscapeString(l), rate(v), html.EscapeString(unit))
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="11" text-anchor="end" transform="rotate(-30 %.1f %d)">%s</text>`,
+			x0+group*0.4, h-bottom+14, x0+group*0.4, h-bottom+14, html.EscapeString(l))
+	}
+	for si, s := range ss {
+		fmt.Fprintf(&b, `<rect x="%d" y="8" width="12" height="12" fill="%s"/><text x="%d" y="18" font-size="12">%s</text>`, left+si*140, s.color, left+si*140+16, html.EscapeString(s.name))
+	}
+	fmt.Fprintf(&b, `<text x="12" y="%d" font-size="11" transform="rotate(-90 12 %d)">%s</text></svg>`, h/2, h/2, html.EscapeString(unit))
+	return b.String()
+}
+
+const (
+	colorLifenet = "#2b7bb9"
+	colorRaw     = "#b9b9b9"
+)
+
+func writeHTML(w io.Writer, rep Report) {
+	ps := pairs(rep.Results)
+	pick := func(keep func(Scenario) bool, val func(*Result) float64) ([]string, []series) {
+		var labels []string
+		l := series{name: "lifenet", color: colorLifenet}
+		r := series{name: "raw (std net)", color: colorRaw}
+		for _, p := range ps {
+			if keep(p.sc) {
+				labels = append(labels, p.sc.Name)
+				l.values = append(l.values, val(p.lifenet))
+				r.values = append(r.values, val(p.raw))
+			}
+		}
+		return labels, []series{l, r}
+	}
+	gbps := func(r *Result) float64 {
+		if r == nil || r.Server == nil {
+			return 0
+		}
+		return r.Server.Gbps
+	}
+	var body strings.Builder
+	labels, ss := pick(func(s Scenario) bool {
+		return s.Mode == "oneway" && s.Frame == 0 && !strings.Contains(s.Name, "-c") && !s.UDPConnect
+	}, gbps)
+	body.WriteString(barChart("Bandwidth vs packet size (one-way)", "Gbps", labels, ss))
+	labels, ss = pick(func(s Scenario) bool {
+		return s.Mode == "oneway" && (strings.Contains(s.Name, "-c") || s.Clients != 8 && s.Proto == "tcp")
+	}, (*Result).pktps)
+	body.WriteString(barChart("Packet rate vs concurrency (one-way)", "packets/s", labels, ss))
+	var lat []string
+	p50 := series{name: "lifenet P50", color: colorLifenet}
+	p99 := series{name: "lifenet P99", color: "#8e44ad"}
+	raw50 := series{name: "raw P50", color: colorRaw}
+	for _, p := range ps {
+		if p.sc.Mode != "roundtrip" {
+			continue
+		}
+		lat = append(lat, p.sc.Name)
+		var a, b, c float64
+		if x := clientOf(p.lifenet); x != nil {
+			a, b = x.P50, x.P99
+		}
+		if x := clientOf(p.raw); x != nil {
+			c = x.P50
+		}
+		p50.values, p99.values, raw50.values = append(p50.values, a), append(p99.values, b), append(raw50.values, c)
+	}
+	body.WriteString(barChart("Round-trip latency percentiles vs concurrency", "µs", lat, []series{p50, p99, raw50}))
+	var all []string
+	rat := series{name: "lifenet / raw", color: colorLifenet}
+	for _, p := range ps {
+		a, b := p.lifenet.pktps(), p.raw.pktps()
+		if p.sc.Mode != "oneway" {
+			a, b = p.lifenet.clientRate(), p.raw.clientRate()
+		}
+		if a > 0 && b > 0 {
+			all = append(all, p.sc.Name)
+			rat.values = append(rat.values, a/b)
+		}
+	}
+	body.WriteString(barChart("lifenet vs raw (throughput ratio; 1.0 = parity)", "ratio", all, []series{rat}))
+	var md strings.Builder
+	writeMarkdown(&md, rep)
+	fmt.Fprintf(w, `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>lifenet matrix %s</title>
+<style>body{font-family:system-ui,sans-serif;max-width:900px;margin:2em auto;padding:0 1em}h2{font-size:1.1em;margin-top:2em}pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:12px}</style>
+</head><body><h1>lifenet socket matrix</h1><p>%s · window %g s · warm-up %g s · separate server and client processes</p>%s<h2>Tables</h2><pre>%s</pre></body></html>
+`, html.EscapeString(rep.Date), html.EscapeString(rep.Date), rep.Seconds, rep.Warmup, body.String(), html.EscapeString(md.String()))
+}
+
+// NewReport stamps a report.
+func NewReport(opts Options, results []Result) Report {
+	return Report{Date: time.Now().UTC().Format("2006-01-02 15:04 UTC"), Seconds: opts.Seconds, Warmup: opts.Warmup, Results: results}
+}

@@ -1,0 +1,270 @@
+package matrix
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lifenet/lifenet/internal/loadtest"
+)
+
+// Options configure a matrix run.
+type Options struct {
+	Exe         string  // the lifenet binary to run (os.Executable)
+	Out         string  // output directory
+	Seconds     float64 // measurement window per run
+	Warmup      float64
+	IdleExit    float64 // server: idle seconds before STEADY
+	ClientProcs int     // client processes per scenario (seed 000 §5.2)
+	Pin         bool    // pin the server to CPU 0 and clients to CPU 1 (taskset)
+	Progress    io.Writer
+	BasePort    int
+}
+
+// Result is one scenario run with one implementation.
+type Result struct {
+	Scenario
+	Impl   string            `json:"impl"`
+	Server *loadtest.Steady  `json:"server,omitempty"`
+	Client *loadtest.Summary `json:"client,omitempty"`
+	Error  string            `json:"error,omitempty"`
+}
+
+// Filter keeps the scenarios whose name matches only (all if empty).
+func Filter(list []Scenario, only string) ([]Scenario, error) {
+	if only == "" {
+		return list, nil
+	}
+	re, err := regexp.Compile(only)
+	if err != nil {
+		return nil, fmt.Errorf("--only: %w", err)
+	}
+	var out []Scenario
+	for _, s := range list {
+		if re.MatchString(s.Name) {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--only %q matches no scenario", only)
+	}
+	return out, nil
+}
+
+// Run runs every scenario with lifenet and with the raw baseline, one
+// after the other, and returns the results in order. A failed run is
+// recorded in its Result and the matrix goes on.
+func Run(ctx context.Context, opts Options, list []Scenario) []Result {
+	var results []Result
+	total := 2 * len(list)
+	start := time.Now()
+	port := opts.BasePort
+	for i, sc := range list {
+		for j, impl := range []string{"lifenet", "raw"} {
+			done := 2*i + j
+			opts.progress(done, total, start, sc.Name+" "+impl)
+			port++
+			r := Result{Scenario: sc, Impl: impl}
+			srv, cli, err := runOne(ctx, opts, sc, impl, &port)
+			r.Server, r.Client = srv, cli
+			if err != nil {
+				r.Error = err.Error()
+			}
+			results = append(results, r)
+			if ctx.Err() != nil {
+				return results
+			}
+		}
+	}
+	opts.progress(total, total, start, "done")
+	if opts.Progress != nil {
+		fmt.Fprintln(opts.Progress)
+	}
+	return results
+}
+
+// progress draws "[####....] 3/16  scenario  ETA 1m20s" on one line.
+func (o Options) progress(done, total int, start time.Time, what string) {
+	if o.Progress == nil {
+		return
+	}
+	const width = 24
+	filled := width * done / max(total, 1)
+	eta := "?"
+	if done > 0 {
+		left := time.Duration(float64(time.Since(start)) / float64(done) * float64(total-done))
+		eta = left.Round(time.Second).String()
+	}
+	fmt.Fprintf(o.Progress, "\r\033[K[%s%s] %d/%d  %-28s ETA %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled), done, total, what, eta)
+}
+
+// runOne starts the server process, waits for READY (three ports at most),
+// runs the client processes, waits for the server's STEADY, and parses both.
+func runOne(ctx context.Context, opts Options, sc Scenario, impl string, port *int) (*loadtest.Steady, *loadtest.Summary, error) {
+	var (
+		srv    *exec.Cmd
+		lines  <-chan string
+		logf   *os.File
+		err    error
+		serveP int
+	)
+	for attempt := 0; attempt < 3; attempt++ {
+		serveP = *port
+		srv, lines, logf, err = startServer(ctx, opts, sc, impl, serveP)
+		if err == nil {
+			break
+		}
+		*port++
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	defer logf.Close()
+	sum, cerr := runClients(ctx, opts, sc, impl, serveP)
+	steady, serr := waitSteady(srv, lines, 30*time.Second)
+	return steady, sum, errors.Join(cerr, serr)
+}
+
+func (o Options) command(ctx context.Context, cpu string, args ...string) *exec.Cmd {
+	if o.Pin {
+		return exec.CommandContext(ctx, "taskset", append([]string{"-c", cpu, o.Exe}, args...)...)
+	}
+	return exec.CommandContext(ctx, o.Exe, args...)
+}
+
+func startServer(ctx context.Context, opts Options, sc Scenario, impl string, port int) (*exec.Cmd, <-chan string, *os.File, error) {
+	args := append([]string{"load", "--server", "--impl", impl, "--port", strconv.Itoa(port),
+		"--idle-exit", strconv.FormatFloat(opts.IdleExit, 'f', -1, 64)}, sc.commonArgs()...)
+	cmd := opts.command(ctx, "0", args...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	logf, err := os.Create(filepath.Join(opts.Out, fmt.Sprintf("%s.%s.server.log", sc.Name, impl)))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cmd.Stderr = logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, nil, nil, err
+	}
+	lines := make(chan string, 1024) // one line a second: never fills in a run
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			fmt.Fprintln(logf, sc.Text())
+			lines <- sc.Text()
+		}
+	}()
+	select {
+	case l, ok := <-lines:
+		if ok && strings.HasPrefix(l, "READY ") {
+			return cmd, lines, logf, nil
+		}
+	case <-time.After(10 * time.Second):
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	logf.Close()
+	return nil, nil, nil, fmt.Errorf("server on port %d did not report READY", port)
+}
+
+// runClients runs opts.ClientProcs client processes and merges their
+// summaries (rates add up; the first one's latencies are kept).
+func runClients(ctx context.Context, opts Options, sc Scenario, impl string, port int) (*loadtest.Summary, error) {
+	args := append([]string{"load", "--remote", fmt.Sprintf("127.0.0.1:%d", port), "--impl", impl, "--json",
+		"--seconds", strconv.FormatFloat(opts.Seconds, 'f', -1, 64), "--warmup", strconv.FormatFloat(opts.Warmup, 'f', -1, 64)}, sc.clientArgs()...)
+	procs := max(opts.ClientProcs, 1)
+	type res struct {
+		s   *loadtest.Summary
+		err error
+	}
+	ch := make(chan res, procs)
+	for p := range procs {
+		go func() {
+			cmd := opts.command(ctx, "1", args...)
+			out, err := cmd.Output()
+			os.WriteFile(filepath.Join(opts.Out, fmt.Sprintf("%s.%s.client%d.log", sc.Name, impl, p)), out, 0o644)
+			if err != nil {
+				ch <- res{err: fmt.Errorf("client: %w", err)}
+				return
+			}
+			s, err := parseSummary(out)
+			ch <- res{s, err}
+		}()
+	}
+	var merged *loadtest.Summary
+	var errs []error
+	for range procs {
+		r := <-ch
+		if r.err != nil {
+			errs = append(errs, r.err)
+			continue
+		}
+		if merged == nil {
+			merged = r.s
+			continue
+		}
+		merged.MsgsPerSec += r.s.MsgsPerSec
+		merged.MBps += r.s.MBps
+		merged.FramesPerSec += r.s.FramesPerSec
+		merged.SentBytes += r.s.SentBytes
+		merged.RecvBytes += r.s.RecvBytes
+		merged.LatencyCount += r.s.LatencyCount
+	}
+	return merged, errors.Join(errs...)
+}
+
+func parseSummary(out []byte) (*loadtest.Summary, error) {
+	for _, l := range strings.Split(string(out), "\n") {
+		if js, ok := strings.CutPrefix(l, "SUMMARY: "); ok {
+			var s loadtest.Summary
+			if err := json.Unmarshal([]byte(js), &s); err != nil {
+				return nil, fmt.Errorf("client SUMMARY: %w", err)
+			}
+			return &s, nil
+		}
+	}
+	return nil, errors.New("client printed no SUMMARY line")
+}
+
+// waitSteady reads the server's lines until STEADY-JSON and the process
+// exits, killing it after timeout.
+func waitSteady(cmd *exec.Cmd, lines <-chan string, timeout time.Duration) (*loadtest.Steady, error) {
+	deadline := time.After(timeout)
+	var steady *loadtest.Steady
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				err := cmd.Wait()
+				if steady == nil {
+					return nil, errors.Join(errors.New("server printed no STEADY line"), err)
+				}
+				return steady, err
+			}
+			if js, ok := strings.CutPrefix(l, "STEADY-JSON "); ok {
+				var s loadtest.Steady
+				if err := json.Unmarshal([]byte(js), &s); err == nil {
+					steady = &s
+				}
+			}
+		case <-deadline:
+			cmd.Process.Kill()
+			cmd.Wait()
+			return steady, errors.New("server did not exit in time (killed)")
+		}
+	}
+}
