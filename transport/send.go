@@ -134,6 +134,51 @@ type streamSender struct {
 	deadlineAt int64       // coarse time at which the write deadline was last moved
 	iov        [][]byte    // scratch for building a vectored write
 	bufs       net.Buffers // the vectored write in progress (a field, so it does not escape per call)
+	stages     []*packet.Packet
+}
+
+// Small segments are copied into contiguous staging buffers before a
+// vectored write: hundreds of tiny iovecs (one per echoed frame) cost the
+// kernel far more than copying a few bytes each.
+const (
+	smallSegment = 512
+	stageSize    = 64 << 10
+)
+
+// gather appends the batch's segments to w.iov, copying runs of small
+// segments into staging buffers (released by the caller via w.stages).
+func (w *streamSender) gather(batch []*packet.Packet) {
+	var stage *packet.Packet
+	run := -1 // start of the current run of small segments in stage
+	endRun := func() {
+		if run >= 0 {
+			w.iov = append(w.iov, stage.Bytes()[run:])
+			run = -1
+		}
+	}
+	for _, p := range batch {
+		for seg := p; seg != nil; seg = seg.Next() {
+			b := seg.Bytes()
+			switch {
+			case len(b) == 0:
+			case len(b) > smallSegment:
+				endRun()
+				w.iov = append(w.iov, b)
+			default:
+				if stage == nil || stage.Len()+len(b) > stageSize {
+					endRun()
+					stage = packet.Get(stageSize)
+					stage.Resize(0)
+					w.stages = append(w.stages, stage)
+				}
+				if run < 0 {
+					run = stage.Len()
+				}
+				stage.Write(b)
+			}
+		}
+	}
+	endRun()
 }
 
 func (w *streamSender) writeBatch(s *Session, batch []*packet.Packet) error {
@@ -157,12 +202,15 @@ func (w *streamSender) writeBatch(s *Session, batch []*packet.Packet) error {
 		n = int64(k)
 	} else {
 		w.iov = w.iov[:0]
-		for _, p := range batch {
-			w.iov = p.AppendBuffers(w.iov)
-		}
+		w.gather(batch)
 		w.bufs = w.iov
 		n, err = w.bufs.WriteTo(w.conn)
 		clear(w.iov)
+		for i, st := range w.stages {
+			st.Release()
+			w.stages[i] = nil
+		}
+		w.stages = w.stages[:0]
 	}
 	s.io.bytesOut.Add(uint64(n))
 	s.io.messagesOut.Add(uint64(len(batch)))

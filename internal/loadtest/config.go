@@ -46,9 +46,33 @@ const (
 	maxSeconds = 3600
 )
 
-// Parse reads NetLoadTest-style flags (`--name value`, `--bool`).
+// Parse reads NetLoadTest-style flags (`--name value`, `--bool`). For -h
+// or --help it returns flag.ErrHelp.
 func Parse(args []string) (Config, error) {
 	var c Config
+	fs, idle := flagSet(&c)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *idle < 0.5 || *idle > 60 {
+		return c, fmt.Errorf("--idle-exit %g: want 0.5…60 s", *idle)
+	}
+	c.IdleExit = time.Duration(*idle * float64(time.Second))
+	return c, c.normalize()
+}
+
+// Usage prints the flags and their defaults.
+func Usage(w io.Writer) {
+	fs, _ := flagSet(&Config{})
+	fmt.Fprintln(w, "usage: lifenet load [flags]   (NewLife NetLoadTest flags; without --server/--remote both sides run here)")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+func flagSet(c *Config) (*flag.FlagSet, *float64) {
 	fs := flag.NewFlagSet("lifenet load", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.Mode, "mode", "pipeline", "pipeline or roundtrip")
@@ -70,17 +94,7 @@ func Parse(args []string) (Config, error) {
 	fs.StringVar(&c.Impl, "impl", "lifenet", "lifenet or raw (std net baseline)")
 	fs.BoolVar(&c.JSON, "json", false, "machine output only")
 	idle := fs.Float64("idle-exit", 3, "server: idle seconds before STEADY and exit")
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if *idle < 0.5 || *idle > 60 {
-		return c, fmt.Errorf("--idle-exit %g: want 0.5…60 s", *idle)
-	}
-	c.IdleExit = time.Duration(*idle * float64(time.Second))
-	return c, c.normalize()
+	return fs, idle
 }
 
 func (c *Config) normalize() error {

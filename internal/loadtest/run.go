@@ -2,6 +2,8 @@ package loadtest
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +14,10 @@ import (
 // on stderr.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, err := Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		Usage(stdout)
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "lifenet load: %v\n", err)
 		return 2

@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -23,6 +24,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	procs := fs.Int("clientprocs", 1, "client processes per scenario")
 	pin := fs.Bool("pin", false, "pin the server to CPU 0 and the clients to CPU 1 (taskset)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stdout, "usage: lifenet matrix [flags]")
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return 0
+		}
 		fmt.Fprintf(stderr, "lifenet matrix: %v\n", err)
 		return 2
 	}
