@@ -314,7 +314,7 @@ func (r *run) summary(elapsed float64) Summary {
 // function that stops it.
 func (r *run) progress(ctx context.Context, start time.Time, out io.Writer) func() {
 	w := r.cfg.progressW
-	if w == nil || r.cfg.JSON || r.cfg.Quiet {
+	if w == nil || r.cfg.JSON {
 		return func() {}
 	}
 	done := make(chan struct{})

@@ -35,8 +35,7 @@ type Config struct {
 	Impl      string // "lifenet" or "raw"
 	JSON      bool
 	IdleExit  time.Duration // server: exit after this long without traffic (3 s)
-	Quiet     bool          // no progress line
-	progressW io.Writer
+	progressW io.Writer     // where the live progress line goes (a terminal), or nil
 }
 
 // Limits on the flags, so a typo cannot ask for a runaway test.
@@ -126,6 +125,8 @@ func (c *Config) normalize() error {
 		return fmt.Errorf("--impl %q: want lifenet or raw", c.Impl)
 	case c.Codec != "none":
 		return errors.New("--codec " + c.Codec + ": only none is implemented so far (srmp and lengthfield arrive with the codec scenarios)")
+	case c.Window != 0:
+		return errors.New("--window applies to --codec srmp|lengthfield, which are not implemented yet")
 	case c.Server && c.Remote != "":
 		return errors.New("--server and --remote exclude each other")
 	}

@@ -17,7 +17,8 @@ func TestParseRejectsBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"--clients", "0"}, {"--clients", "100000"}, {"--size", "0"}, {"--seconds", "-1"},
 		{"--recvmode", "poll"}, {"--impl", "gnet"}, {"--codec", "srmp"}, {"--nope"},
-		{"--server", "--remote", "127.0.0.1:1"}, {"extra"}, {"--clients", "x"},
+		{"--server", "--remote", "127.0.0.1:1"}, {"extra"}, {"--clients", "x"}, {"--window", "16"},
+		{"--idle-exit", "0"},
 	} {
 		if _, err := Parse(args); err == nil {
 			t.Errorf("Parse(%q) accepted", args)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -36,6 +37,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 || *procs < 1 || *procs > 16 {
 		fmt.Fprintln(stderr, "lifenet matrix: --clientprocs wants 1…16 and no extra arguments")
 		return 2
+	}
+	if *pin {
+		if _, err := exec.LookPath("taskset"); err != nil {
+			fmt.Fprintln(stderr, "lifenet matrix: --pin needs taskset (util-linux), which is not installed")
+			return 2
+		}
 	}
 	list := Full()
 	opts := Options{Seconds: 10, Warmup: 2, IdleExit: 3, ClientProcs: *procs, Pin: *pin, BasePort: 7900}
