@@ -16,26 +16,27 @@ import (
 
 // Config is one load run. Flag names and defaults follow NetLoadTest.
 type Config struct {
-	Mode      string // "pipeline" or "roundtrip"
-	OneWay    bool
-	Clients   int
-	Size      int
-	Seconds   float64
-	Warmup    float64
-	UDP       bool
-	Server    bool
-	Port      int
-	Remote    string
-	Frame     int
-	UDPConn   bool
-	RecvMode  string // "sync", "async" or "event"
-	RcvBuf    int
-	Codec     string // "none" (srmp and lengthfield: not yet)
-	Window    int
-	Impl      string // "lifenet" or "raw"
-	JSON      bool
-	IdleExit  time.Duration // server: exit after this long without traffic (3 s)
-	progressW io.Writer     // where the live progress line goes (a terminal), or nil
+	Mode       string // "pipeline" or "roundtrip"
+	OneWay     bool
+	Clients    int
+	Size       int
+	Seconds    float64
+	Warmup     float64
+	UDP        bool
+	Server     bool
+	Port       int
+	Remote     string
+	Frame      int
+	UDPConn    bool
+	RecvMode   string // "sync", "async" or "event"
+	RcvBuf     int
+	Codec      string // "none" (srmp and lengthfield: not yet)
+	Window     int
+	Impl       string // "lifenet" or "raw"
+	JSON       bool
+	IdleExit   time.Duration // server: exit after this long without traffic (3 s)
+	CPUProfile string        // write a CPU profile of this process here (attribution)
+	progressW  io.Writer     // where the live progress line goes (a terminal), or nil
 }
 
 // Limits on the flags, so a typo cannot ask for a runaway test.
@@ -93,6 +94,7 @@ func flagSet(c *Config) (*flag.FlagSet, *float64) {
 	fs.StringVar(&c.Impl, "impl", "lifenet", "lifenet or raw (std net baseline)")
 	fs.BoolVar(&c.JSON, "json", false, "machine output only")
 	idle := fs.Float64("idle-exit", 3, "server: idle seconds before STEADY and exit")
+	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write this process's CPU profile to the file")
 	return fs, idle
 }
 

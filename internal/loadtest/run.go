@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 )
 
 // Main runs `lifenet load` with args and returns the process exit code:
@@ -24,6 +25,17 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if f, ok := stdout.(*os.File); ok && isTerminal(f) {
 		cfg.progressW = stderr
+	}
+	if cfg.CPUProfile != "" {
+		f, err := os.Create(cfg.CPUProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "lifenet load: --cpuprofile: %v\n", err)
+			return 2
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
 	if err := run1(ctx, cfg, stdout); err != nil {
 		fmt.Fprintf(stderr, "lifenet load: %v\n", err)
