@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/lifenet/lifenet/codec"
 )
 
 // Summary is the client's result: the SUMMARY line (spec §C.4 keys plus
@@ -22,6 +24,8 @@ type Summary struct {
 	Protocol      string  `json:"protocol"`
 	RecvMode      string  `json:"recvMode"`
 	Impl          string  `json:"impl"`
+	Codec         string  `json:"codec"`
+	Window        int     `json:"window,omitempty"`
 	Clients       int     `json:"clients"`
 	Size          int     `json:"size"`
 	Frame         int     `json:"frame"`
@@ -63,19 +67,32 @@ func RunClient(ctx context.Context, cfg Config, addr string, out io.Writer) (Sum
 	for i := range r.payload {
 		r.payload[i] = byte(rand.IntN(256))
 	}
-	conns := make([]clientConn, cfg.Clients)
-	for i := range conns {
-		c, err := dial(ctx, &cfg, addr)
+	useCodec := cfg.Codec != "none" && cfg.Impl == "lifenet"
+	var conns []clientConn
+	var codecClients []*codec.Client
+	if useCodec {
+		cc, err := r.dialCodec(ctx)
 		if err != nil {
-			closeAll(conns[:i])
-			return Summary{}, fmt.Errorf("connect to %s: %w", addr, err)
+			return Summary{}, err
 		}
-		conns[i] = c
-	}
-	defer closeAll(conns)
-	sleep(ctx, cfg.Warmup)
-	if err := r.prime(ctx); err != nil {
-		return Summary{}, fmt.Errorf("prime traffic: %w", err)
+		codecClients = cc
+		defer closeCodec(cc)
+		sleep(ctx, cfg.Warmup)
+	} else {
+		conns = make([]clientConn, cfg.Clients)
+		for i := range conns {
+			c, err := dial(ctx, &cfg, addr)
+			if err != nil {
+				closeAll(conns[:i])
+				return Summary{}, fmt.Errorf("connect to %s: %w", addr, err)
+			}
+			conns[i] = c
+		}
+		defer closeAll(conns)
+		sleep(ctx, cfg.Warmup)
+		if err := r.prime(ctx); err != nil {
+			return Summary{}, fmt.Errorf("prime traffic: %w", err)
+		}
 	}
 
 	var ms runtime.MemStats
@@ -85,6 +102,8 @@ func RunClient(ctx context.Context, cfg Config, addr string, out io.Writer) (Sum
 	stopProgress := r.progress(ctx, start, out)
 	var err error
 	switch {
+	case useCodec:
+		err = r.runCodec(ctx, codecClients)
 	case cfg.OneWay:
 		r.oneway(ctx, conns)
 	case cfg.Mode == "roundtrip":
@@ -278,7 +297,7 @@ func (r *run) echoTimeout() time.Duration {
 
 func (r *run) summary(elapsed float64) Summary {
 	cfg := r.cfg
-	s := Summary{Mode: cfg.modeName(), Protocol: cfg.protocol(), RecvMode: cfg.RecvMode, Impl: cfg.Impl,
+	s := Summary{Mode: cfg.modeName(), Protocol: cfg.protocol(), RecvMode: cfg.RecvMode, Impl: cfg.Impl, Codec: cfg.Codec, Window: cfg.Window,
 		Clients: cfg.Clients, Size: cfg.Size, Frame: cfg.Frame, Elapsed: round(elapsed, 3)}
 	if cfg.Mode == "roundtrip" && !cfg.OneWay {
 		h := r.hist

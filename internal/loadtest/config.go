@@ -89,8 +89,8 @@ func flagSet(c *Config) (*flag.FlagSet, *float64) {
 	fs.BoolVar(&c.UDPConn, "udpconnect", false, "connect the UDP client socket")
 	fs.StringVar(&c.RecvMode, "recvmode", "sync", "sync, async or event")
 	fs.IntVar(&c.RcvBuf, "rcvbuf", 0, "SO_RCVBUF on both ends (0: OS default)")
-	fs.StringVar(&c.Codec, "codec", "none", "none (srmp, lengthfield: not yet)")
-	fs.IntVar(&c.Window, "window", 0, "requests in flight per connection (codec modes)")
+	fs.StringVar(&c.Codec, "codec", "none", "none, srmp or lengthfield (frames of --size bytes, header included)")
+	fs.IntVar(&c.Window, "window", 0, "requests in flight per connection in codec pipeline mode (default: the codec's limit)")
 	fs.StringVar(&c.Impl, "impl", "lifenet", "lifenet or raw (std net baseline)")
 	fs.BoolVar(&c.JSON, "json", false, "machine output only")
 	idle := fs.Float64("idle-exit", 3, "server: idle seconds before STEADY and exit")
@@ -125,10 +125,14 @@ func (c *Config) normalize() error {
 		return fmt.Errorf("--recvmode %q: want sync, async or event", c.RecvMode)
 	case c.Impl != "lifenet" && c.Impl != "raw":
 		return fmt.Errorf("--impl %q: want lifenet or raw", c.Impl)
-	case c.Codec != "none":
-		return errors.New("--codec " + c.Codec + ": only none is implemented so far (srmp and lengthfield arrive with the codec scenarios)")
-	case c.Window != 0:
-		return errors.New("--window applies to --codec srmp|lengthfield, which are not implemented yet")
+	case c.Codec != "none" && c.Codec != "srmp" && c.Codec != "lengthfield":
+		return fmt.Errorf("--codec %q: want none, srmp or lengthfield", c.Codec)
+	case c.Codec != "none" && c.UDP:
+		return errors.New("--codec runs over TCP only (UDP codec scenarios are not built yet)")
+	case c.Codec != "none" && (c.Size <= codecHeader(c.Codec) || c.Codec == "lengthfield" && c.Size > 65535+2):
+		return fmt.Errorf("--size %d does not fit a %s frame", c.Size, c.Codec)
+	case c.Window != 0 && (c.Codec == "none" || c.Window < 0 || c.Window > 256 || c.Codec == "srmp" && c.Window > 255):
+		return errors.New("--window needs --codec srmp (1…255) or lengthfield (1…256)")
 	case c.Server && c.Remote != "":
 		return errors.New("--server and --remote exclude each other")
 	}

@@ -16,9 +16,10 @@ import (
 func TestParseRejectsBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"--clients", "0"}, {"--clients", "100000"}, {"--size", "0"}, {"--seconds", "-1"},
-		{"--recvmode", "poll"}, {"--impl", "gnet"}, {"--codec", "srmp"}, {"--nope"},
+		{"--recvmode", "poll"}, {"--impl", "gnet"}, {"--nope"},
 		{"--server", "--remote", "127.0.0.1:1"}, {"extra"}, {"--clients", "x"}, {"--window", "16"},
-		{"--idle-exit", "0"},
+		{"--idle-exit", "0"}, {"--codec", "json"}, {"--codec", "srmp", "--udp"}, {"--codec", "srmp", "--size", "4"},
+		{"--codec", "srmp", "--window", "256"}, {"--codec", "lengthfield", "--size", "70000"},
 	} {
 		if _, err := Parse(args); err == nil {
 			t.Errorf("Parse(%q) accepted", args)
@@ -61,6 +62,8 @@ func TestInProcessRuns(t *testing.T) {
 		{"--oneway"}, {"--mode", "pipeline"}, {"--mode", "roundtrip"},
 		{"--mode", "pipeline", "--recvmode", "event"}, {"--mode", "roundtrip", "--recvmode", "async"},
 		{"--udp", "--oneway"}, {"--udp", "--mode", "roundtrip", "--udpconnect"},
+		{"--codec", "srmp", "--mode", "roundtrip"}, {"--codec", "srmp", "--window", "64"},
+		{"--codec", "lengthfield", "--mode", "pipeline"}, {"--codec", "lengthfield", "--oneway"},
 	}
 	for _, impl := range []string{"lifenet", "raw"} {
 		for _, extra := range cases {

@@ -40,7 +40,10 @@ type echoServer struct {
 // arrives.
 func startServer(cfg *Config, addr string) (*echoServer, error) {
 	if cfg.Impl == "raw" {
-		return startRawServer(cfg, addr)
+		return startRawServer(cfg, addr) // codec frames are opaque bytes to the baseline
+	}
+	if cfg.Codec != "none" {
+		return startCodecServer(cfg, addr)
 	}
 	var n atomic.Uint64
 	hooks := transport.Hooks{OnReceive: func(s *transport.Session, p *packet.Packet) {

@@ -99,7 +99,7 @@ func TestFilterAndLists(t *testing.T) {
 	if err != nil || len(l) != 4 {
 		t.Errorf("udp round trips: %d, %v", len(l), err)
 	}
-	if len(Full()) < 50 || len(Quick()) != 12 {
+	if len(Full()) < 50 || len(Quick()) != 14 {
 		t.Errorf("full %d, quick %d", len(Full()), len(Quick()))
 	}
 	seen := map[string]bool{}

@@ -19,6 +19,8 @@ type Scenario struct {
 	Frame      int    `json:"frame,omitempty"`
 	RecvMode   string `json:"recvmode"`
 	UDPConnect bool   `json:"udpconnect,omitempty"`
+	Codec      string `json:"codec,omitempty"` // srmp or lengthfield: lifenet runs its codec, raw echoes the same bytes
+	Window     int    `json:"window,omitempty"`
 }
 
 // loadArgs returns the `lifenet load` flags shared by server and client.
@@ -33,6 +35,9 @@ func (s Scenario) commonArgs() []string {
 	if s.Frame > 0 {
 		a = append(a, "--frame", strconv.Itoa(s.Frame))
 	}
+	if s.Codec != "" {
+		a = append(a, "--codec", s.Codec)
+	}
 	return a
 }
 
@@ -43,6 +48,9 @@ func (s Scenario) clientArgs() []string {
 	}
 	if s.UDPConnect {
 		a = append(a, "--udpconnect")
+	}
+	if s.Window > 0 {
+		a = append(a, "--window", strconv.Itoa(s.Window))
 	}
 	return a
 }
@@ -121,7 +129,18 @@ func Full() []Scenario {
 	for _, n := range []int{32, kib, 64 * kib} {
 		l = append(l, roundtrip("udp", n, 1, "sync"))
 	}
-	return append(l, roundtrip("udp", kib, 1, "event"))
+	l = append(l, roundtrip("udp", kib, 1, "event"))
+	// Codec echo (seed 001): 32-byte frames, serial and windowed.
+	for _, c := range []string{"srmp", "lengthfield"} {
+		for _, conns := range []int{1, 16, 64} {
+			s := roundtrip("tcp", 32, conns, "sync")
+			s.Name, s.Codec = fmt.Sprintf("tcp-32B-%s-serial-%dC", c, conns), c
+			w := Scenario{Name: fmt.Sprintf("tcp-32B-%s-window-%dC", c, conns), Mode: "pipeline", Proto: "tcp", Size: 32,
+				Clients: conns, RecvMode: "sync", Codec: c, Window: 255}
+			l = append(l, s, w)
+		}
+	}
+	return l
 }
 
 func roundtrip(proto string, size, clients int, recv string) Scenario {
@@ -136,6 +155,7 @@ func Quick() []Scenario {
 		"tcp-32B": true, "tcp-1KB": true, "tcp-64KB": true, "tcp-1KB-c1": true, "tcp-1KB-c16": true,
 		"udp-1KB": true, "udp-1KB-conn": true, "tcp-1KB-pipe-sync": true, "tcp-1KB-pipe-event": true,
 		"tcp-1KB-rt-sync-4C": true, "tcp-1KB-rt-sync-64C": true, "udp-1KB-rt-sync-1C": true,
+		"tcp-32B-srmp-window-16C": true, "tcp-32B-lengthfield-serial-16C": true,
 	}
 	var l []Scenario
 	for _, s := range Full() {
