@@ -58,17 +58,7 @@ func startCodecServer(cfg *Config, addr string) (*echoServer, error) {
 			c.Write(m)
 		}
 	}
-	tcfg := transport.Config{SocketReceiveBuffer: cfg.RcvBuf, MaxConnsPerIP: maxClients + 1, MaxConns: maxClients + 1}
-	srv, err := transport.NewServer(tcfg, codec.Hooks(codec.Options{Pipeline: codecPipeline(cfg.Codec), Handler: handler}))
-	if err != nil {
-		return nil, err
-	}
-	a, err := srv.Listen(context.Background(), cfg.protocol(), addr)
-	if err != nil {
-		srv.Close()
-		return nil, err
-	}
-	return &echoServer{addr: a, bytes: n.Load, close: func() { srv.Close() }}, nil
+	return serveLifenet(cfg, addr, codec.Hooks(codec.Options{Pipeline: codecPipeline(cfg.Codec), Handler: handler}), n.Load)
 }
 
 // newCodecMessage builds one request of the configured frame size.

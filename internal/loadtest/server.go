@@ -52,6 +52,12 @@ func startServer(cfg *Config, addr string) (*echoServer, error) {
 			s.Send(p.Share())
 		}
 	}}
+	return serveLifenet(cfg, addr, hooks, n.Load)
+}
+
+// serveLifenet runs a lifenet server with hooks on addr; bytes reports what
+// it received.
+func serveLifenet(cfg *Config, addr string, hooks transport.Hooks, bytes func() uint64) (*echoServer, error) {
 	srv, err := transport.NewServer(transport.Config{SocketReceiveBuffer: cfg.RcvBuf, MaxConnsPerIP: maxClients + 1, MaxConns: maxClients + 1}, hooks)
 	if err != nil {
 		return nil, err
@@ -61,7 +67,7 @@ func startServer(cfg *Config, addr string) (*echoServer, error) {
 		srv.Close()
 		return nil, err
 	}
-	return &echoServer{addr: a, bytes: n.Load, close: func() { srv.Close() }}, nil
+	return &echoServer{addr: a, bytes: bytes, close: func() { srv.Close() }}, nil
 }
 
 // RunServer is `lifenet load --server`: it prints READY, a line per second,
