@@ -146,7 +146,7 @@ func (c *Client) connect(ctx context.Context) (*Session, error) {
 	} else {
 		conn, err = c.dialStream(ctx)
 		if err == nil {
-			out = &streamSender{conn: conn, timeout: c.cfg.WriteTimeout}
+			out = newStreamSender(conn, &c.cfg.Config)
 		}
 	}
 	if err != nil {

@@ -20,6 +20,7 @@ const (
 	DefaultDialTimeout      = 3 * time.Second  // NewLife ISocketClient.Timeout
 	DefaultUDPPeerIdle      = 5 * time.Minute  // idle expiry of a UDP virtual session
 	DefaultMaxUDPPeers      = 65536            // live UDP virtual sessions per server
+	DefaultMaxSocketSend    = 4 << 20          // SO_SNDBUF growth limit for large messages
 )
 
 // NoDelay selects TCP_NODELAY. The default differs by side, as in NewLife:
@@ -43,8 +44,14 @@ type Config struct {
 	// buffer (default 64 KiB).
 	ReadBufferSize int
 	// SocketReceiveBuffer and SocketSendBuffer set SO_RCVBUF and SO_SNDBUF
-	// (0: OS default).
+	// of TCP connections and UDP sockets (0: OS default).
 	SocketReceiveBuffer, SocketSendBuffer int
+	// MaxSocketSendBuffer bounds how far a TCP connection's SO_SNDBUF grows
+	// to fit a message larger than it, as NewLife grows it to the message
+	// size (default 4 MiB). Growth applies only when SocketSendBuffer is
+	// set: at 0 the OS autotunes the buffer (Linux stops autotuning once
+	// SO_SNDBUF is set, so lifenet leaves it alone).
+	MaxSocketSendBuffer int
 	// NoDelay selects TCP_NODELAY (default: on for servers, off for clients).
 	NoDelay NoDelay
 	// KeepAlive is the TCP keep-alive period (default 15 s; negative: off).
@@ -85,7 +92,7 @@ type Config struct {
 // server (server true) or a client, or an error naming a bad field.
 func (c Config) withDefaults(server bool) (Config, error) {
 	if c.ReadBufferSize < 0 || c.SocketReceiveBuffer < 0 || c.SocketSendBuffer < 0 ||
-		c.MaxConns < 0 || c.MaxConnsPerIP < 0 || c.SendQueueBytes < 0 || c.MaxUDPPeers < 0 {
+		c.MaxConns < 0 || c.MaxConnsPerIP < 0 || c.SendQueueBytes < 0 || c.MaxUDPPeers < 0 || c.MaxSocketSendBuffer < 0 {
 		return c, fmt.Errorf("transport: negative size or count in Config %+v", c)
 	}
 	if c.NoDelay > NoDelayOff {
@@ -110,6 +117,7 @@ func (c Config) withDefaults(server bool) (Config, error) {
 	def(&c.MaxConnsPerIP, DefaultMaxConnsPerIP)
 	def(&c.SendQueueBytes, DefaultSendQueueBytes)
 	def(&c.MaxUDPPeers, DefaultMaxUDPPeers)
+	def(&c.MaxSocketSendBuffer, DefaultMaxSocketSend)
 	defDur(&c.KeepAlive, DefaultKeepAlive)
 	defDur(&c.IdleTimeout, DefaultIdleTimeout)
 	defDur(&c.FirstByteTimeout, DefaultFirstByteTimeout)

@@ -135,6 +135,32 @@ type streamSender struct {
 	iov        [][]byte    // scratch for building a vectored write
 	bufs       net.Buffers // the vectored write in progress (a field, so it does not escape per call)
 	stages     []*packet.Packet
+
+	sndbuf    int // SO_SNDBUF as last set; 0: left to the OS, never touched
+	sndbufMax int // growth limit for sndbuf
+}
+
+func newStreamSender(c net.Conn, cfg *Config) *streamSender {
+	w := &streamSender{conn: c, timeout: cfg.WriteTimeout}
+	if tcpOf(c) != nil {
+		w.sndbuf, w.sndbufMax = cfg.SocketSendBuffer, cfg.MaxSocketSendBuffer
+	}
+	return w
+}
+
+// fitSendBuffer grows SO_SNDBUF towards the size of a message that does
+// not fit it (NewLife's TuneSendBufferSize): a message larger than the
+// kernel buffer would otherwise need several wake-ups to leave.
+func (w *streamSender) fitSendBuffer(message int) {
+	if message <= w.sndbuf || w.sndbuf == 0 || w.sndbuf >= w.sndbufMax {
+		return
+	}
+	size := min(message, w.sndbufMax)
+	if err := tcpOf(w.conn).SetWriteBuffer(size); err == nil {
+		w.sndbuf = size
+	} else {
+		w.sndbufMax = w.sndbuf // the socket refuses: stop trying
+	}
 }
 
 // Small segments are copied into contiguous staging buffers before a
@@ -196,6 +222,9 @@ func (w *streamSender) writeBatch(s *Session, batch []*packet.Packet) error {
 		n   int64
 		err error
 	)
+	if w.sndbuf > 0 {
+		w.fitSendBuffer(largest(batch))
+	}
 	if len(batch) == 1 && batch[0].Next() == nil {
 		var k int
 		k, err = w.conn.Write(batch[0].Bytes())
@@ -218,3 +247,12 @@ func (w *streamSender) writeBatch(s *Session, batch []*packet.Packet) error {
 }
 
 func (w *streamSender) close() error { return w.conn.Close() }
+
+// largest returns the size of the largest message in batch.
+func largest(batch []*packet.Packet) int {
+	m := 0
+	for _, p := range batch {
+		m = max(m, p.Total())
+	}
+	return m
+}

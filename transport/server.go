@@ -200,7 +200,7 @@ func (s *Server) admit(c net.Conn) {
 	}
 	tuneConn(c, cfg)
 	id := s.nextID.Add(1)
-	sess := newSession(&s.ep, id, c, &streamSender{conn: c, timeout: cfg.WriteTimeout}, c.LocalAddr(), c.RemoteAddr())
+	sess := newSession(&s.ep, id, c, newStreamSender(c, cfg), c.LocalAddr(), c.RemoteAddr())
 	sess.onEnd = s.forget
 	s.sessions[id] = sess
 	s.ep.stats.opened()
@@ -238,16 +238,20 @@ func remoteIP(a net.Addr) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
+// tcpOf returns the TCP connection c is (or that runs under c's TLS), or nil.
+func tcpOf(c net.Conn) *net.TCPConn {
+	if t, isTLS := c.(*tls.Conn); isTLS {
+		c = t.NetConn()
+	}
+	tc, _ := c.(*net.TCPConn)
+	return tc
+}
+
 // tuneConn applies the socket settings of cfg to a TCP connection (or the
 // TCP connection under TLS).
 func tuneConn(c net.Conn, cfg *Config) {
-	tc, ok := c.(*net.TCPConn)
-	if !ok {
-		if t, isTLS := c.(*tls.Conn); isTLS {
-			tc, ok = t.NetConn().(*net.TCPConn)
-		}
-	}
-	if !ok {
+	tc := tcpOf(c)
+	if tc == nil {
 		return
 	}
 	tc.SetNoDelay(cfg.NoDelay == NoDelayOn)

@@ -18,33 +18,44 @@ const MaxDatagram = 65507
 // sessions closed by the application, even when no datagram arrives.
 const udpHousekeeping = time.Second
 
-// udpServer runs one UDP socket: one receive goroutine that keys virtual
-// sessions by the peer's netip.AddrPort (no strings, no allocation per
-// datagram) and delivers each datagram to the peer's OnReceive.
+// udpServer runs one datagram socket: one receive goroutine that keys
+// virtual sessions by the peer's address and delivers each datagram to the
+// peer's OnReceive. On a *net.UDPConn the key is the netip.AddrPort (no
+// strings, no allocation per datagram); any other net.PacketConn (an
+// in-memory one in tests, say) goes through ReadFrom/WriteTo.
 type udpServer struct {
 	srv   *Server
-	conn  *net.UDPConn
-	peers map[netip.AddrPort]*Session // owned by the receive goroutine
+	pc    net.PacketConn
+	udp   *net.UDPConn         // pc, when it is a UDP socket: the allocation-free path
+	peers map[peerKey]*Session // owned by the receive goroutine
 
 	mu      sync.Mutex
 	closed  []*Session // closed by the application, to be finished by the loop
 	stopped bool
 }
 
-// ServePacket serves UDP datagrams from pc (which must be a *net.UDPConn)
-// in a new goroutine until the server is closed; the server closes pc then.
+// peerKey identifies a datagram peer: its AddrPort on UDP sockets, or the
+// network and text of its address on other packet connections.
+type peerKey struct {
+	ap    netip.AddrPort
+	other string
+}
+
+// ServePacket serves datagrams from pc in a new goroutine until the server
+// is closed; the server closes pc then. A *net.UDPConn is served without
+// allocation per datagram; other packet connections cost one address
+// string per datagram (they key peers by it).
 func (s *Server) ServePacket(pc net.PacketConn) error {
-	conn, ok := pc.(*net.UDPConn)
-	if !ok {
-		return errors.New("transport: ServePacket needs a *net.UDPConn")
+	u := &udpServer{srv: s, pc: pc, peers: make(map[peerKey]*Session)}
+	if conn, ok := pc.(*net.UDPConn); ok {
+		u.udp = conn
+		if b := s.ep.cfg.SocketReceiveBuffer; b > 0 {
+			conn.SetReadBuffer(b)
+		}
+		if b := s.ep.cfg.SocketSendBuffer; b > 0 {
+			conn.SetWriteBuffer(b)
+		}
 	}
-	if b := s.ep.cfg.SocketReceiveBuffer; b > 0 {
-		conn.SetReadBuffer(b)
-	}
-	if b := s.ep.cfg.SocketSendBuffer; b > 0 {
-		conn.SetWriteBuffer(b)
-	}
-	u := &udpServer{srv: s, conn: conn, peers: make(map[netip.AddrPort]*Session)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
@@ -60,7 +71,7 @@ func (u *udpServer) stop() {
 	u.mu.Lock()
 	u.stopped = true
 	u.mu.Unlock()
-	u.conn.Close()
+	u.pc.Close()
 }
 
 func (u *udpServer) loop() {
@@ -72,9 +83,9 @@ func (u *udpServer) loop() {
 		if t := now(); t >= nextSweep {
 			nextSweep = t + int64(udpHousekeeping)
 			u.sweep(t)
-			u.conn.SetReadDeadline(time.Unix(0, t).Add(udpHousekeeping + clockTick))
+			u.pc.SetReadDeadline(time.Unix(0, t).Add(udpHousekeeping + clockTick))
 		}
-		n, ap, err := u.conn.ReadFromUDPAddrPort(buf.Bytes())
+		n, key, from, err := u.read(buf.Bytes())
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				continue
@@ -86,8 +97,7 @@ func (u *udpServer) loop() {
 			u.srv.ep.reportError(err) // e.g. ICMP errors on some platforms: the socket stays usable
 			continue
 		}
-		ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-		u.datagram(ap, buf, n)
+		u.datagram(key, from, buf, n)
 		if buf.RefCount() != 1 {
 			buf.Release()
 			buf = packet.Get(MaxDatagram)
@@ -98,9 +108,34 @@ func (u *udpServer) loop() {
 	}
 }
 
-// datagram handles one datagram of n bytes from ap.
-func (u *udpServer) datagram(ap netip.AddrPort, buf *packet.Packet, n int) {
-	sess := u.peers[ap]
+// read receives one datagram into b. from is nil on UDP sockets (the key
+// holds the address; a net.Addr is built only for a new session).
+func (u *udpServer) read(b []byte) (n int, key peerKey, from net.Addr, err error) {
+	if u.udp != nil {
+		var ap netip.AddrPort
+		n, ap, err = u.udp.ReadFromUDPAddrPort(b)
+		return n, peerKey{ap: unmapped(ap)}, nil, err
+	}
+	n, from, err = u.pc.ReadFrom(b)
+	if err != nil {
+		return n, key, from, err
+	}
+	if ua, ok := from.(*net.UDPAddr); ok {
+		return n, peerKey{ap: unmapped(ua.AddrPort())}, from, nil
+	}
+	return n, peerKey{other: from.Network() + "|" + from.String()}, from, nil
+}
+
+// unmapped turns an IPv4-mapped IPv6 address into plain IPv4, so one peer
+// has one key whichever socket family it arrived on.
+func unmapped(ap netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
+
+// datagram handles one datagram of n bytes from the peer key (address from,
+// or nil on UDP sockets).
+func (u *udpServer) datagram(key peerKey, from net.Addr, buf *packet.Packet, n int) {
+	sess := u.peers[key]
 	if sess != nil && sess.Reason() != ReasonNone {
 		u.end(sess) // closed meanwhile: this datagram starts a new session
 		sess = nil
@@ -113,7 +148,7 @@ func (u *udpServer) datagram(ap netip.AddrPort, buf *packet.Packet, n int) {
 		return
 	}
 	if sess == nil {
-		if sess = u.open(ap); sess == nil {
+		if sess = u.open(key, from); sess == nil {
 			u.srv.ep.stats.droppedDatagrams.Add(1)
 			return
 		}
@@ -133,7 +168,7 @@ func (u *udpServer) safeDeliver(sess *Session, buf *packet.Packet, n int) {
 }
 
 // open starts a virtual session for a new peer, or returns nil at a limit.
-func (u *udpServer) open(ap netip.AddrPort) *Session {
+func (u *udpServer) open(key peerKey, from net.Addr) *Session {
 	s := u.srv
 	if len(u.peers) >= s.ep.cfg.MaxUDPPeers {
 		return nil
@@ -144,15 +179,18 @@ func (u *udpServer) open(ap netip.AddrPort) *Session {
 		return nil
 	}
 	id := s.nextID.Add(1)
-	out := &udpSender{u: u, to: ap}
-	sess := newSession(&s.ep, id, nil, out, u.conn.LocalAddr(), net.UDPAddrFromAddrPort(ap))
+	if from == nil {
+		from = net.UDPAddrFromAddrPort(key.ap)
+	}
+	out := &udpSender{u: u, key: key, to: from}
+	sess := newSession(&s.ep, id, nil, out, u.pc.LocalAddr(), from)
 	out.sess = sess
 	sess.datagram = true
 	sess.onEnd = s.forget
 	s.sessions[id] = sess
 	s.ep.stats.opened()
 	s.mu.Unlock()
-	u.peers[ap] = sess
+	u.peers[key] = sess
 	if f := s.ep.hooks.OnOpen; f != nil {
 		f(sess)
 	}
@@ -161,10 +199,9 @@ func (u *udpServer) open(ap netip.AddrPort) *Session {
 
 // end finishes a peer's session on the receive goroutine.
 func (u *udpServer) end(sess *Session) {
-	ap := sess.remote.(*net.UDPAddr).AddrPort()
-	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-	if u.peers[ap] == sess {
-		delete(u.peers, ap)
+	key := sess.out.(*udpSender).key
+	if u.peers[key] == sess {
+		delete(u.peers, key)
 		sess.finish()
 	}
 }
@@ -213,7 +250,8 @@ func (u *udpServer) isStopped() bool {
 // datagram per packet, through the server's socket.
 type udpSender struct {
 	u    *udpServer
-	to   netip.AddrPort
+	key  peerKey
+	to   net.Addr // for packet connections other than UDP sockets
 	sess *Session
 }
 
@@ -222,7 +260,10 @@ func (w *udpSender) writeBatch(s *Session, batch []*packet.Packet) error {
 }
 
 func (w *udpSender) writeDatagram(b []byte) (int, error) {
-	return w.u.conn.WriteToUDPAddrPort(b, w.to)
+	if w.u.udp != nil {
+		return w.u.udp.WriteToUDPAddrPort(b, w.key.ap)
+	}
+	return w.u.pc.WriteTo(b, w.to)
 }
 
 // close hands the session to the receive goroutine, which finishes it
