@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Separate-process A/B of the server: lifenet vs the std-net loop, each
 # measured by its own STEADY line (server CPU included) under the same raw
-# client. Prints one line per run: "<scenario> <impl> <STEADY-JSON>".
-# Usage: scripts/server-ab.sh [rounds] [seconds]
+# client. The two alternate which goes first from round to round, so drift
+# in the machine's load does not favour either.
+# Prints one line per run: "<scenario> <impl> <STEADY-JSON>", then per
+# scenario the medians of the per-round lifenet/raw ratios.
+# Usage: scripts/server-ab.sh [rounds] [seconds] [scenario-regex]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
 seconds=${2:-4}
+only=${3:-.}
 bin=$(mktemp -d)/lifenet
 go build -o "$bin" ./cmd/lifenet
 port=7900
@@ -18,24 +22,45 @@ scenarios=(
   "echo-1KB-c4|--mode pipeline --size 1024 --clients 4"
   "echo-1KB-c16|--mode pipeline --size 1024 --clients 16"
 )
+out=$(mktemp)
+run() { # scenario-name impl flags
+  local name=$1 impl=$2 flags=$3 size oneway="" log spid
+  port=$((port + 1))
+  size=$(sed -E 's/.*--size ([0-9]+).*/\1/' <<<"$flags")
+  [[ $flags == *--oneway* ]] && oneway="--oneway"
+  log=$(mktemp)
+  "$bin" load --server --impl "$impl" --port "$port" --size "$size" $oneway >"$log" &
+  spid=$!
+  for _ in $(seq 50); do grep -q READY "$log" && break; sleep 0.1; done
+  # shellcheck disable=SC2086
+  "$bin" load --remote "127.0.0.1:$port" --impl raw --seconds "$seconds" --warmup 1 --json $flags >/dev/null
+  wait "$spid"
+  echo "$name $impl $(grep '^STEADY-JSON' "$log" | cut -d' ' -f2-)" | tee -a "$out"
+  rm -f "$log"
+}
 for ((r = 1; r <= rounds; r++)); do
+  order=(lifenet raw)
+  ((r % 2 == 0)) && order=(raw lifenet)
   for sc in "${scenarios[@]}"; do
     name=${sc%%|*}
-    flags=${sc#*|}
-    for impl in lifenet raw; do
-      port=$((port + 1))
-      size=$(sed -E 's/.*--size ([0-9]+).*/\1/' <<<"$flags")
-      oneway=""
-      [[ $flags == *--oneway* ]] && oneway="--oneway"
-      log=$(mktemp)
-      "$bin" load --server --impl "$impl" --port "$port" --size "$size" $oneway >"$log" &
-      spid=$!
-      for _ in $(seq 50); do grep -q READY "$log" && break; sleep 0.1; done
-      # shellcheck disable=SC2086
-      "$bin" load --remote "127.0.0.1:$port" --impl raw --seconds "$seconds" --warmup 1 --json $flags >/dev/null
-      wait "$spid"
-      echo "$name $impl $(grep '^STEADY-JSON' "$log" | cut -d' ' -f2-)"
-      rm -f "$log"
-    done
+    [[ $name =~ $only ]] || continue
+    for impl in "${order[@]}"; do run "$name" "$impl" "${sc#*|}"; done
   done
 done
+# Pair the i-th lifenet run of a scenario with its i-th raw run.
+awk '
+  function field(k,   m) { return match($0, "\"" k "\":[0-9.e+-]+") ? substr($0, RSTART + length(k) + 3, RLENGTH - length(k) - 3) + 0 : 0 }
+  function median(a, n,   i, j, t) {
+    for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+    return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
+  }
+  { k = $1 SUBSEP $2; i = ++cnt[k]; pps[k, i] = field("pktps"); cpu[k, i] = field("cpuSecPerMillion"); if (!($1 in seen)) { seen[$1] = 1; names[++ns] = $1 } }
+  END {
+    print "\nscenario          rounds  throughput lifenet/raw (median)  server CPU/msg lifenet/raw (median)"
+    for (s = 1; s <= ns; s++) {
+      name = names[s]; n = cnt[name, "lifenet"] < cnt[name, "raw"] ? cnt[name, "lifenet"] : cnt[name, "raw"]
+      for (i = 1; i <= n; i++) { t[i] = pps[name, "lifenet", i] / pps[name, "raw", i]; c[i] = cpu[name, "lifenet", i] / cpu[name, "raw", i] }
+      printf "%-17s %6d  %34.3f  %37.3f\n", name, n, median(t, n), median(c, n)
+    }
+  }' "$out"
+rm -f "$out"

@@ -36,6 +36,12 @@ const (
 	// Packets (channel); a full queue stops reading from the socket, which
 	// pushes back on the peer.
 	ReceivePull
+	// ReceiveSync has no receive goroutine: Receive reads the socket on the
+	// caller's goroutine (NewLife's synchronous Receive), so a request/
+	// response loop pays no goroutine hand-off per message. Nothing reads
+	// while no Receive runs, so the end of the connection (OnClose, Done)
+	// is noticed by the next Receive or by Close; it does not reconnect.
+	ReceiveSync
 )
 
 // ClientConfig holds a client's settings: the connection settings of
@@ -66,8 +72,11 @@ func (c ClientConfig) withDefaults() (ClientConfig, error) {
 		return c, err
 	}
 	c.Config = cfg
-	if c.PullQueue < 0 || c.MaxReconnect < 0 || c.Mode > ReceivePull {
+	if c.PullQueue < 0 || c.MaxReconnect < 0 || c.Mode > ReceiveSync {
 		return c, errors.New("transport: negative PullQueue or MaxReconnect, or unknown Mode")
+	}
+	if c.Mode == ReceiveSync && c.AutoReconnect {
+		return c, errors.New("transport: ReceiveSync does not reconnect (use ReceivePull with AutoReconnect)")
 	}
 	if c.PullQueue == 0 {
 		c.PullQueue = DefaultPullQueue
@@ -96,6 +105,7 @@ type Client struct {
 	network string
 	address string
 	recv    chan *packet.Packet // pull mode
+	sync    *syncReader         // sync mode
 
 	mu     sync.Mutex
 	sess   *Session
@@ -115,10 +125,14 @@ func Dial(ctx context.Context, network, address string, cfg ClientConfig, hooks 
 	}
 	c := &Client{cfg: cfg, network: network, address: address, stop: make(chan struct{})}
 	c.ep = endpoint{cfg: cfg.Config, hooks: hooks}
-	if cfg.Mode == ReceivePull {
+	switch cfg.Mode {
+	case ReceivePull:
 		c.recv = make(chan *packet.Packet, cfg.PullQueue)
 		c.ep.hooks.OnReceive = c.enqueue
 		c.ep.hooks.BatchSends = false // enqueue sends nothing, and may block
+	case ReceiveSync:
+		c.sync = &syncReader{}
+		c.ep.hooks.OnReceive, c.ep.hooks.BatchSends = nil, false
 	}
 	acquireClock()
 	sess, err := c.connect(ctx)
@@ -127,6 +141,12 @@ func Dial(ctx context.Context, network, address string, cfg ClientConfig, hooks 
 		return nil, err
 	}
 	c.sess = sess
+	if c.sync != nil {
+		if f := hooks.OnOpen; f != nil {
+			f(sess)
+		}
+		return c, nil
+	}
 	c.wg.Add(1)
 	go c.run(sess)
 	return c, nil
@@ -336,13 +356,16 @@ func (c *Client) enqueue(s *Session, p *packet.Packet) {
 	}
 }
 
-// Receive returns the next received packet in pull mode; the caller owns
-// it and must release it. It fails with ErrClosed once the client is
-// closed (or gave up reconnecting) and everything received was taken, or
-// with ctx's error.
+// Receive returns the next received packet in pull or sync mode; the
+// caller owns it and must release it. It fails with ErrClosed once the
+// client is closed (or gave up reconnecting) and everything received was
+// taken, or with ctx's error. In sync mode concurrent calls take turns.
 func (c *Client) Receive(ctx context.Context) (*packet.Packet, error) {
+	if c.sync != nil {
+		return c.receiveSync(ctx)
+	}
 	if c.recv == nil {
-		return nil, errors.New("transport: Receive needs ReceivePull mode")
+		return nil, errors.New("transport: Receive needs ReceivePull or ReceiveSync mode")
 	}
 	select {
 	case p, ok := <-c.recv:
@@ -357,7 +380,7 @@ func (c *Client) Receive(ctx context.Context) (*packet.Packet, error) {
 
 // Packets returns the pull-mode queue as a channel, closed when the client
 // ends; each packet received from it is owned by the receiver. It is nil
-// in event mode.
+// in event and sync modes.
 func (c *Client) Packets() <-chan *packet.Packet { return c.recv }
 
 // Session returns the current connection's session.
@@ -405,7 +428,11 @@ func (c *Client) Close() error {
 	sess := c.sess
 	c.mu.Unlock()
 	close(c.stop)
-	sess.closeWith(ReasonLocal, nil)
+	if c.sync != nil {
+		c.closeSync(sess)
+	} else {
+		sess.closeWith(ReasonLocal, nil)
+	}
 	c.wg.Wait()
 	if c.recv != nil {
 		for p := range c.recv {

@@ -32,7 +32,8 @@ func dial(ctx context.Context, cfg *Config, addr string) (clientConn, error) {
 	}
 	lc := &lifenetConn{done: make(chan struct{})}
 	var hooks transport.Hooks
-	if cfg.RecvMode == "event" {
+	switch cfg.RecvMode {
+	case "event":
 		lc.events = make(chan int, 1024)
 		hooks.OnReceive = func(_ *transport.Session, p *packet.Packet) {
 			select {
@@ -40,8 +41,10 @@ func dial(ctx context.Context, cfg *Config, addr string) (clientConn, error) {
 			case <-lc.done:
 			}
 		}
-	} else {
-		ccfg.Mode = transport.ReceivePull
+	case "async":
+		ccfg.Mode = transport.ReceivePull // the Packets channel
+	default:
+		ccfg.Mode = transport.ReceiveSync // Receive reads on the caller's goroutine
 	}
 	c, err := transport.Dial(ctx, cfg.protocol(), addr, ccfg, hooks)
 	if err != nil {
@@ -54,13 +57,16 @@ func dial(ctx context.Context, cfg *Config, addr string) (clientConn, error) {
 // lifenetConn drives a transport.Client in one of its receive modes.
 type lifenetConn struct {
 	c      *transport.Client
-	async  bool     // channel (Packets) instead of blocking Receive
+	async  bool     // channel (Packets) instead of Receive
 	events chan int // event mode: bytes per OnReceive
 	done   chan struct{}
 	once   sync.Once
 }
 
-func (l *lifenetConn) send(b []byte) error { return l.c.SendBytes(b) }
+// send writes b without copying it: the load payload is never modified,
+// so the caller's memory can go to the socket as it is (as the raw client
+// writes its buffer).
+func (l *lifenetConn) send(b []byte) error { return l.c.Send(packet.Wrap(b)) }
 
 func (l *lifenetConn) recv(ctx context.Context) (int, error) {
 	switch {

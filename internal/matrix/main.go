@@ -24,6 +24,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "output directory (default results/<timestamp>)")
 	procs := fs.Int("clientprocs", 1, "client processes per scenario")
 	pin := fs.Bool("pin", false, "pin the server to CPU 0 and the clients to CPU 1 (taskset)")
+	rounds := fs.Int("rounds", 1, "lifenet/raw pairs per scenario; the report gives medians")
+	seconds := fs.Float64("seconds", 0, "measurement window per run (default 10, --quick 2)")
+	warmup := fs.Float64("warmup", -1, "warm-up before each window (default 2, --quick 0.5)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, "usage: lifenet matrix [flags]")
@@ -34,8 +37,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lifenet matrix: %v\n", err)
 		return 2
 	}
-	if fs.NArg() > 0 || *procs < 1 || *procs > 16 {
-		fmt.Fprintln(stderr, "lifenet matrix: --clientprocs wants 1…16 and no extra arguments")
+	if fs.NArg() > 0 || *procs < 1 || *procs > 16 || *rounds < 1 || *rounds > 25 {
+		fmt.Fprintln(stderr, "lifenet matrix: --clientprocs wants 1…16, --rounds 1…25, and no extra arguments")
 		return 2
 	}
 	if *pin {
@@ -45,9 +48,19 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	list := Full()
-	opts := Options{Seconds: 10, Warmup: 2, IdleExit: 3, ClientProcs: *procs, Pin: *pin, BasePort: 7900}
+	opts := Options{Seconds: 10, Warmup: 2, IdleExit: 3, ClientProcs: *procs, Rounds: *rounds, Pin: *pin, BasePort: 7900}
 	if *quick {
 		list, opts.Seconds, opts.Warmup, opts.IdleExit = Quick(), 2, 0.5, 1
+	}
+	if *seconds < 0 || *seconds > 600 || *warmup > 60 {
+		fmt.Fprintln(stderr, "lifenet matrix: --seconds wants 0…600 and --warmup at most 60")
+		return 2
+	}
+	if *seconds > 0 { // shorter windows: shorter idle wait before STEADY too
+		opts.Seconds, opts.IdleExit = *seconds, min(3, max(1, *seconds/3))
+	}
+	if *warmup >= 0 {
+		opts.Warmup = *warmup
 	}
 	list, err := Filter(list, *only)
 	if err != nil {
@@ -74,7 +87,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if opts.Progress == nil {
 		opts.Progress = lineProgress{stderr}
 	}
-	fmt.Fprintf(stdout, "lifenet matrix: %d scenarios × 2 implementations, window %g s, into %s\n", len(list), opts.Seconds, opts.Out)
+	fmt.Fprintf(stdout, "lifenet matrix: %d scenarios × 2 implementations × %d rounds, window %g s, into %s\n", len(list), *rounds, opts.Seconds, opts.Out)
 	results := Run(ctx, opts, list)
 	if err := Write(opts.Out, NewReport(opts, results)); err != nil {
 		fmt.Fprintf(stderr, "lifenet matrix: %v\n", err)

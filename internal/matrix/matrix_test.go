@@ -3,6 +3,7 @@ package matrix
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,5 +109,51 @@ func TestFilterAndLists(t *testing.T) {
 			t.Errorf("duplicate scenario %s", s.Name)
 		}
 		seen[s.Name] = true
+	}
+}
+
+// Over several rounds a scenario reports its median round and the median
+// of the per-round ratios with their range; a failed round is left out.
+func TestPairsTakeMedians(t *testing.T) {
+	sc := oneway("tcp", 1024, 4, "")
+	run := func(impl string, round int, pktps float64) Result {
+		r := Result{Scenario: sc, Impl: impl, Round: round}
+		if pktps > 0 {
+			r.Server = &loadtest.Steady{PktPerSec: pktps}
+		} else {
+			r.Error = "failed"
+		}
+		return r
+	}
+	ps := pairs([]Result{
+		run("lifenet", 1, 100), run("raw", 1, 100), // 1.0
+		run("raw", 2, 100), run("lifenet", 2, 120), // 1.2
+		run("lifenet", 3, 90), run("raw", 3, 100), // 0.9
+		run("raw", 4, 50), run("lifenet", 4, 0), // failed: no ratio
+	})
+	if len(ps) != 1 {
+		t.Fatalf("%d pairs", len(ps))
+	}
+	p := ps[0]
+	if p.rounds != 3 || p.ratio != 1.0 || p.lo != 0.9 || p.hi != 1.2 {
+		t.Fatalf("rounds %d ratio %v range %v–%v, want 3, 1.0, 0.9–1.2", p.rounds, p.ratio, p.lo, p.hi)
+	}
+	if p.lifenet.Round != 1 || p.raw.pktps() != 100 {
+		t.Fatalf("median runs: lifenet round %d, raw %v pkt/s", p.lifenet.Round, p.raw.pktps())
+	}
+	if got := p.ratioText(); got != "1.00× (0.90–1.20, 3)" {
+		t.Fatalf("ratio cell %q", got)
+	}
+}
+
+func TestMainRejectsBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--rounds", "0"}, {"--rounds", "26"}, {"--clientprocs", "0"}, {"--seconds", "-1"},
+		{"--warmup", "61"}, {"--only", "["}, {"--bogus"}, {"extra"},
+	} {
+		var stderr strings.Builder
+		if code := Main(context.Background(), args, io.Discard, &stderr); code != 2 || strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and one line", args, code, stderr.String())
+		}
 	}
 }

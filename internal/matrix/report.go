@@ -16,6 +16,7 @@ type Report struct {
 	Date    string   `json:"date"`
 	Seconds float64  `json:"seconds"`
 	Warmup  float64  `json:"warmup"`
+	Rounds  int      `json:"rounds"`
 	Results []Result `json:"results"`
 }
 
@@ -38,32 +39,6 @@ func Write(dir string, rep Report) error {
 	return os.WriteFile(filepath.Join(dir, "results.html"), []byte(h.String()), 0o644)
 }
 
-// pair is one scenario's lifenet and raw results.
-type pair struct {
-	sc           Scenario
-	lifenet, raw *Result
-}
-
-func pairs(rs []Result) []pair {
-	var out []pair
-	idx := map[string]int{}
-	for i := range rs {
-		r := &rs[i]
-		k, ok := idx[r.Name]
-		if !ok {
-			k = len(out)
-			idx[r.Name] = k
-			out = append(out, pair{sc: r.Scenario})
-		}
-		if r.Impl == "lifenet" {
-			out[k].lifenet = r
-		} else {
-			out[k].raw = r
-		}
-	}
-	return out
-}
-
 func (r *Result) pktps() float64 {
 	if r == nil || r.Server == nil {
 		return 0
@@ -76,13 +51,6 @@ func (r *Result) clientRate() float64 {
 		return 0
 	}
 	return r.Client.MsgsPerSec
-}
-
-func ratio(a, b float64) string {
-	if a <= 0 || b <= 0 {
-		return "–"
-	}
-	return fmt.Sprintf("%.2f×", a/b)
 }
 
 func rate(v float64) string {
@@ -105,7 +73,7 @@ func serverField(r *Result, f func(*Result) float64, format string) string {
 }
 
 func writeMarkdown(w io.Writer, rep Report) {
-	fmt.Fprintf(w, "# lifenet socket matrix\n\n%s · window %g s · warm-up %g s · every scenario runs twice: lifenet (server and client) and `raw` (the plain std-net loop); separate server and client processes. Ratio = lifenet / raw.\n\n", rep.Date, rep.Seconds, rep.Warmup)
+	fmt.Fprintf(w, "# lifenet socket matrix\n\n%s · window %g s · warm-up %g s · %s\n\n", rep.Date, rep.Seconds, rep.Warmup, rep.method())
 	ps := pairs(rep.Results)
 	fmt.Fprintln(w, "## 1. Throughput (one-way: the server only counts)")
 	fmt.Fprintln(w)
@@ -117,7 +85,7 @@ func writeMarkdown(w io.Writer, rep Report) {
 		}
 		fmt.Fprintf(w, "| %s | %s | %d | %d | %s | %s | %s | **%s** | %s / %s | %s |\n", p.sc.Name, p.sc.Proto, p.sc.Size, p.sc.Clients,
 			serverField(p.lifenet, func(r *Result) float64 { return r.Server.Gbps }, "%.2f"),
-			rate(p.lifenet.pktps()), rate(p.raw.pktps()), ratio(p.lifenet.pktps(), p.raw.pktps()),
+			rate(p.lifenet.pktps()), rate(p.raw.pktps()), p.ratioText(),
 			serverField(p.lifenet, func(r *Result) float64 { return r.Server.CPUPerMsg }, "%.2f"),
 			serverField(p.raw, func(r *Result) float64 { return r.Server.CPUPerMsg }, "%.2f"),
 			serverField(p.lifenet, func(r *Result) float64 { return r.Server.AllocPerMsg }, "%.2f"))
@@ -135,7 +103,7 @@ func writeMarkdown(w io.Writer, rep Report) {
 			diff = fmt.Sprint(*p.lifenet.Client.IntegrityDiff)
 		}
 		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | **%s** | %s |\n", p.sc.Name, p.sc.Size, p.sc.Clients, p.sc.RecvMode,
-			rate(p.lifenet.clientRate()), rate(p.raw.clientRate()), ratio(p.lifenet.clientRate(), p.raw.clientRate()), diff)
+			rate(p.lifenet.clientRate()), rate(p.raw.clientRate()), p.ratioText(), diff)
 	}
 	fmt.Fprintln(w, "\n## 3. Round-trip latency (µs, client-observed)")
 	fmt.Fprintln(w)
@@ -153,7 +121,7 @@ func writeMarkdown(w io.Writer, rep Report) {
 			rawLat = fmt.Sprintf("%.0f / %.0f", c.P50, c.P99)
 		}
 		fmt.Fprintf(w, "| %s | %s | %d | %d | %s | %s | %s | %s | %s | **%s** |\n", p.sc.Name, p.sc.Proto, p.sc.Size, p.sc.Clients, p.sc.RecvMode,
-			lat, rawLat, rate(p.lifenet.clientRate()), rate(p.raw.clientRate()), ratio(p.lifenet.clientRate(), p.raw.clientRate()))
+			lat, rawLat, rate(p.lifenet.clientRate()), rate(p.raw.clientRate()), p.ratioText())
 	}
 	var failed []string
 	for _, r := range rep.Results {
@@ -282,13 +250,9 @@ func writeHTML(w io.Writer, rep Report) {
 	var all []string
 	rat := series{name: "lifenet / raw", color: colorLifenet}
 	for _, p := range ps {
-		a, b := p.lifenet.pktps(), p.raw.pktps()
-		if p.sc.Mode != "oneway" {
-			a, b = p.lifenet.clientRate(), p.raw.clientRate()
-		}
-		if a > 0 && b > 0 {
+		if p.rounds > 0 {
 			all = append(all, p.sc.Name)
-			rat.values = append(rat.values, a/b)
+			rat.values = append(rat.values, p.ratio)
 		}
 	}
 	body.WriteString(barChart("lifenet vs raw (throughput ratio; 1.0 = parity)", "ratio", all, []series{rat}))
@@ -296,11 +260,21 @@ func writeHTML(w io.Writer, rep Report) {
 	writeMarkdown(&md, rep)
 	fmt.Fprintf(w, `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>lifenet matrix %s</title>
 <style>body{font-family:system-ui,sans-serif;max-width:900px;margin:2em auto;padding:0 1em}h2{font-size:1.1em;margin-top:2em}pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:12px}</style>
-</head><body><h1>lifenet socket matrix</h1><p>%s · window %g s · warm-up %g s · separate server and client processes</p>%s<h2>Tables</h2><pre>%s</pre></body></html>
-`, html.EscapeString(rep.Date), html.EscapeString(rep.Date), rep.Seconds, rep.Warmup, body.String(), html.EscapeString(md.String()))
+</head><body><h1>lifenet socket matrix</h1><p>%s · window %g s · warm-up %g s · %s</p>%s<h2>Tables</h2><pre>%s</pre></body></html>
+`, html.EscapeString(rep.Date), html.EscapeString(rep.Date), rep.Seconds, rep.Warmup, html.EscapeString(rep.method()), body.String(), html.EscapeString(md.String()))
 }
 
 // NewReport stamps a report.
 func NewReport(opts Options, results []Result) Report {
-	return Report{Date: time.Now().UTC().Format("2006-01-02 15:04 UTC"), Seconds: opts.Seconds, Warmup: opts.Warmup, Results: results}
+	return Report{Date: time.Now().UTC().Format("2006-01-02 15:04 UTC"), Seconds: opts.Seconds, Warmup: opts.Warmup,
+		Rounds: max(opts.Rounds, 1), Results: results}
+}
+
+// method says how the numbers were taken.
+func (rep Report) method() string {
+	how := "every scenario runs twice: lifenet (server and client) and `raw` (the plain std-net loop); separate server and client processes. Ratio = lifenet / raw."
+	if rep.Rounds > 1 {
+		how = fmt.Sprintf("every scenario runs %d rounds of lifenet (server and client) beside `raw` (the plain std-net loop), the pair back to back, taking turns going first; separate server and client processes. Rates and latencies are the median round's; ratio = median of the per-round lifenet/raw ratios, with their range.", rep.Rounds)
+	}
+	return how
 }

@@ -26,6 +26,7 @@ type Options struct {
 	Warmup      float64
 	IdleExit    float64 // server: idle seconds before STEADY
 	ClientProcs int     // client processes per scenario (seed 000 §5.2)
+	Rounds      int     // lifenet/raw pairs per scenario (medians are reported)
 	Pin         bool    // pin the server to CPU 0 and clients to CPU 1 (taskset)
 	Progress    io.Writer
 	BasePort    int
@@ -35,6 +36,7 @@ type Options struct {
 type Result struct {
 	Scenario
 	Impl   string            `json:"impl"`
+	Round  int               `json:"round"`
 	Server *loadtest.Steady  `json:"server,omitempty"`
 	Client *loadtest.Summary `json:"client,omitempty"`
 	Error  string            `json:"error,omitempty"`
@@ -61,28 +63,40 @@ func Filter(list []Scenario, only string) ([]Scenario, error) {
 	return out, nil
 }
 
-// Run runs every scenario with lifenet and with the raw baseline, one
-// after the other, and returns the results in order. A failed run is
-// recorded in its Result and the matrix goes on.
+// Run runs every scenario opts.Rounds times with lifenet and with the raw
+// baseline, and returns the results in order. The two runs of a round are
+// back to back and take turns going first, so drift in the machine's load
+// favours neither. A failed run is recorded in its Result and the matrix
+// goes on.
 func Run(ctx context.Context, opts Options, list []Scenario) []Result {
 	var results []Result
-	total := 2 * len(list)
+	rounds := max(opts.Rounds, 1)
+	total := 2 * rounds * len(list)
 	start := time.Now()
 	port := opts.BasePort
-	for i, sc := range list {
-		for j, impl := range []string{"lifenet", "raw"} {
-			done := 2*i + j
-			opts.progress(done, total, start, sc.Name+" "+impl)
-			port++
-			r := Result{Scenario: sc, Impl: impl}
-			srv, cli, err := runOne(ctx, opts, sc, impl, &port)
-			r.Server, r.Client = srv, cli
-			if err != nil {
-				r.Error = err.Error()
+	for _, sc := range list {
+		for round := 1; round <= rounds; round++ {
+			order := []string{"lifenet", "raw"}
+			if round%2 == 0 {
+				order[0], order[1] = order[1], order[0]
 			}
-			results = append(results, r)
-			if ctx.Err() != nil {
-				return results
+			for _, impl := range order {
+				label := sc.Name + " " + impl
+				if rounds > 1 {
+					label += fmt.Sprintf(" #%d", round)
+				}
+				opts.progress(len(results), total, start, label)
+				port++
+				r := Result{Scenario: sc, Impl: impl, Round: round}
+				srv, cli, err := runOne(ctx, opts, sc, impl, &port)
+				r.Server, r.Client = srv, cli
+				if err != nil {
+					r.Error = err.Error()
+				}
+				results = append(results, r)
+				if ctx.Err() != nil {
+					return results
+				}
 			}
 		}
 	}
@@ -105,7 +119,7 @@ func (o Options) progress(done, total int, start time.Time, what string) {
 		left := time.Duration(float64(time.Since(start)) / float64(done) * float64(total-done))
 		eta = left.Round(time.Second).String()
 	}
-	fmt.Fprintf(o.Progress, "\r\033[K[%s%s] %d/%d  %-28s ETA %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled), done, total, what, eta)
+	fmt.Fprintf(o.Progress, "\r\033[K[%s%s] %d/%d  %-32s ETA %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled), done, total, what, eta)
 }
 
 // runOne starts the server process, waits for READY (three ports at most),

@@ -1,0 +1,118 @@
+package matrix
+
+import (
+	"fmt"
+	"slices"
+)
+
+// pair is one scenario's lifenet and raw results over all rounds: the
+// median round of each implementation, and the per-round ratios.
+type pair struct {
+	sc           Scenario
+	lifenet, raw *Result // the median round (by rate) of each, nil if none succeeded
+	rounds       int     // rounds where both sides produced a rate
+	ratio        float64 // median of the per-round lifenet/raw rate ratios
+	lo, hi       float64 // their range
+}
+
+// pairs groups results by scenario, in order of first appearance.
+func pairs(rs []Result) []pair {
+	type runs struct {
+		sc           Scenario
+		lifenet, raw map[int]*Result // by round
+	}
+	var order []*runs
+	byName := map[string]*runs{}
+	for i := range rs {
+		r := &rs[i]
+		g := byName[r.Name]
+		if g == nil {
+			g = &runs{sc: r.Scenario, lifenet: map[int]*Result{}, raw: map[int]*Result{}}
+			byName[r.Name] = g
+			order = append(order, g)
+		}
+		if r.Impl == "lifenet" {
+			g.lifenet[r.Round] = r
+		} else {
+			g.raw[r.Round] = r
+		}
+	}
+	out := make([]pair, 0, len(order))
+	for _, g := range order {
+		p := pair{sc: g.sc, lifenet: medianRun(g.lifenet), raw: medianRun(g.raw)}
+		var ratios []float64
+		for round, l := range g.lifenet {
+			if r := g.raw[round]; l.rate() > 0 && r.rate() > 0 {
+				ratios = append(ratios, l.rate()/r.rate())
+			}
+		}
+		if len(ratios) > 0 {
+			slices.Sort(ratios)
+			p.rounds, p.ratio, p.lo, p.hi = len(ratios), median(ratios), ratios[0], ratios[len(ratios)-1]
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// rate is the figure a scenario is compared by: the server's packet rate
+// for one-way runs (the server's view, as in seed 000), the client's
+// message rate otherwise.
+func (r *Result) rate() float64 {
+	if r != nil && r.Mode == "oneway" {
+		return r.pktps()
+	}
+	return r.clientRate()
+}
+
+// medianRun returns the run with the median rate (the lower middle one
+// for an even count), or nil when no run produced a rate.
+func medianRun(byRound map[int]*Result) *Result {
+	var ok []*Result
+	for _, r := range byRound {
+		if r.rate() > 0 {
+			ok = append(ok, r)
+		}
+	}
+	if len(ok) == 0 {
+		return nil
+	}
+	slices.SortFunc(ok, func(a, b *Result) int {
+		if c := compareFloat(a.rate(), b.rate()); c != 0 {
+			return c
+		}
+		return a.Round - b.Round
+	})
+	return ok[(len(ok)-1)/2]
+}
+
+func compareFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// median of sorted values.
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+// ratioText is the ratio cell: "1.02×", or "1.02× (0.95–1.10, 5)" over
+// several rounds, or "–" when a side has no rate.
+func (p pair) ratioText() string {
+	switch {
+	case p.rounds == 0:
+		return "–"
+	case p.rounds == 1:
+		return fmt.Sprintf("%.2f×", p.ratio)
+	}
+	return fmt.Sprintf("%.2f× (%.2f–%.2f, %d)", p.ratio, p.lo, p.hi, p.rounds)
+}

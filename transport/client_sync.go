@@ -1,0 +1,167 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/lifenet/lifenet/packet"
+)
+
+// syncReader is the receive side of a ReceiveSync client: Receive reads the
+// socket on the caller's goroutine, so a request/response loop pays no
+// goroutine hand-off per message (NewLife's synchronous Receive).
+type syncReader struct {
+	mu  sync.Mutex     // one Receive at a time; guards everything below but watch*
+	buf *packet.Packet // read buffer, kept between calls unless handed out
+
+	// The context whose cancellation interrupts the read. A context seen
+	// on two calls in a row stays armed between calls, so a loop that
+	// passes the same context each time arms it once and then allocates
+	// nothing; a context used once is disarmed when its call returns, so
+	// cancelling it afterwards costs nothing.
+	watchMu   sync.Mutex // guards watched and stopWatch against the callback
+	watched   watchKey
+	stopWatch func() bool
+	previous  watchKey // the context of the previous call
+
+	ended sync.Once // the session's finish ran
+}
+
+// watchKey identifies what cancels a context: its Done channel and its
+// deadline (comparing contexts themselves could panic on exotic types).
+type watchKey struct {
+	done     <-chan struct{}
+	deadline time.Time
+	set      bool // the zero key matches nothing
+}
+
+// interrupted is a read deadline in the past: setting it wakes a blocked read.
+var interrupted = time.Unix(1, 0)
+
+// receiveSync reads the next bytes (stream) or datagram from the socket.
+func (c *Client) receiveSync(ctx context.Context) (*packet.Packet, error) {
+	r := c.sync
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := c.sess // a ReceiveSync client never reconnects: fixed after Dial
+	if s.Reason() != ReasonNone {
+		r.end(s)
+		return nil, s.closedErr()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if !r.watch(ctx, s) {
+		defer r.unwatch()
+	}
+	if r.buf == nil {
+		r.buf = packet.Get(c.cfg.ReadBufferSize)
+	}
+	n, err := s.conn.Read(r.buf.Bytes())
+	if n > 0 {
+		return r.take(s, n), nil // an error comes again with the next read
+	}
+	if err == nil { // an empty datagram: the peer ended the session
+		s.closeWith(ReasonPeerClosed, nil)
+	} else if errors.Is(err, os.ErrDeadlineExceeded) {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+			return nil, context.DeadlineExceeded
+		}
+	}
+	s.closeWith(s.readReason(err, true), causeOf(err))
+	r.end(s)
+	return nil, s.closedErr()
+}
+
+// take returns the n bytes read as a packet the caller owns: short reads
+// are copied into a fitted buffer and the read buffer kept, long ones take
+// the read buffer itself (the policy of CopyThreshold).
+func (r *syncReader) take(s *Session, n int) *packet.Packet {
+	s.lastRx.Store(now())
+	s.io.bytesIn.Add(uint64(n))
+	s.io.messagesIn.Add(1)
+	if n < CopyThreshold {
+		p := packet.Get(n)
+		copy(p.Bytes(), r.buf.Bytes()[:n])
+		return p
+	}
+	p := r.buf
+	p.Resize(n)
+	r.buf = nil
+	return p
+}
+
+// watch makes ctx's deadline the read deadline and arms an interrupt for
+// ctx's cancellation, unless the same context is armed already. It
+// reports whether the watch should stay armed after this call.
+func (r *syncReader) watch(ctx context.Context, s *Session) (keep bool) {
+	key := watchKey{done: ctx.Done(), set: true}
+	key.deadline, _ = ctx.Deadline()
+	keep = key.same(r.previous)
+	r.previous = key
+	if key.same(r.watched) {
+		return true
+	}
+	r.unwatch()
+	s.conn.SetReadDeadline(key.deadline) // also clears an earlier interrupt
+	r.watchMu.Lock()
+	r.watched = key
+	r.watchMu.Unlock()
+	if key.done == nil {
+		return true
+	}
+	stop := context.AfterFunc(ctx, func() {
+		r.watchMu.Lock()
+		defer r.watchMu.Unlock()
+		if key.same(r.watched) { // not replaced by a later context meanwhile
+			s.conn.SetReadDeadline(interrupted)
+		}
+	})
+	r.watchMu.Lock()
+	r.stopWatch = stop
+	r.watchMu.Unlock()
+	return keep
+}
+
+// unwatch disarms the interrupt. The next call sets the read deadline
+// afresh, which also clears an interrupt that fired meanwhile.
+func (r *syncReader) unwatch() {
+	r.watchMu.Lock()
+	if r.stopWatch != nil {
+		r.stopWatch()
+	}
+	r.watched, r.stopWatch = watchKey{}, nil
+	r.watchMu.Unlock()
+}
+
+func (k watchKey) same(o watchKey) bool {
+	return k.set && o.set && k.done == o.done && k.deadline.Equal(o.deadline)
+}
+
+// end finishes the session once (OnClose, counters) and drops the buffer
+// and the context watch. The caller holds r.mu.
+func (r *syncReader) end(s *Session) {
+	r.ended.Do(func() {
+		r.unwatch()
+		if r.buf != nil {
+			r.buf.Release()
+			r.buf = nil
+		}
+		s.finish()
+	})
+}
+
+// closeSync closes a ReceiveSync client's session and finishes it once any
+// Receive in progress has returned.
+func (c *Client) closeSync(s *Session) {
+	s.closeWith(ReasonLocal, nil)
+	c.sync.mu.Lock()
+	c.sync.end(s)
+	c.sync.mu.Unlock()
+}
