@@ -25,6 +25,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	procs := fs.Int("clientprocs", 1, "client processes per scenario")
 	pin := fs.Bool("pin", false, "pin the server to CPU 0 and the clients to CPU 1 (taskset)")
 	rounds := fs.Int("rounds", 1, "lifenet/raw pairs per scenario; the report gives medians")
+	from := fs.String("from", "", "run nothing: write the md/json/html reports again from DIR/results.json")
 	seconds := fs.Float64("seconds", 0, "measurement window per run (default 10, --quick 2)")
 	warmup := fs.Float64("warmup", -1, "warm-up before each window (default 2, --quick 0.5)")
 	if err := fs.Parse(args); err != nil {
@@ -40,6 +41,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 || *procs < 1 || *procs > 16 || *rounds < 1 || *rounds > 25 {
 		fmt.Fprintln(stderr, "lifenet matrix: --clientprocs wants 1…16, --rounds 1…25, and no extra arguments")
 		return 2
+	}
+	if *from != "" {
+		return rewrite(*from, stdout, stderr)
 	}
 	if *pin {
 		if _, err := exec.LookPath("taskset"); err != nil {
@@ -101,6 +105,20 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "report: %s (results.md, results.json, results.html); %d of %d runs failed\n",
 		opts.Out, failed, len(results))
+	return 0
+}
+
+// rewrite renders the reports in dir again from its results.json.
+func rewrite(dir string, stdout, stderr io.Writer) int {
+	rep, err := Read(dir)
+	if err == nil {
+		err = Write(dir, rep)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "lifenet matrix: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "report: %s (results.md, results.json, results.html) rewritten\n", dir)
 	return 0
 }
 

@@ -20,6 +20,19 @@ type Report struct {
 	Results []Result `json:"results"`
 }
 
+// Read loads dir/results.json.
+func Read(dir string) (Report, error) {
+	var rep Report
+	js, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		return rep, err
+	}
+	if err := json.Unmarshal(js, &rep); err != nil {
+		return rep, fmt.Errorf("%s: %w", filepath.Join(dir, "results.json"), err)
+	}
+	return rep, nil
+}
+
 // Write writes results.json, results.md and results.html into dir.
 func Write(dir string, rep Report) error {
 	js, err := json.MarshalIndent(rep, "", "  ")
@@ -151,7 +164,9 @@ type series struct {
 
 // barChart draws grouped bars as inline SVG: no scripts, no network.
 func barChart(title, unit string, labels []string, ss []series) string {
-	const w, h, left, bottom, top = 720, 300, 70, 60, 30
+	const h, left, bottom, top = 360, 70, 150, 30
+	// Wide enough that rotated labels do not overlap; the page scrolls it.
+	w := max(720, left+10+len(labels)*max(20, 12*len(ss)))
 	var peak float64
 	for _, s := range ss {
 		for _, v := range s.values {
@@ -162,7 +177,7 @@ func barChart(title, unit string, labels []string, ss []series) string {
 		return fmt.Sprintf("<h2>%s</h2><p>no data</p>", html.EscapeString(title))
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `<h2>%s</h2><svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="%s">`, html.EscapeString(title), w, h, html.EscapeString(title))
+	fmt.Fprintf(&b, `<h2>%s</h2><div class="chart"><svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="%s">`, html.EscapeString(title), w, h, html.EscapeString(title))
 	plotW, plotH := float64(w-left-10), float64(h-bottom-top)
 	group := plotW / float64(len(labels))
 	bar := group * 0.8 / float64(len(ss))
@@ -170,7 +185,7 @@ func barChart(title, unit string, labels []string, ss []series) string {
 	for i := 0; i <= 4; i++ {
 		y := float64(h-bottom) - plotH*float64(i)/4
 		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/><text x="%d" y="%.1f" font-size="11" text-anchor="end">%s</text>`,
-			left, y, w-10, y, left-4, y+4, html.EscapeString(rate(peak*float64(i)/4)))
+			left, y, w-10, y, left-4, y+4, html.EscapeString(tick(peak*float64(i)/4, peak)))
 	}
 	for gi, l := range labels {
 		x0 := float64(left) + group*float64(gi) + group*0.1
@@ -181,16 +196,25 @@ func barChart(title, unit string, labels []string, ss []series) string {
 			}
 			bh := plotH * v / peak
 			fmt.Fprintf(&b, `<rect class="bar" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s %s: %s %s</title></rect>`,
-				x0+bar*float64(si), float64(h-bottom)-bh, bar-1, bh, s.color, html.EscapeString(s.name), html.EscapeString(l), rate(v), html.EscapeString(unit))
+				x0+bar*float64(si), float64(h-bottom)-bh, bar-1, bh, s.color, html.EscapeString(s.name), html.EscapeString(l), tick(v, peak), html.EscapeString(unit))
 		}
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="11" text-anchor="end" transform="rotate(-30 %.1f %d)">%s</text>`,
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="11" text-anchor="end" transform="rotate(-60 %.1f %d)">%s</text>`,
 			x0+group*0.4, h-bottom+14, x0+group*0.4, h-bottom+14, html.EscapeString(l))
 	}
 	for si, s := range ss {
 		fmt.Fprintf(&b, `<rect x="%d" y="8" width="12" height="12" fill="%s"/><text x="%d" y="18" font-size="12">%s</text>`, left+si*140, s.color, left+si*140+16, html.EscapeString(s.name))
 	}
-	fmt.Fprintf(&b, `<text x="12" y="%d" font-size="11" transform="rotate(-90 12 %d)">%s</text></svg>`, h/2, h/2, html.EscapeString(unit))
+	fmt.Fprintf(&b, `<text x="12" y="%d" font-size="11" transform="rotate(-90 12 %d)">%s</text></svg></div>`, h/2, h/2, html.EscapeString(unit))
 	return b.String()
+}
+
+// tick labels an axis value: with two decimals on small scales (ratios),
+// as a rate otherwise.
+func tick(v, peak float64) string {
+	if peak < 10 {
+		return fmt.Sprintf("%.2f", v)
+	}
+	return rate(v)
 }
 
 const (
@@ -259,7 +283,7 @@ func writeHTML(w io.Writer, rep Report) {
 	var md strings.Builder
 	writeMarkdown(&md, rep)
 	fmt.Fprintf(w, `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>lifenet matrix %s</title>
-<style>body{font-family:system-ui,sans-serif;max-width:900px;margin:2em auto;padding:0 1em}h2{font-size:1.1em;margin-top:2em}pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:12px}</style>
+<style>body{font-family:system-ui,sans-serif;max-width:900px;margin:2em auto;padding:0 1em}h2{font-size:1.1em;margin-top:2em}.chart{overflow-x:auto}pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:12px}</style>
 </head><body><h1>lifenet socket matrix</h1><p>%s · window %g s · warm-up %g s · %s</p>%s<h2>Tables</h2><pre>%s</pre></body></html>
 `, html.EscapeString(rep.Date), html.EscapeString(rep.Date), rep.Seconds, rep.Warmup, html.EscapeString(rep.method()), body.String(), html.EscapeString(md.String()))
 }
