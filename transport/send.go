@@ -136,16 +136,29 @@ type streamSender struct {
 	bufs       net.Buffers // the vectored write in progress (a field, so it does not escape per call)
 	stages     []*packet.Packet
 
-	sndbuf    int // SO_SNDBUF as last set; 0: left to the OS, never touched
-	sndbufMax int // growth limit for sndbuf
+	sndbuf    int  // SO_SNDBUF as last set; 0: left to the OS, never touched
+	sndbufMax int  // growth limit for sndbuf
+	nagle     bool // NoDelayAuto, Nagle still on: the first large message turns it off
 }
 
 func newStreamSender(c net.Conn, cfg *Config) *streamSender {
 	w := &streamSender{conn: c, timeout: cfg.WriteTimeout}
 	if tcpOf(c) != nil {
 		w.sndbuf, w.sndbufMax = cfg.SocketSendBuffer, cfg.MaxSocketSendBuffer
+		w.nagle = cfg.NoDelay == NoDelayAuto
 	}
 	return w
+}
+
+// fitLargeMessage adapts the socket to the batch's largest message: SO_SNDBUF
+// grows to fit it, and NoDelayAuto turns Nagle off at AutoNoDelaySize.
+func (w *streamSender) fitLargeMessage(batch []*packet.Packet) {
+	m := largest(batch)
+	w.fitSendBuffer(m)
+	if w.nagle && m >= AutoNoDelaySize {
+		w.nagle = false
+		tcpOf(w.conn).SetNoDelay(true)
+	}
 }
 
 // fitSendBuffer grows SO_SNDBUF towards the size of a message that does
@@ -222,8 +235,8 @@ func (w *streamSender) writeBatch(s *Session, batch []*packet.Packet) error {
 		n   int64
 		err error
 	)
-	if w.sndbuf > 0 {
-		w.fitSendBuffer(largest(batch))
+	if w.sndbuf > 0 || w.nagle {
+		w.fitLargeMessage(batch)
 	}
 	if len(batch) == 1 && batch[0].Next() == nil {
 		var k int

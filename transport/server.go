@@ -254,7 +254,7 @@ func tuneConn(c net.Conn, cfg *Config) {
 	if tc == nil {
 		return
 	}
-	tc.SetNoDelay(cfg.NoDelay == NoDelayOn)
+	tc.SetNoDelay(cfg.NoDelay == NoDelayOn) // NoDelayAuto starts with Nagle on
 	if cfg.KeepAlive > 0 {
 		tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: cfg.KeepAlive, Interval: cfg.KeepAlive, Count: 3})
 	}

@@ -84,3 +84,51 @@ func kernelSendBuffer(t *testing.T, s *Session) int {
 	}
 	return size
 }
+
+// A client's default NoDelayAuto keeps Nagle's algorithm for small writes
+// and turns it off at the first message of AutoNoDelaySize; an explicit
+// NoDelayOff keeps it on whatever the size.
+func TestNoDelayAutoTurnsOffNagleForLargeMessages(t *testing.T) {
+	leakcheck.Check(t)
+	for _, tc := range []struct {
+		name      string
+		mode      NoDelay
+		wantSmall bool // TCP_NODELAY after a small message
+		wantLarge bool // after a large one
+	}{
+		{"default (auto)", NoDelayDefault, false, true},
+		{"off", NoDelayOff, false, false},
+		{"on", NoDelayOn, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Dial(context.Background(), "tcp", startSink(t), ClientConfig{Config: Config{NoDelay: tc.mode}}, Hooks{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			s := c.Session()
+			s.Send(packet.Get(AutoNoDelaySize - 1))
+			if got := noDelayOf(t, s); got != tc.wantSmall {
+				t.Fatalf("after a small message: TCP_NODELAY %v, want %v", got, tc.wantSmall)
+			}
+			s.Send(packet.Get(AutoNoDelaySize))
+			if got := noDelayOf(t, s); got != tc.wantLarge {
+				t.Fatalf("after a large message: TCP_NODELAY %v, want %v", got, tc.wantLarge)
+			}
+		})
+	}
+}
+
+func noDelayOf(t *testing.T, s *Session) bool {
+	raw, err := tcpOf(s.conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v int
+	var serr error
+	raw.Control(func(fd uintptr) { v, serr = syscall.GetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_NODELAY) })
+	if serr != nil {
+		t.Fatal(serr)
+	}
+	return v != 0
+}
