@@ -46,6 +46,8 @@ type Summary struct {
 	MBps          float64 `json:"mbps,omitempty"`
 	FramesPerSec  float64 `json:"framesPerSec,omitempty"`
 	IntegrityDiff *int64  `json:"integrityDiff,omitempty"`
+	ConnErrors    int64   `json:"connErrors,omitempty"` // connections whose send or receive failed mid-run
+	FirstError    string  `json:"firstError,omitempty"`
 	LossPct       float64 `json:"lossPct,omitempty"`
 }
 
@@ -56,6 +58,8 @@ type run struct {
 	payload  []byte
 	sent     atomic.Uint64
 	received atomic.Uint64
+	failures atomic.Int64 // connections that failed mid-run
+	firstErr atomic.Value // of them, the first error (string)
 	hist     *hdrhistogram.Histogram
 	histMu   sync.Mutex
 }
@@ -193,10 +197,18 @@ func (r *run) sendLoop(ctx context.Context, c clientConn) {
 	n := uint64(len(r.payload))
 	for ctx.Err() == nil {
 		if err := c.send(r.payload); err != nil {
+			r.fail("send", err)
 			return
 		}
 		r.sent.Add(n)
 	}
+}
+
+// fail records a connection that failed mid-run: the run goes on with the
+// others, and the summary says how many failed and why the first did.
+func (r *run) fail(op string, err error) {
+	r.failures.Add(1)
+	r.firstErr.CompareAndSwap(nil, op+": "+err.Error())
 }
 
 // pipeline: every connection sends until the window ends while a receiver
@@ -213,6 +225,9 @@ func (r *run) pipeline(ctx context.Context, conns []clientConn) {
 			for {
 				n, err := c.recv(rctx)
 				if err != nil {
+					if rctx.Err() == nil {
+						r.fail("receive", err)
+					}
 					return
 				}
 				r.received.Add(uint64(n))
@@ -311,6 +326,10 @@ func (r *run) summary(elapsed float64) Summary {
 	}
 	s.SentBytes = r.sent.Load()
 	s.RecvBytes = r.received.Load()
+	s.ConnErrors = r.failures.Load()
+	if e, ok := r.firstErr.Load().(string); ok {
+		s.FirstError = e
+	}
 	if cfg.OneWay {
 		s.RecvBytes = s.SentBytes
 	}
@@ -374,6 +393,9 @@ func WriteSummary(out io.Writer, s Summary, human bool) {
 				fmt.Fprintf(out, "frames      : %.0f frame/s (frame %d B)\n", s.FramesPerSec, s.Frame)
 			}
 			fmt.Fprintf(out, "sent        : %d B, received %d B (window %.2f s)\n", s.SentBytes, s.RecvBytes, s.Elapsed)
+			if s.ConnErrors > 0 {
+				fmt.Fprintf(out, "conn errors : %d (first: %s)\n", s.ConnErrors, s.FirstError)
+			}
 			if s.IntegrityDiff != nil {
 				fmt.Fprintf(out, "integrity   : %d messages short\n", *s.IntegrityDiff)
 			}

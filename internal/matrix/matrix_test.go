@@ -157,3 +157,20 @@ func TestMainRejectsBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// Completed runs that lost TCP echoes or connections are listed; UDP loss
+// is not a fault.
+func TestFaultyRunsListed(t *testing.T) {
+	short, none := int64(3), int64(0)
+	rs := []Result{
+		{Scenario: Scenario{Name: "tcp-short", Proto: "tcp"}, Impl: "lifenet", Round: 2, Client: &loadtest.Summary{IntegrityDiff: &short}},
+		{Scenario: Scenario{Name: "tcp-ok", Proto: "tcp"}, Impl: "raw", Round: 1, Client: &loadtest.Summary{IntegrityDiff: &none}},
+		{Scenario: Scenario{Name: "udp-loss", Proto: "udp"}, Impl: "lifenet", Round: 1, Client: &loadtest.Summary{IntegrityDiff: &short}},
+		{Scenario: Scenario{Name: "tcp-err", Proto: "tcp"}, Impl: "raw", Round: 3, Client: &loadtest.Summary{ConnErrors: 1, FirstError: "receive: EOF"}},
+	}
+	got := strings.Join(faultyRuns(rs), "\n")
+	want := "- tcp-short (lifenet, round 2): 3 messages short\n- tcp-err (raw, round 3): 1 connections failed (first: receive: EOF)"
+	if got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+}

@@ -145,6 +145,33 @@ func writeMarkdown(w io.Writer, rep Report) {
 	if len(failed) > 0 {
 		fmt.Fprintf(w, "\n## Failed runs\n\n%s\n", strings.Join(failed, "\n"))
 	}
+	if faults := faultyRuns(rep.Results); len(faults) > 0 {
+		fmt.Fprintf(w, "\n## Runs with lost TCP echoes or failed connections\n\n%s\n", strings.Join(faults, "\n"))
+	}
+}
+
+// faultyRuns lists runs that completed but lost TCP echoes (TCP delivers
+// everything or fails, so any shortfall is a fault) or lost connections.
+func faultyRuns(rs []Result) []string {
+	var out []string
+	for _, r := range rs {
+		c := r.Client
+		if c == nil {
+			continue
+		}
+		short := c.IntegrityDiff != nil && *c.IntegrityDiff != 0 && r.Proto == "tcp"
+		if short || c.ConnErrors > 0 {
+			line := fmt.Sprintf("- %s (%s, round %d):", r.Name, r.Impl, r.Round)
+			if short {
+				line += fmt.Sprintf(" %d messages short;", *c.IntegrityDiff)
+			}
+			if c.ConnErrors > 0 {
+				line += fmt.Sprintf(" %d connections failed (first: %s);", c.ConnErrors, c.FirstError)
+			}
+			out = append(out, strings.TrimSuffix(line, ";"))
+		}
+	}
+	return out
 }
 
 func clientOf(r *Result) *struct{ P50, P95, P99, P999, Max float64 } {
