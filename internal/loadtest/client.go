@@ -235,7 +235,14 @@ func (r *run) pipeline(ctx context.Context, conns []clientConn) {
 		})
 	}
 	senders.Wait()
-	r.drain(ctx)
+	if !r.drain(ctx) {
+		queued := 0
+		for _, c := range conns {
+			queued += c.queued()
+		}
+		r.fail("drain", fmt.Errorf("%d bytes of echoes missing after 5 s without progress; %d of them still in lifenet send queues (the rest in the kernel or the server)",
+			r.sent.Load()-r.received.Load(), queued))
+	}
 	rcancel()
 	for _, c := range conns {
 		c.close() // unblocks receivers in blocking reads
@@ -244,11 +251,12 @@ func (r *run) pipeline(ctx context.Context, conns []clientConn) {
 }
 
 // drain waits for the echoes of what was sent: TCP until everything is
-// back or 5 s pass without progress; UDP (lossy) 500 ms.
-func (r *run) drain(ctx context.Context) {
+// back or 5 s pass without progress; UDP (lossy) 500 ms. It reports false
+// when TCP echoes stalled.
+func (r *run) drain(ctx context.Context) bool {
 	if r.cfg.UDP {
 		sleep(ctx, 0.5)
-		return
+		return true
 	}
 	last, stalled := r.received.Load(), 0
 	for r.received.Load() < r.sent.Load() && stalled < 50 && ctx.Err() == nil {
@@ -259,6 +267,7 @@ func (r *run) drain(ctx context.Context) {
 			last, stalled = cur, 0
 		}
 	}
+	return r.received.Load() >= r.sent.Load() || ctx.Err() != nil
 }
 
 // roundtrip: every connection sends one message and waits for its echo,

@@ -17,6 +17,9 @@ type clientConn interface {
 	send(b []byte) error
 	// recv blocks until some echoed bytes arrive and returns how many.
 	recv(ctx context.Context) (int, error)
+	// queued reports bytes accepted by send but not yet written to the
+	// socket (always 0 for raw, which writes in send).
+	queued() int
 	close()
 }
 
@@ -99,6 +102,8 @@ func (l *lifenetConn) recv(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+func (l *lifenetConn) queued() int { return l.c.Session().QueuedBytes() }
+
 func (l *lifenetConn) close() {
 	l.once.Do(func() {
 		close(l.done)
@@ -160,5 +165,7 @@ func (r *rawConn) recv(ctx context.Context) (int, error) {
 	}
 	return n, err
 }
+
+func (r *rawConn) queued() int { return 0 }
 
 func (r *rawConn) close() { r.conn.Close() }
