@@ -72,17 +72,22 @@ func startSink(t *testing.T) string {
 }
 
 func kernelSendBuffer(t *testing.T, s *Session) int {
+	return sockopt(t, s, syscall.SOL_SOCKET, syscall.SO_SNDBUF)
+}
+
+// sockopt reads an integer socket option of a session's TCP connection.
+func sockopt(t *testing.T, s *Session, level, opt int) int {
 	raw, err := tcpOf(s.conn).SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var size int
+	var v int
 	var serr error
-	raw.Control(func(fd uintptr) { size, serr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF) })
+	raw.Control(func(fd uintptr) { v, serr = syscall.GetsockoptInt(int(fd), level, opt) })
 	if serr != nil {
 		t.Fatal(serr)
 	}
-	return size
+	return v
 }
 
 // A client's default NoDelayAuto keeps Nagle's algorithm for small writes
@@ -120,15 +125,5 @@ func TestNoDelayAutoTurnsOffNagleForLargeMessages(t *testing.T) {
 }
 
 func noDelayOf(t *testing.T, s *Session) bool {
-	raw, err := tcpOf(s.conn).SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v int
-	var serr error
-	raw.Control(func(fd uintptr) { v, serr = syscall.GetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_NODELAY) })
-	if serr != nil {
-		t.Fatal(serr)
-	}
-	return v != 0
+	return sockopt(t, s, syscall.IPPROTO_TCP, syscall.TCP_NODELAY) != 0
 }
