@@ -58,8 +58,8 @@ type run struct {
 	payload  []byte
 	sent     atomic.Uint64
 	received atomic.Uint64
-	failures atomic.Int64 // connections that failed mid-run
-	firstErr atomic.Value // of them, the first error (string)
+	failures atomic.Int64          // connections that failed mid-run
+	firstErr atomic.Pointer[error] // of them, the first error
 	hist     *hdrhistogram.Histogram
 	histMu   sync.Mutex
 }
@@ -208,7 +208,8 @@ func (r *run) sendLoop(ctx context.Context, c clientConn) {
 // others, and the summary says how many failed and why the first did.
 func (r *run) fail(op string, err error) {
 	r.failures.Add(1)
-	r.firstErr.CompareAndSwap(nil, op+": "+err.Error())
+	wrapped := fmt.Errorf("%s: %w", op, err)
+	r.firstErr.CompareAndSwap(nil, &wrapped)
 }
 
 // pipeline: every connection sends until the window ends while a receiver
@@ -276,14 +277,13 @@ func (r *run) roundtrip(ctx context.Context, conns []clientConn) error {
 	wctx, cancel := r.window(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	var firstErr atomic.Value
 	for _, c := range conns {
 		wg.Go(func() {
 			h := hdrhistogram.New(1, 60_000_000, 3)
 			for wctx.Err() == nil {
 				t0 := time.Now()
 				if err := c.send(r.payload); err != nil {
-					firstErr.CompareAndSwap(nil, err)
+					r.fail("send", err)
 					break
 				}
 				if err := readFull(wctx, c, r.cfg.Size, r.echoTimeout()); err != nil {
@@ -291,7 +291,7 @@ func (r *run) roundtrip(ctx context.Context, conns []clientConn) error {
 						break // the window closed while this echo was in flight
 					}
 					if !r.cfg.UDP {
-						firstErr.CompareAndSwap(nil, err)
+						r.fail("receive", err)
 						break
 					}
 					continue // a lost datagram: no sample
@@ -304,8 +304,8 @@ func (r *run) roundtrip(ctx context.Context, conns []clientConn) error {
 		})
 	}
 	wg.Wait()
-	if err, ok := firstErr.Load().(error); ok && r.hist.TotalCount() == 0 {
-		return err
+	if err := r.firstErr.Load(); err != nil && r.hist.TotalCount() == 0 {
+		return *err
 	}
 	return nil
 }
@@ -336,8 +336,8 @@ func (r *run) summary(elapsed float64) Summary {
 	s.SentBytes = r.sent.Load()
 	s.RecvBytes = r.received.Load()
 	s.ConnErrors = r.failures.Load()
-	if e, ok := r.firstErr.Load().(string); ok {
-		s.FirstError = e
+	if err := r.firstErr.Load(); err != nil {
+		s.FirstError = (*err).Error()
 	}
 	if cfg.OneWay {
 		s.RecvBytes = s.SentBytes
