@@ -38,9 +38,6 @@ type watchKey struct {
 	set      bool // the zero key matches nothing
 }
 
-// interrupted is a read deadline in the past: setting it wakes a blocked read.
-var interrupted = time.Unix(1, 0)
-
 // receiveSync reads the next bytes (stream) or datagram from the socket.
 func (c *Client) receiveSync(ctx context.Context) (*packet.Packet, error) {
 	r := c.sync
@@ -83,9 +80,7 @@ func (c *Client) receiveSync(ctx context.Context) (*packet.Packet, error) {
 // are copied into a fitted buffer and the read buffer kept, long ones take
 // the read buffer itself (the policy of CopyThreshold).
 func (r *syncReader) take(s *Session, n int) *packet.Packet {
-	s.lastRx.Store(now())
-	s.io.bytesIn.Add(uint64(n))
-	s.io.messagesIn.Add(1)
+	s.received(n)
 	if n < CopyThreshold {
 		p := packet.Get(n)
 		copy(p.Bytes(), r.buf.Bytes()[:n])

@@ -19,6 +19,10 @@ type PanicError struct {
 
 func (e *PanicError) Error() string { return fmt.Sprintf("transport: hook panicked: %v", e.Value) }
 
+// interrupted is a read deadline in the past: setting it wakes a blocked
+// read (Shutdown, a cancelled ReceiveSync).
+var interrupted = time.Unix(1, 0)
+
 // serveStream runs a stream session on the calling goroutine until it ends:
 // OnOpen, the receive loop, then finish (OnClose).
 func (s *Session) serveStream(firstByte time.Duration) {
@@ -112,9 +116,7 @@ func (s *Session) drainSends() {
 
 // deliver hands n received bytes of buf to OnReceive.
 func (s *Session) deliver(buf *packet.Packet, n int) {
-	s.lastRx.Store(now())
-	s.io.bytesIn.Add(uint64(n))
-	s.io.messagesIn.Add(1)
+	s.received(n)
 	buf.Resize(n)
 	if f := s.ep.hooks.OnReceive; f != nil {
 		if s.ep.hooks.BatchSends {
@@ -123,6 +125,13 @@ func (s *Session) deliver(buf *packet.Packet, n int) {
 		}
 		f(s, buf)
 	}
+}
+
+// received counts a read (or datagram) of n bytes.
+func (s *Session) received(n int) {
+	s.lastRx.Store(now())
+	s.io.bytesIn.Add(uint64(n))
+	s.io.messagesIn.Add(1)
 }
 
 // readReason classifies a failed read.

@@ -136,14 +136,15 @@ type streamSender struct {
 	bufs       net.Buffers // the vectored write in progress (a field, so it does not escape per call)
 	stages     []*packet.Packet
 
-	sndbuf    int  // SO_SNDBUF as last set; 0: left to the OS, never touched
-	sndbufMax int  // growth limit for sndbuf
-	nagle     bool // NoDelayAuto, Nagle still on: the first large message turns it off
+	tcp       *net.TCPConn // the TCP socket under conn; nil for Unix sockets
+	sndbuf    int          // SO_SNDBUF as last set; 0: left to the OS, never touched
+	sndbufMax int          // growth limit for sndbuf
+	nagle     bool         // NoDelayAuto, Nagle still on: the first large message turns it off
 }
 
 func newStreamSender(c net.Conn, cfg *Config) *streamSender {
-	w := &streamSender{conn: c, timeout: cfg.WriteTimeout}
-	if tcpOf(c) != nil {
+	w := &streamSender{conn: c, timeout: cfg.WriteTimeout, tcp: tcpOf(c)}
+	if w.tcp != nil {
 		w.sndbuf, w.sndbufMax = cfg.SocketSendBuffer, cfg.MaxSocketSendBuffer
 		w.nagle = cfg.NoDelay == NoDelayAuto
 	}
@@ -157,7 +158,7 @@ func (w *streamSender) fitLargeMessage(batch []*packet.Packet) {
 	w.fitSendBuffer(m)
 	if w.nagle && m >= AutoNoDelaySize {
 		w.nagle = false
-		tcpOf(w.conn).SetNoDelay(true)
+		w.tcp.SetNoDelay(true)
 	}
 }
 
@@ -169,7 +170,7 @@ func (w *streamSender) fitSendBuffer(message int) {
 		return
 	}
 	size := min(message, w.sndbufMax)
-	if err := tcpOf(w.conn).SetWriteBuffer(size); err == nil {
+	if err := w.tcp.SetWriteBuffer(size); err == nil {
 		w.sndbuf = size
 	} else {
 		w.sndbufMax = w.sndbuf // the socket refuses: stop trying

@@ -373,7 +373,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, sess := range s.snapshot() {
 		sess.draining.Store(true)
 		if sess.conn != nil {
-			sess.conn.SetReadDeadline(time.Unix(1, 0)) // interrupt a blocked read
+			sess.conn.SetReadDeadline(interrupted)
 		} else {
 			sess.closeWith(ReasonShutdown, nil)
 		}
