@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 )
@@ -78,22 +79,9 @@ func medianRun(byRound map[int]*Result) *Result {
 		return nil
 	}
 	slices.SortFunc(ok, func(a, b *Result) int {
-		if c := compareFloat(a.rate(), b.rate()); c != 0 {
-			return c
-		}
-		return a.Round - b.Round
+		return cmp.Or(cmp.Compare(a.rate(), b.rate()), cmp.Compare(a.Round, b.Round))
 	})
 	return ok[(len(ok)-1)/2]
-}
-
-func compareFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // median of sorted values.
