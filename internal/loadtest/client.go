@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"net/netip"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -46,22 +47,24 @@ type Summary struct {
 	MBps          float64 `json:"mbps,omitempty"`
 	FramesPerSec  float64 `json:"framesPerSec,omitempty"`
 	IntegrityDiff *int64  `json:"integrityDiff,omitempty"`
-	ConnErrors    int64   `json:"connErrors,omitempty"` // connections whose send or receive failed mid-run
+	DrainSeconds  float64 `json:"drainSeconds,omitempty"` // pipeline: from the end of sending to the last echo
+	ConnErrors    int64   `json:"connErrors,omitempty"`   // connections whose send or receive failed mid-run
 	FirstError    string  `json:"firstError,omitempty"`
 	LossPct       float64 `json:"lossPct,omitempty"`
 }
 
 // run is one client run's shared state.
 type run struct {
-	cfg      *Config
-	addr     string
-	payload  []byte
-	sent     atomic.Uint64
-	received atomic.Uint64
-	failures atomic.Int64          // connections that failed mid-run
-	firstErr atomic.Pointer[error] // of them, the first error
-	hist     *hdrhistogram.Histogram
-	histMu   sync.Mutex
+	cfg       *Config
+	addr      string
+	payload   []byte
+	sent      atomic.Uint64
+	received  atomic.Uint64
+	failures  atomic.Int64          // connections that failed mid-run
+	firstErr  atomic.Pointer[error] // of them, the first error
+	hist      *hdrhistogram.Histogram
+	histMu    sync.Mutex
+	drainTime time.Duration // pipeline: from the end of sending to the last echo
 }
 
 // RunClient runs the load against addr and returns the summary.
@@ -182,31 +185,54 @@ func (r *run) window(ctx context.Context) (context.Context, context.CancelFunc) 
 	return context.WithTimeout(ctx, time.Duration(r.cfg.Seconds*float64(time.Second)))
 }
 
+// connRun is one connection's share of a run: its own counters (so a
+// stalled drain can name the connections that stalled) and whether it
+// has failed (a connection counts once, however many of its goroutines
+// see the failure).
+type connRun struct {
+	clientConn
+	sent, received atomic.Uint64
+	receiving      atomic.Bool // its receiver is still reading
+	failed         atomic.Bool
+}
+
+func (r *run) connRuns(conns []clientConn) []*connRun {
+	out := make([]*connRun, len(conns))
+	for i, c := range conns {
+		out[i] = &connRun{clientConn: c}
+	}
+	return out
+}
+
 // oneway: every connection sends until the window ends.
 func (r *run) oneway(ctx context.Context, conns []clientConn) {
 	wctx, cancel := r.window(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	for _, c := range conns {
+	for _, c := range r.connRuns(conns) {
 		wg.Go(func() { r.sendLoop(wctx, c) })
 	}
 	wg.Wait()
 }
 
-func (r *run) sendLoop(ctx context.Context, c clientConn) {
+func (r *run) sendLoop(ctx context.Context, c *connRun) {
 	n := uint64(len(r.payload))
 	for ctx.Err() == nil {
 		if err := c.send(r.payload); err != nil {
-			r.fail("send", err)
+			r.fail(c, "send", err)
 			return
 		}
+		c.sent.Add(n)
 		r.sent.Add(n)
 	}
 }
 
 // fail records a connection that failed mid-run: the run goes on with the
 // others, and the summary says how many failed and why the first did.
-func (r *run) fail(op string, err error) {
+func (r *run) fail(c *connRun, op string, err error) {
+	if c.failed.Swap(true) {
+		return
+	}
 	r.failures.Add(1)
 	wrapped := fmt.Errorf("%s: %w", op, err)
 	r.firstErr.CompareAndSwap(nil, &wrapped)
@@ -219,30 +245,32 @@ func (r *run) pipeline(ctx context.Context, conns []clientConn) {
 	defer cancel()
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
+	runs := r.connRuns(conns)
 	var senders, receivers sync.WaitGroup
-	for _, c := range conns {
+	for _, c := range runs {
 		senders.Go(func() { r.sendLoop(wctx, c) })
+		c.receiving.Store(true)
 		receivers.Go(func() {
+			defer c.receiving.Store(false)
 			for {
 				n, err := c.recv(rctx)
 				if err != nil {
 					if rctx.Err() == nil {
-						r.fail("receive", err)
+						r.fail(c, "receive", err)
 					}
 					return
 				}
+				c.received.Add(uint64(n))
 				r.received.Add(uint64(n))
 			}
 		})
 	}
 	senders.Wait()
-	if !r.drain(ctx) {
-		queued := 0
-		for _, c := range conns {
-			queued += c.queued()
+	if stalled := r.drain(ctx, runs); len(stalled) > 0 {
+		err := r.stalled(stalled)
+		for _, c := range stalled {
+			r.fail(c, "drain", err)
 		}
-		r.fail("drain", fmt.Errorf("%d bytes of echoes missing after 5 s without progress; %d of them still in lifenet send queues (the rest in the kernel or the server)",
-			r.sent.Load()-r.received.Load(), queued))
 	}
 	rcancel()
 	for _, c := range conns {
@@ -251,24 +279,66 @@ func (r *run) pipeline(ctx context.Context, conns []clientConn) {
 	receivers.Wait()
 }
 
-// drain waits for the echoes of what was sent: TCP until everything is
-// back or 5 s pass without progress; UDP (lossy) 500 ms. It reports false
-// when TCP echoes stalled.
-func (r *run) drain(ctx context.Context) bool {
+// drainPatience is how long a TCP drain waits without progress. It
+// outlasts a few retransmission timeouts with backoff (0.2+0.4+…+6.4 s):
+// the kernel can hold a loopback connection back that long after it
+// dropped segments for a full receive queue.
+const drainPatience = 15 * time.Second
+
+// drain waits for the echoes of what was sent: TCP until every connection
+// that can still receive has all of them, or drainPatience passes without
+// progress; UDP (lossy) 500 ms. It records how long TCP took and returns
+// the connections that stalled.
+func (r *run) drain(ctx context.Context, runs []*connRun) []*connRun {
 	if r.cfg.UDP {
 		sleep(ctx, 0.5)
-		return true
+		return nil
 	}
-	last, stalled := r.received.Load(), 0
-	for r.received.Load() < r.sent.Load() && stalled < 50 && ctx.Err() == nil {
-		time.Sleep(100 * time.Millisecond)
-		if cur := r.received.Load(); cur == last {
-			stalled++
-		} else {
-			last, stalled = cur, 0
+	const poll = 10 * time.Millisecond
+	start := time.Now()
+	last, lastMove := r.received.Load(), start
+	for waiting(runs) != nil && time.Since(lastMove) < drainPatience && ctx.Err() == nil {
+		time.Sleep(poll)
+		if cur := r.received.Load(); cur != last {
+			last, lastMove = cur, time.Now()
 		}
 	}
-	return r.received.Load() >= r.sent.Load() || ctx.Err() != nil
+	r.drainTime = time.Since(start)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return waiting(runs)
+}
+
+// waiting returns the connections still owed echoes whose receiver is
+// alive (a failed one has been counted already and will get nothing more).
+func waiting(runs []*connRun) []*connRun {
+	var out []*connRun
+	for _, c := range runs {
+		if c.receiving.Load() && c.received.Load() < c.sent.Load() {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// stalled describes a drain that gave up: what is missing, how much of it
+// lifenet still queues, and where the kernel holds the rest.
+func (r *run) stalled(runs []*connRun) error {
+	var missing uint64
+	queued := 0
+	locals := make([]netip.AddrPort, 0, len(runs))
+	for _, c := range runs {
+		missing += c.sent.Load() - c.received.Load()
+		queued += c.queued()
+		locals = append(locals, addrPortOf(c.local()))
+	}
+	err := fmt.Errorf("%d connections stalled, %d bytes of echoes missing after %v without progress; %d of them still in lifenet send queues",
+		len(runs), missing, drainPatience, queued)
+	if kernel := describeStalled(locals); kernel != "" {
+		err = fmt.Errorf("%w; kernel sockets holding bytes:\n%s", err, kernel)
+	}
+	return err
 }
 
 // roundtrip: every connection sends one message and waits for its echo,
@@ -277,13 +347,13 @@ func (r *run) roundtrip(ctx context.Context, conns []clientConn) error {
 	wctx, cancel := r.window(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	for _, c := range conns {
+	for _, c := range r.connRuns(conns) {
 		wg.Go(func() {
 			h := hdrhistogram.New(1, 60_000_000, 3)
 			for wctx.Err() == nil {
 				t0 := time.Now()
 				if err := c.send(r.payload); err != nil {
-					r.fail("send", err)
+					r.fail(c, "send", err)
 					break
 				}
 				if err := readFull(wctx, c, r.cfg.Size, r.echoTimeout()); err != nil {
@@ -291,7 +361,7 @@ func (r *run) roundtrip(ctx context.Context, conns []clientConn) error {
 						break // the window closed while this echo was in flight
 					}
 					if !r.cfg.UDP {
-						r.fail("receive", err)
+						r.fail(c, "receive", err)
 						break
 					}
 					continue // a lost datagram: no sample
@@ -323,6 +393,10 @@ func (r *run) summary(elapsed float64) Summary {
 	cfg := r.cfg
 	s := Summary{Mode: cfg.modeName(), Protocol: cfg.protocol(), RecvMode: cfg.RecvMode, Impl: cfg.Impl, Codec: cfg.Codec, Window: cfg.Window,
 		Clients: cfg.Clients, Size: cfg.Size, Frame: cfg.Frame, Elapsed: round(elapsed, 3)}
+	s.ConnErrors = r.failures.Load()
+	if err := r.firstErr.Load(); err != nil {
+		s.FirstError = (*err).Error()
+	}
 	if cfg.Mode == "roundtrip" && !cfg.OneWay {
 		h := r.hist
 		s.LatencyCount = h.TotalCount()
@@ -335,10 +409,7 @@ func (r *run) summary(elapsed float64) Summary {
 	}
 	s.SentBytes = r.sent.Load()
 	s.RecvBytes = r.received.Load()
-	s.ConnErrors = r.failures.Load()
-	if err := r.firstErr.Load(); err != nil {
-		s.FirstError = (*err).Error()
-	}
+	s.DrainSeconds = round(r.drainTime.Seconds(), 3)
 	if cfg.OneWay {
 		s.RecvBytes = s.SentBytes
 	}

@@ -20,6 +20,7 @@ type clientConn interface {
 	// queued reports bytes accepted by send but not yet written to the
 	// socket (always 0 for raw, which writes in send).
 	queued() int
+	local() net.Addr
 	close()
 }
 
@@ -104,6 +105,8 @@ func (l *lifenetConn) recv(ctx context.Context) (int, error) {
 
 func (l *lifenetConn) queued() int { return l.c.Session().QueuedBytes() }
 
+func (l *lifenetConn) local() net.Addr { return l.c.Session().LocalAddr() }
+
 func (l *lifenetConn) close() {
 	l.once.Do(func() {
 		close(l.done)
@@ -167,5 +170,7 @@ func (r *rawConn) recv(ctx context.Context) (int, error) {
 }
 
 func (r *rawConn) queued() int { return 0 }
+
+func (r *rawConn) local() net.Addr { return r.conn.LocalAddr() }
 
 func (r *rawConn) close() { r.conn.Close() }

@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -144,5 +146,47 @@ func TestUnreachableServerFailsCleanly(t *testing.T) {
 	code := Main(context.Background(), []string{"--remote", "127.0.0.1:1", "--seconds", "1", "--warmup", "0"}, io.Discard, &errOut)
 	if code != 1 || strings.Count(errOut.String(), "\n") != 1 {
 		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+}
+
+// hangUpServer echoes for a while, then closes every connection: the
+// client must count the failures, not end quietly.
+func hangUpServer(t *testing.T, after time.Duration) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { l.Close(); wg.Wait() })
+	wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(after))
+				io.Copy(c, c)
+			})
+		}
+	})
+	return l.Addr().String()
+}
+
+func TestMidRunFailuresCounted(t *testing.T) {
+	leakcheck.Check(t)
+	for _, impl := range []string{"lifenet", "raw"} {
+		for _, mode := range []string{"roundtrip", "pipeline"} {
+			addr := hangUpServer(t, 300*time.Millisecond)
+			var out bytes.Buffer
+			args := []string{"--remote", addr, "--impl", impl, "--mode", mode, "--seconds", "1", "--warmup", "0", "--clients", "2", "--size", "256", "--json"}
+			Main(context.Background(), args, &out, io.Discard)
+			s := summaryOf(t, out.String())
+			if s.ConnErrors != 2 || s.FirstError == "" {
+				t.Errorf("%s %s: connErrors %d, firstError %q; want both connections counted", impl, mode, s.ConnErrors, s.FirstError)
+			}
+		}
 	}
 }

@@ -21,7 +21,7 @@ func startRawServer(cfg *Config, addr string) (*echoServer, error) {
 			l = &rcvbufListener{l.(*net.TCPListener), cfg.RcvBuf}
 		}
 		s := rawnet.Serve(l, !cfg.OneWay)
-		return &echoServer{addr: l.Addr(), bytes: s.Bytes.Load, close: s.Close}, nil
+		return &echoServer{addr: l.Addr(), bytes: s.Bytes.Load, open: s.Open.Load, close: s.Close}, nil
 	}
 	ua, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {

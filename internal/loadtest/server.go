@@ -33,6 +33,7 @@ type Steady struct {
 type echoServer struct {
 	addr  net.Addr
 	bytes func() uint64 // received so far
+	open  func() int64  // TCP connections open now; nil for UDP
 	close func()
 }
 
@@ -67,7 +68,11 @@ func serveLifenet(cfg *Config, addr string, hooks transport.Hooks, bytes func() 
 		srv.Close()
 		return nil, err
 	}
-	return &echoServer{addr: a, bytes: bytes, close: func() { srv.Close() }}, nil
+	es := &echoServer{addr: a, bytes: bytes, close: func() { srv.Close() }}
+	if !cfg.UDP {
+		es.open = func() int64 { return srv.Stats().Active }
+	}
+	return es, nil
 }
 
 // RunServer is `lifenet load --server`: it prints READY, a line per second,
@@ -79,7 +84,7 @@ func RunServer(ctx context.Context, cfg Config, out io.Writer) error {
 	}
 	defer srv.close()
 	fmt.Fprintf(out, "READY %s://%s\n", cfg.protocol(), srv.addr)
-	st := measureServer(ctx, &cfg, srv.bytes, out)
+	st := measureServer(ctx, &cfg, srv, out)
 	fmt.Fprintln(out, st.line(&cfg))
 	js, _ := json.Marshal(st)
 	fmt.Fprintf(out, "STEADY-JSON %s\n", js)
@@ -88,8 +93,13 @@ func RunServer(ctx context.Context, cfg Config, out io.Writer) error {
 
 // measureServer samples the byte counter every second until traffic has
 // stopped (NetLoadTest: 3 idle seconds after at least one sample; 10 idle
-// seconds if nothing ever came).
-func measureServer(ctx context.Context, cfg *Config, bytes func() uint64, out io.Writer) Steady {
+// seconds if nothing ever came). Unlike NetLoadTest it does not stop
+// while TCP connections are still open, up to stalledExit: a connection
+// that the kernel holds back for a few seconds (a retransmission timeout
+// with backoff) would otherwise have its echoes cut off and counted as
+// lost.
+func measureServer(ctx context.Context, cfg *Config, srv *echoServer, out io.Writer) Steady {
+	bytes := srv.bytes
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	alloc0, gc0, cpu0 := ms.TotalAlloc, ms.NumGC, cpuSeconds()
@@ -108,7 +118,7 @@ func measureServer(ctx context.Context, cfg *Config, bytes func() uint64, out io
 		last = cur
 		if delta == 0 {
 			idle += time.Second
-			if (len(samples) > 0 && idle >= cfg.IdleExit) || idle >= 10*time.Second {
+			if srv.idleDone(idle, len(samples) > 0, cfg.IdleExit) {
 				break
 			}
 			continue
@@ -142,6 +152,22 @@ func measureServer(ctx context.Context, cfg *Config, bytes func() uint64, out io
 	st.AllocPerMsg = float64(ms.TotalAlloc-alloc0) / msgs
 	st.CPUPerMsg = (cpuSeconds() - cpu0) / msgs * 1e6
 	return st
+}
+
+// stalledExit bounds how long the server waits without traffic for open
+// connections to finish; it exceeds the client's drain patience
+// (drainPatience) so that the client gives up first and reports why.
+const stalledExit = drainPatience + 5*time.Second
+
+// idleDone reports whether the server has been idle long enough to stop.
+func (s *echoServer) idleDone(idle time.Duration, sampled bool, idleExit time.Duration) bool {
+	switch {
+	case !sampled:
+		return idle >= 10*time.Second
+	case s.open != nil && s.open() > 0:
+		return idle >= stalledExit
+	}
+	return idle >= idleExit
 }
 
 func (st Steady) line(cfg *Config) string {

@@ -167,9 +167,13 @@ func TestFaultyRunsListed(t *testing.T) {
 		{Scenario: Scenario{Name: "tcp-ok", Proto: "tcp"}, Impl: "raw", Round: 1, Client: &loadtest.Summary{IntegrityDiff: &none}},
 		{Scenario: Scenario{Name: "udp-loss", Proto: "udp"}, Impl: "lifenet", Round: 1, Client: &loadtest.Summary{IntegrityDiff: &short}},
 		{Scenario: Scenario{Name: "tcp-err", Proto: "tcp"}, Impl: "raw", Round: 3, Client: &loadtest.Summary{ConnErrors: 1, FirstError: "receive: EOF"}},
+		{Scenario: Scenario{Name: "tcp-quick", Proto: "tcp"}, Impl: "raw", Round: 1, Client: &loadtest.Summary{DrainSeconds: 0.2}},
+		{Scenario: Scenario{Name: "tcp-stall", Proto: "tcp"}, Impl: "lifenet", Round: 1, Client: &loadtest.Summary{
+			IntegrityDiff: &short, DrainSeconds: 15.2, ConnErrors: 1, FirstError: "drain: 3 bytes missing\nclient a\nserver b"}},
 	}
 	got := strings.Join(faultyRuns(rs), "\n")
-	want := "- tcp-short (lifenet, round 2): 3 messages short\n- tcp-err (raw, round 3): 1 connections failed (first: receive: EOF)"
+	want := "- tcp-short (lifenet, round 2): 3 messages short\n- tcp-err (raw, round 3): 1 connections failed (first: receive: EOF)\n" +
+		"- tcp-stall (lifenet, round 1): 3 messages short; 1 connections failed (first: drain: 3 bytes missing …); the last echoes took 15.2 s"
 	if got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}

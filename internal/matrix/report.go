@@ -146,12 +146,19 @@ func writeMarkdown(w io.Writer, rep Report) {
 		fmt.Fprintf(w, "\n## Failed runs\n\n%s\n", strings.Join(failed, "\n"))
 	}
 	if faults := faultyRuns(rep.Results); len(faults) > 0 {
-		fmt.Fprintf(w, "\n## Runs with lost TCP echoes or failed connections\n\n%s\n", strings.Join(faults, "\n"))
+		fmt.Fprintf(w, "\n## Runs with lost TCP echoes, failed connections or slow drains\n\n%s\n", strings.Join(faults, "\n"))
 	}
 }
 
+// slowDrain is how long a pipeline's last echoes may take after sending
+// ends before the run is listed: at the measured rates everything in
+// flight comes back in well under 100 ms, so a second means the kernel or
+// the implementation held a connection back.
+const slowDrain = 1.0
+
 // faultyRuns lists runs that completed but lost TCP echoes (TCP delivers
-// everything or fails, so any shortfall is a fault) or lost connections.
+// everything or fails, so any shortfall is a fault), lost connections, or
+// took long to drain.
 func faultyRuns(rs []Result) []string {
 	var out []string
 	for _, r := range rs {
@@ -159,19 +166,31 @@ func faultyRuns(rs []Result) []string {
 		if c == nil {
 			continue
 		}
-		short := c.IntegrityDiff != nil && *c.IntegrityDiff != 0 && r.Proto == "tcp"
-		if short || c.ConnErrors > 0 {
-			line := fmt.Sprintf("- %s (%s, round %d):", r.Name, r.Impl, r.Round)
-			if short {
-				line += fmt.Sprintf(" %d messages short;", *c.IntegrityDiff)
-			}
-			if c.ConnErrors > 0 {
-				line += fmt.Sprintf(" %d connections failed (first: %s);", c.ConnErrors, c.FirstError)
-			}
-			out = append(out, strings.TrimSuffix(line, ";"))
+		var why []string
+		if c.IntegrityDiff != nil && *c.IntegrityDiff != 0 && r.Proto == "tcp" {
+			why = append(why, fmt.Sprintf("%d messages short", *c.IntegrityDiff))
+		}
+		if c.ConnErrors > 0 {
+			why = append(why, fmt.Sprintf("%d connections failed (first: %s)", c.ConnErrors, firstLine(c.FirstError)))
+		}
+		if c.DrainSeconds >= slowDrain {
+			why = append(why, fmt.Sprintf("the last echoes took %.1f s", c.DrainSeconds))
+		}
+		if len(why) > 0 {
+			out = append(out, fmt.Sprintf("- %s (%s, round %d): %s", r.Name, r.Impl, r.Round, strings.Join(why, "; ")))
 		}
 	}
 	return out
+}
+
+// firstLine keeps a multi-line error (a stalled drain's socket list) on
+// one report line; the client log has the rest.
+func firstLine(s string) string {
+	first, _, more := strings.Cut(s, "\n")
+	if more {
+		return first + " …"
+	}
+	return first
 }
 
 func clientOf(r *Result) *struct{ P50, P95, P99, P999, Max float64 } {

@@ -12,9 +12,11 @@ import (
 // BufferSize is the baseline's per-connection read buffer.
 const BufferSize = 64 << 10
 
-// Server is a std-net server loop. Bytes counts everything received.
+// Server is a std-net server loop. Bytes counts everything received;
+// Open counts the connections being served.
 type Server struct {
 	Bytes atomic.Uint64
+	Open  atomic.Int64
 
 	l      net.Listener
 	echo   bool
@@ -47,6 +49,7 @@ func (s *Server) accept() {
 			return
 		}
 		s.conn[c] = struct{}{}
+		s.Open.Add(1)
 		s.mu.Unlock()
 		s.wg.Add(1)
 		go s.serve(c)
@@ -55,7 +58,7 @@ func (s *Server) accept() {
 
 func (s *Server) serve(c net.Conn) {
 	defer s.wg.Done()
-	defer c.Close()
+	defer s.forget(c)
 	buf := make([]byte, BufferSize)
 	for {
 		n, err := c.Read(buf)
@@ -71,6 +74,15 @@ func (s *Server) serve(c net.Conn) {
 			return
 		}
 	}
+}
+
+// forget closes c and drops it from the open set.
+func (s *Server) forget(c net.Conn) {
+	c.Close()
+	s.mu.Lock()
+	delete(s.conn, c)
+	s.mu.Unlock()
+	s.Open.Add(-1)
 }
 
 // Close stops the listener and every connection and waits for them.
