@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lifenet/lifenet/packet"
@@ -22,10 +23,12 @@ type syncReader struct {
 	// passes the same context each time arms it once and then allocates
 	// nothing; a context used once is disarmed when its call returns, so
 	// cancelling it afterwards costs nothing.
-	watchMu   sync.Mutex // guards watched and stopWatch against the callback
+	watchMu   sync.Mutex // guards watched, stopWatch and the read deadline against the callback and Wake
 	watched   watchKey
 	stopWatch func() bool
 	previous  watchKey // the context of the previous call
+
+	woken atomic.Bool // Wake was called: the read deadline is in the past
 
 	ended sync.Once // the session's finish ran
 }
@@ -54,6 +57,9 @@ func (c *Client) receiveSync(ctx context.Context) (*packet.Packet, error) {
 	if !r.watch(ctx, s) {
 		defer r.unwatch()
 	}
+	if r.takeWoken() { // after watch: its deadline must not undo a Wake
+		return nil, ErrWoken
+	}
 	if r.buf == nil {
 		r.buf = packet.Get(c.cfg.ReadBufferSize)
 	}
@@ -69,6 +75,9 @@ func (c *Client) receiveSync(ctx context.Context) (*packet.Packet, error) {
 		}
 		if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
 			return nil, context.DeadlineExceeded
+		}
+		if r.takeWoken() {
+			return nil, ErrWoken
 		}
 	}
 	s.closeWith(s.readReason(err, true), causeOf(err))
@@ -104,8 +113,8 @@ func (r *syncReader) watch(ctx context.Context, s *Session) (keep bool) {
 		return true
 	}
 	r.unwatch()
-	s.conn.SetReadDeadline(key.deadline) // also clears an earlier interrupt
 	r.watchMu.Lock()
+	s.conn.SetReadDeadline(key.deadline) // also clears an earlier interrupt
 	r.watched = key
 	r.watchMu.Unlock()
 	if key.done == nil {
@@ -150,6 +159,38 @@ func (r *syncReader) end(s *Session) {
 		}
 		s.finish()
 	})
+}
+
+// ErrWoken is returned by Receive in ReceiveSync mode when Wake cut it
+// short. The connection stays open and the next Receive reads on.
+var ErrWoken = errors.New("transport: receive woken")
+
+// Wake makes a Receive blocked in ReceiveSync mode return ErrWoken at once
+// (or the next Receive, when none is blocked), without closing the
+// connection or losing data: a goroutine reading on behalf of others (a
+// codec client's requests) can be called away to notice something else,
+// such as a request timing out. It does nothing in other modes. Safe for
+// concurrent use.
+func (c *Client) Wake() {
+	r := c.sync
+	if r == nil {
+		return
+	}
+	r.watchMu.Lock() // one step for watch: it cannot re-arm between the two
+	r.woken.Store(true)
+	c.sess.conn.SetReadDeadline(interrupted)
+	r.watchMu.Unlock()
+}
+
+// takeWoken consumes a Wake. The read deadline it moved is restored by the
+// next call's watch, which unwatch forces. It runs after watch has set the
+// deadline, so a Wake that the deadline overwrote is still seen here.
+func (r *syncReader) takeWoken() bool {
+	if !r.woken.Load() || !r.woken.Swap(false) {
+		return false
+	}
+	r.unwatch()
+	return true
 }
 
 // closeSync closes a ReceiveSync client's session and finishes it once any

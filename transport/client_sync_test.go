@@ -120,3 +120,53 @@ func TestClientSyncRejectsReconnect(t *testing.T) {
 		t.Fatal("ReceiveSync with AutoReconnect accepted")
 	}
 }
+
+// Wake cuts a blocked sync Receive short with ErrWoken (or the next one
+// when none is blocked) and loses nothing: the connection stays open and
+// the data that comes later is read whole.
+func TestClientSyncWake(t *testing.T) {
+	leakcheck.Check(t)
+	_, a := startServer(t, transport.Config{}, echoHooks(), "tcp", "127.0.0.1:0")
+	c := dialClient(t, "tcp", a, transport.ClientConfig{Mode: transport.ReceiveSync}, transport.Hooks{})
+	ctx := context.Background()
+
+	time.AfterFunc(50*time.Millisecond, c.Wake)
+	if _, err := c.Receive(ctx); !errors.Is(err, transport.ErrWoken) {
+		t.Fatalf("woken Receive: %v", err)
+	}
+	c.Wake() // nobody reading: the next call returns at once
+	if _, err := c.Receive(ctx); !errors.Is(err, transport.ErrWoken) {
+		t.Fatalf("Receive after an idle Wake: %v", err)
+	}
+	for i := range 20 { // wakes racing with replies: every byte still arrives once
+		c.SendBytes([]byte("ping"))
+		if i%2 == 0 {
+			go c.Wake()
+		}
+		var got []byte
+		for len(got) < 4 {
+			p, err := c.Receive(ctx)
+			if errors.Is(err, transport.ErrWoken) {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("round %d: %v", i, err)
+			}
+			got = append(got, p.Bytes()...)
+			p.Release()
+		}
+		if string(got) != "ping" {
+			t.Fatalf("round %d: %q", i, got)
+		}
+	}
+	if r := c.Session().Reason(); r != transport.ReasonNone {
+		t.Fatalf("a wake closed the connection: %v", r)
+	}
+
+	pull := dialClient(t, "tcp", a, transport.ClientConfig{Mode: transport.ReceivePull}, transport.Hooks{})
+	pull.Wake() // no sync reader: nothing happens
+	pull.SendBytes([]byte("x"))
+	if got := receiveString(t, pull, 1); got != "x" {
+		t.Fatalf("pull client after Wake: %q", got)
+	}
+}

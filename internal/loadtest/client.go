@@ -181,6 +181,16 @@ func readFull(ctx context.Context, c clientConn, n int, timeout time.Duration) e
 	return nil
 }
 
+// over reports whether ctx is done or past its deadline: a read deadline
+// taken from ctx can fire a moment before ctx's own timer does.
+func over(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
+}
+
 func (r *run) window(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, time.Duration(r.cfg.Seconds*float64(time.Second)))
 }
@@ -357,7 +367,7 @@ func (r *run) roundtrip(ctx context.Context, conns []clientConn) error {
 					break
 				}
 				if err := readFull(wctx, c, r.cfg.Size, r.echoTimeout()); err != nil {
-					if wctx.Err() != nil {
+					if over(wctx) {
 						break // the window closed while this echo was in flight
 					}
 					if !r.cfg.UDP {

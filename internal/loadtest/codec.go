@@ -165,7 +165,7 @@ func (r *run) codecSerial(ctx context.Context, c *codec.Client) error {
 		t0 := time.Now()
 		reply, err := c.Request(ctx, newCodecMessage(r.cfg))
 		if err != nil {
-			if ctx.Err() != nil {
+			if over(ctx) {
 				return nil
 			}
 			return err
