@@ -7,7 +7,7 @@ package codec_test
 //
 // One op is one echoed 32-byte frame (SRMP: 4-byte header + 28 bytes;
 // length field: 2 + 30). serial keeps one request in flight per
-// connection; window keeps 255 (SRMP) or 256 (length field, and raw)
+// connection (serial-sync: the same with the clients in ReceiveSync mode); window keeps 255 (SRMP) or 256 (length field, and raw)
 // in flight. allocs/op and B/op count client and server together.
 
 import (
@@ -36,7 +36,10 @@ func BenchmarkCodecEcho(b *testing.B) {
 	// echo server (which decodes and re-encodes every frame): the server
 	// compared with the raw echo loop, client held equal.
 	for _, kind := range []string{"srmp", "lengthfield", "lengthfield-server", "raw"} {
-		for _, mode := range []string{"serial", "window"} {
+		for _, mode := range []string{"serial", "serial-sync", "window"} {
+			if mode == "serial-sync" && (kind == "raw" || kind == "lengthfield-server") {
+				continue // raw clients always read on the caller's goroutine
+			}
 			for _, conns := range []int{1, 4, 16, 64, 256, 1024} {
 				b.Run(fmt.Sprintf("codec=%s/mode=%s/conns=%d", kind, mode, conns), func(b *testing.B) {
 					switch kind {
@@ -47,7 +50,7 @@ func BenchmarkCodecEcho(b *testing.B) {
 						benchRawEcho(b, lifenetEchoServer(b), mode == "window", conns)
 						return
 					}
-					benchCodecEcho(b, kind, mode == "window", conns)
+					benchCodecEcho(b, kind, mode, conns)
 				})
 			}
 		}
@@ -70,7 +73,9 @@ func newRequest(kind string) any {
 	return packet.GetWithHeadroom(8, frameSize-2)
 }
 
-func benchCodecEcho(b *testing.B, kind string, window bool, conns int) {
+// benchCodecEcho runs lifenet's codec on both ends; mode serial-sync dials
+// the clients in transport.ReceiveSync (the waiting request reads).
+func benchCodecEcho(b *testing.B, kind, mode string, conns int) {
 	srv, err := transport.NewServer(benchServerConfig, codec.Hooks(echoOptions(kind)))
 	if err != nil {
 		b.Fatal(err)
@@ -81,9 +86,13 @@ func benchCodecEcho(b *testing.B, kind string, window bool, conns int) {
 	if kind != "srmp" {
 		copts = codec.Options{Pipeline: lfPipeline(), Match: codec.MatchFIFO}
 	}
+	var ccfg transport.ClientConfig
+	if mode == "serial-sync" {
+		ccfg.Mode = transport.ReceiveSync
+	}
 	clients := make([]*codec.Client, conns)
 	for i := range clients {
-		c, err := codec.Dial(context.Background(), "tcp", addr.String(), transport.ClientConfig{}, copts)
+		c, err := codec.Dial(context.Background(), "tcp", addr.String(), ccfg, copts)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -97,7 +106,7 @@ func benchCodecEcho(b *testing.B, kind string, window bool, conns int) {
 	b.ResetTimer()
 	var wg sync.WaitGroup
 	for _, c := range clients {
-		if window {
+		if mode == "window" {
 			wg.Go(func() { windowLoop(b, c, kind, per) })
 		} else {
 			wg.Go(func() { serialLoop(b, c, kind, per) })

@@ -45,6 +45,7 @@ type Conn struct {
 	m      *matcher
 	opts   *Options
 	fifoMu sync.Mutex // FIFO: register and write in one step, so wire order is queue order
+	lead   *lead      // a ReceiveSync client's read turn; nil when a receive goroutine reads
 }
 
 // Hooks returns transport hooks that run opts.Pipeline on every session of
@@ -154,13 +155,22 @@ func (c *Conn) Request(ctx context.Context, msg any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.lead != nil {
+		return c.lead.await(ctx, c, key, ch)
+	}
 	return c.m.wait(ctx, key, ch)
 }
 
 // RequestAsync sends msg like Request but returns once it is sent; cb gets
 // the reply or the error later (ErrTimeout, ErrConnClosed). ctx bounds only
-// the wait for a free in-flight slot. It takes ownership of msg.
+// the wait for a free in-flight slot. It takes ownership of msg. A client
+// dialled in transport.ReceiveSync mode refuses it (only a waiting Request
+// reads there).
 func (c *Conn) RequestAsync(ctx context.Context, msg any, cb Callback) error {
+	if c.lead != nil {
+		release(msg)
+		return errAsyncNeedsEvents
+	}
 	_, _, err := c.start(ctx, msg, cb)
 	return err
 }
@@ -216,13 +226,22 @@ type Client struct {
 	opts *Options
 }
 
-// Dial connects like transport.Dial (in event receive mode) and runs
-// opts.Pipeline on the connection.
+// Dial connects like transport.Dial and runs opts.Pipeline on the
+// connection. By default a receive goroutine reads (transport.ReceiveEvent;
+// cfg.Mode ReceivePull is treated alike): replies, pushes and RequestAsync
+// callbacks are handled whether or not anyone waits. With cfg.Mode
+// transport.ReceiveSync there is no receive goroutine: the callers blocked
+// in Request take turns reading the socket, which saves a goroutine
+// hand-off per request; Options.Handler then runs only while some Request
+// waits, on that caller's goroutine, and RequestAsync is refused.
 func Dial(ctx context.Context, network, address string, cfg transport.ClientConfig, opts Options) (*Client, error) {
 	if opts.Pipeline == nil {
 		return nil, errors.New("codec: Options.Pipeline is required")
 	}
-	cfg.Mode = transport.ReceiveEvent
+	syncReads := cfg.Mode == transport.ReceiveSync
+	if !syncReads {
+		cfg.Mode = transport.ReceiveEvent
+	}
 	o := &opts
 	h := hooksFor(o)
 	h.BatchSends = false // a client's receive goroutine must keep reading (see transport.Hooks)
@@ -230,7 +249,15 @@ func Dial(ctx context.Context, network, address string, cfg transport.ClientConf
 	if err != nil {
 		return nil, err
 	}
-	return &Client{tc: tc, opts: o}, nil
+	c := &Client{tc: tc, opts: o}
+	if syncReads { // no reconnects in this mode: this is the only Conn
+		conn := c.Conn()
+		conn.lead = newLead(tc)
+		if conn.m != nil {
+			conn.m.onExpire = tc.Wake
+		}
+	}
+	return c, nil
 }
 
 // Conn returns the codec connection of the current transport connection.

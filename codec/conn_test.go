@@ -42,15 +42,28 @@ func serve(t *testing.T, network string, opts codec.Options, hooks ...func(*tran
 	return srv, a.String()
 }
 
-func dialCodec(t *testing.T, network, addr string, opts codec.Options) *codec.Client {
+// dialCodec connects a codec client, in the event receive mode unless a
+// mode is given.
+func dialCodec(t *testing.T, network, addr string, opts codec.Options, mode ...transport.ReceiveMode) *codec.Client {
 	t.Helper()
-	c, err := codec.Dial(context.Background(), network, addr, transport.ClientConfig{}, opts)
+	var cfg transport.ClientConfig
+	if len(mode) > 0 {
+		cfg.Mode = mode[0]
+	}
+	c, err := codec.Dial(context.Background(), network, addr, cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
 }
+
+// clientModes are the two ways a codec client reads: a receive goroutine
+// (event) and the waiting requests taking turns (sync).
+var clientModes = []struct {
+	name string
+	mode transport.ReceiveMode
+}{{"event", transport.ReceiveEvent}, {"sync", transport.ReceiveSync}}
 
 // echoSRMP replies to every request with its own payload.
 func echoSRMP(c *codec.Conn, msg any) {
@@ -86,115 +99,131 @@ func replyText(t *testing.T, reply any, err error) string {
 }
 
 func TestSRMPRequestReply(t *testing.T) {
-	leakcheck.Check(t)
-	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: echoSRMP})
-	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP})
-	r, err := c.Request(context.Background(), request("ping"))
-	if got := replyText(t, r, err); got != "ping" {
-		t.Fatalf("reply %q", got)
-	}
-	big := make([]byte, 100000) // long-form header, sliced frames
-	big[99999] = 7
-	r, err = c.Request(context.Background(), codec.NewMessage(codec.KindRequest, 1, 0, payload(big)))
-	if got := replyText(t, r, err); len(got) != 100000 || got[99999] != 7 {
-		t.Fatalf("large reply of %d bytes", len(got))
+	for _, m := range clientModes {
+		t.Run(m.name, func(t *testing.T) {
+			leakcheck.Check(t)
+			_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: echoSRMP})
+			c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP}, m.mode)
+			r, err := c.Request(context.Background(), request("ping"))
+			if got := replyText(t, r, err); got != "ping" {
+				t.Fatalf("reply %q", got)
+			}
+			big := make([]byte, 100000) // long-form header, sliced frames
+			big[99999] = 7
+			r, err = c.Request(context.Background(), codec.NewMessage(codec.KindRequest, 1, 0, payload(big)))
+			if got := replyText(t, r, err); len(got) != 100000 || got[99999] != 7 {
+				t.Fatalf("large reply of %d bytes", len(got))
+			}
+		})
 	}
 }
 
 // Thousands of requests from many goroutines over one connection, with the
 // server answering out of order: every reply reaches its own request.
 func TestSRMPConcurrentOutOfOrder(t *testing.T) {
-	leakcheck.Check(t)
-	var mu sync.Mutex
-	var held []*codec.Message
-	var conn *codec.Conn
-	flush := func() { // answer the held requests in shuffled order
-		mu.Lock()
-		batch, to := held, conn
-		held = nil
-		mu.Unlock()
-		rand.Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
-		for _, m := range batch {
-			echoSRMP(to, m)
-		}
-	}
-	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
-		mu.Lock()
-		conn = c
-		held = append(held, msg.(*codec.Message))
-		n := len(held)
-		mu.Unlock()
-		if n >= 50 {
-			flush()
-		}
-	}})
-	stop := make(chan struct{})
-	var flusher sync.WaitGroup
-	flusher.Go(func() { // answer stragglers too
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(5 * time.Millisecond):
-				flush()
+	for _, m := range clientModes {
+		t.Run(m.name, func(t *testing.T) {
+			leakcheck.Check(t)
+			var mu sync.Mutex
+			var held []*codec.Message
+			var conn *codec.Conn
+			flush := func() { // answer the held requests in shuffled order
+				mu.Lock()
+				batch, to := held, conn
+				held = nil
+				mu.Unlock()
+				rand.Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
+				for _, m := range batch {
+					echoSRMP(to, m)
+				}
 			}
-		}
-	})
-	defer func() { close(stop); flusher.Wait() }()
+			_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
+				mu.Lock()
+				conn = c
+				held = append(held, msg.(*codec.Message))
+				n := len(held)
+				mu.Unlock()
+				if n >= 50 {
+					flush()
+				}
+			}})
+			stop := make(chan struct{})
+			var flusher sync.WaitGroup
+			flusher.Go(func() { // answer stragglers too
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(5 * time.Millisecond):
+						flush()
+					}
+				}
+			})
+			defer func() { close(stop); flusher.Wait() }()
 
-	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP})
-	var wg sync.WaitGroup
-	for g := range 16 {
-		wg.Go(func() {
-			for i := range 300 {
-				body := fmt.Sprintf("%d/%d", g, i)
-				r, err := c.Request(context.Background(), request(body))
-				if err != nil {
-					t.Errorf("request %s: %v", body, err)
-					return
-				}
-				if got := replyText(t, r, nil); got != body {
-					t.Errorf("request %s got reply %s", body, got)
-					return
-				}
+			c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP}, m.mode)
+			var wg sync.WaitGroup
+			for g := range 16 {
+				wg.Go(func() {
+					for i := range 300 {
+						body := fmt.Sprintf("%d/%d", g, i)
+						r, err := c.Request(context.Background(), request(body))
+						if err != nil {
+							t.Errorf("request %s: %v", body, err)
+							return
+						}
+						if got := replyText(t, r, nil); got != body {
+							t.Errorf("request %s got reply %s", body, got)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if st := c.Conn().Stats(); st.Unknown != 0 || st.TimedOut != 0 {
+				t.Fatalf("stats %+v", st)
 			}
 		})
-	}
-	wg.Wait()
-	if st := c.Conn().Stats(); st.Unknown != 0 || st.TimedOut != 0 {
-		t.Fatalf("stats %+v", st)
 	}
 }
 
 // A timed-out request frees its sequence number; its late reply is counted
 // as unknown, released, and the connection stays in step.
 func TestSRMPTimeoutAndLateReply(t *testing.T) {
-	leakcheck.Check(t)
-	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
-		m := msg.(*codec.Message)
-		if string(m.Payload.AppendTo(nil)) == "slow" {
-			go func() { time.Sleep(300 * time.Millisecond); echoSRMP(c, m) }()
-			return
-		}
-		echoSRMP(c, m)
-	}})
-	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP, Timeout: 100 * time.Millisecond})
+	for _, m := range clientModes {
+		t.Run(m.name, func(t *testing.T) {
+			leakcheck.Check(t)
+			_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
+				m := msg.(*codec.Message)
+				if string(m.Payload.AppendTo(nil)) == "slow" {
+					go func() { time.Sleep(300 * time.Millisecond); echoSRMP(c, m) }()
+					return
+				}
+				echoSRMP(c, m)
+			}})
+			c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP, Timeout: 100 * time.Millisecond}, m.mode)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	if _, err := c.Request(ctx, request("slow")); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("ctx timeout: %v", err)
-	}
-	if _, err := c.Request(context.Background(), request("slow")); !errors.Is(err, codec.ErrTimeout) {
-		t.Fatalf("request timeout: %v", err)
-	}
-	r, err := c.Request(context.Background(), request("fast"))
-	if got := replyText(t, r, err); got != "fast" {
-		t.Fatalf("after timeouts: %q", got)
-	}
-	time.Sleep(400 * time.Millisecond) // both late replies arrive
-	if st := c.Conn().Stats(); st.Unknown != 2 || st.TimedOut != 1 {
-		t.Fatalf("stats %+v, want 2 unknown (late) replies and 1 timeout", st)
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			if _, err := c.Request(ctx, request("slow")); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("ctx timeout: %v", err)
+			}
+			if _, err := c.Request(context.Background(), request("slow")); !errors.Is(err, codec.ErrTimeout) {
+				t.Fatalf("request timeout: %v", err)
+			}
+			r, err := c.Request(context.Background(), request("fast"))
+			if got := replyText(t, r, err); got != "fast" {
+				t.Fatalf("after timeouts: %q", got)
+			}
+			time.Sleep(400 * time.Millisecond) // both late replies arrive
+			r, err = c.Request(context.Background(), request("fast")) // (sync: this reads them)
+			if got := replyText(t, r, err); got != "fast" {
+				t.Fatalf("after late replies: %q", got)
+			}
+			if st := c.Conn().Stats(); st.Unknown != 2 || st.TimedOut != 1 {
+				t.Fatalf("stats %+v, want 2 unknown (late) replies and 1 timeout", st)
+			}
+		})
 	}
 }
 
@@ -286,61 +315,69 @@ func waitFor(t *testing.T, cond func() bool) {
 
 // Length-field requests match in order (FIFO).
 func TestLengthFieldFIFO(t *testing.T) {
-	leakcheck.Check(t)
-	_, addr := serve(t, "tcp", codec.Options{Pipeline: lfPipeline(), Handler: func(c *codec.Conn, msg any) {
-		c.Write(msg) // echo the payload
-	}})
-	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: lfPipeline(), Match: codec.MatchFIFO})
-	var wg sync.WaitGroup
-	for g := range 8 {
-		wg.Go(func() {
-			for i := range 200 {
-				var b [8]byte
-				binary.LittleEndian.PutUint32(b[:], uint32(g))
-				binary.LittleEndian.PutUint32(b[4:], uint32(i))
-				r, err := c.Request(context.Background(), payload(b[:]))
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				got := r.(*packet.Packet)
-				if string(got.AppendTo(nil)) != string(b[:]) {
-					t.Errorf("FIFO reply mismatch")
-				}
-				got.Release()
+	for _, m := range clientModes {
+		t.Run(m.name, func(t *testing.T) {
+			leakcheck.Check(t)
+			_, addr := serve(t, "tcp", codec.Options{Pipeline: lfPipeline(), Handler: func(c *codec.Conn, msg any) {
+				c.Write(msg) // echo the payload
+			}})
+			c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: lfPipeline(), Match: codec.MatchFIFO}, m.mode)
+			var wg sync.WaitGroup
+			for g := range 8 {
+				wg.Go(func() {
+					for i := range 200 {
+						var b [8]byte
+						binary.LittleEndian.PutUint32(b[:], uint32(g))
+						binary.LittleEndian.PutUint32(b[4:], uint32(i))
+						r, err := c.Request(context.Background(), payload(b[:]))
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						got := r.(*packet.Packet)
+						if string(got.AppendTo(nil)) != string(b[:]) {
+							t.Errorf("FIFO reply mismatch")
+						}
+						got.Release()
+					}
+				})
 			}
+			wg.Wait()
 		})
 	}
-	wg.Wait()
 }
 
 // A timed-out FIFO request stays queued, so its late reply does not answer
 // the next request.
 func TestLengthFieldFIFOTimeoutKeepsStep(t *testing.T) {
-	leakcheck.Check(t)
-	_, addr := serve(t, "tcp", codec.Options{Pipeline: lfPipeline(), Handler: func(c *codec.Conn, msg any) {
-		p := msg.(*packet.Packet)
-		if string(p.Bytes()) == "slow" {
-			time.Sleep(200 * time.Millisecond) // delays this and every later reply: in order
-		}
-		c.Write(p)
-	}})
-	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: lfPipeline(), Match: codec.MatchFIFO})
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	if _, err := c.Request(ctx, payload([]byte("slow"))); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("slow request: %v", err)
-	}
-	r, err := c.Request(context.Background(), payload([]byte("next")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := string(r.(*packet.Packet).AppendTo(nil)); got != "next" {
-		t.Fatalf("second request got %q (the late reply)", got)
-	}
-	r.(*packet.Packet).Release()
-	if st := c.Conn().Stats(); st.Unknown != 1 {
-		t.Fatalf("stats %+v", st)
+	for _, m := range clientModes {
+		t.Run(m.name, func(t *testing.T) {
+			leakcheck.Check(t)
+			_, addr := serve(t, "tcp", codec.Options{Pipeline: lfPipeline(), Handler: func(c *codec.Conn, msg any) {
+				p := msg.(*packet.Packet)
+				if string(p.Bytes()) == "slow" {
+					time.Sleep(200 * time.Millisecond) // delays this and every later reply: in order
+				}
+				c.Write(p)
+			}})
+			c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: lfPipeline(), Match: codec.MatchFIFO}, m.mode)
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			if _, err := c.Request(ctx, payload([]byte("slow"))); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("slow request: %v", err)
+			}
+			r, err := c.Request(context.Background(), payload([]byte("next")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := string(r.(*packet.Packet).AppendTo(nil)); got != "next" {
+				t.Fatalf("second request got %q (the late reply)", got)
+			}
+			r.(*packet.Packet).Release()
+			if st := c.Conn().Stats(); st.Unknown != 1 {
+				t.Fatalf("stats %+v", st)
+			}
+		})
 	}
 }
 

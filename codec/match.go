@@ -90,6 +90,11 @@ type matcher struct {
 	err     error // set when the connection closed
 	sweeper bool
 
+	// onExpire, if set, runs after the sweeper failed blocking requests:
+	// a synchronous client wakes the request reading for the others, which
+	// may be one of them (see Conn.lead).
+	onExpire func()
+
 	unknown, timedOut atomic.Uint64
 }
 
@@ -238,24 +243,16 @@ func (m *matcher) drop(reply any) {
 // wait blocks until the reply for slot key (on ch, from register), its
 // timeout, the connection's end, or ctx's end, and then frees the slot.
 func (m *matcher) wait(ctx context.Context, key int, ch chan result) (any, error) {
-	var r result
 	select {
-	case r = <-ch:
+	case r := <-ch:
+		return m.finish(key, ch, r)
 	case <-ctx.Done():
-		m.mu.Lock()
-		select {
-		case r = <-ch: // the result won the race
-		default:
-			m.slots[key].ch = nil
-			if m.slots[key].state == slotPending {
-				m.giveUp(key)
-			}
-			m.mu.Unlock()
-			resultChans.Put(ch) // empty, and no sender can reach it now
-			return nil, ctx.Err()
-		}
-		m.mu.Unlock()
+		return m.abandon(ctx, key, ch)
 	}
+}
+
+// finish frees slot key after its waiter took result r from ch.
+func (m *matcher) finish(key int, ch chan result, r result) (any, error) {
 	m.mu.Lock()
 	m.slots[key].ch = nil
 	if r.err == nil {
@@ -266,6 +263,25 @@ func (m *matcher) wait(ctx context.Context, key int, ch chan result) (any, error
 	m.mu.Unlock()
 	resultChans.Put(ch)
 	return r.reply, r.err
+}
+
+// abandon ends the wait of a request whose context ended, unless its
+// result won the race.
+func (m *matcher) abandon(ctx context.Context, key int, ch chan result) (any, error) {
+	m.mu.Lock()
+	select {
+	case r := <-ch:
+		m.mu.Unlock()
+		return m.finish(key, ch, r)
+	default:
+	}
+	m.slots[key].ch = nil
+	if m.slots[key].state == slotPending {
+		m.giveUp(key)
+	}
+	m.mu.Unlock()
+	resultChans.Put(ch) // empty, and no sender can reach it now
+	return nil, ctx.Err()
 }
 
 // sweep fails expired requests until the connection closes.
@@ -284,6 +300,7 @@ func (m *matcher) sweep() {
 
 func (m *matcher) expire(now int64) {
 	var late []Callback
+	woke := false
 	m.mu.Lock()
 	for key := range m.slots {
 		w := &m.slots[key]
@@ -297,9 +314,13 @@ func (m *matcher) expire(now int64) {
 		} else {
 			w.state = slotDone
 			w.ch <- result{err: ErrTimeout}
+			woke = true
 		}
 	}
 	m.mu.Unlock()
+	if woke && m.onExpire != nil {
+		m.onExpire()
+	}
 	for _, cb := range late {
 		cb(nil, ErrTimeout)
 	}

@@ -94,6 +94,9 @@ func (p *Pipeline) NewChain(out Sender, sink func(msg any) error) *Chain {
 // release it.
 func (ch *Chain) Read(msg any) error {
 	if len(ch.handlers) == 0 {
+		if p, ok := msg.(*packet.Packet); ok {
+			msg = p.Share() // the sink owns what it gets; p is only borrowed
+		}
 		return ch.sink(msg)
 	}
 	return ch.handlers[0].Read(&ch.ctxs[0], msg)

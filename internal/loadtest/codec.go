@@ -93,10 +93,13 @@ func (r *run) dialCodec(ctx context.Context) ([]*codec.Client, error) {
 	if cfg.OneWay {
 		match = codec.MatchNone
 	}
+	ccfg := transport.ClientConfig{Config: transport.Config{SocketReceiveBuffer: cfg.RcvBuf}}
+	if cfg.Mode == "roundtrip" && cfg.RecvMode == "sync" {
+		ccfg.Mode = transport.ReceiveSync // the waiting request reads; windowed runs need the receive goroutine
+	}
 	clients := make([]*codec.Client, cfg.Clients)
 	for i := range clients {
-		c, err := codec.Dial(ctx, cfg.protocol(), r.addr, transport.ClientConfig{Config: transport.Config{SocketReceiveBuffer: cfg.RcvBuf}},
-			codec.Options{Pipeline: codecPipeline(cfg.Codec), Match: match})
+		c, err := codec.Dial(ctx, cfg.protocol(), r.addr, ccfg, codec.Options{Pipeline: codecPipeline(cfg.Codec), Match: match})
 		if err != nil {
 			closeCodec(clients[:i])
 			return nil, fmt.Errorf("connect to %s: %w", r.addr, err)

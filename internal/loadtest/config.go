@@ -87,7 +87,7 @@ func flagSet(c *Config) (*flag.FlagSet, *float64) {
 	fs.StringVar(&c.Remote, "remote", "", "host:port of an external server")
 	fs.IntVar(&c.Frame, "frame", 0, "logical frame size for frames/s")
 	fs.BoolVar(&c.UDPConn, "udpconnect", false, "connect the UDP client socket")
-	fs.StringVar(&c.RecvMode, "recvmode", "sync", "sync, async or event")
+	fs.StringVar(&c.RecvMode, "recvmode", "sync", "sync, async or event (codec round trips: sync = the waiting request reads, otherwise a receive goroutine)")
 	fs.IntVar(&c.RcvBuf, "rcvbuf", 0, "SO_RCVBUF on both ends (0: OS default)")
 	fs.StringVar(&c.Codec, "codec", "none", "none, srmp or lengthfield (frames of --size bytes, header included)")
 	fs.IntVar(&c.Window, "window", 0, "requests in flight per connection in codec pipeline mode (default: the codec's limit)")

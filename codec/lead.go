@@ -1,0 +1,75 @@
+package codec
+
+import (
+	"context"
+	"errors"
+
+	"github.com/lifenet/lifenet/transport"
+)
+
+// lead lets the goroutines blocked in Request take turns reading the
+// connection (leader/follower) on a client dialled in transport.ReceiveSync
+// mode. There is no receive goroutine: the caller waiting for a reply reads
+// the socket itself, so a serial request costs one wake-up, as a plain
+// write-then-read loop does, instead of a hand-off from a receive goroutine.
+//
+// One waiter at a time holds the turn and reads; what it reads goes through
+// the pipeline, which delivers every reply to its own waiter, so the others
+// wait on their result channels and one of them takes the turn when the
+// reader's reply has come. A request that times out is failed by the
+// matcher's sweeper, which then wakes the reader (transport.Client.Wake) in
+// case it was that request's own.
+type lead struct {
+	tc   *transport.Client
+	turn chan struct{} // holds the one read turn while nobody reads
+}
+
+func newLead(tc *transport.Client) *lead {
+	l := &lead{tc: tc, turn: make(chan struct{}, 1)}
+	l.turn <- struct{}{}
+	return l
+}
+
+// errAsyncNeedsEvents: with no receive goroutine, nothing would read the
+// replies of requests nobody waits for.
+var errAsyncNeedsEvents = errors.New("codec: RequestAsync needs a client in the event receive mode (in ReceiveSync mode only a waiting Request reads)")
+
+// await waits for the reply on ch, reading the connection whenever it is
+// this goroutine's turn.
+func (l *lead) await(ctx context.Context, c *Conn, key int, ch chan result) (any, error) {
+	for {
+		select {
+		case r := <-ch:
+			return c.m.finish(key, ch, r)
+		default:
+		}
+		select {
+		case r := <-ch:
+			return c.m.finish(key, ch, r)
+		case <-ctx.Done():
+			return c.m.abandon(ctx, key, ch)
+		case <-l.turn:
+		}
+		l.readOnce(ctx, c, ch)
+		l.turn <- struct{}{}
+	}
+}
+
+// readOnce reads what the connection has and runs it through the
+// pipeline, unless the reply came while this goroutine waited for the turn.
+// A read that fails needs no handling here: ctx's end and a Wake are seen
+// by await's loop, and a connection that ended has failed every pending
+// request (OnClose closes the matcher).
+func (l *lead) readOnce(ctx context.Context, c *Conn, ch chan result) {
+	if len(ch) > 0 {
+		return
+	}
+	p, err := l.tc.Receive(ctx)
+	if err != nil {
+		return
+	}
+	if err := c.chain.Read(p); err != nil {
+		c.sess.Abort(err)
+	}
+	p.Release()
+}

@@ -1,0 +1,122 @@
+package codec_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lifenet/lifenet/codec"
+	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/transport"
+)
+
+// In ReceiveSync mode nothing reads unless a Request waits, so RequestAsync
+// is refused (and its message released).
+func TestSyncClientRefusesRequestAsync(t *testing.T) {
+	leakcheck.Check(t)
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: echoSRMP})
+	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP}, transport.ReceiveSync)
+	err := c.RequestAsync(context.Background(), request("x"), func(any, error) { t.Error("callback ran") })
+	if err == nil {
+		t.Fatal("RequestAsync accepted on a sync client")
+	}
+	r, err := c.Request(context.Background(), request("still works"))
+	if got := replyText(t, r, err); got != "still works" {
+		t.Fatalf("reply %q", got)
+	}
+}
+
+// The reader gives up (its context ends) while others wait: the turn passes
+// on and their replies still arrive.
+func TestSyncClientReaderLeavesTurnToOthers(t *testing.T) {
+	leakcheck.Check(t)
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
+		m := msg.(*codec.Message)
+		if string(m.Payload.AppendTo(nil)) == "never" {
+			m.Release()
+			return
+		}
+		time.AfterFunc(100*time.Millisecond, func() { echoSRMP(c, m) })
+	}})
+	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP}, transport.ReceiveSync)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { // first in: likely the reader when its context ends
+		if _, err := c.Request(ctx, request("never")); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("abandoned request: %v", err)
+		}
+	})
+	time.Sleep(5 * time.Millisecond)
+	for i := range 8 {
+		wg.Go(func() {
+			body := fmt.Sprint(i)
+			r, err := c.Request(context.Background(), request(body))
+			if err != nil {
+				t.Errorf("request %s: %v", body, err)
+				return
+			}
+			if got := replyText(t, r, nil); got != body {
+				t.Errorf("request %s got %s", body, got)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// Every blocked Request fails with ErrConnClosed when the server closes
+// the connection, whichever of them is reading.
+func TestSyncClientPeerCloseFailsRequests(t *testing.T) {
+	leakcheck.Check(t)
+	sessions := make(chan *transport.Session, 1)
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
+		msg.(*codec.Message).Release() // never answer
+	}}, func(h *transport.Hooks) {
+		open := h.OnOpen
+		h.OnOpen = func(s *transport.Session) { open(s); sessions <- s }
+	})
+	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP}, transport.ReceiveSync)
+	errs := make(chan error, 5)
+	for range 5 {
+		go func() {
+			_, err := c.Request(context.Background(), request("y"))
+			errs <- err
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	(<-sessions).Close()
+	for range 5 {
+		if err := <-errs; !errors.Is(err, codec.ErrConnClosed) {
+			t.Fatalf("pending request ended with %v", err)
+		}
+	}
+}
+
+// Messages the server pushes reach the Handler on the waiting caller's
+// goroutine, in order with the reply.
+func TestSyncClientHandlesPushesWhileWaiting(t *testing.T) {
+	leakcheck.Check(t)
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
+		for i := range 3 {
+			c.Write(codec.NewMessage(codec.KindOneWay, 0, 0, payload(fmt.Appendf(nil, "push %d", i))))
+		}
+		echoSRMP(c, msg)
+	}})
+	var pushes []string // no lock: the Handler runs inside Request, on this goroutine
+	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP, Handler: func(_ *codec.Conn, msg any) {
+		m := msg.(*codec.Message)
+		pushes = append(pushes, string(m.Payload.AppendTo(nil)))
+		m.Release()
+	}}, transport.ReceiveSync)
+	r, err := c.Request(context.Background(), request("hi"))
+	if got := replyText(t, r, err); got != "hi" {
+		t.Fatalf("reply %q", got)
+	}
+	if fmt.Sprint(pushes) != "[push 0 push 1 push 2]" {
+		t.Fatalf("pushes before the reply: %q", pushes)
+	}
+}
