@@ -216,7 +216,8 @@ func TestSRMPTimeoutAndLateReply(t *testing.T) {
 				t.Fatalf("after timeouts: %q", got)
 			}
 			time.Sleep(400 * time.Millisecond) // both late replies arrive
-			r, err = c.Request(context.Background(), request("fast")) // (sync: this reads them)
+			// In sync mode nothing reads between requests: this one reads them.
+			r, err = c.Request(context.Background(), request("fast"))
 			if got := replyText(t, r, err); got != "fast" {
 				t.Fatalf("after late replies: %q", got)
 			}
