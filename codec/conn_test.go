@@ -228,36 +228,47 @@ func TestSRMPTimeoutAndLateReply(t *testing.T) {
 	}
 }
 
-// Closing the connection fails every pending request, blocking or not.
+// Closing the connection fails every pending request, blocking or not
+// (sync clients have only blocking ones, any of which may be reading).
 func TestCloseFailsPendingRequests(t *testing.T) {
-	leakcheck.Check(t)
-	sessions := make(chan *transport.Session, 1)
-	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
-		msg.(*codec.Message).Release() // never answer
-	}}, func(h *transport.Hooks) {
-		open := h.OnOpen
-		h.OnOpen = func(s *transport.Session) { open(s); sessions <- s }
-	})
-	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP})
-	errs := make(chan error, 11)
-	for range 10 {
-		if err := c.RequestAsync(context.Background(), request("x"), func(r any, err error) { errs <- err }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	go func() {
-		_, err := c.Request(context.Background(), request("y"))
-		errs <- err
-	}()
-	time.Sleep(50 * time.Millisecond)
-	(<-sessions).Close()
-	for range 11 {
-		if err := <-errs; !errors.Is(err, codec.ErrConnClosed) {
-			t.Fatalf("pending request ended with %v", err)
-		}
-	}
-	if _, err := c.Request(context.Background(), request("z")); err == nil {
-		t.Fatal("request on a closed connection succeeded")
+	for _, m := range clientModes {
+		t.Run(m.name, func(t *testing.T) {
+			leakcheck.Check(t)
+			sessions := make(chan *transport.Session, 1)
+			_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
+				msg.(*codec.Message).Release() // never answer
+			}}, func(h *transport.Hooks) {
+				open := h.OnOpen
+				h.OnOpen = func(s *transport.Session) { open(s); sessions <- s }
+			})
+			c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP}, m.mode)
+			async, blocking := 0, 5
+			if m.mode == transport.ReceiveEvent {
+				async = 10
+			}
+			errs := make(chan error, async+blocking)
+			for range async {
+				if err := c.RequestAsync(context.Background(), request("x"), func(r any, err error) { errs <- err }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range blocking {
+				go func() {
+					_, err := c.Request(context.Background(), request("y"))
+					errs <- err
+				}()
+			}
+			time.Sleep(50 * time.Millisecond)
+			(<-sessions).Close()
+			for range async + blocking {
+				if err := <-errs; !errors.Is(err, codec.ErrConnClosed) {
+					t.Fatalf("pending request ended with %v", err)
+				}
+			}
+			if _, err := c.Request(context.Background(), request("z")); err == nil {
+				t.Fatal("request on a closed connection succeeded")
+			}
+		})
 	}
 }
 

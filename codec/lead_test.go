@@ -68,34 +68,6 @@ func TestSyncClientReaderLeavesTurnToOthers(t *testing.T) {
 	wg.Wait()
 }
 
-// Every blocked Request fails with ErrConnClosed when the server closes
-// the connection, whichever of them is reading.
-func TestSyncClientPeerCloseFailsRequests(t *testing.T) {
-	leakcheck.Check(t)
-	sessions := make(chan *transport.Session, 1)
-	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
-		msg.(*codec.Message).Release() // never answer
-	}}, func(h *transport.Hooks) {
-		open := h.OnOpen
-		h.OnOpen = func(s *transport.Session) { open(s); sessions <- s }
-	})
-	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP}, transport.ReceiveSync)
-	errs := make(chan error, 5)
-	for range 5 {
-		go func() {
-			_, err := c.Request(context.Background(), request("y"))
-			errs <- err
-		}()
-	}
-	time.Sleep(50 * time.Millisecond)
-	(<-sessions).Close()
-	for range 5 {
-		if err := <-errs; !errors.Is(err, codec.ErrConnClosed) {
-			t.Fatalf("pending request ended with %v", err)
-		}
-	}
-}
-
 // Messages the server pushes reach the Handler on the waiting caller's
 // goroutine, in order with the reply.
 func TestSyncClientHandlesPushesWhileWaiting(t *testing.T) {
