@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -90,5 +92,39 @@ func TestSyncClientHandlesPushesWhileWaiting(t *testing.T) {
 	}
 	if fmt.Sprint(pushes) != "[push 0 push 1 push 2]" {
 		t.Fatalf("pushes before the reply: %q", pushes)
+	}
+}
+
+// A reply that breaks the framing (here, one declaring a 1 GiB frame) ends
+// the client's connection as a protocol violation, and the waiting request
+// fails instead of hanging — whichever goroutine reads.
+func TestClientProtocolViolationFailsRequest(t *testing.T) {
+	for _, m := range clientModes {
+		t.Run(m.name, func(t *testing.T) {
+			leakcheck.Check(t)
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			go func() {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				io.ReadFull(c, make([]byte, 4+len("bad")))                      // the request
+				c.Write([]byte{0x81, 0x01, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x40}) // a reply declaring 1 GiB
+				io.Copy(io.Discard, c)
+			}()
+			c := dialCodec(t, "tcp", l.Addr().String(), codec.Options{
+				Pipeline: codec.NewPipeline(codec.SRMP(codec.FramerConfig{MaxFrame: 1024})), Match: codec.MatchSRMP}, m.mode)
+			if _, err := c.Request(context.Background(), request("bad")); !errors.Is(err, codec.ErrConnClosed) {
+				t.Fatalf("request: %v", err)
+			}
+			if r := c.Transport().Session().Reason(); r != transport.ReasonProtocol {
+				t.Fatalf("closed with reason %v", r)
+			}
+		})
 	}
 }
