@@ -33,7 +33,8 @@ type Options struct {
 	// Handler gets every inbound message that is not a reply to one of
 	// this side's requests: *Message for SRMP, *packet.Packet for the
 	// length-field and delimiter codecs. It owns the message and must
-	// release it. It runs on the connection's receive goroutine.
+	// release it. It runs on the connection's receive goroutine (a ReceiveSync
+	// client: on the goroutine of the Request that is reading).
 	Handler func(c *Conn, msg any)
 }
 
