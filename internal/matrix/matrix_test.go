@@ -178,3 +178,39 @@ func TestFaultyRunsListed(t *testing.T) {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+// The summary groups scenarios by kind, in order of first appearance, and
+// counts those at parity; scenarios without a ratio are left out.
+func TestSummaryGroups(t *testing.T) {
+	serial := roundtrip("tcp", 32, 1, "sync")
+	serial.Codec = "srmp"
+	window := Scenario{Name: "w", Mode: "pipeline", Proto: "tcp", Codec: "srmp"}
+	ps := []pair{
+		{sc: oneway("tcp", 1024, 4, ""), rounds: 3, ratio: 1.10},
+		{sc: oneway("udp", 1024, 4, ""), rounds: 3, ratio: 0.92},
+		{sc: oneway("tcp", 32, 4, ""), rounds: 3, ratio: 0.94},
+		{sc: oneway("tcp", 64, 4, ""), rounds: 0}, // no ratio
+		{sc: roundtrip("udp", 32, 1, "sync"), rounds: 1, ratio: 0.80},
+		{sc: serial, rounds: 3, ratio: 0.96},
+		{sc: window, rounds: 3, ratio: 0.85},
+	}
+	var b strings.Builder
+	writeSummary(&b, ps)
+	want := []string{
+		"| TCP one-way | 2 | **1.02×** | 0.94–1.10× | 1 | 2 |",
+		"| UDP one-way | 1 | **0.92×** | 0.92–0.92× | 0 | 1 |",
+		"| UDP round trip | 1 | **0.80×** | 0.80–0.80× | 0 | 0 |",
+		"| codec echo, serial requests | 1 | **0.96×** | 0.96–0.96× | 1 | 1 |",
+		"| codec echo, windowed | 1 | **0.85×** | 0.85–0.85× | 0 | 0 |",
+		"| all | 6 | **0.93×** | 0.80–1.10× | 2 | 4 |",
+	}
+	got := b.String()
+	last := -1
+	for _, w := range want {
+		i := strings.Index(got, w)
+		if i < 0 || i < last {
+			t.Fatalf("summary lacks (or misorders) %q:\n%s", w, got)
+		}
+		last = i
+	}
+}

@@ -88,6 +88,7 @@ func serverField(r *Result, f func(*Result) float64, format string) string {
 func writeMarkdown(w io.Writer, rep Report) {
 	fmt.Fprintf(w, "# lifenet socket matrix\n\n%s · window %g s · warm-up %g s · %s\n\n", rep.Date, rep.Seconds, rep.Warmup, rep.method())
 	ps := pairs(rep.Results)
+	writeSummary(w, ps)
 	fmt.Fprintln(w, "## 1. Throughput (one-way: the server only counts)")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| scenario | proto | size | clients | lifenet Gbps | lifenet pkt/s | raw pkt/s | **lifenet/raw** | server CPU s/M msg lifenet / raw | server B/msg lifenet |")
