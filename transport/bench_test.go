@@ -196,3 +196,49 @@ func benchEcho(b *testing.B, impl string, size, conns int) {
 	b.StopTimer()
 	b.ReportMetric(float64(cpuNanos()-cpu0)/float64(per*conns), "cpu-ns/pkt")
 }
+
+// BenchmarkSessionChurn: one op opens an in-memory connection, lets the
+// server admit it, closes it and waits for the server to end the session,
+// with the session registry on and off and with idle sessions held open
+// beside the churn. It prices the registry's per-connection bookkeeping.
+func BenchmarkSessionChurn(b *testing.B) {
+	for _, idle := range []int{0, 1000} {
+		for _, off := range []bool{false, true} {
+			b.Run(fmt.Sprintf("idle=%d/registry=%v", idle, !off), func(b *testing.B) {
+				benchChurn(b, idle, off)
+			})
+		}
+	}
+}
+
+func benchChurn(b *testing.B, idle int, noRegistry bool) {
+	ended := make(chan struct{}, 1)
+	hooks := transport.Hooks{OnClose: func(*transport.Session, *transport.CloseError) {
+		select {
+		case ended <- struct{}{}:
+		default:
+		}
+	}}
+	srv, err := transport.NewServer(transport.Config{NoSessionRegistry: noRegistry}, hooks)
+	if err != nil {
+		b.Fatal(err)
+	}
+	l := newPipeListener()
+	if err := srv.Serve(l); err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	for range idle {
+		c := l.dial()
+		defer c.Close()
+	}
+	for srv.SessionCount() < idle {
+		time.Sleep(time.Millisecond)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		l.dial().Close()
+		<-ended
+	}
+}

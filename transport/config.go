@@ -72,6 +72,12 @@ type Config struct {
 	MaxConns int
 	// MaxConnsPerIP caps live sessions from one remote IP (default 1000).
 	MaxConnsPerIP int
+	// NoSessionRegistry turns off a server's index of sessions by ID, as
+	// NewLife's UseSession=false does for benchmarks: Server.Session then
+	// finds nothing and opening or ending a session skips the index.
+	// Counting (SessionCount, Stats), Range, Broadcast and shutdown keep
+	// working: they walk the list of open sessions every server keeps.
+	NoSessionRegistry bool
 	// IdleTimeout closes a session that receives nothing for this long
 	// (default 20 min; negative: never).
 	IdleTimeout time.Duration

@@ -23,7 +23,7 @@ type Server struct {
 	mu        sync.Mutex
 	listeners []net.Listener
 	udp       []*udpServer
-	sessions  map[uint64]*Session
+	sessions  sessionSet
 	perIP     map[netip.Addr]int
 	port      int // the port shared by listeners asked for port 0
 	closing   bool
@@ -45,7 +45,7 @@ func NewServer(cfg Config, hooks Hooks) (*Server, error) {
 	acquireClock()
 	return &Server{
 		ep:       endpoint{cfg: cfg, hooks: hooks},
-		sessions: make(map[uint64]*Session),
+		sessions: newSessionSet(!cfg.NoSessionRegistry),
 		perIP:    make(map[netip.Addr]int),
 		stopped:  make(chan struct{}),
 	}, nil
@@ -186,7 +186,7 @@ func (s *Server) admit(c net.Conn) {
 	cfg := &s.ep.cfg
 	ip, hasIP := remoteIP(c.RemoteAddr())
 	s.mu.Lock()
-	if s.closing || len(s.sessions) >= cfg.MaxConns || hasIP && s.perIP[ip] >= cfg.MaxConnsPerIP {
+	if s.closing || s.sessions.len() >= cfg.MaxConns || hasIP && s.perIP[ip] >= cfg.MaxConnsPerIP {
 		closing := s.closing
 		s.mu.Unlock()
 		c.Close()
@@ -202,7 +202,7 @@ func (s *Server) admit(c net.Conn) {
 	id := s.nextID.Add(1)
 	sess := newSession(&s.ep, id, c, newStreamSender(c, cfg), c.LocalAddr(), c.RemoteAddr())
 	sess.onEnd = s.forget
-	s.sessions[id] = sess
+	s.sessions.add(sess)
 	s.ep.stats.opened()
 	s.wg.Add(1)
 	s.mu.Unlock()
@@ -212,11 +212,11 @@ func (s *Server) admit(c net.Conn) {
 	}()
 }
 
-// forget removes an ended session from the registry and the per-IP counts.
+// forget removes an ended session from the server's set and the per-IP counts.
 func (s *Server) forget(sess *Session) {
 	ip, hasIP := remoteIP(sess.remote)
 	s.mu.Lock()
-	delete(s.sessions, sess.id)
+	s.sessions.remove(sess)
 	s.ep.stats.retired.absorb(&sess.io)
 	sess.retired = true
 	if hasIP {
@@ -277,7 +277,7 @@ func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.ep.stats.snapshot()
-	for _, sess := range s.sessions {
+	for _, sess := range s.sessions.list {
 		sess.io.addTo(&st)
 	}
 	return st
@@ -287,15 +287,15 @@ func (s *Server) Stats() Stats {
 func (s *Server) SessionCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.sessions)
+	return s.sessions.len()
 }
 
-// Session returns the live session with the given ID.
+// Session returns the live session with the given ID. With
+// Config.NoSessionRegistry it finds nothing.
 func (s *Server) Session(id uint64) (*Session, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sess, ok := s.sessions[id]
-	return sess, ok
+	return s.sessions.lookup(id)
 }
 
 // Range calls f for each live session until f returns false. Sessions that
@@ -311,11 +311,7 @@ func (s *Server) Range(f func(*Session) bool) {
 func (s *Server) snapshot() []*Session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	list := make([]*Session, 0, len(s.sessions))
-	for _, sess := range s.sessions {
-		list = append(list, sess)
-	}
-	return list
+	return s.sessions.copyList()
 }
 
 // Broadcast sends p to every live session for which filter (if not nil)

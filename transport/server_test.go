@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -241,32 +242,45 @@ func TestConnectionLimits(t *testing.T) {
 	}
 }
 
+// The registry finds sessions by ID; switched off it finds none, while
+// counting, Range and Broadcast still reach every open session.
 func TestBroadcastAndRegistry(t *testing.T) {
-	leakcheck.Check(t)
-	srv, a := startServer(t, transport.Config{}, transport.Hooks{}, "tcp", "127.0.0.1:0")
-	conns := []net.Conn{dial(t, "tcp", a), dial(t, "tcp", a), dial(t, "tcp", a)}
-	waitUntil(t, "3 sessions", func() bool { return srv.SessionCount() == 3 })
-	var skip uint64
-	srv.Range(func(s *transport.Session) bool { skip = s.ID(); return false })
-	if _, ok := srv.Session(skip); !ok {
-		t.Fatal("Session(id) did not find a live session")
-	}
-	msg := packet.Get(5)
-	copy(msg.Bytes(), "hello")
-	n := srv.Broadcast(msg, func(s *transport.Session) bool { return s.ID() != skip })
-	if n != 2 {
-		t.Fatalf("Broadcast reached %d sessions, want 2", n)
-	}
-	got := 0
-	for _, c := range conns {
-		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
-		b := make([]byte, 5)
-		if _, err := io.ReadFull(c, b); err == nil && string(b) == "hello" {
-			got++
-		}
-	}
-	if got != 2 {
-		t.Fatalf("%d connections got the broadcast", got)
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("NoSessionRegistry=%v", off), func(t *testing.T) {
+			leakcheck.Check(t)
+			srv, a := startServer(t, transport.Config{NoSessionRegistry: off}, transport.Hooks{}, "tcp", "127.0.0.1:0")
+			conns := []net.Conn{dial(t, "tcp", a), dial(t, "tcp", a), dial(t, "tcp", a), dial(t, "tcp", a)}
+			waitUntil(t, "4 sessions", func() bool { return srv.SessionCount() == 4 })
+			conns[0].Close() // a session leaves from the middle of the server's set
+			conns = conns[1:]
+			waitUntil(t, "3 sessions", func() bool { return srv.SessionCount() == 3 })
+			var ids []uint64
+			srv.Range(func(s *transport.Session) bool { ids = append(ids, s.ID()); return true })
+			if len(ids) != 3 {
+				t.Fatalf("Range saw %d sessions, want 3", len(ids))
+			}
+			skip := ids[0]
+			if _, ok := srv.Session(skip); ok == off {
+				t.Fatalf("Session(id) found=%v with the registry off=%v", ok, off)
+			}
+			msg := packet.Get(5)
+			copy(msg.Bytes(), "hello")
+			n := srv.Broadcast(msg, func(s *transport.Session) bool { return s.ID() != skip })
+			if n != 2 {
+				t.Fatalf("Broadcast reached %d sessions, want 2", n)
+			}
+			got := 0
+			for _, c := range conns {
+				c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+				b := make([]byte, 5)
+				if _, err := io.ReadFull(c, b); err == nil && string(b) == "hello" {
+					got++
+				}
+			}
+			if got != 2 {
+				t.Fatalf("%d connections got the broadcast", got)
+			}
+		})
 	}
 }
 

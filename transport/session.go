@@ -55,6 +55,7 @@ type Session struct {
 	lastRx  atomic.Int64 // coarse unix nanoseconds of the last receive
 	io      traffic      // this session's bytes and messages
 	retired bool         // io has been added to the owner's totals (owner's lock)
+	slot    int          // index in the server's session list (owner's lock)
 
 	out sender // the write side; for UDP peers, writes go through the server socket
 

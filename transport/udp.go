@@ -174,7 +174,7 @@ func (u *udpServer) open(key peerKey, from net.Addr) *Session {
 		return nil
 	}
 	s.mu.Lock()
-	if s.closing || len(s.sessions) >= s.ep.cfg.MaxConns {
+	if s.closing || s.sessions.len() >= s.ep.cfg.MaxConns {
 		s.mu.Unlock()
 		return nil
 	}
@@ -187,7 +187,7 @@ func (u *udpServer) open(key peerKey, from net.Addr) *Session {
 	out.sess = sess
 	sess.datagram = true
 	sess.onEnd = s.forget
-	s.sessions[id] = sess
+	s.sessions.add(sess)
 	s.ep.stats.opened()
 	s.mu.Unlock()
 	u.peers[key] = sess
