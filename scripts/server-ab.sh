@@ -6,6 +6,7 @@
 # Prints one line per run: "<scenario> <impl> <STEADY-JSON>", then per
 # scenario the medians of the per-round lifenet/raw ratios.
 # Usage: scripts/server-ab.sh [rounds] [seconds] [scenario-regex]
+# PIN=1 pins the server to CPU 1 and the client to CPU 0 (taskset).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
@@ -23,17 +24,19 @@ scenarios=(
   "echo-1KB-c16|--mode pipeline --size 1024 --clients 16"
 )
 out=$(mktemp)
+server_cpu=() client_cpu=()
+if [[ ${PIN:-0} == 1 ]]; then server_cpu=(taskset -c 1) client_cpu=(taskset -c 0); fi
 run() { # scenario-name impl flags
   local name=$1 impl=$2 flags=$3 size oneway="" log spid
   port=$((port + 1))
   size=$(sed -E 's/.*--size ([0-9]+).*/\1/' <<<"$flags")
   [[ $flags == *--oneway* ]] && oneway="--oneway"
   log=$(mktemp)
-  "$bin" load --server --impl "$impl" --port "$port" --size "$size" $oneway >"$log" &
+  "${server_cpu[@]}" "$bin" load --server --impl "$impl" --port "$port" --size "$size" $oneway >"$log" &
   spid=$!
   for _ in $(seq 50); do grep -q READY "$log" && break; sleep 0.1; done
   # shellcheck disable=SC2086
-  "$bin" load --remote "127.0.0.1:$port" --impl raw --seconds "$seconds" --warmup 1 --json $flags >/dev/null
+  "${client_cpu[@]}" "$bin" load --remote "127.0.0.1:$port" --impl raw --seconds "$seconds" --warmup 1 --json $flags >/dev/null
   wait "$spid"
   echo "$name $impl $(grep '^STEADY-JSON' "$log" | cut -d' ' -f2-)" | tee -a "$out"
   rm -f "$log"
