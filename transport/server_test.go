@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"sync"
 	"testing"
@@ -281,6 +282,46 @@ func TestBroadcastAndRegistry(t *testing.T) {
 				t.Fatalf("%d connections got the broadcast", got)
 			}
 		})
+	}
+}
+
+// Many sessions ending in any order leave the registry exact: every open
+// session is listed and found, no ended one is, also after the set has
+// shrunk from its peak.
+func TestRegistryChurn(t *testing.T) {
+	leakcheck.Check(t)
+	srv, err := transport.NewServer(transport.Config{ReadBufferSize: 512}, transport.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	l := newPipeListener()
+	if err := srv.Serve(l); err != nil {
+		t.Fatal(err)
+	}
+	const total, keep = 1500, 100
+	for range total {
+		c := l.dial()
+		defer c.Close()
+	}
+	waitUntil(t, "all sessions", func() bool { return srv.SessionCount() == total })
+	var all []*transport.Session
+	srv.Range(func(s *transport.Session) bool { all = append(all, s); return true })
+	rand.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	for _, s := range all[keep:] {
+		s.Close()
+	}
+	waitUntil(t, "the kept sessions", func() bool { return srv.SessionCount() == keep })
+	listed := map[uint64]bool{}
+	srv.Range(func(s *transport.Session) bool { listed[s.ID()] = true; return true })
+	for i, s := range all {
+		_, found := srv.Session(s.ID())
+		if open := i < keep; listed[s.ID()] != open || found != open {
+			t.Fatalf("session %d open=%v: listed=%v found=%v", s.ID(), open, listed[s.ID()], found)
+		}
+	}
+	if len(listed) != keep {
+		t.Fatalf("Range listed %d sessions, want %d", len(listed), keep)
 	}
 }
 
