@@ -57,9 +57,11 @@ func startServer(cfg *Config, addr string) (*echoServer, error) {
 }
 
 // serveLifenet runs a lifenet server with hooks on addr; bytes reports what
-// it received.
+// it received. Like NewLife's benchmark servers (UseSession=false, seed 001)
+// it keeps no index of sessions by ID.
 func serveLifenet(cfg *Config, addr string, hooks transport.Hooks, bytes func() uint64) (*echoServer, error) {
-	srv, err := transport.NewServer(transport.Config{SocketReceiveBuffer: cfg.RcvBuf, MaxConnsPerIP: maxClients + 1, MaxConns: maxClients + 1}, hooks)
+	tc := transport.Config{SocketReceiveBuffer: cfg.RcvBuf, MaxConnsPerIP: maxClients + 1, MaxConns: maxClients + 1, NoSessionRegistry: true}
+	srv, err := transport.NewServer(tc, hooks)
 	if err != nil {
 		return nil, err
 	}
