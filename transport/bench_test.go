@@ -242,3 +242,66 @@ func benchChurn(b *testing.B, idle int, noRegistry bool) {
 		<-ended
 	}
 }
+
+// BenchmarkClientRoundTripBound: round trips of 32 bytes through a lifenet
+// echo server, each receive bounded either by a context made per call
+// (the usual Go idiom) or by ClientConfig.ReceiveTimeout with one
+// long-lived context. allocs/op is the price of the bound (the server
+// path allocates nothing).
+func BenchmarkClientRoundTripBound(b *testing.B) {
+	for _, network := range []string{"tcp", "udp"} {
+		for _, mode := range []transport.ReceiveMode{transport.ReceivePull, transport.ReceiveSync} {
+			for _, bound := range []string{"ctx-per-call", "ReceiveTimeout"} {
+				name := fmt.Sprintf("%s/mode=%s/bound=%s", network, map[transport.ReceiveMode]string{transport.ReceivePull: "pull", transport.ReceiveSync: "sync"}[mode], bound)
+				b.Run(name, func(b *testing.B) { benchRoundTripBound(b, network, mode, bound == "ReceiveTimeout") })
+			}
+		}
+	}
+}
+
+func benchRoundTripBound(b *testing.B, network string, mode transport.ReceiveMode, useTimeout bool) {
+	hooks := transport.Hooks{OnReceive: func(s *transport.Session, p *packet.Packet) { s.Send(p.Share()) }}
+	srv, err := transport.NewServer(transport.Config{}, hooks)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	a, err := srv.Listen(context.Background(), network, "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	const limit = 5 * time.Second
+	cfg := transport.ClientConfig{Mode: mode}
+	if useTimeout {
+		cfg.ReceiveTimeout = limit
+	}
+	c, err := transport.Dial(context.Background(), network, a.String(), cfg, transport.Hooks{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	msg := make([]byte, 32)
+	receive := func() (*packet.Packet, error) {
+		if useTimeout {
+			return c.Receive(context.Background())
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), limit)
+		defer cancel()
+		return c.Receive(ctx)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := c.Send(packet.Wrap(msg)); err != nil {
+			b.Fatal(err)
+		}
+		for got := 0; got < len(msg); {
+			p, err := receive()
+			if err != nil {
+				b.Fatal(err)
+			}
+			got += p.Total()
+			p.Release()
+		}
+	}
+}

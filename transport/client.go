@@ -64,6 +64,12 @@ type ClientConfig struct {
 	// LocalAddr binds the local end (UDP: a fixed local port, which makes
 	// the client send with send-to instead of a connected socket).
 	LocalAddr string
+	// ReceiveTimeout bounds each Receive call in pull and sync modes, as
+	// NewLife's ISocketClient.Timeout bounds its receives: a call that gets
+	// nothing for this long returns ErrReceiveTimeout and the connection
+	// stays open (0: only the context bounds the wait). Unlike a context
+	// made for each call, it allocates nothing. Event mode ignores it.
+	ReceiveTimeout time.Duration
 }
 
 func (c ClientConfig) withDefaults() (ClientConfig, error) {
@@ -72,8 +78,8 @@ func (c ClientConfig) withDefaults() (ClientConfig, error) {
 		return c, err
 	}
 	c.Config = cfg
-	if c.PullQueue < 0 || c.MaxReconnect < 0 || c.Mode > ReceiveSync {
-		return c, errors.New("transport: negative PullQueue or MaxReconnect, or unknown Mode")
+	if c.PullQueue < 0 || c.MaxReconnect < 0 || c.ReceiveTimeout < 0 || c.Mode > ReceiveSync {
+		return c, errors.New("transport: negative PullQueue, MaxReconnect or ReceiveTimeout, or unknown Mode")
 	}
 	if c.Mode == ReceiveSync && c.AutoReconnect {
 		return c, errors.New("transport: ReceiveSync does not reconnect (use ReceivePull with AutoReconnect)")
@@ -359,13 +365,21 @@ func (c *Client) enqueue(s *Session, p *packet.Packet) {
 // Receive returns the next received packet in pull or sync mode; the
 // caller owns it and must release it. It fails with ErrClosed once the
 // client is closed (or gave up reconnecting) and everything received was
-// taken, or with ctx's error. In sync mode concurrent calls take turns.
+// taken, with ctx's error, or with ErrReceiveTimeout after
+// ClientConfig.ReceiveTimeout. In sync mode concurrent calls take turns.
 func (c *Client) Receive(ctx context.Context) (*packet.Packet, error) {
 	if c.sync != nil {
 		return c.receiveSync(ctx)
 	}
 	if c.recv == nil {
 		return nil, errors.New("transport: Receive needs ReceivePull or ReceiveSync mode")
+	}
+	var expired <-chan time.Time
+	if d := c.cfg.ReceiveTimeout; d > 0 {
+		t := takeTimer(d)
+		defer timerPool.Put(t)
+		defer t.Stop()
+		expired = t.C
 	}
 	select {
 	case p, ok := <-c.recv:
@@ -375,7 +389,22 @@ func (c *Client) Receive(ctx context.Context) (*packet.Packet, error) {
 		return p, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-expired:
+		return nil, ErrReceiveTimeout
 	}
+}
+
+// timerPool keeps the timers of pull-mode receive timeouts, so that
+// concurrent Receive calls each have one without allocating.
+var timerPool sync.Pool
+
+// takeTimer returns a pooled timer that fires after d.
+func takeTimer(d time.Duration) *time.Timer {
+	if t, ok := timerPool.Get().(*time.Timer); ok {
+		t.Reset(d) // a stopped timer's channel holds no stale value (Go 1.23)
+		return t
+	}
+	return time.NewTimer(d)
 }
 
 // Packets returns the pull-mode queue as a channel, closed when the client

@@ -57,7 +57,11 @@ func (c *Client) receiveSync(ctx context.Context) (*packet.Packet, error) {
 	if !r.watch(ctx, s) {
 		defer r.unwatch()
 	}
-	if r.takeWoken() { // after watch: its deadline must not undo a Wake
+	until, err := r.limit(ctx, s, c.cfg.ReceiveTimeout)
+	if err != nil {
+		return nil, err
+	}
+	if r.takeWoken() { // after watch and limit: their deadlines must not undo a Wake
 		return nil, ErrWoken
 	}
 	if r.buf == nil {
@@ -78,6 +82,9 @@ func (c *Client) receiveSync(ctx context.Context) (*packet.Packet, error) {
 		}
 		if r.takeWoken() {
 			return nil, ErrWoken
+		}
+		if !until.IsZero() && !time.Now().Before(until) {
+			return nil, ErrReceiveTimeout
 		}
 	}
 	s.closeWith(s.readReason(err, true), causeOf(err))
@@ -131,6 +138,26 @@ func (r *syncReader) watch(ctx context.Context, s *Session) (keep bool) {
 	r.stopWatch = stop
 	r.watchMu.Unlock()
 	return keep
+}
+
+// limit moves the read deadline to this call's receive timeout (or ctx's
+// deadline, if that comes first) and returns it; zero means no timeout.
+// It runs on every call, after watch, because each call's timeout starts
+// anew. A cancellation whose interrupt the move may have overwritten is
+// returned as ctx's error: the interrupt is set under watchMu after ctx is
+// done, so either it comes after the move or ctx.Err() already says so.
+func (r *syncReader) limit(ctx context.Context, s *Session, timeout time.Duration) (time.Time, error) {
+	if timeout <= 0 {
+		return time.Time{}, nil
+	}
+	until := time.Now().Add(timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(until) {
+		until = d
+	}
+	r.watchMu.Lock()
+	s.conn.SetReadDeadline(until)
+	r.watchMu.Unlock()
+	return until, ctx.Err()
 }
 
 // unwatch disarms the interrupt. The next call sets the read deadline

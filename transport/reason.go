@@ -43,6 +43,9 @@ var (
 	// ErrSlowConsumer is returned by Send when the session's send queue is
 	// full; the session is closed with ReasonSlowConsumer.
 	ErrSlowConsumer = errors.New("transport: send queue full (slow consumer)")
+	// ErrReceiveTimeout is returned by Receive when ClientConfig.ReceiveTimeout
+	// passed without data; the connection stays open.
+	ErrReceiveTimeout = errors.New("transport: receive timed out")
 )
 
 // CloseError is why a session ended: its Reason and the underlying error,
