@@ -147,12 +147,14 @@ func (r *run) prime(ctx context.Context) error {
 	}
 	defer c.close()
 	count := min(max((4<<20)/r.cfg.Size, 4), 64)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	for range count {
 		if err := c.send(r.payload); err != nil {
 			return err
 		}
 		if !r.cfg.OneWay && !r.cfg.UDP {
-			if err := readFull(ctx, c, r.cfg.Size, 30*time.Second); err != nil {
+			if err := readFull(ctx, c, r.cfg.Size); err != nil {
 				return err
 			}
 		}
@@ -163,14 +165,10 @@ func (r *run) prime(ctx context.Context) error {
 	return nil
 }
 
-// readFull receives until n bytes arrived (one echo), or timeout passes
-// (0: only ctx bounds the wait, and nothing is allocated per call).
-func readFull(ctx context.Context, c clientConn, n int, timeout time.Duration) error {
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
+// readFull receives until n bytes arrived (one echo). ctx bounds the whole;
+// the connection's own receive timeout (Config.echoTimeout) bounds each
+// wait, so that nothing is allocated per call.
+func readFull(ctx context.Context, c clientConn, n int) error {
 	for got := 0; got < n; {
 		k, err := c.recv(ctx)
 		if err != nil {
@@ -366,7 +364,7 @@ func (r *run) roundtrip(ctx context.Context, conns []clientConn) error {
 					r.fail(c, "send", err)
 					break
 				}
-				if err := readFull(wctx, c, r.cfg.Size, r.echoTimeout()); err != nil {
+				if err := readFull(wctx, c, r.cfg.Size); err != nil {
 					if over(wctx) {
 						break // the window closed while this echo was in flight
 					}
@@ -388,15 +386,6 @@ func (r *run) roundtrip(ctx context.Context, conns []clientConn) error {
 		return *err
 	}
 	return nil
-}
-
-// echoTimeout bounds the wait for one echo: a lost UDP datagram costs a
-// second (NetLoadTest's watchdog); a TCP echo is bounded by the window.
-func (r *run) echoTimeout() time.Duration {
-	if r.cfg.UDP {
-		return time.Second
-	}
-	return 0
 }
 
 func (r *run) summary(elapsed float64) Summary {

@@ -158,3 +158,13 @@ func (c *Config) modeName() string {
 	}
 	return c.Mode
 }
+
+// echoTimeout bounds each wait for an echo in UDP round trips: a lost
+// datagram costs a second (NetLoadTest's watchdog). Elsewhere it is 0: a
+// TCP echo is bounded by the window, and UDP pipelines count what arrives.
+func (c *Config) echoTimeout() time.Duration {
+	if c.UDP && c.Mode == "roundtrip" {
+		return time.Second
+	}
+	return 0
+}

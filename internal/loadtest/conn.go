@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
@@ -30,11 +31,12 @@ func dial(ctx context.Context, cfg *Config, addr string) (clientConn, error) {
 	if cfg.Impl == "raw" {
 		return dialRaw(cfg, addr)
 	}
-	ccfg := transport.ClientConfig{Config: transport.Config{SocketReceiveBuffer: cfg.RcvBuf, ReadBufferSize: max(64<<10, cfg.Size)}}
+	ccfg := transport.ClientConfig{Config: transport.Config{SocketReceiveBuffer: cfg.RcvBuf, ReadBufferSize: max(64<<10, cfg.Size)},
+		ReceiveTimeout: cfg.echoTimeout()}
 	if cfg.UDP && !cfg.UDPConn {
 		ccfg.LocalAddr = "127.0.0.1:0" // a bound socket sending with send-to, like NetLoadTest's default
 	}
-	lc := &lifenetConn{done: make(chan struct{})}
+	lc := &lifenetConn{done: make(chan struct{}), timeout: cfg.echoTimeout()}
 	var hooks transport.Hooks
 	switch cfg.RecvMode {
 	case "event":
@@ -46,7 +48,7 @@ func dial(ctx context.Context, cfg *Config, addr string) (clientConn, error) {
 			}
 		}
 	case "async":
-		ccfg.Mode = transport.ReceivePull // the Packets channel
+		ccfg.Mode = transport.ReceivePull // Receive waits on the client's queue
 	default:
 		ccfg.Mode = transport.ReceiveSync // Receive reads on the caller's goroutine
 	}
@@ -54,18 +56,22 @@ func dial(ctx context.Context, cfg *Config, addr string) (clientConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	lc.c, lc.async = c, cfg.RecvMode == "async"
+	lc.c = c
 	return lc, nil
 }
 
 // lifenetConn drives a transport.Client in one of its receive modes.
 type lifenetConn struct {
-	c      *transport.Client
-	async  bool     // channel (Packets) instead of Receive
-	events chan int // event mode: bytes per OnReceive
-	done   chan struct{}
-	once   sync.Once
+	c       *transport.Client
+	events  chan int // event mode: bytes per OnReceive
+	timeout time.Duration
+	timer   *time.Timer // event mode's receive timeout, reused
+	done    chan struct{}
+	once    sync.Once
 }
+
+// errEchoTimeout is an event-mode wait that outlasted the echo timeout.
+var errEchoTimeout = errors.New("loadtest: no echo within the timeout")
 
 // send writes b without copying it: the load payload is never modified,
 // so the caller's memory can go to the socket as it is (as the raw client
@@ -73,34 +79,38 @@ type lifenetConn struct {
 func (l *lifenetConn) send(b []byte) error { return l.c.Send(packet.Wrap(b)) }
 
 func (l *lifenetConn) recv(ctx context.Context) (int, error) {
-	switch {
-	case l.events != nil:
-		select {
-		case n := <-l.events:
-			return n, nil
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		}
-	case l.async:
-		select {
-		case p, ok := <-l.c.Packets():
-			if !ok {
-				return 0, transport.ErrClosed
-			}
-			n := p.Total()
-			p.Release()
-			return n, nil
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		}
+	if l.events != nil {
+		return l.recvEvent(ctx)
 	}
-	p, err := l.c.Receive(ctx)
+	p, err := l.c.Receive(ctx) // pull or sync mode; ReceiveTimeout bounds it
 	if err != nil {
 		return 0, err
 	}
 	n := p.Total()
 	p.Release()
 	return n, nil
+}
+
+// recvEvent waits for the next OnReceive's byte count.
+func (l *lifenetConn) recvEvent(ctx context.Context) (int, error) {
+	var expired <-chan time.Time
+	if l.timeout > 0 {
+		if l.timer == nil {
+			l.timer = time.NewTimer(l.timeout)
+		} else {
+			l.timer.Reset(l.timeout)
+		}
+		defer l.timer.Stop()
+		expired = l.timer.C
+	}
+	select {
+	case n := <-l.events:
+		return n, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-expired:
+		return 0, errEchoTimeout
+	}
 }
 
 func (l *lifenetConn) queued() int { return l.c.Session().QueuedBytes() }
@@ -120,10 +130,12 @@ type rawConn struct {
 	udp  *net.UDPConn // unconnected UDP: send-to
 	to   netip.AddrPort
 	buf  []byte
+	// timeout bounds each read, as the lifenet client's ReceiveTimeout.
+	timeout time.Duration
 }
 
 func dialRaw(cfg *Config, addr string) (clientConn, error) {
-	r := &rawConn{buf: make([]byte, max(64<<10, cfg.Size))}
+	r := &rawConn{buf: make([]byte, max(64<<10, cfg.Size)), timeout: cfg.echoTimeout()}
 	if cfg.UDP && !cfg.UDPConn {
 		ap, err := netip.ParseAddrPort(addr)
 		if err != nil {
@@ -159,7 +171,13 @@ func (r *rawConn) send(b []byte) error {
 }
 
 func (r *rawConn) recv(ctx context.Context) (int, error) {
-	if d, ok := ctx.Deadline(); ok {
+	d, ok := ctx.Deadline()
+	if r.timeout > 0 {
+		if t := time.Now().Add(r.timeout); !ok || t.Before(d) {
+			d, ok = t, true
+		}
+	}
+	if ok {
 		r.conn.SetReadDeadline(d)
 	}
 	n, err := r.conn.Read(r.buf)
