@@ -147,6 +147,9 @@ func (r *run) prime(ctx context.Context) error {
 	}
 	defer c.close()
 	count := min(max((4<<20)/r.cfg.Size, 4), 64)
+	if src, ok := c.(eventSource); ok && !r.cfg.OneWay && !r.cfg.UDP {
+		return r.primeEvents(ctx, src, count)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for range count {
@@ -258,6 +261,10 @@ func (r *run) pipeline(ctx context.Context, conns []clientConn) {
 	for _, c := range runs {
 		senders.Go(func() { r.sendLoop(wctx, c) })
 		c.receiving.Store(true)
+		if src, ok := c.clientConn.(eventSource); ok {
+			r.countEvents(c, src)
+			continue
+		}
 		receivers.Go(func() {
 			defer c.receiving.Store(false)
 			for {
@@ -357,24 +364,11 @@ func (r *run) roundtrip(ctx context.Context, conns []clientConn) error {
 	var wg sync.WaitGroup
 	for _, c := range r.connRuns(conns) {
 		wg.Go(func() {
-			h := hdrhistogram.New(1, 60_000_000, 3)
-			for wctx.Err() == nil {
-				t0 := time.Now()
-				if err := c.send(r.payload); err != nil {
-					r.fail(c, "send", err)
-					break
-				}
-				if err := readFull(wctx, c, r.cfg.Size); err != nil {
-					if over(wctx) {
-						break // the window closed while this echo was in flight
-					}
-					if !r.cfg.UDP {
-						r.fail(c, "receive", err)
-						break
-					}
-					continue // a lost datagram: no sample
-				}
-				h.RecordValue(max(time.Since(t0).Microseconds(), 1))
+			var h *hdrhistogram.Histogram
+			if src, ok := c.clientConn.(eventSource); ok {
+				h = r.eventRoundTrips(wctx, c, src)
+			} else {
+				h = r.syncRoundTrips(wctx, c)
 			}
 			r.histMu.Lock()
 			r.hist.Merge(h)
@@ -386,6 +380,31 @@ func (r *run) roundtrip(ctx context.Context, conns []clientConn) error {
 		return *err
 	}
 	return nil
+}
+
+// syncRoundTrips runs one connection's round trips on this goroutine until
+// ctx ends and returns the samples.
+func (r *run) syncRoundTrips(wctx context.Context, c *connRun) *hdrhistogram.Histogram {
+	h := hdrhistogram.New(1, 60_000_000, 3)
+	for wctx.Err() == nil {
+		t0 := time.Now()
+		if err := c.send(r.payload); err != nil {
+			r.fail(c, "send", err)
+			break
+		}
+		if err := readFull(wctx, c, r.cfg.Size); err != nil {
+			if over(wctx) {
+				break // the window closed while this echo was in flight
+			}
+			if !r.cfg.UDP {
+				r.fail(c, "receive", err)
+				break
+			}
+			continue // a lost datagram: no sample
+		}
+		h.RecordValue(max(time.Since(t0).Microseconds(), 1))
+	}
+	return h
 }
 
 func (r *run) summary(elapsed float64) Summary {

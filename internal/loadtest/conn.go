@@ -3,9 +3,10 @@ package loadtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lifenet/lifenet/packet"
@@ -36,17 +37,12 @@ func dial(ctx context.Context, cfg *Config, addr string) (clientConn, error) {
 	if cfg.UDP && !cfg.UDPConn {
 		ccfg.LocalAddr = "127.0.0.1:0" // a bound socket sending with send-to, like NetLoadTest's default
 	}
-	lc := &lifenetConn{done: make(chan struct{}), timeout: cfg.echoTimeout()}
 	var hooks transport.Hooks
+	var ev *lifenetEventConn
 	switch cfg.RecvMode {
 	case "event":
-		lc.events = make(chan int, 1024)
-		hooks.OnReceive = func(_ *transport.Session, p *packet.Packet) {
-			select {
-			case lc.events <- p.Len():
-			case <-lc.done:
-			}
-		}
+		ev = &lifenetEventConn{}
+		hooks.OnReceive = ev.onReceive
 	case "async":
 		ccfg.Mode = transport.ReceivePull // Receive waits on the client's queue
 	default:
@@ -56,22 +52,52 @@ func dial(ctx context.Context, cfg *Config, addr string) (clientConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	lc.c = c
-	return lc, nil
+	if ev != nil {
+		ev.lifenetConn = lifenetConn{c: c}
+		return ev, nil
+	}
+	return &lifenetConn{c: c}, nil
 }
 
-// lifenetConn drives a transport.Client in one of its receive modes.
+// lifenetConn drives a transport.Client in pull or sync mode.
 type lifenetConn struct {
-	c       *transport.Client
-	events  chan int // event mode: bytes per OnReceive
-	timeout time.Duration
-	timer   *time.Timer // event mode's receive timeout, reused
-	done    chan struct{}
-	once    sync.Once
+	c *transport.Client
 }
 
-// errEchoTimeout is an event-mode wait that outlasted the echo timeout.
-var errEchoTimeout = errors.New("loadtest: no echo within the timeout")
+// lifenetEventConn is a client in event mode: what it receives goes to the
+// handler set with onBytes, on the client's receive goroutine, as
+// NetLoadTest's Received handler counts and chains its ping-pong.
+type lifenetEventConn struct {
+	lifenetConn
+	handler atomic.Pointer[func(n int)]
+}
+
+func (l *lifenetEventConn) onReceive(_ *transport.Session, p *packet.Packet) {
+	if h := l.handler.Load(); h != nil {
+		(*h)(p.Len())
+	}
+}
+
+// onBytes sets the handler (nil: drop what arrives).
+func (l *lifenetEventConn) onBytes(h func(n int)) {
+	if h == nil {
+		l.handler.Store(nil)
+		return
+	}
+	l.handler.Store(&h)
+}
+
+func (l *lifenetEventConn) recv(context.Context) (int, error) {
+	return 0, errors.New("loadtest: an event-mode connection delivers through onBytes")
+}
+
+// ended reports why the connection closed, or nil while it is open.
+func (l *lifenetEventConn) ended() error {
+	if r := l.c.Session().Reason(); r != transport.ReasonNone {
+		return fmt.Errorf("connection closed: %v", r)
+	}
+	return nil
+}
 
 // send writes b without copying it: the load payload is never modified,
 // so the caller's memory can go to the socket as it is (as the raw client
@@ -79,10 +105,7 @@ var errEchoTimeout = errors.New("loadtest: no echo within the timeout")
 func (l *lifenetConn) send(b []byte) error { return l.c.Send(packet.Wrap(b)) }
 
 func (l *lifenetConn) recv(ctx context.Context) (int, error) {
-	if l.events != nil {
-		return l.recvEvent(ctx)
-	}
-	p, err := l.c.Receive(ctx) // pull or sync mode; ReceiveTimeout bounds it
+	p, err := l.c.Receive(ctx) // ReceiveTimeout bounds it
 	if err != nil {
 		return 0, err
 	}
@@ -91,38 +114,11 @@ func (l *lifenetConn) recv(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// recvEvent waits for the next OnReceive's byte count.
-func (l *lifenetConn) recvEvent(ctx context.Context) (int, error) {
-	var expired <-chan time.Time
-	if l.timeout > 0 {
-		if l.timer == nil {
-			l.timer = time.NewTimer(l.timeout)
-		} else {
-			l.timer.Reset(l.timeout)
-		}
-		defer l.timer.Stop()
-		expired = l.timer.C
-	}
-	select {
-	case n := <-l.events:
-		return n, nil
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	case <-expired:
-		return 0, errEchoTimeout
-	}
-}
-
 func (l *lifenetConn) queued() int { return l.c.Session().QueuedBytes() }
 
 func (l *lifenetConn) local() net.Addr { return l.c.Session().LocalAddr() }
 
-func (l *lifenetConn) close() {
-	l.once.Do(func() {
-		close(l.done)
-		l.c.Close()
-	})
-}
+func (l *lifenetConn) close() { l.c.Close() }
 
 // rawConn is the std-net baseline client.
 type rawConn struct {

@@ -63,6 +63,7 @@ func TestInProcessRuns(t *testing.T) {
 	cases := [][]string{
 		{"--oneway"}, {"--mode", "pipeline"}, {"--mode", "roundtrip"},
 		{"--mode", "pipeline", "--recvmode", "event"}, {"--mode", "roundtrip", "--recvmode", "async"},
+		{"--mode", "roundtrip", "--recvmode", "event"}, {"--udp", "--mode", "roundtrip", "--recvmode", "event"},
 		{"--udp", "--oneway"}, {"--udp", "--mode", "roundtrip", "--udpconnect"},
 		{"--codec", "srmp", "--mode", "roundtrip"}, {"--codec", "srmp", "--window", "64"},
 		{"--codec", "lengthfield", "--mode", "pipeline"}, {"--codec", "lengthfield", "--oneway"},
@@ -187,6 +188,45 @@ func TestMidRunFailuresCounted(t *testing.T) {
 			if s.ConnErrors != 2 || s.FirstError == "" {
 				t.Errorf("%s %s: connErrors %d, firstError %q; want both connections counted", impl, mode, s.ConnErrors, s.FirstError)
 			}
+		}
+	}
+}
+
+// UDP round trips survive lost datagrams: a request whose echo is a second
+// overdue is given up (sync, async) or sent again (event), and the run goes
+// on. The server here drops every third datagram.
+func TestUDPRoundTripLoss(t *testing.T) {
+	leakcheck.Check(t)
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer pc.Close()
+	wg.Go(func() {
+		buf := make([]byte, 2048)
+		for n := 1; ; n++ {
+			k, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			if n%3 != 0 {
+				pc.WriteTo(buf[:k], from)
+			}
+		}
+	})
+	for _, mode := range []string{"sync", "async", "event"} {
+		args := []string{"--remote", pc.LocalAddr().String(), "--udp", "--mode", "roundtrip", "--recvmode", mode,
+			"--seconds", "2.5", "--warmup", "0", "--clients", "1", "--size", "64"}
+		var out, errOut bytes.Buffer
+		if code := Main(context.Background(), args, &out, &errOut); code != 0 {
+			t.Fatalf("%s: exit %d: %s", mode, code, errOut.String())
+		}
+		// Two echoes, a lost one (a second), two more, another lost: at
+		// least 4 samples show the run went on past a loss.
+		if s := summaryOf(t, out.String()); s.LatencyCount < 4 || s.ConnErrors != 0 {
+			t.Errorf("%s: %+v", mode, s)
 		}
 	}
 }
