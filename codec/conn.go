@@ -62,9 +62,7 @@ func hooksFor(o *Options) transport.Hooks {
 			}
 		},
 		OnReceive: func(s *transport.Session, p *packet.Packet) {
-			if err := connOf(s, o).chain.Read(p); err != nil {
-				s.Abort(err)
-			}
+			connOf(s, o).read(p)
 		},
 		OnClose: func(s *transport.Session, e *transport.CloseError) {
 			c := connOf(s, o)
@@ -73,6 +71,14 @@ func hooksFor(o *Options) transport.Hooks {
 				c.m.close()
 			}
 		},
+	}
+}
+
+// read runs received bytes through the pipeline; bytes the pipeline
+// rejects end the connection. p stays the caller's.
+func (c *Conn) read(p *packet.Packet) {
+	if err := c.chain.Read(p); err != nil {
+		c.sess.Abort(err)
 	}
 }
 

@@ -68,8 +68,6 @@ func (l *lead) readOnce(ctx context.Context, c *Conn, ch chan result) {
 	if err != nil {
 		return
 	}
-	if err := c.chain.Read(p); err != nil {
-		c.sess.Abort(err)
-	}
+	c.read(p)
 	p.Release()
 }
