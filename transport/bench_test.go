@@ -52,6 +52,13 @@ func startBench(b *testing.B, impl string, echo bool) benchServer {
 		r := rawnet.Serve(l, echo)
 		return benchServer{l.Addr().String(), r.Bytes.Load, r.Close}
 	}
+	return startLifenetBench(b, "tcp", echo)
+}
+
+// startLifenetBench runs a lifenet server on network that counts, or
+// echoes, what it receives.
+func startLifenetBench(b *testing.B, network string, echo bool) benchServer {
+	b.Helper()
 	var n atomic.Uint64
 	hooks := transport.Hooks{OnReceive: func(s *transport.Session, p *packet.Packet) {
 		n.Add(uint64(p.Len()))
@@ -63,8 +70,9 @@ func startBench(b *testing.B, impl string, echo bool) benchServer {
 	if err != nil {
 		b.Fatal(err)
 	}
-	a, err := srv.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	a, err := srv.Listen(context.Background(), network, "127.0.0.1:0")
 	if err != nil {
+		srv.Close()
 		b.Fatal(err)
 	}
 	return benchServer{a.String(), n.Load, func() { srv.Close() }}
@@ -260,22 +268,14 @@ func BenchmarkClientRoundTripBound(b *testing.B) {
 }
 
 func benchRoundTripBound(b *testing.B, network string, mode transport.ReceiveMode, useTimeout bool) {
-	hooks := transport.Hooks{OnReceive: func(s *transport.Session, p *packet.Packet) { s.Send(p.Share()) }}
-	srv, err := transport.NewServer(transport.Config{}, hooks)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Close()
-	a, err := srv.Listen(context.Background(), network, "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
+	srv := startLifenetBench(b, network, true)
+	defer srv.close()
 	const limit = 5 * time.Second
 	cfg := transport.ClientConfig{Mode: mode}
 	if useTimeout {
 		cfg.ReceiveTimeout = limit
 	}
-	c, err := transport.Dial(context.Background(), network, a.String(), cfg, transport.Hooks{})
+	c, err := transport.Dial(context.Background(), network, srv.addr, cfg, transport.Hooks{})
 	if err != nil {
 		b.Fatal(err)
 	}
