@@ -7,17 +7,28 @@ package codec_test
 //
 // One op is one echoed 32-byte frame (SRMP: 4-byte header + 28 bytes;
 // length field: 2 + 30). serial keeps one request in flight per
-// connection (serial-sync: the same with the clients in ReceiveSync mode); window keeps 255 (SRMP) or 256 (length field, and raw)
-// in flight. allocs/op and B/op count client and server together.
+// connection (serial-sync: the same with the clients in ReceiveSync mode);
+// window keeps 255 (SRMP) or 256 (length field, and raw) in flight.
+// allocs/op and B/op count client and server together.
+//
+// BenchmarkFrameEcho measures the server's per-frame cost alone: one
+// connection, batches of 256 frames per write, codec against a plain
+// per-frame std-net loop:
+//
+//	go test -run '^$' -bench FrameEcho -benchmem -count 5 ./codec
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lifenet/lifenet/codec"
 	"github.com/lifenet/lifenet/internal/rawnet"
@@ -57,34 +68,45 @@ func BenchmarkCodecEcho(b *testing.B) {
 	}
 }
 
+// echoLF echoes a length-field payload: Write copies the borrowed packet.
+func echoLF(c *codec.Conn, msg any) { c.Write(msg) }
+
 // echoOptions returns the server options for a codec kind.
 func echoOptions(kind string) codec.Options {
 	if kind == "srmp" {
 		return codec.Options{Pipeline: srmpPipeline(), Handler: echoSRMP}
 	}
-	return codec.Options{Pipeline: lfPipeline(), Handler: func(c *codec.Conn, msg any) { c.Write(msg) }}
+	return codec.Options{Pipeline: lfPipeline(), Handler: echoLF}
 }
 
-func newRequest(kind string) any {
-	if kind == "srmp" {
-		p := packet.GetWithHeadroom(8, frameSize-4)
-		return codec.NewMessage(codec.KindRequest, codec.FlagPacket, 0, p)
+// startCodecServer starts a codec server on loopback TCP and returns its
+// address.
+func startCodecServer(b *testing.B, cfg transport.Config, opts codec.Options) string {
+	srv, err := codec.NewServer(cfg, opts)
+	if err != nil {
+		b.Fatal(err)
 	}
-	return packet.GetWithHeadroom(8, frameSize-2)
+	b.Cleanup(func() { srv.Close() })
+	a, err := srv.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return a.String()
 }
+
+func newSRMPRequest() *codec.Message {
+	return codec.NewMessage(codec.KindRequest, codec.FlagPacket, 0, packet.GetWithHeadroom(8, frameSize-4))
+}
+
+func newLFRequest() *packet.Packet { return packet.GetWithHeadroom(8, frameSize-2) }
 
 // benchCodecEcho runs lifenet's codec on both ends; mode serial-sync dials
 // the clients in transport.ReceiveSync (the waiting request reads).
 func benchCodecEcho(b *testing.B, kind, mode string, conns int) {
-	srv, err := transport.NewServer(benchServerConfig, codec.Hooks(echoOptions(kind)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Close()
-	addr, _ := srv.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	copts := codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP}
+	addr := startCodecServer(b, benchServerConfig, echoOptions(kind))
+	copts := codec.Options{Pipeline: srmpPipeline()}
 	if kind != "srmp" {
-		copts = codec.Options{Pipeline: lfPipeline(), Match: codec.MatchFIFO}
+		copts = codec.Options{Pipeline: lfPipeline()}
 	}
 	var ccfg transport.ClientConfig
 	if mode == "serial-sync" {
@@ -92,7 +114,7 @@ func benchCodecEcho(b *testing.B, kind, mode string, conns int) {
 	}
 	clients := make([]*codec.Client, conns)
 	for i := range clients {
-		c, err := codec.Dial(context.Background(), "tcp", addr.String(), ccfg, copts)
+		c, err := codec.Dial(context.Background(), "tcp", addr, ccfg, copts)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -119,34 +141,51 @@ func benchCodecEcho(b *testing.B, kind, mode string, conns int) {
 func serialLoop(b *testing.B, c *codec.Client, kind string, n int) {
 	ctx := context.Background()
 	for range n {
-		r, err := c.Request(ctx, newRequest(kind))
+		if kind == "srmp" {
+			r, err := c.Request(ctx, newSRMPRequest())
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			r.Release()
+			continue
+		}
+		r, err := c.RequestPacket(ctx, newLFRequest())
 		if err != nil {
 			b.Error(err)
 			return
 		}
-		codecReleaseAny(r)
+		r.Release()
 	}
 }
 
 // windowLoop keeps as many requests outstanding as the in-flight limit
-// allows: each reply's callback frees a slot that the loop refills.
+// allows: each reply's callback (which borrows the reply) frees a slot that
+// the loop refills.
 func windowLoop(b *testing.B, c *codec.Client, kind string, n int) {
 	ctx := context.Background()
 	var done sync.WaitGroup
 	var failed atomic.Bool
 	done.Add(n)
-	cb := func(r any, err error) {
+	fail := func(err error) {
 		if err != nil {
 			failed.Store(true)
 		}
-		codecReleaseAny(r)
 		done.Done()
 	}
+	msgCB := func(_ *codec.Message, err error) { fail(err) }
+	pktCB := func(_ *packet.Packet, err error) { fail(err) }
 	conn := c.Conn()
 	for range n {
 		// RequestAsync waits for a free slot: the window never exceeds
 		// the in-flight limit.
-		if err := conn.RequestAsync(ctx, newRequest(kind), cb); err != nil {
+		var err error
+		if kind == "srmp" {
+			err = conn.RequestAsync(ctx, newSRMPRequest(), msgCB)
+		} else {
+			err = conn.RequestPacketAsync(ctx, newLFRequest(), pktCB)
+		}
+		if err != nil {
 			b.Error(err)
 			return
 		}
@@ -154,15 +193,6 @@ func windowLoop(b *testing.B, c *codec.Client, kind string, n int) {
 	done.Wait()
 	if failed.Load() {
 		b.Error("a windowed request failed")
-	}
-}
-
-func codecReleaseAny(r any) {
-	switch v := r.(type) {
-	case *codec.Message:
-		v.Release()
-	case *packet.Packet:
-		v.Release()
 	}
 }
 
@@ -180,13 +210,7 @@ func rawEchoServer(b *testing.B) string {
 // lifenetEchoServer starts lifenet's length-field echo server (2-byte
 // header: a 32-byte frame is 2 + 30) and returns its address.
 func lifenetEchoServer(b *testing.B) string {
-	srv, err := transport.NewServer(benchServerConfig, codec.Hooks(echoOptions("lengthfield")))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { srv.Close() })
-	a, _ := srv.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	return a.String()
+	return startCodecServer(b, benchServerConfig, echoOptions("lengthfield"))
 }
 
 // benchRawEcho drives an echo server with plain std-net clients writing
@@ -270,5 +294,197 @@ func rawWindow(b *testing.B, c net.Conn, n int) {
 			credits <- struct{}{}
 		}
 		got += k
+	}
+}
+
+// frameBatch is how many 32-byte frames BenchmarkFrameEcho's client writes
+// at once (and reads back before the next batch).
+const frameBatch = 256
+
+// BenchmarkFrameEcho is the per-frame cost of a server: one loopback
+// connection whose client writes batches of 256 32-byte frames in one
+// write and reads the 256 echoes back. impl=codec is codec.NewServer
+// (length field: Conn.Write of each borrowed payload; SRMP: Conn.Reply of
+// each request with its own payload); impl=std is a plain loop: read into
+// a 64 KiB buffer, call a handler per complete frame that writes its
+// reply into a 64 KiB bufio.Writer, flush once per read, carry a partial
+// frame to the next read. One op is one frame; allocs count both ends.
+func BenchmarkFrameEcho(b *testing.B) {
+	for _, format := range []string{"lengthfield", "srmp"} {
+		for _, impl := range []string{"codec", "std"} {
+			b.Run(fmt.Sprintf("format=%s/impl=%s", format, impl), func(b *testing.B) {
+				var addr string
+				if impl == "codec" {
+					addr = startCodecServer(b, transport.Config{}, echoOptions(format))
+				} else {
+					addr = startStdFrameServer(b, format)
+				}
+				benchFrameEcho(b, addr, format)
+			})
+		}
+	}
+}
+
+// frameEchoBatch returns a batch of frames of format and the echo a
+// correct server sends back.
+func frameEchoBatch(format string) (out, want []byte) {
+	for i := range frameBatch {
+		f := make([]byte, frameSize)
+		for j := range f {
+			f[j] = byte(i + j)
+		}
+		if format == "srmp" {
+			f[0] = byte(codec.KindRequest)<<6 | codec.FlagBinary
+			f[1] = byte(i)
+			binary.LittleEndian.PutUint16(f[2:], frameSize-4)
+		} else {
+			binary.LittleEndian.PutUint16(f, frameSize-2)
+		}
+		out = append(out, f...)
+		if format == "srmp" {
+			f[0] = byte(codec.KindReply)<<6 | codec.FlagBinary // same flag and sequence
+		}
+		want = append(want, f...)
+	}
+	return out, want
+}
+
+func benchFrameEcho(b *testing.B, addr, format string) {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	out, want := frameEchoBatch(format)
+	in := make([]byte, len(out))
+	batch := func() error {
+		if _, err := c.Write(out); err != nil {
+			return err
+		}
+		_, err := io.ReadFull(c, in)
+		return err
+	}
+	// One checked batch outside the measurement: the server answers
+	// correctly, and its connection is set up.
+	if err := batch(); err != nil {
+		b.Fatal(err)
+	}
+	if !bytes.Equal(in, want) {
+		b.Fatalf("server %s echoed wrong bytes", addr)
+	}
+	b.SetBytes(frameSize)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for n := 0; n < b.N; n += frameBatch {
+		if err := batch(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(b.N), "ns/frame")
+}
+
+// stdFrameLen returns the length of the frame at the start of b, header
+// included, or 0 when b does not hold its header yet.
+func stdFrameLen(format string) func(b []byte) int {
+	if format == "srmp" { // 32-byte frames only: the short header form
+		return func(b []byte) int {
+			if len(b) < 4 {
+				return 0
+			}
+			return 4 + int(binary.LittleEndian.Uint16(b[2:]))
+		}
+	}
+	return func(b []byte) int {
+		if len(b) < 2 {
+			return 0
+		}
+		return 2 + int(binary.LittleEndian.Uint16(b))
+	}
+}
+
+// stdFrameHandler returns the echo handler of the std loop: the frame
+// back as it is (length field), or a reply with the request's flag,
+// sequence and payload (SRMP).
+func stdFrameHandler(format string) func(w *bufio.Writer, frame []byte) {
+	if format == "srmp" {
+		return func(w *bufio.Writer, frame []byte) {
+			if frame[0]>>6 != byte(codec.KindRequest) {
+				return
+			}
+			w.WriteByte(byte(codec.KindReply)<<6 | frame[0]&0x3F)
+			w.Write(frame[1:])
+		}
+	}
+	return func(w *bufio.Writer, frame []byte) { w.Write(frame) }
+}
+
+// startStdFrameServer starts the plain per-frame loop on loopback TCP and
+// returns its address; the benchmark's cleanup stops it and waits for its
+// goroutines.
+func startStdFrameServer(b *testing.B, format string) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	frameLen, handle := stdFrameLen(format), stdFrameHandler(format)
+	wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Go(func() { serveStdFrames(c, frameLen, handle) })
+		}
+	})
+	b.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return l.Addr().String()
+}
+
+// serveStdFrames is the std per-frame loop on one connection.
+func serveStdFrames(c net.Conn, frameLen func([]byte) int, handle func(*bufio.Writer, []byte)) {
+	defer c.Close()
+	buf := make([]byte, 64<<10)
+	w := bufio.NewWriterSize(c, 64<<10)
+	have := 0
+	for {
+		n, err := c.Read(buf[have:])
+		have += n
+		off := 0
+		for {
+			k := frameLen(buf[off:have])
+			if k == 0 || k > have-off {
+				break
+			}
+			handle(w, buf[off:off+k])
+			off += k
+		}
+		if w.Buffered() > 0 {
+			if w.Flush() != nil {
+				return
+			}
+		}
+		have = copy(buf, buf[off:have]) // carry a partial frame
+		if err != nil {
+			return
+		}
 	}
 }

@@ -11,32 +11,59 @@ import (
 	"github.com/lifenet/lifenet/transport"
 )
 
-// Match selects how a connection pairs replies with its requests.
-type Match uint8
-
-// Matching modes.
-const (
-	MatchNone Match = iota // no requests: every inbound message goes to the handler
-	MatchSRMP              // SRMP: by sequence number
-	MatchFIFO              // no ids (length-field): the oldest pending request
-)
-
-// Options configure the codec layer of a server or client.
+// Options configure the codec layer of a server or client. They are read
+// when the server or client is created and not after.
 type Options struct {
-	// Pipeline builds each connection's handlers (required).
+	// Pipeline builds each connection's handlers (required); its framing
+	// stage decides how requests are matched (see Pipeline.Match).
 	Pipeline *Pipeline
-	// Match selects reply matching (default MatchNone).
-	Match Match
 	// Timeout is the request timeout when the request's context has no
-	// earlier deadline (default 30 s).
+	// earlier deadline (default DefaultRequestTimeout, 30 s).
 	Timeout time.Duration
 	// Handler gets every inbound message that is not a reply to one of
-	// this side's requests: *Message for SRMP, *packet.Packet for the
-	// length-field and delimiter codecs. It owns the message and must
-	// release it. It runs on the connection's receive goroutine (a ReceiveSync
-	// client: on the goroutine of the Request that is reading).
+	// this side's requests: a borrowed *Message for SRMP, a borrowed
+	// *packet.Packet payload for the length-field and delimiter formats
+	// (see Message for borrowing; nothing needs releasing). It runs on the
+	// connection's reading goroutine, one message at a time per connection;
+	// replies it makes to the frames of one read leave together when they
+	// are all handled. A handler that blocks stops its connection's reads.
 	Handler func(c *Conn, msg any)
+	// OnOpen and OnClose, if set, run when a connection starts (before its
+	// first message) and when it has ended, on its reading goroutine.
+	OnOpen  func(c *Conn)
+	OnClose func(c *Conn, err error)
 }
+
+// ErrNoPipeline is returned when Options.Pipeline is nil.
+var ErrNoPipeline = errors.New("codec: Options.Pipeline is required")
+
+// Validate reports whether the options can serve a connection.
+func (o *Options) Validate() error {
+	if o.Pipeline == nil {
+		return ErrNoPipeline
+	}
+	if o.Timeout < 0 {
+		return fmt.Errorf("%w: negative Timeout %v", ErrConfig, o.Timeout)
+	}
+	return nil
+}
+
+// Request errors.
+var (
+	// ErrNoMatch: the pipeline has no framing stage of this package, so
+	// nothing can pair replies with requests.
+	ErrNoMatch = errors.New("codec: requests need a pipeline with an SRMP, length-field or delimiter stage")
+	// ErrWrongFormat: Request on a connection whose format is not SRMP, or
+	// RequestPacket on an SRMP connection.
+	ErrWrongFormat = errors.New("codec: request type does not match the connection's format")
+	// ErrNotRequest: Request was given a message whose Kind is not
+	// KindRequest (use Write for one-way messages).
+	ErrNotRequest = errors.New("codec: Request needs a message of KindRequest")
+	// ErrAsyncNeedsEvents: RequestAsync on a ReceiveSync client, where only
+	// a waiting Request reads and nothing would read the replies of
+	// requests nobody waits for.
+	ErrAsyncNeedsEvents = errors.New("codec: RequestAsync needs a client with a receive goroutine (not ReceiveSync)")
+)
 
 // Conn is one connection seen through the codec layer: its pipeline, and
 // its pending requests. All methods are safe for concurrent use.
@@ -47,30 +74,49 @@ type Conn struct {
 	opts   *Options
 	fifoMu sync.Mutex // FIFO: register and write in one step, so wire order is queue order
 	lead   *lead      // a ReceiveSync client's read turn; nil when a receive goroutine reads
+
+	srmp    srmpHandler // the pipeline's tail when it is the SRMP stage: replies skip making a Message
+	srmpCtx *Context    // its context; nil when the tail is something else
 }
 
-// Hooks returns transport hooks that run opts.Pipeline on every session of
-// a server (or a client's connection).
-func Hooks(opts Options) transport.Hooks { return hooksFor(&opts) }
+// newConn builds the codec state of a session and opens its handlers.
+func newConn(s *transport.Session, o *Options) *Conn {
+	c := &Conn{sess: s, opts: o}
+	c.chain = o.Pipeline.NewChain(s, c.sink)
+	c.chain.Datagram = s.Datagram()
+	if n := len(c.chain.handlers); n > 0 {
+		if h, ok := c.chain.handlers[n-1].(srmpHandler); ok {
+			c.srmp, c.srmpCtx = h, &c.chain.ctxs[n-1]
+		}
+	}
+	switch o.Pipeline.match {
+	case MatchSRMP:
+		c.m = newMatcher(false, o.Timeout)
+	case MatchFIFO:
+		c.m = newMatcher(true, o.Timeout)
+	}
+	if err := c.chain.Open(); err != nil {
+		s.Abort(err)
+	}
+	if o.OnOpen != nil {
+		o.OnOpen(c)
+	}
+	return c
+}
 
-func hooksFor(o *Options) transport.Hooks {
-	return transport.Hooks{
-		BatchSends: true, // replies to the frames of one read leave in one writev
-		OnOpen: func(s *transport.Session) {
-			if err := connOf(s, o).chain.Open(); err != nil {
-				s.Abort(err)
-			}
-		},
-		OnReceive: func(s *transport.Session, p *packet.Packet) {
-			connOf(s, o).read(p)
-		},
-		OnClose: func(s *transport.Session, e *transport.CloseError) {
-			c := connOf(s, o)
-			c.chain.Close(e)
-			if c.m != nil {
-				c.m.close()
-			}
-		},
+// Receive implements transport.SessionHandler: received bytes go through
+// the pipeline.
+func (c *Conn) Receive(_ *transport.Session, p *packet.Packet) { c.read(p) }
+
+// Closed implements transport.SessionHandler: handlers learn the end and
+// pending requests fail with ErrConnClosed.
+func (c *Conn) Closed(_ *transport.Session, e *transport.CloseError) {
+	c.chain.Close(e)
+	if c.m != nil {
+		c.m.close()
+	}
+	if c.opts.OnClose != nil {
+		c.opts.OnClose(c, e)
 	}
 }
 
@@ -82,41 +128,18 @@ func (c *Conn) read(p *packet.Packet) {
 	}
 }
 
-// connOf returns the session's Conn, creating it on first use.
-func connOf(s *transport.Session, o *Options) *Conn {
-	if c, ok := s.Attachment().(*Conn); ok {
-		return c
-	}
-	c := &Conn{sess: s, opts: o}
-	c.chain = o.Pipeline.NewChain(s, c.sink)
-	c.chain.Datagram = s.Datagram()
-	switch o.Match {
-	case MatchSRMP:
-		c.m = newMatcher(false, o.Timeout)
-	case MatchFIFO:
-		c.m = newMatcher(true, o.Timeout)
-	}
-	return s.CompareAndAttach(c).(*Conn)
-}
-
-// ConnOf returns the codec connection of a session served with Hooks, or nil.
-func ConnOf(s *transport.Session) *Conn {
-	c, _ := s.Attachment().(*Conn)
-	return c
-}
-
 // sink is the tail of the inbound pipeline: replies go to their requests,
-// everything else to the handler.
+// everything else to the handler. msg is borrowed.
 func (c *Conn) sink(msg any) error {
 	if c.m != nil {
 		switch v := msg.(type) {
 		case *Message:
-			if c.opts.Match == MatchSRMP && v.IsReply() {
+			if c.opts.Pipeline.match == MatchSRMP && v.IsReply() {
 				c.m.deliver(int(v.Seq), v)
 				return nil
 			}
 		case *packet.Packet:
-			if c.opts.Match == MatchFIFO && c.m.pending() {
+			if c.opts.Pipeline.match == MatchFIFO && c.m.pending() {
 				c.m.deliver(0, v)
 				return nil
 			}
@@ -124,8 +147,6 @@ func (c *Conn) sink(msg any) error {
 	}
 	if h := c.opts.Handler; h != nil {
 		h(c, msg)
-	} else {
-		release(msg)
 	}
 	return nil
 }
@@ -133,32 +154,76 @@ func (c *Conn) sink(msg any) error {
 // Session returns the transport session under the connection.
 func (c *Conn) Session() *transport.Session { return c.sess }
 
-// Write sends a message through the pipeline without waiting for anything
-// (a one-way message, a push). It takes ownership of msg.
+// Write gives msg to the pipeline without waiting for anything (a one-way
+// message, a push, a length-field reply). It takes ownership of msg; a
+// borrowed message (such as the one a Handler got) is copied or kept.
 func (c *Conn) Write(msg any) error { return c.chain.Write(msg) }
 
-// Reply answers an SRMP request with payload (same sequence, reply kind).
-// It takes ownership of payload; req stays the caller's.
+// Reply answers an SRMP request with payload (reply kind, the request's
+// flag and sequence). It takes ownership of payload, which may be nil or
+// borrowed (a borrowed payload, such as req.Payload itself, is copied or
+// kept); req stays the caller's.
 func (c *Conn) Reply(req *Message, payload *packet.Packet) error {
-	return c.chain.Write(NewMessage(KindReply, req.Flag, req.Seq, payload))
+	return c.reply(KindReply, req, payload)
 }
 
-// ReplyError answers an SRMP request with an error reply.
+// ReplyBytes answers an SRMP request with a copy of b.
+func (c *Conn) ReplyBytes(req *Message, b []byte) error {
+	if ctx := c.srmpCtx; ctx != nil && len(b) < copyBelow {
+		var hdr [srmpHeaderLen]byte
+		putSRMPHeader(hdr[:], KindReply, req.Flag, req.Seq, len(b))
+		return ctx.WriteBytes(hdr[:], b)
+	} else if ctx != nil {
+		p := packet.GetWithHeadroom(srmpExtHeaderLen, len(b))
+		copy(p.Bytes(), b)
+		return c.srmp.writeMessage(ctx, KindReply, req.Flag, req.Seq, p)
+	}
+	p := packet.Get(len(b))
+	copy(p.Bytes(), b)
+	return c.chain.Write(NewMessage(KindReply, req.Flag, req.Seq, p))
+}
+
+// ReplyError answers an SRMP request with an error reply; see Reply.
 func (c *Conn) ReplyError(req *Message, payload *packet.Packet) error {
-	return c.chain.Write(NewMessage(KindError, req.Flag, req.Seq, payload))
+	return c.reply(KindError, req, payload)
 }
 
-// errNoMatch is returned by requests on a connection without matching.
-var errNoMatch = errors.New("codec: requests need Options.Match")
+// reply writes a reply: straight into the SRMP stage when it is the
+// pipeline's tail (no Message is made), else through the pipeline.
+func (c *Conn) reply(kind Kind, req *Message, payload *packet.Packet) error {
+	if ctx := c.srmpCtx; ctx != nil {
+		return c.srmp.writeMessage(ctx, kind, req.Flag, req.Seq, payload)
+	}
+	return c.chain.Write(NewMessage(kind, req.Flag, req.Seq, payload))
+}
 
-// Request sends msg (an SRMP *Message, whose Seq is assigned here, or a
-// *packet.Packet for FIFO) and waits for the reply, which the caller owns:
-// a *Message or a *packet.Packet. It waits first for a free in-flight slot
-// when MaxInFlight requests are pending. It fails with ctx's error, with
+// Request sends an SRMP request and waits for its reply, which the caller
+// owns and must release. Request assigns m.Seq; m.Kind must be
+// KindRequest. It waits first for a free in-flight slot when
+// MaxInFlightSRMP requests are pending. It fails with ctx's error, with
 // ErrTimeout after Options.Timeout, or with ErrConnClosed. It takes
-// ownership of msg.
-func (c *Conn) Request(ctx context.Context, msg any) (any, error) {
-	key, ch, err := c.start(ctx, msg, nil)
+// ownership of m.
+func (c *Conn) Request(ctx context.Context, m *Message) (*Message, error) {
+	r, err := c.request(ctx, m, MatchSRMP)
+	if err != nil {
+		return nil, err
+	}
+	return r.(*Message), nil
+}
+
+// RequestPacket sends a request on a length-field or delimiter connection
+// and waits for the next reply in order (FIFO), which the caller owns and
+// must release; see Request. It takes ownership of p.
+func (c *Conn) RequestPacket(ctx context.Context, p *packet.Packet) (*packet.Packet, error) {
+	r, err := c.request(ctx, p, MatchFIFO)
+	if err != nil {
+		return nil, err
+	}
+	return r.(*packet.Packet), nil
+}
+
+func (c *Conn) request(ctx context.Context, msg any, want Match) (any, error) {
+	key, ch, err := c.start(ctx, msg, want, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -168,31 +233,43 @@ func (c *Conn) Request(ctx context.Context, msg any) (any, error) {
 	return c.m.wait(ctx, key, ch)
 }
 
-// RequestAsync sends msg like Request but returns once it is sent; cb gets
-// the reply or the error later (ErrTimeout, ErrConnClosed). ctx bounds only
-// the wait for a free in-flight slot. It takes ownership of msg. A client
-// dialled in transport.ReceiveSync mode refuses it (only a waiting Request
-// reads there).
-func (c *Conn) RequestAsync(ctx context.Context, msg any, cb Callback) error {
+// RequestAsync sends an SRMP request like Request but returns once it is
+// sent; cb gets the reply or the error later (ErrTimeout, ErrConnClosed).
+// The reply is borrowed: valid during cb (Keep it to hold it longer). cb
+// runs on the connection's reading goroutine or on the timeout sweeper and
+// must not block. ctx bounds only the wait for a free in-flight slot. It
+// takes ownership of m. A ReceiveSync client refuses it
+// (ErrAsyncNeedsEvents).
+func (c *Conn) RequestAsync(ctx context.Context, m *Message, cb func(reply *Message, err error)) error {
+	return c.startAsync(ctx, m, MatchSRMP, callback{msg: cb})
+}
+
+// RequestPacketAsync is RequestAsync for length-field and delimiter
+// connections; the reply packet is borrowed by cb.
+func (c *Conn) RequestPacketAsync(ctx context.Context, p *packet.Packet, cb func(reply *packet.Packet, err error)) error {
+	return c.startAsync(ctx, p, MatchFIFO, callback{pkt: cb})
+}
+
+func (c *Conn) startAsync(ctx context.Context, msg any, want Match, cb callback) error {
 	if c.lead != nil {
 		release(msg)
-		return errAsyncNeedsEvents
+		return ErrAsyncNeedsEvents
 	}
-	_, _, err := c.start(ctx, msg, cb)
+	_, _, err := c.start(ctx, msg, want, &cb)
 	return err
 }
 
 // start registers and sends a request.
-func (c *Conn) start(ctx context.Context, msg any, cb Callback) (int, chan result, error) {
-	if c.m == nil {
+func (c *Conn) start(ctx context.Context, msg any, want Match, cb *callback) (int, chan result, error) {
+	if err := c.checkRequest(msg, want); err != nil {
 		release(msg)
-		return 0, nil, errNoMatch
+		return 0, nil, err
 	}
 	if err := c.m.acquire(ctx); err != nil {
 		release(msg)
 		return 0, nil, err
 	}
-	if c.opts.Match == MatchFIFO {
+	if want == MatchFIFO {
 		c.fifoMu.Lock()
 		defer c.fifoMu.Unlock()
 	}
@@ -201,21 +278,27 @@ func (c *Conn) start(ctx context.Context, msg any, cb Callback) (int, chan resul
 		release(msg)
 		return 0, nil, err
 	}
-	switch v := msg.(type) {
-	case *Message:
-		v.Kind, v.Seq = KindRequest, uint8(key)
-	case *packet.Packet:
-		if c.opts.Match != MatchFIFO {
-			c.m.unregister(key)
-			v.Release()
-			return 0, nil, fmt.Errorf("codec: SRMP requests are *Message, not %T", msg)
-		}
+	if m, ok := msg.(*Message); ok {
+		m.Seq = uint8(key)
 	}
 	if err := c.chain.Write(msg); err != nil {
 		c.m.unregister(key)
 		return 0, nil, err
 	}
 	return key, ch, nil
+}
+
+func (c *Conn) checkRequest(msg any, want Match) error {
+	switch got := c.opts.Pipeline.match; {
+	case got == MatchNone:
+		return ErrNoMatch
+	case got != want:
+		return fmt.Errorf("%w: %T on a connection matched by %v", ErrWrongFormat, msg, got)
+	}
+	if m, ok := msg.(*Message); ok && m.Kind != KindRequest {
+		return fmt.Errorf("%w (kind %d)", ErrNotRequest, m.Kind)
+	}
+	return nil
 }
 
 // Stats returns the connection's matching counters.
@@ -226,72 +309,23 @@ func (c *Conn) Stats() MatchStats {
 	return c.m.stats()
 }
 
-// Client is a codec-level client: a transport client whose connection runs
-// a pipeline, with requests and replies matched.
-type Client struct {
-	tc   *transport.Client
-	opts *Options
+// String names a matching mode.
+func (m Match) String() string {
+	switch m {
+	case MatchSRMP:
+		return "sequence (SRMP)"
+	case MatchFIFO:
+		return "order (FIFO)"
+	}
+	return "none"
 }
 
-// Dial connects like transport.Dial and runs opts.Pipeline on the
-// connection. By default a receive goroutine reads (transport.ReceiveEvent;
-// cfg.Mode ReceivePull is treated alike): replies, pushes and RequestAsync
-// callbacks are handled whether or not anyone waits. With cfg.Mode
-// transport.ReceiveSync there is no receive goroutine: the callers blocked
-// in Request take turns reading the socket, which saves a goroutine
-// hand-off per request; Options.Handler then runs only while some Request
-// waits, on that caller's goroutine, and RequestAsync is refused.
-func Dial(ctx context.Context, network, address string, cfg transport.ClientConfig, opts Options) (*Client, error) {
-	if opts.Pipeline == nil {
-		return nil, errors.New("codec: Options.Pipeline is required")
+// release frees a message of a known owned type.
+func release(msg any) {
+	switch m := msg.(type) {
+	case *packet.Packet:
+		m.Release()
+	case *Message:
+		m.Release()
 	}
-	syncReads := cfg.Mode == transport.ReceiveSync
-	if !syncReads {
-		cfg.Mode = transport.ReceiveEvent
-	}
-	o := &opts
-	h := hooksFor(o)
-	h.BatchSends = false // a client's receive goroutine must keep reading (see transport.Hooks)
-	tc, err := transport.Dial(ctx, network, address, cfg, h)
-	if err != nil {
-		return nil, err
-	}
-	c := &Client{tc: tc, opts: o}
-	if syncReads { // no reconnects in this mode: this is the only Conn
-		conn := c.Conn()
-		conn.lead = newLead(tc)
-		if conn.m != nil {
-			conn.m.onExpire = tc.Wake
-		}
-	}
-	return c, nil
 }
-
-// Conn returns the codec connection of the current transport connection.
-func (c *Client) Conn() *Conn {
-	s := c.tc.Session()
-	if conn := ConnOf(s); conn != nil {
-		return conn
-	}
-	return connOf(s, c.opts)
-}
-
-// Request sends a request on the current connection; see Conn.Request.
-func (c *Client) Request(ctx context.Context, msg any) (any, error) {
-	return c.Conn().Request(ctx, msg)
-}
-
-// RequestAsync sends a request on the current connection; see
-// Conn.RequestAsync.
-func (c *Client) RequestAsync(ctx context.Context, msg any, cb Callback) error {
-	return c.Conn().RequestAsync(ctx, msg, cb)
-}
-
-// Write sends a one-way message on the current connection.
-func (c *Client) Write(msg any) error { return c.Conn().Write(msg) }
-
-// Transport returns the underlying transport client.
-func (c *Client) Transport() *transport.Client { return c.tc }
-
-// Close closes the client; pending requests fail with ErrConnClosed.
-func (c *Client) Close() error { return c.tc.Close() }

@@ -24,13 +24,9 @@ func lfPipeline() *codec.Pipeline {
 }
 
 // serve starts a codec server with opts on network ("tcp" or "udp").
-func serve(t *testing.T, network string, opts codec.Options, hooks ...func(*transport.Hooks)) (*transport.Server, string) {
+func serve(t *testing.T, network string, opts codec.Options) (*codec.Server, string) {
 	t.Helper()
-	h := codec.Hooks(opts)
-	for _, f := range hooks {
-		f(&h)
-	}
-	srv, err := transport.NewServer(transport.Config{}, h)
+	srv, err := codec.NewServer(transport.Config{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,18 +61,20 @@ var clientModes = []struct {
 	mode transport.ReceiveMode
 }{{"event", transport.ReceiveEvent}, {"sync", transport.ReceiveSync}}
 
-// echoSRMP replies to every request with its own payload.
+// echoSRMP replies to every request with its own payload. The message is
+// borrowed: Reply copies (or keeps) the borrowed payload.
 func echoSRMP(c *codec.Conn, msg any) {
 	m := msg.(*codec.Message)
-	p := m.Payload
-	m.Payload = nil
-	if p == nil {
-		p = packet.Get(0)
-	}
 	if m.Kind == codec.KindRequest {
-		c.Reply(m, p)
-	} else {
-		p.Release()
+		c.Reply(m, m.Payload)
+	}
+}
+
+// echoKept answers a request that the handler kept (an owned message) and
+// releases it.
+func echoKept(c *codec.Conn, m *codec.Message) {
+	if m.Kind == codec.KindRequest {
+		c.Reply(m, m.TakePayload())
 	}
 	m.Release()
 }
@@ -85,17 +83,20 @@ func request(body string) *codec.Message {
 	return codec.NewMessage(codec.KindRequest, codec.FlagPacket, 0, payload([]byte(body)))
 }
 
-func replyText(t *testing.T, reply any, err error) string {
+// replyText returns the text of an owned reply and releases it.
+func replyText(t *testing.T, m *codec.Message, err error) string {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("request: %v", err)
 	}
-	m := reply.(*codec.Message)
 	defer m.Release()
+	if m.Borrowed() {
+		t.Fatal("Request returned a borrowed reply")
+	}
 	if m.Kind != codec.KindReply {
 		t.Fatalf("reply kind %d", m.Kind)
 	}
-	return string(m.Payload.AppendTo(nil))
+	return string(m.PayloadBytes())
 }
 
 func TestSRMPRequestReply(t *testing.T) {
@@ -103,7 +104,7 @@ func TestSRMPRequestReply(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			leakcheck.Check(t)
 			_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: echoSRMP})
-			c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP}, m.mode)
+			c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline()}, m.mode)
 			r, err := c.Request(context.Background(), request("ping"))
 			if got := replyText(t, r, err); got != "ping" {
 				t.Fatalf("reply %q", got)
@@ -134,13 +135,13 @@ func TestSRMPConcurrentOutOfOrder(t *testing.T) {
 				mu.Unlock()
 				rand.Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
 				for _, m := range batch {
-					echoSRMP(to, m)
+					echoKept(to, m)
 				}
 			}
 			_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
 				mu.Lock()
 				conn = c
-				held = append(held, msg.(*codec.Message))
+				held = append(held, msg.(*codec.Message).Keep()) // lent: keep it past the call
 				n := len(held)
 				mu.Unlock()
 				if n >= 50 {
@@ -161,7 +162,7 @@ func TestSRMPConcurrentOutOfOrder(t *testing.T) {
 			})
 			defer func() { close(stop); flusher.Wait() }()
 
-			c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP}, m.mode)
+			c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline()}, m.mode)
 			var wg sync.WaitGroup
 			for g := range 16 {
 				wg.Go(func() {
@@ -195,13 +196,14 @@ func TestSRMPTimeoutAndLateReply(t *testing.T) {
 			leakcheck.Check(t)
 			_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
 				m := msg.(*codec.Message)
-				if string(m.Payload.AppendTo(nil)) == "slow" {
-					go func() { time.Sleep(300 * time.Millisecond); echoSRMP(c, m) }()
+				if string(m.PayloadBytes()) == "slow" {
+					k := m.Keep()
+					go func() { time.Sleep(300 * time.Millisecond); echoKept(c, k) }()
 					return
 				}
 				echoSRMP(c, m)
 			}})
-			c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP, Timeout: 100 * time.Millisecond}, m.mode)
+			c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Timeout: 100 * time.Millisecond}, m.mode)
 
 			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 			defer cancel()
@@ -235,20 +237,18 @@ func TestCloseFailsPendingRequests(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			leakcheck.Check(t)
 			sessions := make(chan *transport.Session, 1)
-			_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
-				msg.(*codec.Message).Release() // never answer
-			}}, func(h *transport.Hooks) {
-				open := h.OnOpen
-				h.OnOpen = func(s *transport.Session) { open(s); sessions <- s }
+			_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(),
+				Handler: func(*codec.Conn, any) {}, // never answer
+				OnOpen:  func(c *codec.Conn) { sessions <- c.Session() },
 			})
-			c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP}, m.mode)
+			c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline()}, m.mode)
 			async, blocking := 0, 5
 			if m.mode == transport.ReceiveEvent {
 				async = 10
 			}
 			errs := make(chan error, async+blocking)
 			for range async {
-				if err := c.RequestAsync(context.Background(), request("x"), func(r any, err error) { errs <- err }); err != nil {
+				if err := c.RequestAsync(context.Background(), request("x"), func(r *codec.Message, err error) { errs <- err }); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -281,23 +281,28 @@ func TestSRMPInFlightLimitWaits(t *testing.T) {
 	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
 		mu.Lock()
 		conn = c
-		held = append(held, msg.(*codec.Message))
+		held = append(held, msg.(*codec.Message).Keep())
 		mu.Unlock()
 	}})
-	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP})
+	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline()})
 	replies := make(chan error, 300)
 	for range codec.MaxInFlightSRMP {
-		c.RequestAsync(context.Background(), request("a"), func(r any, err error) { codecRelease(r); replies <- err })
+		c.RequestAsync(context.Background(), request("a"), func(r *codec.Message, err error) {
+			if err == nil && (!r.Borrowed() || string(r.PayloadBytes()) != "a") {
+				err = fmt.Errorf("async reply %q borrowed=%v", r.PayloadBytes(), r.Borrowed())
+			}
+			replies <- err
+		})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if err := c.RequestAsync(ctx, request("b"), nil); !errors.Is(err, context.DeadlineExceeded) {
+	if err := c.RequestAsync(ctx, request("b"), func(*codec.Message, error) { t.Error("callback ran") }); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("request past the in-flight limit: %v", err)
 	}
 	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(held) == codec.MaxInFlightSRMP })
 	mu.Lock()
 	for _, m := range held {
-		echoSRMP(conn, m)
+		echoKept(conn, m)
 	}
 	held = nil
 	mu.Unlock()
@@ -305,12 +310,6 @@ func TestSRMPInFlightLimitWaits(t *testing.T) {
 		if err := <-replies; err != nil {
 			t.Fatal(err)
 		}
-	}
-}
-
-func codecRelease(r any) {
-	if m, ok := r.(*codec.Message); ok {
-		m.Release()
 	}
 }
 
@@ -331,9 +330,9 @@ func TestLengthFieldFIFO(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			leakcheck.Check(t)
 			_, addr := serve(t, "tcp", codec.Options{Pipeline: lfPipeline(), Handler: func(c *codec.Conn, msg any) {
-				c.Write(msg) // echo the payload
+				c.Write(msg) // echo the payload: Write copies the borrowed packet
 			}})
-			c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: lfPipeline(), Match: codec.MatchFIFO}, m.mode)
+			c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: lfPipeline()}, m.mode)
 			var wg sync.WaitGroup
 			for g := range 8 {
 				wg.Go(func() {
@@ -341,12 +340,11 @@ func TestLengthFieldFIFO(t *testing.T) {
 						var b [8]byte
 						binary.LittleEndian.PutUint32(b[:], uint32(g))
 						binary.LittleEndian.PutUint32(b[4:], uint32(i))
-						r, err := c.Request(context.Background(), payload(b[:]))
+						got, err := c.RequestPacket(context.Background(), payload(b[:]))
 						if err != nil {
 							t.Error(err)
 							return
 						}
-						got := r.(*packet.Packet)
 						if string(got.AppendTo(nil)) != string(b[:]) {
 							t.Errorf("FIFO reply mismatch")
 						}
@@ -372,20 +370,20 @@ func TestLengthFieldFIFOTimeoutKeepsStep(t *testing.T) {
 				}
 				c.Write(p)
 			}})
-			c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: lfPipeline(), Match: codec.MatchFIFO}, m.mode)
+			c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: lfPipeline()}, m.mode)
 			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 			defer cancel()
-			if _, err := c.Request(ctx, payload([]byte("slow"))); !errors.Is(err, context.DeadlineExceeded) {
+			if _, err := c.RequestPacket(ctx, payload([]byte("slow"))); !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("slow request: %v", err)
 			}
-			r, err := c.Request(context.Background(), payload([]byte("next")))
+			r, err := c.RequestPacket(context.Background(), payload([]byte("next")))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := string(r.(*packet.Packet).AppendTo(nil)); got != "next" {
+			if got := string(r.AppendTo(nil)); got != "next" {
 				t.Fatalf("second request got %q (the late reply)", got)
 			}
-			r.(*packet.Packet).Release()
+			r.Release()
 			if st := c.Conn().Stats(); st.Unknown != 1 {
 				t.Fatalf("stats %+v", st)
 			}
@@ -396,20 +394,19 @@ func TestLengthFieldFIFOTimeoutKeepsStep(t *testing.T) {
 // A frame past MaxFrame closes the session as a protocol violation.
 func TestOversizedFrameAbortsSession(t *testing.T) {
 	leakcheck.Check(t)
-	closed := make(chan *transport.CloseError, 1)
-	_, addr := serve(t, "tcp", codec.Options{Pipeline: codec.NewPipeline(codec.SRMP(codec.FramerConfig{MaxFrame: 1024}))}, func(h *transport.Hooks) {
-		inner := h.OnClose
-		h.OnClose = func(s *transport.Session, e *transport.CloseError) { inner(s, e); closed <- e }
-	})
+	closed := make(chan error, 1)
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: codec.NewPipeline(codec.SRMP(codec.FramerConfig{MaxFrame: 1024})),
+		OnClose: func(_ *codec.Conn, err error) { closed <- err }})
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	conn.Write([]byte{0x01, 0x01, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x40}) // declares 1 GiB
-	e := <-closed
-	if e.Reason != transport.ReasonProtocol || !errors.Is(e, codec.ErrFrameTooLarge) {
-		t.Fatalf("closed with %v", e)
+	err = <-closed
+	var e *transport.CloseError
+	if !errors.As(err, &e) || e.Reason != transport.ReasonProtocol || !errors.Is(e, codec.ErrFrameTooLarge) {
+		t.Fatalf("closed with %v", err)
 	}
 }
 
@@ -437,7 +434,7 @@ func TestUDPDatagramWithSeveralFrames(t *testing.T) {
 			t.Fatal(err)
 		}
 		m, err := codec.DecodeSRMP(payload(buf[:n]))
-		if err != nil || string(m.Payload.AppendTo(nil)) != want {
+		if err != nil || string(m.PayloadBytes()) != want {
 			t.Fatalf("reply %q, %v", buf[:n], err)
 		}
 		m.Release()

@@ -33,11 +33,26 @@ type Splitter interface {
 	FrameLen(b []byte, maxFrame int) (int, error)
 }
 
-// FramerConfig limits a Framer. Zero fields take the defaults.
+// FramerConfig limits a Framer. Zero fields take the defaults; see
+// DefaultFramerConfig.
 type FramerConfig struct {
-	MaxFrame      int           // default DefaultMaxFrame
-	Expire        time.Duration // default DefaultExpire; negative: never
-	CopyThreshold int           // default DefaultCopyThreshold
+	MaxFrame int           // largest frame in bytes, header included (default DefaultMaxFrame)
+	Expire   time.Duration // how long a partial frame may wait for more bytes (default DefaultExpire; negative: never)
+}
+
+// ErrConfig is wrapped by every Validate error of this package.
+var ErrConfig = errors.New("codec: invalid config")
+
+// DefaultFramerConfig returns the framer limits with every field set to
+// its default; a zero FramerConfig means the same.
+func DefaultFramerConfig() FramerConfig { return FramerConfig{}.withDefaults() }
+
+// Validate reports a field out of range. Zero fields are valid.
+func (c FramerConfig) Validate() error {
+	if c.MaxFrame < 0 {
+		return fmt.Errorf("%w: MaxFrame %d is negative", ErrConfig, c.MaxFrame)
+	}
+	return nil
 }
 
 func (c FramerConfig) withDefaults() FramerConfig {
@@ -47,32 +62,39 @@ func (c FramerConfig) withDefaults() FramerConfig {
 	if c.Expire == 0 {
 		c.Expire = DefaultExpire
 	}
-	if c.CopyThreshold <= 0 {
-		c.CopyThreshold = DefaultCopyThreshold
-	}
 	return c
 }
 
 // Framer splits a byte stream into frames: any split of the input (a byte
 // at a time, many frames per read, a frame across many reads) yields the
-// same frames. A frame that lies whole in one input is copied into a fitted
-// pooled buffer if it is shorter than CopyThreshold and shared (no copy)
-// otherwise; only a frame that spans inputs is assembled by copying.
+// same frames.
+//
+// Frames are lent, not given: emit gets a borrowed view (packet.Loan),
+// valid during the call. A frame that lies whole in one input is a view of
+// that input, with no copy and no buffer taken from the pool; only a frame
+// that spans inputs is assembled, by copying, in a buffer the framer owns.
+// A receiver that keeps a frame calls Keep (or Share, Clone) on it; a
+// share of the input shows in the input's RefCount, so a receive loop knows
+// not to reuse that buffer.
 //
 // A Framer holds one connection's state and is not safe for concurrent use.
 type Framer struct {
-	split     Splitter
-	max       int
-	copyBelow int
-	expire    time.Duration
-	partial   *packet.Packet // bytes of an incomplete frame (owned)
-	last      time.Time      // when partial last grew
+	split   Splitter
+	max     int
+	expire  time.Duration
+	partial *packet.Packet // bytes of an incomplete frame (owned)
+	last    time.Time      // when partial last grew
+	loan    packet.Loan    // the view of the frame being emitted
 }
 
-// NewFramer returns a framer using split.
+// NewFramer returns a framer using split. It panics if cfg does not
+// Validate (a programming error, as with a nil split).
 func NewFramer(split Splitter, cfg FramerConfig) *Framer {
+	if err := cfg.Validate(); err != nil {
+		panic(err)
+	}
 	cfg = cfg.withDefaults()
-	return &Framer{split: split, max: cfg.MaxFrame, copyBelow: cfg.CopyThreshold, expire: cfg.Expire}
+	return &Framer{split: split, max: cfg.MaxFrame, expire: cfg.Expire}
 }
 
 // Buffered returns the bytes held of an incomplete frame.
@@ -102,8 +124,8 @@ func (f *Framer) Close() error {
 	return nil
 }
 
-// Feed splits the bytes of p, calling emit with each complete frame; emit
-// owns the frame. p is not kept: shares are taken where frames are sliced.
+// Feed splits the bytes of p, calling emit with each complete frame, which
+// emit borrows (see Framer). p stays the caller's.
 // On an error the framer's state is dropped and the connection must end.
 func (f *Framer) Feed(p *packet.Packet, emit func(*packet.Packet) error) error {
 	if f.partial != nil && f.expire > 0 && time.Since(f.last) > f.expire {
@@ -130,7 +152,7 @@ func (f *Framer) feedSegment(seg *packet.Packet, emit func(*packet.Packet) error
 		off = n
 	}
 	for off < len(data) {
-		n, err := f.split.FrameLen(data[off:], f.max)
+		n, err := f.frameLen(data[off:])
 		if err != nil {
 			return err
 		}
@@ -138,7 +160,9 @@ func (f *Framer) feedSegment(seg *packet.Packet, emit func(*packet.Packet) error
 			f.keep(data[off:], n)
 			return nil
 		}
-		if err := emit(f.cut(seg, off, n)); err != nil {
+		err = emit(f.loan.Lend(seg, off, n))
+		f.loan.End()
+		if err != nil {
 			return err
 		}
 		off += n
@@ -146,15 +170,17 @@ func (f *Framer) feedSegment(seg *packet.Packet, emit func(*packet.Packet) error
 	return nil
 }
 
-// cut returns frame [off, off+n) of seg: a fitted copy for small frames (and
-// for plain views, whose memory the caller reuses), a share otherwise.
-func (f *Framer) cut(seg *packet.Packet, off, n int) *packet.Packet {
-	if n >= f.copyBelow && seg.Owned() {
-		return seg.Slice(off, n)
+// frameLen asks the splitter for the frame at the start of b, calling this
+// package's splitters directly (they inline) rather than through the
+// interface: it runs once per frame.
+func (f *Framer) frameLen(b []byte) (int, error) {
+	switch sp := f.split.(type) {
+	case SRMPSplitter:
+		return sp.FrameLen(b, f.max)
+	case LengthField:
+		return sp.FrameLen(b, f.max)
 	}
-	c := packet.Get(n)
-	copy(c.Bytes(), seg.Bytes()[off:off+n])
-	return c
+	return f.split.FrameLen(b, f.max)
 }
 
 // keepAhead bounds how far beyond the bytes at hand the partial buffer is
@@ -182,7 +208,7 @@ func (f *Framer) keep(b []byte, want int) {
 func (f *Framer) completePartial(data []byte, emit func(*packet.Packet) error) (int, error) {
 	used := 0
 	for f.partial != nil {
-		n, err := f.split.FrameLen(f.partial.Bytes(), f.max)
+		n, err := f.frameLen(f.partial.Bytes())
 		if err != nil {
 			return used, err
 		}
@@ -211,11 +237,13 @@ func (f *Framer) completePartial(data []byte, emit func(*packet.Packet) error) (
 // keeps the rest, if any.
 func (f *Framer) emitPartial(n int, emit func(*packet.Packet) error) error {
 	p := f.partial
+	err := emit(f.loan.Lend(p, 0, n))
+	f.loan.End()
 	if n == p.Len() {
 		f.partial = nil
-		return emit(p)
+		p.Release()
+	} else {
+		p.Skip(n)
 	}
-	frame := f.cut(p, 0, n)
-	p.Skip(n)
-	return emit(frame)
+	return err
 }

@@ -17,9 +17,8 @@ func frameBoth(t *testing.T, s codec.Splitter, data, cuts []byte) [][]byte {
 		f := codec.NewFramer(s, codec.FramerConfig{MaxFrame: 1 << 16})
 		defer f.Reset()
 		var out [][]byte
-		emit := func(fr *packet.Packet) error {
+		emit := func(fr *packet.Packet) error { // fr is lent: copy its bytes
 			out = append(out, fr.AppendTo(nil))
-			fr.Release()
 			return nil
 		}
 		for _, c := range chunks {
@@ -34,6 +33,20 @@ func frameBoth(t *testing.T, s codec.Splitter, data, cuts []byte) [][]byte {
 		return out, true
 	}
 	whole, okWhole := run([][]byte{data})
+	split, okSplit := run(cutAt(data, cuts))
+	if okWhole != okSplit || len(whole) != len(split) {
+		t.Fatalf("whole: %d frames ok=%v; split: %d frames ok=%v", len(whole), okWhole, len(split), okSplit)
+	}
+	for i := range whole {
+		if !bytes.Equal(whole[i], split[i]) {
+			t.Fatalf("frame %d differs between whole and split delivery", i)
+		}
+	}
+	return whole
+}
+
+// cutAt splits data into chunks of cuts[i]+1 bytes, the rest in one.
+func cutAt(data, cuts []byte) [][]byte {
 	var chunks [][]byte
 	rest := data
 	for i := 0; len(rest) > 0; i++ {
@@ -44,16 +57,7 @@ func frameBoth(t *testing.T, s codec.Splitter, data, cuts []byte) [][]byte {
 		chunks = append(chunks, rest[:n])
 		rest = rest[n:]
 	}
-	split, okSplit := run(chunks)
-	if okWhole != okSplit || len(whole) != len(split) {
-		t.Fatalf("whole: %d frames ok=%v; split: %d frames ok=%v", len(whole), okWhole, len(split), okSplit)
-	}
-	for i := range whole {
-		if !bytes.Equal(whole[i], split[i]) {
-			t.Fatalf("frame %d differs between whole and split delivery", i)
-		}
-	}
-	return whole
+	return chunks
 }
 
 func fuzzSeeds(f *testing.F) {
@@ -103,9 +107,9 @@ func FuzzLengthField(f *testing.F) {
 	pooltrack.Enable()
 	f.Fuzz(func(t *testing.T, data, cuts []byte) {
 		start := pooltrack.Seq()
-		sizes := []int{1, 2, 4, -2, -4, 0}
+		sizes := []int{1, 2, 4, -2, -4, codec.VarintLength, 0} // 0: the zero value, Size 2
 		size := sizes[len(cuts)%len(sizes)]
-		lf, _ := codec.NewLengthField(len(data)%3, size)
+		lf := codec.LengthField{Offset: len(data) % 3, Size: size}
 		for _, fr := range frameBoth(t, lf, data, cuts) {
 			h := lf.HeaderLen(fr)
 			p := payload(fr[h:])
@@ -136,6 +140,58 @@ func FuzzDelimiter(f *testing.F) {
 			if !bytes.HasSuffix(fr, []byte("\r\n")) || bytes.Index(fr, []byte("\r\n")) != len(fr)-2 {
 				t.Fatalf("bad line frame %q", fr)
 			}
+		}
+		leakFree(t, start)
+	})
+}
+
+// FuzzPipelineSRMP: the SRMP pipeline stage, fed the chunks through one
+// reused receive buffer, lends messages whose kept copies (Message.Keep)
+// equal the frames of whole delivery, decoded; bytes that fail framing
+// fail the read after the same frames.
+func FuzzPipelineSRMP(f *testing.F) {
+	fuzzSeeds(f)
+	f.Add([]byte{0x41, 0, 0, 0, 0x81, 7, 0xFF, 0xFF, 3, 0, 0, 0, 'a', 'b', 'c'}, []byte{0, 5, 1})
+	pooltrack.Enable()
+	f.Fuzz(func(t *testing.T, data, cuts []byte) {
+		start := pooltrack.Seq()
+		frames := frameBoth(t, codec.SRMPSplitter{}, data, cuts)
+		var got []*codec.Message
+		chain := codec.NewPipeline(codec.SRMP(codec.FramerConfig{MaxFrame: 1 << 16})).NewChain(discard, func(msg any) error {
+			m := msg.(*codec.Message)
+			if !m.Borrowed() {
+				t.Fatal("message not borrowed")
+			}
+			got = append(got, m.Keep())
+			return nil
+		})
+		rx := packet.Get(len(data))
+		for _, c := range cutAt(data, cuts) {
+			rx.Resize(len(c))
+			copy(rx.Bytes(), c)
+			err := chain.Read(rx)
+			rx.Resize(rx.Cap())
+			clear(rx.Bytes()) // the next read reuses the buffer
+			if err != nil {
+				break
+			}
+		}
+		rx.Release()
+		chain.Close(nil)
+		if len(got) != len(frames) {
+			t.Fatalf("pipeline gave %d messages, framer %d frames", len(got), len(frames))
+		}
+		for i, fr := range frames {
+			want, err := codec.DecodeSRMP(payload(fr))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := got[i]
+			if m.Kind != want.Kind || m.Flag != want.Flag || m.Seq != want.Seq || !bytes.Equal(m.PayloadBytes(), want.PayloadBytes()) {
+				t.Fatalf("message %d differs from its frame", i)
+			}
+			want.Release()
+			m.Release()
 		}
 		leakFree(t, start)
 	})

@@ -5,18 +5,18 @@ import (
 )
 
 // framing is the part shared by the framing handlers: one connection's
-// framer and the per-frame step that turns a frame into a message.
+// framer, the per-frame step that turns a borrowed frame into the message
+// passed on (bound once: no allocation per read), and the context of the
+// read in progress.
 type framing struct {
 	framer *Framer
 	ctx    *Context
-	emit   func(*packet.Packet) error // bound once: no allocation per read
-	decode func(frame *packet.Packet) (any, error)
+	emit   func(*packet.Packet) error
+	in     Message // SRMP: the borrowed message lent to the next stage
 }
 
-func newFraming(split Splitter, cfg FramerConfig, decode func(*packet.Packet) (any, error)) *framing {
-	f := &framing{framer: NewFramer(split, cfg), decode: decode}
-	f.emit = f.emitFrame
-	return f
+func newFraming(split Splitter, cfg FramerConfig) *framing {
+	return &framing{framer: NewFramer(split, cfg)}
 }
 
 // read frames a borrowed packet; anything else passes through.
@@ -35,26 +35,53 @@ func (f *framing) read(c *Context, msg any) error {
 	return nil
 }
 
-func (f *framing) emitFrame(frame *packet.Packet) error {
-	m, err := f.decode(frame)
-	if err != nil {
-		return err
-	}
-	return f.ctx.FireRead(m)
-}
-
 // Close drops a partial frame when the connection ends.
 func (f *framing) Close(*Context, error) { f.framer.Reset() }
 
-// srmpHandler decodes SRMP frames into *Message and encodes *Message.
+// writeSmall sends a small message as one copy into the connection's send
+// buffer: header, then the payload's bytes (a single segment). It releases
+// an owned payload; a borrowed one is the lender's.
+func writeSmall(c *Context, header []byte, payload *packet.Packet) error {
+	if payload == nil {
+		return c.WriteBytes(header)
+	}
+	err := c.WriteBytes(header, payload.Bytes())
+	if !payload.Borrowed() {
+		payload.Release()
+	}
+	return err
+}
+
+// small reports whether payload goes out by copy (see copyBelow).
+func small(payload *packet.Packet) bool {
+	return payload == nil || payload.Next() == nil && payload.Len() < copyBelow
+}
+
+// srmpHandler decodes SRMP frames into borrowed *Message values and encodes
+// *Message values.
 type srmpHandler struct{ *framing }
 
 // SRMP returns the pipeline stage of NewLife's StandardCodec: inbound
-// bytes become *Message values, outbound *Message values become frames.
+// bytes become borrowed *Message values (see Message), outbound *Message
+// values become frames. Requests on its connections match replies by
+// sequence number.
 func SRMP(cfg FramerConfig) func() Handler {
-	decode := func(frame *packet.Packet) (any, error) { return DecodeSRMP(frame) }
-	return func() Handler { return srmpHandler{newFraming(SRMPSplitter{}, cfg, decode)} }
+	return func() Handler {
+		f := newFraming(SRMPSplitter{}, cfg)
+		f.emit = f.srmpFrame
+		return srmpHandler{f}
+	}
 }
+
+// srmpFrame lends one SRMP frame to the next stage as a Message.
+func (f *framing) srmpFrame(frame *packet.Packet) error {
+	f.in.lend(frame)
+	err := f.ctx.FireRead(&f.in)
+	f.in = Message{}
+	return err
+}
+
+func (srmpHandler) match() Match { return MatchSRMP }
 
 func (h srmpHandler) Read(c *Context, msg any) error { return h.read(c, msg) }
 
@@ -63,11 +90,30 @@ func (h srmpHandler) Write(c *Context, msg any) error {
 	if !ok {
 		return c.FireWrite(msg)
 	}
-	p, err := m.Encode()
+	kind, flag, seq := m.Kind, m.Flag, m.Seq
+	payload := m.Payload
+	m.Payload = nil
+	m.Release()
+	return h.writeMessage(c, kind, flag, seq, payload)
+}
+
+// writeMessage encodes one message from its parts, taking ownership of
+// payload (a borrowed payload is copied or kept).
+func (srmpHandler) writeMessage(c *Context, kind Kind, flag, seq uint8, payload *packet.Packet) error {
+	if small(payload) {
+		n := 0
+		if payload != nil {
+			n = payload.Len()
+		}
+		var hdr [srmpHeaderLen]byte
+		putSRMPHeader(hdr[:], kind, flag, seq, n)
+		return writeSmall(c, hdr[:], payload)
+	}
+	frame, err := EncodeSRMP(kind, flag, seq, payload.Keep())
 	if err != nil {
 		return err
 	}
-	return c.FireWrite(p)
+	return c.FireWrite(frame)
 }
 
 // lengthFieldHandler strips and adds length-field headers.
@@ -77,22 +123,55 @@ type lengthFieldHandler struct {
 }
 
 // LengthFieldFraming returns the pipeline stage of NewLife's
-// LengthFieldCodec: inbound bytes become payload *packet.Packet values
-// (header removed), outbound packets get the header.
+// LengthFieldCodec: inbound bytes become borrowed payload *packet.Packet
+// values (header removed), outbound packets get the header. Requests on its
+// connections match replies in order (FIFO). It panics if lf does not
+// Validate.
 func LengthFieldFraming(lf LengthField, cfg FramerConfig) func() Handler {
-	decode := func(frame *packet.Packet) (any, error) {
-		frame.Skip(lf.HeaderLen(frame.Bytes()))
-		return frame, nil
+	if err := lf.Validate(); err != nil {
+		panic(err)
 	}
-	return func() Handler { return lengthFieldHandler{newFraming(lf, cfg, decode), lf} }
+	return func() Handler {
+		h := lengthFieldHandler{newFraming(lf, cfg), lf}
+		h.emit = h.frame
+		return h
+	}
 }
 
+// frame lends one frame's payload to the next stage.
+func (h lengthFieldHandler) frame(frame *packet.Packet) error {
+	if h.lf.size() == VarintLength {
+		frame.Skip(h.lf.HeaderLen(frame.Bytes()))
+	} else {
+		frame.Skip(h.lf.Offset + h.lf.width()) // a fixed header: no second parse
+	}
+	return h.ctx.FireRead(frame)
+}
+
+func (lengthFieldHandler) match() Match { return MatchFIFO }
+
 func (h lengthFieldHandler) Read(c *Context, msg any) error { return h.read(c, msg) }
+
+// lfHeaderRoom is the header size the copy path writes from the stack.
+const lfHeaderRoom = 16
 
 func (h lengthFieldHandler) Write(c *Context, msg any) error {
 	p, ok := msg.(*packet.Packet)
 	if !ok {
 		return c.FireWrite(msg)
+	}
+	if small(p) && h.lf.Offset+h.lf.width() <= lfHeaderRoom {
+		var hdr [lfHeaderRoom]byte
+		n := 0
+		if p != nil {
+			n = p.Len()
+		}
+		k, err := h.lf.header(hdr[:], n)
+		if err != nil {
+			release(msg)
+			return err
+		}
+		return writeSmall(c, hdr[:k], p)
 	}
 	f, err := h.lf.Encode(p)
 	if err != nil {
@@ -108,15 +187,24 @@ type delimiterHandler struct {
 }
 
 // Lines returns the pipeline stage of NewLife's SplitDataCodec: inbound
-// frames end with (and include) the delimiter; outbound packets get it
-// appended. MaxFrame defaults to DefaultMaxLine.
+// frames are borrowed packets that end with (and include) the delimiter;
+// outbound packets get it appended. MaxFrame defaults to DefaultMaxLine.
+// Requests on its connections match replies in order (FIFO).
 func Lines(d Delimiter, cfg FramerConfig) func() Handler {
 	if cfg.MaxFrame == 0 {
 		cfg.MaxFrame = DefaultMaxLine
 	}
-	decode := func(frame *packet.Packet) (any, error) { return frame, nil }
-	return func() Handler { return delimiterHandler{newFraming(d, cfg, decode), d} }
+	return func() Handler {
+		f := newFraming(d, cfg)
+		f.emit = f.whole
+		return delimiterHandler{f, d}
+	}
 }
+
+// whole lends a whole frame to the next stage.
+func (f *framing) whole(frame *packet.Packet) error { return f.ctx.FireRead(frame) }
+
+func (delimiterHandler) match() Match { return MatchFIFO }
 
 func (h delimiterHandler) Read(c *Context, msg any) error { return h.read(c, msg) }
 
@@ -125,5 +213,13 @@ func (h delimiterHandler) Write(c *Context, msg any) error {
 	if !ok {
 		return c.FireWrite(msg)
 	}
-	return c.FireWrite(h.d.Encode(p))
+	if small(p) {
+		var b []byte
+		if p != nil {
+			b = p.Bytes()
+			defer p.Release()
+		}
+		return c.WriteBytes(b, h.d.delim())
+	}
+	return c.FireWrite(h.d.Encode(p.Keep()))
 }

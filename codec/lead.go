@@ -2,7 +2,6 @@ package codec
 
 import (
 	"context"
-	"errors"
 
 	"github.com/lifenet/lifenet/transport"
 )
@@ -29,10 +28,6 @@ func newLead(tc *transport.Client) *lead {
 	l.turn <- struct{}{}
 	return l
 }
-
-// errAsyncNeedsEvents: with no receive goroutine, nothing would read the
-// replies of requests nobody waits for.
-var errAsyncNeedsEvents = errors.New("codec: RequestAsync needs a client in the event receive mode (in ReceiveSync mode only a waiting Request reads)")
 
 // await waits for the reply on ch, reading the connection whenever it is
 // this goroutine's turn.

@@ -16,14 +16,14 @@ import (
 )
 
 // In ReceiveSync mode nothing reads unless a Request waits, so RequestAsync
-// is refused (and its message released).
+// is refused with ErrAsyncNeedsEvents (and its message released).
 func TestSyncClientRefusesRequestAsync(t *testing.T) {
 	leakcheck.Check(t)
 	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: echoSRMP})
-	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP}, transport.ReceiveSync)
-	err := c.RequestAsync(context.Background(), request("x"), func(any, error) { t.Error("callback ran") })
-	if err == nil {
-		t.Fatal("RequestAsync accepted on a sync client")
+	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline()}, transport.ReceiveSync)
+	err := c.RequestAsync(context.Background(), request("x"), func(*codec.Message, error) { t.Error("callback ran") })
+	if !errors.Is(err, codec.ErrAsyncNeedsEvents) {
+		t.Fatalf("RequestAsync on a sync client: %v, want ErrAsyncNeedsEvents", err)
 	}
 	r, err := c.Request(context.Background(), request("still works"))
 	if got := replyText(t, r, err); got != "still works" {
@@ -37,13 +37,13 @@ func TestSyncClientReaderLeavesTurnToOthers(t *testing.T) {
 	leakcheck.Check(t)
 	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
 		m := msg.(*codec.Message)
-		if string(m.Payload.AppendTo(nil)) == "never" {
-			m.Release()
+		if string(m.PayloadBytes()) == "never" {
 			return
 		}
-		time.AfterFunc(100*time.Millisecond, func() { echoSRMP(c, m) })
+		k := m.Keep() // answered after the handler returns
+		time.AfterFunc(100*time.Millisecond, func() { echoKept(c, k) })
 	}})
-	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP}, transport.ReceiveSync)
+	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline()}, transport.ReceiveSync)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
@@ -81,10 +81,12 @@ func TestSyncClientHandlesPushesWhileWaiting(t *testing.T) {
 		echoSRMP(c, msg)
 	}})
 	var pushes []string // no lock: the Handler runs inside Request, on this goroutine
-	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Match: codec.MatchSRMP, Handler: func(_ *codec.Conn, msg any) {
+	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Handler: func(_ *codec.Conn, msg any) {
 		m := msg.(*codec.Message)
-		pushes = append(pushes, string(m.Payload.AppendTo(nil)))
-		m.Release()
+		if !m.Borrowed() {
+			t.Error("push not borrowed")
+		}
+		pushes = append(pushes, string(m.PayloadBytes()))
 	}}, transport.ReceiveSync)
 	r, err := c.Request(context.Background(), request("hi"))
 	if got := replyText(t, r, err); got != "hi" {
@@ -118,7 +120,7 @@ func TestClientProtocolViolationFailsRequest(t *testing.T) {
 				io.Copy(io.Discard, c)
 			}()
 			c := dialCodec(t, "tcp", l.Addr().String(), codec.Options{
-				Pipeline: codec.NewPipeline(codec.SRMP(codec.FramerConfig{MaxFrame: 1024})), Match: codec.MatchSRMP}, m.mode)
+				Pipeline: codec.NewPipeline(codec.SRMP(codec.FramerConfig{MaxFrame: 1024}))}, m.mode)
 			if _, err := c.Request(context.Background(), request("bad")); !errors.Is(err, codec.ErrConnClosed) {
 				t.Fatalf("request: %v", err)
 			}

@@ -11,41 +11,41 @@ import (
 // LengthField is the length-prefixed format (NewLife LengthFieldCodec):
 // Offset header bytes (written as zeros, skipped on read), then a length
 // field of Size bytes counting the payload only. Size is 1, 2 (the
-// default), 4 (little-endian), -2, -4 (big-endian), or 0 for a 7-bit varint
-// (LEB128, low group first, at most 5 bytes). The zero value is Size 2,
-// Offset 0.
+// default), 4 (little-endian), -2, -4 (big-endian), or VarintLength for a
+// 7-bit varint (LEB128, low group first, at most 5 bytes; NewLife's Size 0).
+// The zero value is Size 2, Offset 0.
 type LengthField struct {
 	Offset int
 	Size   int
-	// set marks a Size chosen explicitly, so that Size 0 (varint) can be
-	// told from the zero value; use NewLengthField to choose Size 0.
-	set bool
-}
-
-// NewLengthField returns the format with the given offset and size.
-func NewLengthField(offset, size int) (LengthField, error) {
-	c := LengthField{Offset: offset, Size: size, set: true}
-	return c, c.Validate()
 }
 
 // Validate reports whether the format is one this package implements.
 func (c LengthField) Validate() error {
 	switch c.size() {
-	case 0, 1, 2, 4, -2, -4:
+	case VarintLength, 1, 2, 4, -2, -4:
 	default:
-		return fmt.Errorf("codec: length field size %d (want 1, 2, 4, -2, -4 or 0)", c.Size)
+		return fmt.Errorf("%w: length field size %d (want 1, 2, 4, -2, -4 or VarintLength)", ErrConfig, c.Size)
 	}
 	if c.Offset < 0 || c.Offset > 1<<16 {
-		return fmt.Errorf("codec: length field offset %d out of range", c.Offset)
+		return fmt.Errorf("%w: length field offset %d out of range", ErrConfig, c.Offset)
 	}
 	return nil
 }
 
+// size is the field's size: Size, or 2 for the zero value.
 func (c LengthField) size() int {
-	if !c.set && c.Size == 0 {
+	if c.Size == 0 {
 		return 2
 	}
 	return c.Size
+}
+
+// width is the field's fixed width in bytes (the varint's is its largest).
+func (c LengthField) width() int {
+	if s := c.size(); s != VarintLength {
+		return max(s, -s)
+	}
+	return maxVarintLen
 }
 
 // maxPayload is the largest payload the field can describe.
@@ -66,7 +66,7 @@ var errVarint = errors.New("varint longer than 5 bytes or above 2^31-1")
 func (c LengthField) readLength(b []byte) (n int64, width, need int, err error) {
 	o := c.Offset
 	switch s := c.size(); s {
-	case 0:
+	case VarintLength:
 		var v uint64
 		for i := 0; i < maxVarintLen; i++ {
 			if len(b) <= o+i {
@@ -130,13 +130,14 @@ func (c LengthField) HeaderLen(frame []byte) int {
 }
 
 // Encode prepends the header to payload and returns the frame; ownership of
-// payload moves into it. Unlike NewLife, a payload too long for the field
+// payload moves into it (a borrowed payload is kept with packet.Keep). Unlike NewLife, a payload too long for the field
 // is an error (and is released), never a silently truncated length.
 func (c LengthField) Encode(payload *packet.Packet) (*packet.Packet, error) {
+	payload = payload.Keep()
 	n := payload.Total()
 	if int64(n) > c.maxPayload() {
 		payload.Release()
-		return nil, fmt.Errorf("%w: payload of %d bytes does not fit a %d-byte length field", ErrFrameTooLarge, n, c.Size)
+		return nil, fmt.Errorf("%w: payload of %d bytes does not fit a %d-byte length field (at most %d)", ErrFrameTooLarge, n, c.width(), c.maxPayload())
 	}
 	var field [maxVarintLen]byte
 	w := c.putLength(field[:], n)
@@ -145,6 +146,16 @@ func (c LengthField) Encode(payload *packet.Packet) (*packet.Packet, error) {
 	clear(b[:c.Offset])
 	copy(b[c.Offset:], field[:w])
 	return frame, nil
+}
+
+// header writes the header for a payload of n bytes into b, which has room
+// for Offset+width() bytes, and returns its length.
+func (c LengthField) header(b []byte, n int) (int, error) {
+	if int64(n) > c.maxPayload() {
+		return 0, fmt.Errorf("%w: payload of %d bytes does not fit a %d-byte length field (at most %d)", ErrFrameTooLarge, n, c.width(), c.maxPayload())
+	}
+	clear(b[:c.Offset])
+	return c.Offset + c.putLength(b[c.Offset:], n), nil
 }
 
 // putLength writes the length field for n into b and returns its width.

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lifenet/lifenet/packet"
 )
 
 // Matching errors.
@@ -32,10 +34,22 @@ const DefaultRequestTimeout = 30 * time.Second
 // sweepEvery is how often expired requests are failed.
 const sweepEvery = 50 * time.Millisecond
 
-// Callback receives a request's reply (which it owns) or an error. It runs
-// on the connection's receive goroutine, or on the timeout sweeper, and
-// must not block.
-type Callback func(reply any, err error)
+// callback is a RequestAsync callback of either format.
+type callback struct {
+	msg func(*Message, error)
+	pkt func(*packet.Packet, error)
+}
+
+// call runs the callback with a borrowed reply or an error.
+func (cb *callback) call(reply any, err error) {
+	if cb.msg != nil {
+		m, _ := reply.(*Message)
+		cb.msg(m, err)
+		return
+	}
+	p, _ := reply.(*packet.Packet)
+	cb.pkt(p, err)
+}
 
 // MatchStats counts what the matcher dropped.
 type MatchStats struct {
@@ -55,7 +69,8 @@ type waiter struct {
 	state    uint8
 	deadline int64 // unix nanoseconds
 	ch       chan result
-	cb       Callback
+	cb       callback
+	async    bool // cb is set: a RequestAsync
 }
 
 type result struct {
@@ -96,6 +111,7 @@ type matcher struct {
 	onExpire func()
 
 	unknown, timedOut atomic.Uint64
+	queued            atomic.Int32 // FIFO: count, readable without the lock
 }
 
 func newMatcher(fifo bool, timeout time.Duration) *matcher {
@@ -134,7 +150,7 @@ func (m *matcher) acquire(ctx context.Context) error {
 // the SRMP sequence number, or a FIFO slot.
 // The request's own timeout is the matcher's; a blocking request's context
 // may end it sooner (wait watches it).
-func (m *matcher) register(cb Callback) (int, chan result, error) {
+func (m *matcher) register(cb *callback) (int, chan result, error) {
 	deadline := time.Now().Add(m.timeout).UnixNano()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -150,10 +166,13 @@ func (m *matcher) register(cb Callback) (int, chan result, error) {
 	if m.fifo {
 		m.order[(m.head+m.count)%len(m.order)] = key
 		m.count++
+		m.queued.Store(int32(m.count))
 	}
 	w := &m.slots[key]
-	w.state, w.deadline, w.cb = slotPending, deadline, cb
-	if cb == nil {
+	w.state, w.deadline, w.async = slotPending, deadline, cb != nil
+	if cb != nil {
+		w.cb = *cb
+	} else {
 		w.ch = resultChans.Get().(chan result)
 	}
 	if !m.sweeper {
@@ -163,17 +182,28 @@ func (m *matcher) register(cb Callback) (int, chan result, error) {
 	return key, w.ch, nil
 }
 
-// unregister undoes register when the request could not be sent.
+// unregister undoes register when the request could not be sent. A FIFO
+// request leaves the queue again (it is its tail: Conn.fifoMu keeps
+// registering and writing in one step), so the next reply goes to the
+// request it answers.
 func (m *matcher) unregister(key int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if w := &m.slots[key]; w.state == slotPending {
-		if w.ch != nil {
-			resultChans.Put(w.ch) // nothing was sent: the request never left
-			w.ch = nil
-		}
-		m.giveUp(key)
+	w := &m.slots[key]
+	if w.state != slotPending {
+		return
 	}
+	if w.ch != nil {
+		resultChans.Put(w.ch) // nothing was sent: the request never left
+		w.ch = nil
+	}
+	if m.fifo && m.count > 0 && m.order[(m.head+m.count-1)%len(m.order)] == key {
+		m.count--
+		m.queued.Store(int32(m.count))
+		m.freeSlot(key)
+		return
+	}
+	m.giveUp(key)
 }
 
 // giveUp ends a pending or done slot whose waiter will not get (or has
@@ -181,7 +211,7 @@ func (m *matcher) unregister(key int) {
 // Called with m.mu held.
 func (m *matcher) giveUp(key int) {
 	w := &m.slots[key]
-	w.cb = nil
+	w.cb, w.async = callback{}, false
 	if m.fifo && m.err == nil {
 		w.state = slotAbandoned
 		return
@@ -192,14 +222,15 @@ func (m *matcher) giveUp(key int) {
 // freeSlot returns a slot and its token. Called with m.mu held.
 func (m *matcher) freeSlot(key int) {
 	w := &m.slots[key]
-	w.state, w.cb = slotFree, nil
+	w.state, w.cb, w.async = slotFree, callback{}, false
 	if m.err == nil {
 		m.tokens <- struct{}{}
 	}
 }
 
-// deliver completes the request a reply answers, or counts and releases a
-// reply that answers nothing. seq is ignored for FIFO.
+// deliver completes the request a borrowed reply answers: a callback gets
+// it during the call, a blocking waiter a kept copy. A reply that answers
+// nothing is counted and dropped. seq is ignored for FIFO.
 func (m *matcher) deliver(seq int, reply any) {
 	m.mu.Lock()
 	key := seq & 0xFF
@@ -212,6 +243,7 @@ func (m *matcher) deliver(seq int, reply any) {
 		key = m.order[m.head]
 		m.head = (m.head + 1) % len(m.order)
 		m.count--
+		m.queued.Store(int32(m.count))
 	}
 	w := &m.slots[key]
 	switch w.state {
@@ -224,20 +256,29 @@ func (m *matcher) deliver(seq int, reply any) {
 		m.drop(reply)
 		return
 	}
-	if cb := w.cb; cb != nil {
+	if w.async {
+		cb := w.cb
 		m.freeSlot(key)
 		m.mu.Unlock()
-		cb(reply, nil)
+		cb.call(reply, nil)
 		return
 	}
 	w.state = slotDone
-	w.ch <- result{reply: reply}
+	w.ch <- result{reply: keep(reply)}
 	m.mu.Unlock()
 }
 
-func (m *matcher) drop(reply any) {
-	m.unknown.Add(1)
-	release(reply)
+func (m *matcher) drop(any) { m.unknown.Add(1) }
+
+// keep returns an owned copy of a borrowed reply.
+func keep(reply any) any {
+	switch r := reply.(type) {
+	case *Message:
+		return r.Keep()
+	case *packet.Packet:
+		return r.Keep()
+	}
+	return reply
 }
 
 // wait blocks until the reply for slot key (on ch, from register), its
@@ -299,7 +340,7 @@ func (m *matcher) sweep() {
 }
 
 func (m *matcher) expire(now int64) {
-	var late []Callback
+	var late []callback
 	woke := false
 	m.mu.Lock()
 	for key := range m.slots {
@@ -308,7 +349,7 @@ func (m *matcher) expire(now int64) {
 			continue
 		}
 		m.timedOut.Add(1)
-		if w.cb != nil {
+		if w.async {
 			late = append(late, w.cb)
 			m.giveUp(key)
 		} else {
@@ -322,13 +363,13 @@ func (m *matcher) expire(now int64) {
 		m.onExpire()
 	}
 	for _, cb := range late {
-		cb(nil, ErrTimeout)
+		cb.call(nil, ErrTimeout)
 	}
 }
 
 // close fails every pending request with ErrConnClosed and refuses new ones.
 func (m *matcher) close() {
-	var pending []Callback
+	var pending []callback
 	m.mu.Lock()
 	if m.err != nil {
 		m.mu.Unlock()
@@ -339,9 +380,9 @@ func (m *matcher) close() {
 	for key := range m.slots {
 		w := &m.slots[key]
 		switch {
-		case w.state == slotPending && w.cb != nil:
+		case w.state == slotPending && w.async:
 			pending = append(pending, w.cb)
-			w.state, w.cb = slotFree, nil
+			w.state, w.cb, w.async = slotFree, callback{}, false
 		case w.state == slotPending:
 			w.state = slotDone
 			w.ch <- result{err: ErrConnClosed}
@@ -351,16 +392,14 @@ func (m *matcher) close() {
 	}
 	m.mu.Unlock()
 	for _, cb := range pending {
-		cb(nil, ErrConnClosed)
+		cb.call(nil, ErrConnClosed)
 	}
 }
 
-// pending reports whether FIFO requests wait for replies.
-func (m *matcher) pending() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.count > 0
-}
+// pending reports whether FIFO requests wait for replies: an atomic load,
+// not the lock, since a server's connections ask it for every frame and
+// almost never have requests of their own.
+func (m *matcher) pending() bool { return m.queued.Load() > 0 }
 
 func (m *matcher) stats() MatchStats {
 	return MatchStats{Unknown: m.unknown.Load(), TimedOut: m.timedOut.Load()}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/lifenet/lifenet/packet"
+	"github.com/lifenet/lifenet/transport"
 )
 
 // ErrUnencoded is returned when an outbound message reaches the head of a
@@ -13,8 +14,14 @@ var ErrUnencoded = errors.New("codec: message reached the transport unencoded (m
 
 // Handler is one stage of a pipeline. Read handles an inbound message
 // (head → tail) and Write an outbound one (tail → head); each passes on
-// zero, one or many messages with c.FireRead / c.FireWrite. A message
-// passed to a handler is owned by it: pass it on, or release it.
+// zero, one or many messages with c.FireRead / c.FireWrite.
+//
+// Reads lend, writes give. A message passed to Read (and on with FireRead)
+// is borrowed for the call: the stage that made it keeps ownership and
+// reuses or frees it when FireRead returns, so a stage that keeps a message
+// past the call keeps a copy (Message.Keep, packet.Packet.Keep). A message
+// passed to Write (and on with FireWrite) is given: the callee passes it on
+// or releases it, including on error.
 //
 // Each connection gets its own Handler instances (see Pipeline), so a
 // handler may keep per-connection state in its fields; it is called from
@@ -44,16 +51,42 @@ type Closer interface {
 // handlers. A Pipeline is immutable and safe for concurrent use.
 type Pipeline struct {
 	makers []func() Handler
+	match  Match
 }
+
+// Match is how a pipeline's connections pair replies with requests; it
+// follows from the format of the pipeline's framing stage.
+type Match uint8
+
+// Matching modes.
+const (
+	MatchNone Match = iota // no framing stage of this package: requests are refused (ErrNoMatch)
+	MatchSRMP              // SRMP: by sequence number
+	MatchFIFO              // length-field and delimiter frames carry no ids: the oldest pending request
+)
+
+// matcherStage is implemented by the framing stages; the stage nearest the
+// tail decides the pipeline's matching.
+type matcherStage interface{ match() Match }
 
 // NewPipeline returns a pipeline of handlers built by makers, head first:
 // put the framing codec first and application handlers (such as JSON)
 // after it.
 func NewPipeline(makers ...func() Handler) *Pipeline {
-	return &Pipeline{makers: append([]func() Handler(nil), makers...)}
+	p := &Pipeline{makers: append([]func() Handler(nil), makers...)}
+	for _, mk := range p.makers {
+		if m, ok := mk().(matcherStage); ok {
+			p.match = m.match()
+		}
+	}
+	return p
 }
 
-// Sender is where a chain's encoded packets go (a transport session).
+// Match returns how requests on the pipeline's connections are matched.
+func (p *Pipeline) Match() Match { return p.match }
+
+// Sender is where a chain's encoded packets go (a transport session); Send
+// takes ownership of p.
 type Sender interface {
 	Send(p *packet.Packet) error
 }
@@ -68,10 +101,13 @@ type Chain struct {
 	handlers []Handler
 	ctxs     []Context
 	out      Sender
+	sess     *transport.Session // out, when it is a session: small messages are copied into its send buffer
 	sink     func(msg any) error
 }
 
-// Context links a handler to its place in a chain.
+// Context links a handler to its place in a chain. Its methods follow the
+// Handler's: FireRead on the reading goroutine, FireWrite and WriteBytes
+// from any.
 type Context struct {
 	chain *Chain
 	index int
@@ -81,6 +117,7 @@ type Context struct {
 // out, decoded messages leave the tail through sink (which owns them).
 func (p *Pipeline) NewChain(out Sender, sink func(msg any) error) *Chain {
 	ch := &Chain{out: out, sink: sink, handlers: make([]Handler, len(p.makers)), ctxs: make([]Context, len(p.makers))}
+	ch.sess, _ = out.(*transport.Session)
 	for i, mk := range p.makers {
 		ch.handlers[i] = mk()
 		ch.ctxs[i] = Context{chain: ch, index: i}
@@ -88,22 +125,17 @@ func (p *Pipeline) NewChain(out Sender, sink func(msg any) error) *Chain {
 	return ch
 }
 
-// Read passes an inbound message in at the head. A *packet.Packet given
-// here is borrowed (typically the transport's receive buffer, valid during
-// the call): framing handlers copy or share what they keep and never
-// release it.
+// Read lends an inbound message to the head (typically the transport's
+// receive buffer, valid during the call).
 func (ch *Chain) Read(msg any) error {
 	if len(ch.handlers) == 0 {
-		if p, ok := msg.(*packet.Packet); ok {
-			msg = p.Share() // the sink owns what it gets; p is only borrowed
-		}
 		return ch.sink(msg)
 	}
 	return ch.handlers[0].Read(&ch.ctxs[0], msg)
 }
 
-// Write passes an outbound message in at the tail; it must leave the head
-// as a *packet.Packet, which is sent.
+// Write gives an outbound message to the tail; it must leave the head as a
+// *packet.Packet (or bytes, see Context.WriteBytes), which is sent.
 func (ch *Chain) Write(msg any) error {
 	n := len(ch.handlers)
 	if n == 0 {
@@ -162,12 +194,23 @@ func (c *Context) FireWrite(msg any) error {
 	return ch.send(msg)
 }
 
-// release frees a message of a known owned type.
-func release(msg any) {
-	switch m := msg.(type) {
-	case *packet.Packet:
-		m.Release()
-	case *Message:
-		m.Release()
+// WriteBytes passes the bytes of parts, as one encoded message, towards the
+// head: from the head of a session's chain they are copied straight into
+// the session's send buffer (no packet per message); otherwise they are
+// copied into a packet for the previous handler or the Sender. The caller
+// keeps parts.
+func (c *Context) WriteBytes(parts ...[]byte) error {
+	if c.index == 0 && c.chain.sess != nil {
+		return c.chain.sess.SendBytes(parts...) // a concrete call: parts stay on the caller's stack
 	}
+	n := 0
+	for _, b := range parts {
+		n += len(b)
+	}
+	p := packet.Get(n)
+	dst := p.Bytes()
+	for _, b := range parts {
+		dst = dst[copy(dst, b):]
+	}
+	return c.FireWrite(p)
 }

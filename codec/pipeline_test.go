@@ -40,9 +40,23 @@ func (r *recorder) Open(*codec.Context) error {
 	return nil
 }
 
+// sendFunc is a codec.Sender: Send hands the packet to the function
+// (SendBytes, for byte-taking senders, copies the parts into a packet and
+// does the same).
 type sendFunc func(*packet.Packet) error
 
 func (f sendFunc) Send(p *packet.Packet) error { return f(p) }
+
+func (f sendFunc) SendBytes(parts ...[]byte) error {
+	p := packet.Get(0)
+	for _, b := range parts {
+		p.Write(b)
+	}
+	return f(p)
+}
+
+// discard is a codec.Sender that drops what it is given.
+var discard = sendFunc(func(p *packet.Packet) error { p.Release(); return nil })
 
 func TestPipelineOrderAndFanOut(t *testing.T) {
 	leakcheck.Check(t)
@@ -88,9 +102,9 @@ func TestPipelineStatePerConnection(t *testing.T) {
 	leakcheck.Check(t)
 	p := codec.NewPipeline(codec.SRMP(codec.FramerConfig{}))
 	var a, b []*codec.Message
-	out := sendFunc(func(pk *packet.Packet) error { pk.Release(); return nil })
-	chA := p.NewChain(out, func(m any) error { a = append(a, m.(*codec.Message)); return nil })
-	chB := p.NewChain(out, func(m any) error { b = append(b, m.(*codec.Message)); return nil })
+	keep := func(m any) *codec.Message { return m.(*codec.Message).Keep() } // messages are lent
+	chA := p.NewChain(discard, func(m any) error { a = append(a, keep(m)); return nil })
+	chB := p.NewChain(discard, func(m any) error { b = append(b, keep(m)); return nil })
 	half := packet.Wrap([]byte{1, 1, 4, 0, 'O', 'p'})
 	chA.Read(half) // connection A has half a frame buffered
 	rest := packet.Wrap([]byte{'e', 'n'})
@@ -102,5 +116,6 @@ func TestPipelineStatePerConnection(t *testing.T) {
 		t.Fatalf("A got %d, B got %d", len(a), len(b))
 	}
 	a[0].Release()
+	chA.Close(nil)
 	chB.Close(nil)
 }

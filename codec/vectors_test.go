@@ -110,8 +110,8 @@ func TestLengthFieldVectors(t *testing.T) {
 		{2, 2, "00 00 05 00 68 65 6C 6C 6F"},
 	}
 	for _, c := range cases {
-		lf, err := codec.NewLengthField(c.offset, c.size)
-		if err != nil {
+		lf := codec.LengthField{Offset: c.offset, Size: c.size}
+		if err := lf.Validate(); err != nil {
 			t.Fatal(err)
 		}
 		f, err := lf.Encode(payload(hello))
@@ -127,7 +127,7 @@ func TestLengthFieldVectors(t *testing.T) {
 		}
 	}
 	// Varint, 300 bytes: AC 02.
-	lf, _ := codec.NewLengthField(0, 0)
+	lf := codec.LengthField{Size: codec.VarintLength}
 	f, _ := lf.Encode(payload(make([]byte, 300)))
 	if b := f.AppendTo(nil); !bytes.Equal(b[:2], []byte{0xAC, 0x02}) || len(b) != 302 {
 		t.Errorf("varint header % X, len %d", b[:2], len(b))
@@ -145,7 +145,7 @@ func TestLengthFieldVectors(t *testing.T) {
 func TestLengthFieldRefusesTruncation(t *testing.T) {
 	leakcheck.Check(t)
 	for _, size := range []int{1, 2, -2} {
-		lf, _ := codec.NewLengthField(0, size)
+		lf := codec.LengthField{Size: size}
 		n := 256
 		if size != 1 {
 			n = 65536
@@ -154,8 +154,8 @@ func TestLengthFieldRefusesTruncation(t *testing.T) {
 			t.Errorf("size %d, %d bytes: %v", size, n, err)
 		}
 	}
-	if _, err := codec.NewLengthField(0, 3); err == nil {
-		t.Error("size 3 accepted")
+	if err := (codec.LengthField{Size: 3}).Validate(); !errors.Is(err, codec.ErrConfig) {
+		t.Errorf("size 3: %v, want ErrConfig", err)
 	}
 }
 
@@ -173,15 +173,17 @@ func TestDelimiterFrames(t *testing.T) {
 }
 
 // splitAll feeds the inputs (each as an owned packet, as a receive loop
-// would) and returns the frames as hex strings; a partial frame left at
-// the end is dropped.
+// would) and returns the frames as hex strings, copied while they are
+// lent; a partial frame left at the end is dropped.
 func splitAll(t testing.TB, s codec.Splitter, cfg codec.FramerConfig, inputs ...[]byte) []string {
 	t.Helper()
 	f := codec.NewFramer(s, cfg)
 	var out []string
 	emit := func(fr *packet.Packet) error {
+		if !fr.Borrowed() {
+			t.Errorf("emitted frame is not borrowed")
+		}
 		out = append(out, hex.EncodeToString(fr.AppendTo(nil)))
-		fr.Release()
 		return nil
 	}
 	for _, in := range inputs {

@@ -38,10 +38,17 @@ const (
 )
 
 // Length-field codec: the length field's size in bytes; negative sizes are
-// big-endian, 0 is a 7-bit varint (LEB128, at most 5 bytes).
+// big-endian; VarintLength selects a 7-bit varint (LEB128, at most 5 bytes;
+// NewLife's Size 0).
 const (
+	VarintLength = -1
 	maxVarintLen = 5
 )
+
+// Replies and other small messages are copied straight into the
+// connection's send buffer, header and payload together; larger payloads
+// get their header in front and go out without a copy.
+const copyBelow = 512
 
 // Delimiter codec default: CR LF.
 var defaultDelimiter = []byte{'\r', '\n'}
@@ -54,10 +61,6 @@ const (
 	// DefaultExpire is how long a partial frame may wait for its next
 	// bytes (NewLife PacketCodec Expire, 5 s).
 	DefaultExpire = 5 * time.Second
-	// DefaultCopyThreshold: frames shorter than this are copied into a
-	// fitted pooled buffer, longer ones are shared slices of the receive
-	// buffer (docs/perf/buffers.md §4).
-	DefaultCopyThreshold = 2 << 10
 	// DefaultMaxLine is the delimiter codec's default largest frame
 	// (NewLife SplitDataCodec MaxCacheDataLength, 1024).
 	DefaultMaxLine = 1024

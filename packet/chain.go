@@ -15,6 +15,8 @@ func (p *Packet) Next() *Packet {
 func (p *Packet) Chain(q *Packet) *Packet {
 	p.check()
 	q.check()
+	p.owning()
+	q.owning()
 	t := p
 	for {
 		if t == q {

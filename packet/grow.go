@@ -11,6 +11,7 @@ import (
 // io.Writer and never fails.
 func (p *Packet) Write(b []byte) (int, error) {
 	p.check()
+	p.owning()
 	t := p
 	for t.next != nil {
 		t = t.next
@@ -47,6 +48,7 @@ func (p *Packet) grow(k int) {
 // is never copied.
 func (p *Packet) ExpandHeader(k int) *Packet {
 	p.check()
+	p.owning()
 	if k < 0 {
 		panic(fmt.Sprintf("packet: ExpandHeader(%d): negative size", k))
 	}

@@ -12,6 +12,7 @@ type Packet struct {
 	start int    // offset of buf within o.buf: the front slack
 	next  *Packet
 	live  bool
+	lent  bool // a Loan's view: holds no reference, cannot be released
 }
 
 // Get returns a packet of n bytes from the size-class pools. The contents
@@ -79,7 +80,8 @@ func (p *Packet) RefCount() int {
 
 // Release gives up this handle and every segment chained after it. Storage
 // returns to its pool when its last handle is released. Releasing a released
-// handle panics with ErrReleased.
+// handle panics with ErrReleased. Releasing a Loan's view does nothing: it
+// holds no reference.
 func (p *Packet) Release() {
 	for p != nil {
 		next := p.next
@@ -91,6 +93,9 @@ func (p *Packet) Release() {
 func (p *Packet) releaseSegment() {
 	if !p.live {
 		panic(ErrReleased)
+	}
+	if p.lent {
+		return // a loan holds no reference; its lender releases
 	}
 	o := p.o
 	*p = Packet{}
@@ -177,6 +182,7 @@ func (p *Packet) Resize(n int) {
 // ErrShared if other handles share the storage or the packet is chained.
 func (p *Packet) Detach() []byte {
 	p.check()
+	p.owning()
 	if p.next != nil || (p.o != nil && p.o.refs.Load() != 1) {
 		panic(ErrShared)
 	}
@@ -195,6 +201,41 @@ func (p *Packet) String() string {
 		return "Packet(released)"
 	}
 	return fmt.Sprintf("Packet(len=%d, total=%d, segments=%d, refs=%d)", len(p.buf), p.Total(), p.Segments(), p.RefCount())
+}
+
+// owning panics with ErrBorrowed if p is a Loan's view: the operation would
+// give away or replace a reference the view does not hold.
+func (p *Packet) owning() {
+	if p.lent {
+		panic(ErrBorrowed)
+	}
+}
+
+// Borrowed reports whether p is a Loan's view (see Loan), which its
+// receiver must not keep past the call that lent it.
+func (p *Packet) Borrowed() bool {
+	p.check()
+	return p.lent
+}
+
+// KeepCopyBelow is the size under which Keep copies a borrowed view rather
+// than sharing its storage: a small copy frees a large receive buffer for
+// reuse at once, where a share would pin all of it.
+const KeepCopyBelow = 2 << 10
+
+// Keep returns a handle the caller owns for p's bytes: p itself, unless p is
+// a Loan's view; then a fitted copy if it is shorter than KeepCopyBelow,
+// else a share of its storage. Functions that take ownership of a packet
+// call Keep, so that a borrowed view can be passed to them safely.
+func (p *Packet) Keep() *Packet {
+	p.check()
+	switch {
+	case !p.lent:
+		return p
+	case len(p.buf) < KeepCopyBelow || p.o == nil:
+		return p.Clone()
+	}
+	return p.Share()
 }
 
 // check panics on use of a released handle in lifenet_debug builds; in

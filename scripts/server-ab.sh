@@ -3,8 +3,13 @@
 # measured by its own STEADY line (server CPU included) under the same raw
 # client. The two alternate which goes first from round to round, so drift
 # in the machine's load does not favour either.
+# Codec scenarios (lf-*, srmp-*) give the server the client's --codec and
+# --size: lifenet runs its codec, raw rawnet's per-message loop (each frame
+# parsed and answered), both driven by the raw client's window of valid
+# frames.
 # Prints one line per run: "<scenario> <impl> <STEADY-JSON>", then per
-# scenario the medians of the per-round lifenet/raw ratios.
+# scenario the medians of the per-round lifenet/raw ratios (frames/s and
+# server CPU per message) and of each server's allocations per message.
 # Usage: scripts/server-ab.sh [rounds] [seconds] [scenario-regex]
 # PIN=1 pins the server to CPU 1 and the client to CPU 0 (taskset).
 set -euo pipefail
@@ -22,17 +27,23 @@ scenarios=(
   "oneway-1KB-c16|--oneway --size 1024 --clients 16"
   "echo-1KB-c4|--mode pipeline --size 1024 --clients 4"
   "echo-1KB-c16|--mode pipeline --size 1024 --clients 16"
+  "lf-echo-32B-c16|--codec lengthfield --mode pipeline --size 32 --clients 16 --window 256"
+  "lf-echo-32B-c1|--codec lengthfield --mode pipeline --size 32 --clients 1 --window 256"
+  "srmp-echo-32B-c16|--codec srmp --mode pipeline --size 32 --clients 16 --window 255"
+  "srmp-echo-32B-c1|--codec srmp --mode pipeline --size 32 --clients 1 --window 255"
 )
 out=$(mktemp)
 server_cpu=() client_cpu=()
 if [[ ${PIN:-0} == 1 ]]; then server_cpu=(taskset -c 1) client_cpu=(taskset -c 0); fi
 run() { # scenario-name impl flags
-  local name=$1 impl=$2 flags=$3 size oneway="" log spid
+  local name=$1 impl=$2 flags=$3 size oneway="" codec log spid
   port=$((port + 1))
   size=$(sed -E 's/.*--size ([0-9]+).*/\1/' <<<"$flags")
   [[ $flags == *--oneway* ]] && oneway="--oneway"
+  codec=$(sed -nE 's/.*--codec ([a-z]+).*/--codec \1/p' <<<"$flags")
   log=$(mktemp)
-  "${server_cpu[@]}" "$bin" load --server --impl "$impl" --port "$port" --size "$size" $oneway >"$log" &
+  # shellcheck disable=SC2086
+  "${server_cpu[@]}" "$bin" load --server --impl "$impl" --port "$port" --size "$size" $oneway $codec >"$log" &
   spid=$!
   for _ in $(seq 50); do grep -q READY "$log" && break; sleep 0.1; done
   # shellcheck disable=SC2086
@@ -57,13 +68,16 @@ awk '
     for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
     return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
   }
-  { k = $1 SUBSEP $2; i = ++cnt[k]; pps[k, i] = field("pktps"); cpu[k, i] = field("cpuSecPerMillion"); if (!($1 in seen)) { seen[$1] = 1; names[++ns] = $1 } }
+  { k = $1 SUBSEP $2; i = ++cnt[k]; pps[k, i] = field("pktps"); cpu[k, i] = field("cpuSecPerMillion"); alloc[k, i] = field("allocPerMsg"); if (!($1 in seen)) { seen[$1] = 1; names[++ns] = $1 } }
   END {
-    print "\nscenario          rounds  throughput lifenet/raw (median)  server CPU/msg lifenet/raw (median)"
+    print "\nscenario          rounds  frames/s lifenet/raw (median)  server CPU/msg lifenet/raw (median)  server B/msg lifenet  raw (median)"
     for (s = 1; s <= ns; s++) {
       name = names[s]; n = cnt[name, "lifenet"] < cnt[name, "raw"] ? cnt[name, "lifenet"] : cnt[name, "raw"]
-      for (i = 1; i <= n; i++) { t[i] = pps[name, "lifenet", i] / pps[name, "raw", i]; c[i] = cpu[name, "lifenet", i] / cpu[name, "raw", i] }
-      printf "%-17s %6d  %34.3f  %37.3f\n", name, n, median(t, n), median(c, n)
+      for (i = 1; i <= n; i++) {
+        t[i] = pps[name, "lifenet", i] / pps[name, "raw", i]; c[i] = cpu[name, "lifenet", i] / cpu[name, "raw", i]
+        al[i] = alloc[name, "lifenet", i]; ar[i] = alloc[name, "raw", i]
+      }
+      printf "%-17s %6d  %32.3f  %37.3f  %20.2f  %12.2f\n", name, n, median(t, n), median(c, n), median(al, n), median(ar, n)
     }
   }' "$out"
 rm -f "$out"

@@ -159,6 +159,9 @@ func benchReceive(b *testing.B, impl string, size, batch, conns int) {
 		time.Sleep(50 * time.Microsecond)
 	}
 	b.StopTimer()
+	if got := srv.bytes(); got < want {
+		b.Fatalf("%s server received %d of %d bytes before the 30 s deadline", impl, got, want)
+	}
 	b.ReportMetric(float64(cpuNanos()-cpu0)/float64(per*conns), "cpu-ns/pkt")
 }
 

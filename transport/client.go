@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"strings"
@@ -72,18 +73,39 @@ type ClientConfig struct {
 	ReceiveTimeout time.Duration
 }
 
+// DefaultClientConfig returns a ClientConfig with every field at its
+// default; a zero ClientConfig means the same.
+func DefaultClientConfig() ClientConfig {
+	c, _ := ClientConfig{}.withDefaults()
+	c.NoDelay = NoDelayDefault
+	return c
+}
+
+// Validate reports a field out of range or a combination that cannot work.
+func (c ClientConfig) Validate() error {
+	if err := c.Config.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case c.PullQueue < 0 || c.MaxReconnect < 0 || c.ReceiveTimeout < 0:
+		return fmt.Errorf("%w: negative PullQueue, MaxReconnect or ReceiveTimeout", ErrConfig)
+	case c.Mode > ReceiveSync:
+		return fmt.Errorf("%w: unknown receive mode %d", ErrConfig, c.Mode)
+	case c.Mode == ReceiveSync && c.AutoReconnect:
+		return fmt.Errorf("%w: ReceiveSync does not reconnect (use ReceivePull with AutoReconnect)", ErrConfig)
+	}
+	return nil
+}
+
 func (c ClientConfig) withDefaults() (ClientConfig, error) {
+	if err := c.Validate(); err != nil {
+		return c, err
+	}
 	cfg, err := c.Config.withDefaults(false)
 	if err != nil {
 		return c, err
 	}
 	c.Config = cfg
-	if c.PullQueue < 0 || c.MaxReconnect < 0 || c.ReceiveTimeout < 0 || c.Mode > ReceiveSync {
-		return c, errors.New("transport: negative PullQueue, MaxReconnect or ReceiveTimeout, or unknown Mode")
-	}
-	if c.Mode == ReceiveSync && c.AutoReconnect {
-		return c, errors.New("transport: ReceiveSync does not reconnect (use ReceivePull with AutoReconnect)")
-	}
 	if c.PullQueue == 0 {
 		c.PullQueue = DefaultPullQueue
 	}
@@ -129,16 +151,19 @@ func Dial(ctx context.Context, network, address string, cfg ClientConfig, hooks 
 	if err != nil {
 		return nil, err
 	}
+	if err := hooks.validate(); err != nil {
+		return nil, err
+	}
 	c := &Client{cfg: cfg, network: network, address: address, stop: make(chan struct{})}
 	c.ep = endpoint{cfg: cfg.Config, hooks: hooks}
 	switch cfg.Mode {
 	case ReceivePull:
 		c.recv = make(chan *packet.Packet, cfg.PullQueue)
-		c.ep.hooks.OnReceive = c.enqueue
+		c.ep.pull = c.enqueue
 		c.ep.hooks.BatchSends = false // enqueue sends nothing, and may block
 	case ReceiveSync:
-		c.sync = &syncReader{}
-		c.ep.hooks.OnReceive, c.ep.hooks.BatchSends = nil, false
+		c.sync = &syncReader{} // Receive reads; nothing is delivered to hooks
+		c.ep.hooks.BatchSends = false
 	}
 	acquireClock()
 	sess, err := c.connect(ctx)
@@ -147,10 +172,8 @@ func Dial(ctx context.Context, network, address string, cfg ClientConfig, hooks 
 		return nil, err
 	}
 	c.sess = sess
+	sess.open() // before Dial returns: the handler and OnOpen's state are in place
 	if c.sync != nil {
-		if f := hooks.OnOpen; f != nil {
-			f(sess)
-		}
 		return c, nil
 	}
 	c.wg.Add(1)

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -105,15 +106,45 @@ type Config struct {
 	MaxUDPPeers int
 }
 
+// DefaultConfig returns a Config with every field at its default (NoDelay
+// stays NoDelayDefault, which each side resolves). A zero Config means the
+// same; DefaultConfig is the place to start when changing a few fields.
+func DefaultConfig() Config {
+	c, _ := Config{}.withDefaults(true)
+	c.NoDelay = NoDelayDefault
+	return c
+}
+
+// Validate reports a field out of range: a negative size or count, or an
+// unknown NoDelay mode. Zero fields are valid (they take defaults).
+func (c Config) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"ReadBufferSize", c.ReadBufferSize}, {"SocketReceiveBuffer", c.SocketReceiveBuffer},
+		{"SocketSendBuffer", c.SocketSendBuffer}, {"MaxSocketSendBuffer", c.MaxSocketSendBuffer},
+		{"MaxConns", c.MaxConns}, {"MaxConnsPerIP", c.MaxConnsPerIP},
+		{"SendQueueBytes", c.SendQueueBytes}, {"MaxUDPPeers", c.MaxUDPPeers},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("%w: %s is %d", ErrConfig, f.name, f.v)
+		}
+	}
+	if c.NoDelay > NoDelayAuto {
+		return fmt.Errorf("%w: unknown NoDelay mode %d", ErrConfig, c.NoDelay)
+	}
+	return nil
+}
+
+// ErrConfig is wrapped by every Validate error of this package.
+var ErrConfig = errors.New("transport: invalid config")
+
 // withDefaults returns c with every zero field set to its default for a
 // server (server true) or a client, or an error naming a bad field.
 func (c Config) withDefaults(server bool) (Config, error) {
-	if c.ReadBufferSize < 0 || c.SocketReceiveBuffer < 0 || c.SocketSendBuffer < 0 ||
-		c.MaxConns < 0 || c.MaxConnsPerIP < 0 || c.SendQueueBytes < 0 || c.MaxUDPPeers < 0 || c.MaxSocketSendBuffer < 0 {
-		return c, fmt.Errorf("transport: negative size or count in Config %+v", c)
-	}
-	if c.NoDelay > NoDelayAuto {
-		return c, fmt.Errorf("transport: unknown NoDelay mode %d", c.NoDelay)
+	if err := c.Validate(); err != nil {
+		return c, err
 	}
 	def := func(v *int, d int) {
 		if *v == 0 {

@@ -32,9 +32,7 @@ func (s *Session) serveStream(firstByte time.Duration) {
 			s.closeWith(ReasonError, &PanicError{Value: v})
 		}
 	}()
-	if f := s.ep.hooks.OnOpen; f != nil {
-		f(s)
-	}
+	s.open()
 	s.receiveStream(firstByte)
 }
 
@@ -114,16 +112,27 @@ func (s *Session) drainSends() {
 	}
 }
 
-// deliver hands n received bytes of buf to OnReceive.
+// deliver hands n received bytes of buf to the session's handler or
+// OnReceive (in a pull-mode client, to its queue).
 func (s *Session) deliver(buf *packet.Packet, n int) {
 	s.received(n)
 	buf.Resize(n)
-	if f := s.ep.hooks.OnReceive; f != nil {
-		if s.ep.hooks.BatchSends {
+	ep := s.ep
+	switch {
+	case ep.pull != nil:
+		ep.pull(s, buf)
+	case s.handler != nil:
+		if ep.hooks.BatchSends {
 			s.cork()
 			defer s.uncork() // also when the handler panics
 		}
-		f(s, buf)
+		s.handler.Receive(s, buf)
+	case ep.hooks.OnReceive != nil:
+		if ep.hooks.BatchSends {
+			s.cork()
+			defer s.uncork()
+		}
+		ep.hooks.OnReceive(s, buf)
 	}
 }
 

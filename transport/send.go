@@ -10,7 +10,8 @@ import (
 )
 
 // Send queues p (and its chain) for writing and takes ownership of it: p is
-// released once written, or at once if Send fails. Packets from concurrent
+// released once written, or at once if Send fails. A borrowed view
+// (packet.Loan) is kept with packet.Keep first. Packets from concurrent
 // Sends are written in call order; whatever queues up while a write is in
 // progress goes out in the next single vectored write (writev).
 //
@@ -21,21 +22,93 @@ import (
 // bytes and p would take it past SendQueueBytes. (A single packet larger
 // than the limit is accepted on an empty queue.)
 func (s *Session) Send(p *packet.Packet) error {
+	p = p.Keep() // a borrowed view must outlive the call that lent it
 	n := p.Total()
 	s.mu.Lock()
+	if err := s.admitLocked(n); err != nil {
+		p.Release()
+		return err
+	}
+	s.sealStageLocked() // later small messages must not go in front of p
+	s.queue = append(s.queue, p)
+	return s.queuedLocked(n)
+}
+
+// SendBytes copies parts, in order, into the send queue as one message and
+// sends it; see Send for order, blocking and errors. The caller keeps
+// parts. Consecutive small messages share a pooled staging buffer, so a
+// stream of short replies costs one copy each and no packet per message;
+// for large messages Send with a packet avoids the copy.
+func (s *Session) SendBytes(parts ...[]byte) error {
+	n := 0
+	for _, b := range parts {
+		n += len(b)
+	}
+	s.mu.Lock()
+	if err := s.admitLocked(n); err != nil {
+		return err
+	}
+	dst := s.stageLocked(n)
+	for _, b := range parts {
+		dst = dst[copy(dst, b):]
+	}
+	return s.queuedLocked(n)
+}
+
+// admitLocked checks that n more bytes may be queued. On failure it unlocks
+// s.mu (and for a slow consumer closes the session). Called with s.mu held.
+func (s *Session) admitLocked(n int) error {
 	if s.finished || s.Reason() != ReasonNone {
 		s.mu.Unlock()
-		p.Release()
 		return s.closedErr()
 	}
 	if s.queued > 0 && s.queued+n > s.ep.cfg.SendQueueBytes {
 		s.mu.Unlock()
-		p.Release()
 		s.ep.stats.overflows.Add(1)
 		s.closeWith(ReasonSlowConsumer, ErrSlowConsumer)
 		return ErrSlowConsumer
 	}
-	s.queue = append(s.queue, p)
+	return nil
+}
+
+// stageLocked returns n bytes at the end of the staging buffer, the last
+// packet in the queue, starting a new one when it lacks room. A datagram
+// session gets a packet of its own per message: each leaves as one
+// datagram. Called with s.mu held.
+func (s *Session) stageLocked(n int) []byte {
+	if s.datagram {
+		p := packet.Get(n)
+		s.queue = append(s.queue, p)
+		return p.Bytes()
+	}
+	if k := s.stageLen; s.stage != nil && len(s.stageBuf)-k >= n {
+		s.stageLen = k + n
+		return s.stageBuf[k : k+n]
+	}
+	s.sealStageLocked()
+	size := stageSize
+	if len(s.queue) == 0 {
+		size = firstStageSize // most rounds queue a reply or a few
+	}
+	st := packet.Get(max(n, size))
+	st.Resize(st.Cap())
+	s.queue = append(s.queue, st)
+	s.stage, s.stageBuf, s.stageLen = st, st.Bytes(), n
+	return s.stageBuf[:n]
+}
+
+// sealStageLocked ends the staging buffer: its packet keeps the bytes
+// written so far and takes no more. Called with s.mu held.
+func (s *Session) sealStageLocked() {
+	if s.stage != nil {
+		s.stage.Resize(s.stageLen)
+		s.stage, s.stageBuf, s.stageLen = nil, nil, 0
+	}
+}
+
+// queuedLocked accounts n queued bytes and writes the queue unless a write
+// is in progress or OnReceive holds writes back; it unlocks s.mu.
+func (s *Session) queuedLocked(n int) error {
 	s.queued += n
 	if s.writing || s.corked && s.queued < corkLimit {
 		s.mu.Unlock()
@@ -72,13 +145,6 @@ func (s *Session) uncork() {
 	s.flush()
 }
 
-// SendBytes copies b into a pooled packet and sends it; see Send.
-func (s *Session) SendBytes(b []byte) error {
-	p := packet.Get(len(b))
-	copy(p.Bytes(), b)
-	return s.Send(p)
-}
-
 // QueuedBytes returns the bytes waiting to be written: a view of the
 // session's back-pressure.
 func (s *Session) QueuedBytes() int {
@@ -92,6 +158,7 @@ func (s *Session) QueuedBytes() int {
 func (s *Session) flush() error {
 	s.mu.Lock()
 	for len(s.queue) > 0 && !s.finished && s.Reason() == ReasonNone {
+		s.sealStageLocked()
 		batch := s.queue
 		s.queue, s.spare, s.queued = s.spare, nil, 0
 		s.mu.Unlock()
@@ -181,8 +248,9 @@ func (w *streamSender) fitSendBuffer(message int) {
 // vectored write: hundreds of tiny iovecs (one per echoed frame) cost the
 // kernel far more than copying a few bytes each.
 const (
-	smallSegment = 512
-	stageSize    = 64 << 10
+	smallSegment   = 512
+	stageSize      = 64 << 10
+	firstStageSize = 4 << 10 // SendBytes' first staging buffer of a round
 )
 
 // gather appends the batch's segments to w.iov, copying runs of small

@@ -42,6 +42,9 @@ func NewServer(cfg Config, hooks Hooks) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := hooks.validate(); err != nil {
+		return nil, err
+	}
 	acquireClock()
 	return &Server{
 		ep:       endpoint{cfg: cfg, hooks: hooks},
@@ -176,7 +179,7 @@ func (s *Server) acceptLoop(l net.Listener) {
 // reportError hands an error that ends no session to OnError.
 func (ep *endpoint) reportError(err error) {
 	if f := ep.hooks.OnError; f != nil {
-		f(nil, err)
+		f(err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,11 @@ import (
 // OnReceive and OnClose of one session run on that session's receive
 // goroutine, in that order, never concurrently with each other.
 type Hooks struct {
+	// NewHandler, if set, gives each session a handler of its own when it
+	// starts, before OnOpen: its Receive and Closed run in place of
+	// OnReceive and OnClose (set one or the other). A protocol layer keeps
+	// its per-connection state in the handler, as the codec package does.
+	NewHandler func(s *Session) SessionHandler
 	// OnOpen runs when a session starts, before its first OnReceive.
 	OnOpen func(s *Session)
 	// OnReceive gets the bytes of each read (TCP, Unix) or datagram (UDP).
@@ -31,14 +37,34 @@ type Hooks struct {
 	BatchSends bool
 	// OnError reports errors that end no session: a failed Accept (the
 	// server backs off and retries) or a failed UDP read. It runs on the
-	// accept or UDP goroutine; s is nil.
-	OnError func(s *Session, err error)
+	// accept or UDP goroutine.
+	OnError func(err error)
+}
+
+// SessionHandler handles the traffic of one session; see Hooks.NewHandler.
+// Its methods run on the session's receive goroutine, Receive with the
+// same contract as Hooks.OnReceive and Closed as Hooks.OnClose.
+type SessionHandler interface {
+	Receive(s *Session, p *packet.Packet)
+	Closed(s *Session, err *CloseError)
+}
+
+// ErrHooks is returned for Hooks that set both NewHandler and OnReceive or
+// OnClose.
+var ErrHooks = errors.New("transport: Hooks set both NewHandler and OnReceive/OnClose")
+
+func (h *Hooks) validate() error {
+	if h.NewHandler != nil && (h.OnReceive != nil || h.OnClose != nil) {
+		return ErrHooks
+	}
+	return nil
 }
 
 // endpoint is what a session needs from the server or client that owns it.
 type endpoint struct {
 	cfg   Config
 	hooks Hooks
+	pull  func(*Session, *packet.Packet) // a pull-mode client's queue, in place of the hooks
 	stats counters
 }
 
@@ -61,6 +87,9 @@ type Session struct {
 
 	mu       sync.Mutex
 	queue    []*packet.Packet // waiting to be written
+	stage    *packet.Packet   // the queue's last packet while SendBytes may append to it
+	stageBuf []byte           // stage's storage, written up to stageLen
+	stageLen int
 	spare    []*packet.Packet // the previous batch's slice, reused
 	queued   int              // bytes in queue
 	writing  bool             // some goroutine is flushing the queue
@@ -70,8 +99,9 @@ type Session struct {
 	items    map[any]any
 	state    any
 
-	attached atomic.Pointer[any] // the protocol layer's per-session state (see Attach)
-	datagram bool                // UDP: each receive is one datagram
+	handler  SessionHandler // from Hooks.NewHandler; set before the first receive
+	opened   bool           // open has run (receive goroutine, or Dial before it starts)
+	datagram bool           // UDP: each receive is one datagram
 
 	reason   atomic.Uint32 // Reason once closing has started
 	draining atomic.Bool   // Shutdown: stop reading, flush, then close
@@ -154,25 +184,6 @@ func StateOf[T any](s *Session) (T, bool) {
 // receive is one whole datagram, rather than a byte stream.
 func (s *Session) Datagram() bool { return s.datagram }
 
-// Attachment returns the protocol layer's state for this session (see
-// CompareAndAttach), or nil.
-func (s *Session) Attachment() any {
-	if p := s.attached.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
-// CompareAndAttach sets the protocol layer's state to v if none is set yet
-// and returns the state in force. The codec layer keeps its per-connection
-// pipeline here; applications use Set/Get or SetState.
-func (s *Session) CompareAndAttach(v any) any {
-	if s.attached.CompareAndSwap(nil, &v) {
-		return v
-	}
-	return *s.attached.Load()
-}
-
 // Close ends the session with ReasonLocal. It does not wait; see Done.
 func (s *Session) Close() error {
 	s.closeWith(ReasonLocal, nil)
@@ -209,6 +220,7 @@ func (s *Session) finish() {
 		s.queue[i] = nil
 	}
 	s.queue, s.queued = s.queue[:0], 0
+	s.stage, s.stageBuf, s.stageLen = nil, nil, 0
 	cause := s.cause
 	s.mu.Unlock()
 
@@ -217,10 +229,27 @@ func (s *Session) finish() {
 	if s.onEnd != nil {
 		s.onEnd(s)
 	}
-	if f := s.ep.hooks.OnClose; f != nil {
+	if h := s.handler; h != nil {
+		h.Closed(s, &CloseError{Reason: r, Err: cause})
+	} else if f := s.ep.hooks.OnClose; f != nil {
 		f(s, &CloseError{Reason: r, Err: cause})
 	}
 	close(s.done)
+}
+
+// open runs when the session starts, on its receive goroutine: it makes
+// the session's handler, then runs OnOpen.
+func (s *Session) open() {
+	if s.opened {
+		return
+	}
+	s.opened = true
+	if f := s.ep.hooks.NewHandler; f != nil {
+		s.handler = f(s)
+	}
+	if f := s.ep.hooks.OnOpen; f != nil {
+		f(s)
+	}
 }
 
 // closedErr is the error for an operation on a closed session.

@@ -191,9 +191,7 @@ func (u *udpServer) open(key peerKey, from net.Addr) *Session {
 	s.ep.stats.opened()
 	s.mu.Unlock()
 	u.peers[key] = sess
-	if f := s.ep.hooks.OnOpen; f != nil {
-		f(sess)
-	}
+	sess.open()
 	return sess
 }
 

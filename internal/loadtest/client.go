@@ -57,7 +57,8 @@ type Summary struct {
 type run struct {
 	cfg       *Config
 	addr      string
-	payload   []byte
+	payload   []byte    // one message (with a codec, a valid frame): the prime sends it
+	ring      frameRing // the messages the load sends (frames.go)
 	sent      atomic.Uint64
 	received  atomic.Uint64
 	failures  atomic.Int64          // connections that failed mid-run
@@ -74,6 +75,12 @@ func RunClient(ctx context.Context, cfg Config, addr string, out io.Writer) (Sum
 	for i := range r.payload {
 		r.payload[i] = byte(rand.IntN(256))
 	}
+	most := 1
+	if r.windowed() {
+		most = r.inFlight()
+	}
+	r.ring = newFrameRing(&cfg, r.payload, most)
+	r.payload = r.ring.buf[:cfg.Size]
 	useCodec := cfg.Codec != "none" && cfg.Impl == "lifenet"
 	var conns []clientConn
 	var codecClients []*codec.Client
@@ -119,10 +126,7 @@ func RunClient(ctx context.Context, cfg Config, addr string, out io.Writer) (Sum
 		r.pipeline(ctx, conns)
 	}
 	stopProgress()
-	elapsed := time.Since(start).Seconds()
-	if cfg.OneWay {
-		elapsed = cfg.Seconds
-	}
+	elapsed := time.Since(start).Seconds() // one-way: until the last send returned
 	runtime.ReadMemStats(&ms)
 	s := r.summary(elapsed)
 	msgs := float64(s.SentBytes) / float64(cfg.Size)
@@ -146,7 +150,7 @@ func (r *run) prime(ctx context.Context) error {
 		return err
 	}
 	defer c.close()
-	count := min(max((4<<20)/r.cfg.Size, 4), 64)
+	count := primeCount(r.cfg)
 	if src, ok := c.(eventSource); ok && !r.cfg.OneWay && !r.cfg.UDP {
 		return r.primeEvents(ctx, src, count)
 	}
@@ -167,6 +171,9 @@ func (r *run) prime(ctx context.Context) error {
 	}
 	return nil
 }
+
+// primeCount is how many messages prime sends.
+func primeCount(cfg *Config) int { return min(max((4<<20)/cfg.Size, 4), 64) }
 
 // readFull receives until n bytes arrived (one echo). ctx bounds the whole;
 // the connection's own receive timeout (Config.echoTimeout) bounds each
@@ -227,9 +234,10 @@ func (r *run) oneway(ctx context.Context, conns []clientConn) {
 }
 
 func (r *run) sendLoop(ctx context.Context, c *connRun) {
-	n := uint64(len(r.payload))
+	n := uint64(r.cfg.Size)
+	pos := 0
 	for ctx.Err() == nil {
-		if err := c.send(r.payload); err != nil {
+		if err := c.send(r.ring.take(&pos, 1)); err != nil {
 			r.fail(c, "send", err)
 			return
 		}
@@ -249,8 +257,9 @@ func (r *run) fail(c *connRun, op string, err error) {
 	r.firstErr.CompareAndSwap(nil, &wrapped)
 }
 
-// pipeline: every connection sends until the window ends while a receiver
-// counts the echoes; then the echoes are drained.
+// pipeline: every connection sends until the window ends (or, windowed,
+// keeps a window of frames in flight) while a receiver counts the echoes;
+// then the echoes are drained.
 func (r *run) pipeline(ctx context.Context, conns []clientConn) {
 	wctx, cancel := r.window(ctx)
 	defer cancel()
@@ -259,7 +268,8 @@ func (r *run) pipeline(ctx context.Context, conns []clientConn) {
 	runs := r.connRuns(conns)
 	var senders, receivers sync.WaitGroup
 	for _, c := range runs {
-		senders.Go(func() { r.sendLoop(wctx, c) })
+		send, onRead := r.pipelineSender(wctx, c)
+		senders.Go(send)
 		c.receiving.Store(true)
 		if src, ok := c.clientConn.(eventSource); ok {
 			r.countEvents(c, src)
@@ -277,6 +287,9 @@ func (r *run) pipeline(ctx context.Context, conns []clientConn) {
 				}
 				c.received.Add(uint64(n))
 				r.received.Add(uint64(n))
+				if onRead != nil {
+					onRead(n)
+				}
 			}
 		})
 	}
@@ -386,9 +399,10 @@ func (r *run) roundtrip(ctx context.Context, conns []clientConn) error {
 // ctx ends and returns the samples.
 func (r *run) syncRoundTrips(wctx context.Context, c *connRun) *hdrhistogram.Histogram {
 	h := hdrhistogram.New(1, 60_000_000, 3)
+	pos := 0
 	for wctx.Err() == nil {
 		t0 := time.Now()
-		if err := c.send(r.payload); err != nil {
+		if err := c.send(r.ring.take(&pos, 1)); err != nil {
 			r.fail(c, "send", err)
 			break
 		}
@@ -426,15 +440,19 @@ func (r *run) summary(elapsed float64) Summary {
 		return s
 	}
 	s.SentBytes = r.sent.Load()
-	s.RecvBytes = r.received.Load()
+	s.RecvBytes = r.received.Load() // one-way: nothing (what arrived is the server's to say)
 	s.DrainSeconds = round(r.drainTime.Seconds(), 3)
+	moved := s.RecvBytes
 	if cfg.OneWay {
-		s.RecvBytes = s.SentBytes
+		moved = s.SentBytes // the send rate over the time spent sending
 	}
-	s.MsgsPerSec = round(float64(s.RecvBytes)/float64(cfg.Size)/elapsed, 1)
-	s.MBps = round(float64(s.RecvBytes)/(1<<20)/elapsed, 2)
+	if r.windowed() {
+		s.Window = r.inFlight()
+	}
+	s.MsgsPerSec = round(float64(moved)/float64(cfg.Size)/elapsed, 1)
+	s.MBps = round(float64(moved)/(1<<20)/elapsed, 2)
 	if cfg.Frame > 0 {
-		s.FramesPerSec = round(float64(s.RecvBytes)/float64(cfg.Frame)/elapsed, 1)
+		s.FramesPerSec = round(float64(moved)/float64(cfg.Frame)/elapsed, 1)
 	}
 	if !cfg.OneWay {
 		diff := int64(s.SentBytes/uint64(cfg.Size)) - int64(s.RecvBytes/uint64(cfg.Size))
@@ -490,7 +508,11 @@ func WriteSummary(out io.Writer, s Summary, human bool) {
 			if s.Frame > 0 {
 				fmt.Fprintf(out, "frames      : %.0f frame/s (frame %d B)\n", s.FramesPerSec, s.Frame)
 			}
-			fmt.Fprintf(out, "sent        : %d B, received %d B (window %.2f s)\n", s.SentBytes, s.RecvBytes, s.Elapsed)
+			if s.Mode == "oneway" {
+				fmt.Fprintf(out, "sent        : %d B in %.2f s (what arrived: the server's STEADY line)\n", s.SentBytes, s.Elapsed)
+			} else {
+				fmt.Fprintf(out, "sent        : %d B, received %d B (window %.2f s)\n", s.SentBytes, s.RecvBytes, s.Elapsed)
+			}
 			if s.ConnErrors > 0 {
 				fmt.Fprintf(out, "conn errors : %d (first: %s)\n", s.ConnErrors, s.FirstError)
 			}

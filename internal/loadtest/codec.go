@@ -35,71 +35,53 @@ func codecPipeline(name string) *codec.Pipeline {
 }
 
 // startCodecServer serves the codec: replies carry the request's payload.
+// The handler counts nothing: the transport already counts each session's
+// bytes on its own counter, which the sampler sums once a second.
 func startCodecServer(cfg *Config, addr string) (*echoServer, error) {
-	var n atomic.Uint64
-	frame := uint64(cfg.Size)
 	handler := func(c *codec.Conn, msg any) {
-		n.Add(frame)
+		if cfg.OneWay {
+			return
+		}
 		switch m := msg.(type) {
 		case *codec.Message:
-			if cfg.OneWay || m.Kind != codec.KindRequest {
-				m.Release()
-				return
+			if m.Kind == codec.KindRequest {
+				c.Reply(m, m.Payload)
 			}
-			p := m.Payload
-			m.Payload = nil
-			c.Reply(m, p)
-			m.Release()
 		case *packet.Packet:
-			if cfg.OneWay {
-				m.Release()
-				return
-			}
 			c.Write(m)
 		}
 	}
-	return serveLifenet(cfg, addr, codec.Hooks(codec.Options{Pipeline: codecPipeline(cfg.Codec), Handler: handler}), n.Load)
+	srv, err := codec.NewServer(loadServerConfig(cfg), codec.Options{Pipeline: codecPipeline(cfg.Codec), Handler: handler})
+	if err != nil {
+		return nil, err
+	}
+	return listenLifenet(cfg, addr, srv.Transport())
 }
 
-// newCodecMessage builds one request of the configured frame size.
-func newCodecMessage(cfg *Config) any {
-	body := packet.GetWithHeadroom(8, cfg.Size-codecHeader(cfg.Codec))
-	if cfg.Codec == "srmp" {
-		kind := codec.KindRequest
-		if cfg.OneWay {
-			kind = codec.KindOneWay
-		}
-		return codec.NewMessage(kind, codec.FlagPacket, 0, body)
+// newCodecRequest builds one SRMP request of the configured frame size.
+func newCodecRequest(cfg *Config) *codec.Message {
+	kind := codec.KindRequest
+	if cfg.OneWay {
+		kind = codec.KindOneWay
 	}
-	return body
+	return codec.NewMessage(kind, codec.FlagPacket, 0, newCodecBody(cfg))
 }
 
-func releaseReply(r any) {
-	switch v := r.(type) {
-	case *codec.Message:
-		v.Release()
-	case *packet.Packet:
-		v.Release()
-	}
+// newCodecBody builds one request payload of the configured frame size.
+func newCodecBody(cfg *Config) *packet.Packet {
+	return packet.GetWithHeadroom(8, cfg.Size-codecHeader(cfg.Codec))
 }
 
 // dialCodec connects the codec clients (before the measurement starts).
 func (r *run) dialCodec(ctx context.Context) ([]*codec.Client, error) {
 	cfg := r.cfg
-	match := codec.MatchSRMP
-	if cfg.Codec != "srmp" {
-		match = codec.MatchFIFO
-	}
-	if cfg.OneWay {
-		match = codec.MatchNone
-	}
 	ccfg := transport.ClientConfig{Config: transport.Config{SocketReceiveBuffer: cfg.RcvBuf}}
 	if cfg.Mode == "roundtrip" && cfg.RecvMode == "sync" {
 		ccfg.Mode = transport.ReceiveSync // the waiting request reads; windowed runs need the receive goroutine
 	}
 	clients := make([]*codec.Client, cfg.Clients)
 	for i := range clients {
-		c, err := codec.Dial(ctx, cfg.protocol(), r.addr, ccfg, codec.Options{Pipeline: codecPipeline(cfg.Codec), Match: match})
+		c, err := codec.Dial(ctx, cfg.protocol(), r.addr, ccfg, codec.Options{Pipeline: codecPipeline(cfg.Codec)})
 		if err != nil {
 			closeCodec(clients[:i])
 			return nil, fmt.Errorf("connect to %s: %w", r.addr, err)
@@ -148,7 +130,11 @@ func (r *run) runCodec(ctx context.Context, clients []*codec.Client) error {
 
 func (r *run) codecOneway(ctx context.Context, c *codec.Client) error {
 	for ctx.Err() == nil {
-		if err := c.Write(newCodecMessage(r.cfg)); err != nil {
+		var msg any = newCodecBody(r.cfg)
+		if r.cfg.Codec == "srmp" {
+			msg = newCodecRequest(r.cfg)
+		}
+		if err := c.Write(msg); err != nil {
 			return err
 		}
 		r.sent.Add(uint64(r.cfg.Size))
@@ -166,14 +152,24 @@ func (r *run) codecSerial(ctx context.Context, c *codec.Client) error {
 	}()
 	for ctx.Err() == nil {
 		t0 := time.Now()
-		reply, err := c.Request(ctx, newCodecMessage(r.cfg))
+		var err error
+		if r.cfg.Codec == "srmp" {
+			var reply *codec.Message
+			if reply, err = c.Request(ctx, newCodecRequest(r.cfg)); err == nil {
+				reply.Release()
+			}
+		} else {
+			var reply *packet.Packet
+			if reply, err = c.RequestPacket(ctx, newCodecBody(r.cfg)); err == nil {
+				reply.Release()
+			}
+		}
 		if err != nil {
 			if over(ctx) {
 				return nil
 			}
 			return err
 		}
-		releaseReply(reply)
 		h.RecordValue(max(time.Since(t0).Microseconds(), 1))
 	}
 	return nil
@@ -187,19 +183,21 @@ func (r *run) codecWindow(ctx context.Context, c *codec.Client) error {
 		window = codec.MaxInFlightSRMP
 	}
 	slots := make(chan struct{}, window)
+	var sent uint64
 	var pending sync.WaitGroup
 	var failed atomic.Value
-	size := uint64(r.cfg.Size)
-	cb := func(reply any, err error) {
+	var received atomic.Uint64 // this connection's, summed into the run's once at the end
+	done := func(err error) {
 		if err != nil {
 			failed.CompareAndSwap(nil, err)
 		} else {
-			r.received.Add(size)
+			received.Add(1)
 		}
-		releaseReply(reply)
 		<-slots
 		pending.Done()
 	}
+	onMessage := func(_ *codec.Message, err error) { done(err) } // replies are borrowed: nothing to release
+	onPacket := func(_ *packet.Packet, err error) { done(err) }
 	conn := c.Conn()
 	for ctx.Err() == nil {
 		select {
@@ -208,14 +206,23 @@ func (r *run) codecWindow(ctx context.Context, c *codec.Client) error {
 			continue
 		}
 		pending.Add(1)
-		if err := conn.RequestAsync(context.Background(), newCodecMessage(r.cfg), cb); err != nil {
+		var err error
+		if r.cfg.Codec == "srmp" {
+			err = conn.RequestAsync(context.Background(), newCodecRequest(r.cfg), onMessage)
+		} else {
+			err = conn.RequestPacketAsync(context.Background(), newCodecBody(r.cfg), onPacket)
+		}
+		if err != nil {
 			<-slots
 			pending.Done()
 			return err
 		}
-		r.sent.Add(size)
+		sent++
 	}
 	pending.Wait()
+	size := uint64(r.cfg.Size)
+	r.sent.Add(sent * size)
+	r.received.Add(received.Load() * size)
 	if err, ok := failed.Load().(error); ok {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lifenet/lifenet/internal/rawnet"
 	"github.com/lifenet/lifenet/transport"
 )
 
@@ -30,7 +31,7 @@ type Config struct {
 	UDPConn    bool
 	RecvMode   string // "sync", "async" or "event"
 	RcvBuf     int
-	Codec      string // "none" (srmp and lengthfield: not yet)
+	Codec      string // "none", "srmp" or "lengthfield"
 	Window     int
 	Impl       string // "lifenet" or "raw"
 	JSON       bool
@@ -90,7 +91,7 @@ func flagSet(c *Config) (*flag.FlagSet, *float64) {
 	fs.StringVar(&c.RecvMode, "recvmode", "sync", "sync, async or event (codec round trips: sync = the waiting request reads, otherwise a receive goroutine)")
 	fs.IntVar(&c.RcvBuf, "rcvbuf", 0, "SO_RCVBUF on both ends (0: OS default)")
 	fs.StringVar(&c.Codec, "codec", "none", "none, srmp or lengthfield (frames of --size bytes, header included)")
-	fs.IntVar(&c.Window, "window", 0, "requests in flight per connection in codec pipeline mode (default: the codec's limit)")
+	fs.IntVar(&c.Window, "window", 0, "frames in flight per connection in codec pipeline mode (default: the codec's limit, srmp 255, lengthfield 256 for the raw client)")
 	fs.StringVar(&c.Impl, "impl", "lifenet", "lifenet or raw (std net baseline)")
 	fs.BoolVar(&c.JSON, "json", false, "machine output only")
 	idle := fs.Float64("idle-exit", 3, "server: idle seconds before STEADY and exit")
@@ -131,6 +132,8 @@ func (c *Config) normalize() error {
 		return errors.New("--codec runs over TCP only (UDP codec scenarios are not built yet)")
 	case c.Codec != "none" && (c.Size <= codecHeader(c.Codec) || c.Codec == "lengthfield" && c.Size > 65535+2):
 		return fmt.Errorf("--size %d does not fit a %s frame", c.Size, c.Codec)
+	case c.Codec != "none" && c.Impl == "raw" && c.Size > rawnet.BufferSize:
+		return fmt.Errorf("--size %d: raw %s frames must fit the baseline's %d-byte buffer", c.Size, c.Codec, rawnet.BufferSize)
 	case c.Window != 0 && (c.Codec == "none" || c.Window < 0 || c.Window > 256 || c.Codec == "srmp" && c.Window > 255):
 		return errors.New("--window needs --codec srmp (1…255) or lengthfield (1…256)")
 	case c.Server && c.Remote != "":

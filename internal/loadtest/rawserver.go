@@ -9,8 +9,9 @@ import (
 	"github.com/lifenet/lifenet/internal/rawnet"
 )
 
-// startRawServer runs the std-net baseline: rawnet for TCP, and a plain
-// read/echo loop for UDP.
+// startRawServer runs the std-net baseline: for TCP rawnet's byte loop, or
+// with --codec its per-message loop (each frame parsed and handed to the
+// echo, or only counted with --oneway), and a plain read/echo loop for UDP.
 func startRawServer(cfg *Config, addr string) (*echoServer, error) {
 	if !cfg.UDP {
 		l, err := net.Listen("tcp", addr)
@@ -20,7 +21,21 @@ func startRawServer(cfg *Config, addr string) (*echoServer, error) {
 		if cfg.RcvBuf > 0 {
 			l = &rcvbufListener{l.(*net.TCPListener), cfg.RcvBuf}
 		}
-		s := rawnet.Serve(l, !cfg.OneWay)
+		var s *rawnet.Server
+		if cfg.Codec == "none" {
+			s = rawnet.Serve(l, !cfg.OneWay)
+		} else {
+			f, err := rawnet.ParseFormat(cfg.Codec)
+			if err != nil {
+				l.Close()
+				return nil, err
+			}
+			var h rawnet.Handler
+			if !cfg.OneWay {
+				h = rawnet.Echo(f)
+			}
+			s = rawnet.ServeFrames(l, f, h)
+		}
 		return &echoServer{addr: l.Addr(), bytes: s.Bytes.Load, open: s.Open.Load, close: s.Close}, nil
 	}
 	ua, err := net.ResolveUDPAddr("udp", addr)
@@ -34,7 +49,7 @@ func startRawServer(cfg *Config, addr string) (*echoServer, error) {
 	if cfg.RcvBuf > 0 {
 		conn.SetReadBuffer(cfg.RcvBuf)
 	}
-	var n atomic.Uint64
+	var n atomic.Uint64 // one reading goroutine: the only writer, once per datagram
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		buf := make([]byte, 64<<10)

@@ -8,7 +8,6 @@ import (
 	"net"
 	"runtime"
 	"sort"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -41,36 +40,45 @@ type echoServer struct {
 // arrives.
 func startServer(cfg *Config, addr string) (*echoServer, error) {
 	if cfg.Impl == "raw" {
-		return startRawServer(cfg, addr) // codec frames are opaque bytes to the baseline
+		return startRawServer(cfg, addr) // with --codec: rawnet parses and answers each frame
 	}
 	if cfg.Codec != "none" {
 		return startCodecServer(cfg, addr)
 	}
-	var n atomic.Uint64
 	hooks := transport.Hooks{OnReceive: func(s *transport.Session, p *packet.Packet) {
-		n.Add(uint64(p.Len()))
 		if !cfg.OneWay {
 			s.Send(p.Share())
 		}
 	}}
-	return serveLifenet(cfg, addr, hooks, n.Load)
+	return serveLifenet(cfg, addr, hooks)
 }
 
-// serveLifenet runs a lifenet server with hooks on addr; bytes reports what
-// it received. Like NewLife's benchmark servers (UseSession=false, seed 001)
-// it keeps no index of sessions by ID.
-func serveLifenet(cfg *Config, addr string, hooks transport.Hooks, bytes func() uint64) (*echoServer, error) {
-	tc := transport.Config{SocketReceiveBuffer: cfg.RcvBuf, MaxConnsPerIP: maxClients + 1, MaxConns: maxClients + 1, NoSessionRegistry: true}
-	srv, err := transport.NewServer(tc, hooks)
+// serveLifenet runs a lifenet server with hooks on addr.
+func serveLifenet(cfg *Config, addr string, hooks transport.Hooks) (*echoServer, error) {
+	srv, err := transport.NewServer(loadServerConfig(cfg), hooks)
 	if err != nil {
 		return nil, err
 	}
+	return listenLifenet(cfg, addr, srv)
+}
+
+// loadServerConfig is the transport configuration of the lifenet load
+// servers. Like NewLife's benchmark servers (UseSession=false, seed 001)
+// they keep no index of sessions by ID.
+func loadServerConfig(cfg *Config) transport.Config {
+	return transport.Config{SocketReceiveBuffer: cfg.RcvBuf, MaxConnsPerIP: maxClients + 1, MaxConns: maxClients + 1, NoSessionRegistry: true}
+}
+
+// listenLifenet starts srv on addr. What it received is read from the
+// transport's counters, which each session keeps on its own (no counter
+// shared between connections), summed when sampled.
+func listenLifenet(cfg *Config, addr string, srv *transport.Server) (*echoServer, error) {
 	a, err := srv.Listen(context.Background(), cfg.protocol(), addr)
 	if err != nil {
 		srv.Close()
 		return nil, err
 	}
-	es := &echoServer{addr: a, bytes: bytes, close: func() { srv.Close() }}
+	es := &echoServer{addr: a, bytes: func() uint64 { return srv.Stats().BytesIn }, close: func() { srv.Close() }}
 	if !cfg.UDP {
 		es.open = func() int64 { return srv.Stats().Active }
 	}

@@ -214,3 +214,19 @@ func TestSummaryGroups(t *testing.T) {
 		last = i
 	}
 }
+
+// One-way scenarios compare the servers' packet rates: a one-way client
+// reports only what it sent (it cannot know what arrived, so no received
+// bytes), and its rates do not enter the ratio.
+func TestOneWayRateIsTheServers(t *testing.T) {
+	sc := oneway("tcp", 32, 4, "")
+	ps := pairs([]Result{
+		{Scenario: sc, Impl: "lifenet", Round: 1, Server: &loadtest.Steady{PktPerSec: 90},
+			Client: &loadtest.Summary{Mode: "oneway", SentBytes: 1 << 30, MsgsPerSec: 1e9}},
+		{Scenario: sc, Impl: "raw", Round: 1, Server: &loadtest.Steady{PktPerSec: 100},
+			Client: &loadtest.Summary{Mode: "oneway", SentBytes: 1 << 10, MsgsPerSec: 1}},
+	})
+	if len(ps) != 1 || ps[0].rounds != 1 || ps[0].ratio != 0.9 {
+		t.Fatalf("pairs %+v: want one round at 0.9 (server pkt/s 90 / 100)", ps)
+	}
+}

@@ -19,7 +19,7 @@ type Scenario struct {
 	Frame      int    `json:"frame,omitempty"`
 	RecvMode   string `json:"recvmode"`
 	UDPConnect bool   `json:"udpconnect,omitempty"`
-	Codec      string `json:"codec,omitempty"` // srmp or lengthfield: lifenet runs its codec, raw echoes the same bytes
+	Codec      string `json:"codec,omitempty"` // srmp or lengthfield: lifenet runs its codec, raw rawnet's per-message loop and client
 	Window     int    `json:"window,omitempty"`
 }
 

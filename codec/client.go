@@ -1,0 +1,96 @@
+package codec
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/lifenet/lifenet/packet"
+	"github.com/lifenet/lifenet/transport"
+)
+
+// Client is a codec-level client: a transport client whose connection runs
+// a pipeline, with requests and replies matched. All methods are safe for
+// concurrent use; with AutoReconnect each new connection gets a new Conn,
+// and the calls go to the current one.
+type Client struct {
+	tc   *transport.Client
+	conn atomic.Pointer[Conn]
+}
+
+// Dial connects like transport.Dial and runs opts.Pipeline on the
+// connection. By default a receive goroutine reads (transport.ReceiveEvent;
+// cfg.Mode ReceivePull is treated alike): replies, pushes and RequestAsync
+// callbacks are handled whether or not anyone waits. With cfg.Mode
+// transport.ReceiveSync there is no receive goroutine: the callers blocked
+// in Request take turns reading the socket, which saves a goroutine
+// hand-off per request; Options.Handler then runs only while some Request
+// waits, on that caller's goroutine, and RequestAsync is refused.
+func Dial(ctx context.Context, network, address string, cfg transport.ClientConfig, opts Options) (*Client, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	syncReads := cfg.Mode == transport.ReceiveSync
+	if !syncReads {
+		cfg.Mode = transport.ReceiveEvent
+	}
+	o := &opts
+	c := &Client{}
+	h := transport.Hooks{
+		// BatchSends stays off: a client's receive goroutine must keep
+		// reading (see transport.Hooks).
+		NewHandler: func(s *transport.Session) transport.SessionHandler {
+			conn := newConn(s, o)
+			c.conn.Store(conn)
+			return conn
+		},
+	}
+	tc, err := transport.Dial(ctx, network, address, cfg, h)
+	if err != nil {
+		return nil, err
+	}
+	c.tc = tc
+	if syncReads { // no reconnects in this mode: this is the only Conn
+		conn := c.Conn()
+		conn.lead = newLead(tc)
+		if conn.m != nil {
+			conn.m.onExpire = tc.Wake
+		}
+	}
+	return c, nil
+}
+
+// Conn returns the codec connection of the current transport connection.
+func (c *Client) Conn() *Conn { return c.conn.Load() }
+
+// Request sends an SRMP request on the current connection; see
+// Conn.Request.
+func (c *Client) Request(ctx context.Context, m *Message) (*Message, error) {
+	return c.Conn().Request(ctx, m)
+}
+
+// RequestPacket sends a length-field or delimiter request on the current
+// connection; see Conn.RequestPacket.
+func (c *Client) RequestPacket(ctx context.Context, p *packet.Packet) (*packet.Packet, error) {
+	return c.Conn().RequestPacket(ctx, p)
+}
+
+// RequestAsync sends an SRMP request on the current connection; see
+// Conn.RequestAsync.
+func (c *Client) RequestAsync(ctx context.Context, m *Message, cb func(*Message, error)) error {
+	return c.Conn().RequestAsync(ctx, m, cb)
+}
+
+// RequestPacketAsync sends a length-field or delimiter request on the
+// current connection; see Conn.RequestPacketAsync.
+func (c *Client) RequestPacketAsync(ctx context.Context, p *packet.Packet, cb func(*packet.Packet, error)) error {
+	return c.Conn().RequestPacketAsync(ctx, p, cb)
+}
+
+// Write sends a one-way message on the current connection; see Conn.Write.
+func (c *Client) Write(msg any) error { return c.Conn().Write(msg) }
+
+// Transport returns the underlying transport client.
+func (c *Client) Transport() *transport.Client { return c.tc }
+
+// Close closes the client; pending requests fail with ErrConnClosed.
+func (c *Client) Close() error { return c.tc.Close() }
