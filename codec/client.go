@@ -68,6 +68,18 @@ func (c *Client) Request(ctx context.Context, m *Message) (*Message, error) {
 	return c.Conn().Request(ctx, m)
 }
 
+// RequestBytes sends an SRMP request with a copy of payload on the current
+// connection; see Conn.RequestBytes.
+func (c *Client) RequestBytes(ctx context.Context, flag uint8, payload []byte) (*Message, error) {
+	return c.Conn().RequestBytes(ctx, flag, payload)
+}
+
+// RequestBytesAsync sends an SRMP request with a copy of payload on the
+// current connection; see Conn.RequestBytesAsync.
+func (c *Client) RequestBytesAsync(ctx context.Context, flag uint8, payload []byte, cb func(*Message, error)) error {
+	return c.Conn().RequestBytesAsync(ctx, flag, payload, cb)
+}
+
 // RequestPacket sends a length-field or delimiter request on the current
 // connection; see Conn.RequestPacket.
 func (c *Client) RequestPacket(ctx context.Context, p *packet.Packet) (*packet.Packet, error) {
@@ -85,6 +97,10 @@ func (c *Client) RequestAsync(ctx context.Context, m *Message, cb func(*Message,
 func (c *Client) RequestPacketAsync(ctx context.Context, p *packet.Packet, cb func(*packet.Packet, error)) error {
 	return c.Conn().RequestPacketAsync(ctx, p, cb)
 }
+
+// Batch runs f with the current connection's writes held back; see
+// Conn.Batch.
+func (c *Client) Batch(f func()) error { return c.Conn().Batch(f) }
 
 // Write sends a one-way message on the current connection; see Conn.Write.
 func (c *Client) Write(msg any) error { return c.Conn().Write(msg) }

@@ -83,6 +83,7 @@ type Conn struct {
 func newConn(s *transport.Session, o *Options) *Conn {
 	c := &Conn{sess: s, opts: o}
 	c.chain = o.Pipeline.NewChain(s, c.sink)
+	c.chain.conn = c
 	c.chain.Datagram = s.Datagram()
 	if n := len(c.chain.handlers); n > 0 {
 		if h, ok := c.chain.handlers[n-1].(srmpHandler); ok {
@@ -191,6 +192,16 @@ func (c *Conn) ReplyError(req *Message, payload *packet.Packet) error {
 // reply writes a reply: straight into the SRMP stage when it is the
 // pipeline's tail (no Message is made), else through the pipeline.
 func (c *Conn) reply(kind Kind, req *Message, payload *packet.Packet) error {
+	if c.srmpCtx != nil && c.srmpCtx.index == 0 && c.chain.sess != nil && payload != nil && small(payload) {
+		// The common reply, straight into the session's send buffer.
+		var hdr [srmpHeaderLen]byte
+		putSRMPHeader(hdr[:], kind, req.Flag, req.Seq, payload.Len())
+		err := c.chain.sess.SendBytes(hdr[:], payload.Bytes())
+		if !payload.Borrowed() {
+			payload.Release()
+		}
+		return err
+	}
 	if ctx := c.srmpCtx; ctx != nil {
 		return c.srmp.writeMessage(ctx, kind, req.Flag, req.Seq, payload)
 	}
@@ -204,33 +215,41 @@ func (c *Conn) reply(kind Kind, req *Message, payload *packet.Packet) error {
 // ErrTimeout after Options.Timeout, or with ErrConnClosed. It takes
 // ownership of m.
 func (c *Conn) Request(ctx context.Context, m *Message) (*Message, error) {
-	r, err := c.request(ctx, m, MatchSRMP)
-	if err != nil {
-		return nil, err
-	}
-	return r.(*Message), nil
+	key, ch, err := c.startMessage(ctx, m, nil)
+	return waitTyped[*Message](ctx, c, key, ch, err)
+}
+
+// RequestBytes sends an SRMP request with flag and a copy of payload (no
+// pooled message or packet is needed) and waits for its reply; see Request.
+func (c *Conn) RequestBytes(ctx context.Context, flag uint8, payload []byte) (*Message, error) {
+	key, ch, err := c.startBytes(ctx, flag, payload, nil)
+	return waitTyped[*Message](ctx, c, key, ch, err)
 }
 
 // RequestPacket sends a request on a length-field or delimiter connection
 // and waits for the next reply in order (FIFO), which the caller owns and
 // must release; see Request. It takes ownership of p.
 func (c *Conn) RequestPacket(ctx context.Context, p *packet.Packet) (*packet.Packet, error) {
-	r, err := c.request(ctx, p, MatchFIFO)
-	if err != nil {
-		return nil, err
-	}
-	return r.(*packet.Packet), nil
+	key, ch, err := c.startPacket(ctx, p, nil)
+	return waitTyped[*packet.Packet](ctx, c, key, ch, err)
 }
 
-func (c *Conn) request(ctx context.Context, msg any, want Match) (any, error) {
-	key, ch, err := c.start(ctx, msg, want, nil)
+// waitTyped waits for the reply of a started request.
+func waitTyped[T any](ctx context.Context, c *Conn, key int, ch chan result, err error) (T, error) {
+	var zero T
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
+	var r any
 	if c.lead != nil {
-		return c.lead.await(ctx, c, key, ch)
+		r, err = c.lead.await(ctx, c, key, ch)
+	} else {
+		r, err = c.m.wait(ctx, key, ch)
 	}
-	return c.m.wait(ctx, key, ch)
+	if err != nil {
+		return zero, err
+	}
+	return r.(T), nil
 }
 
 // RequestAsync sends an SRMP request like Request but returns once it is
@@ -241,65 +260,118 @@ func (c *Conn) request(ctx context.Context, msg any, want Match) (any, error) {
 // takes ownership of m. A ReceiveSync client refuses it
 // (ErrAsyncNeedsEvents).
 func (c *Conn) RequestAsync(ctx context.Context, m *Message, cb func(reply *Message, err error)) error {
-	return c.startAsync(ctx, m, MatchSRMP, callback{msg: cb})
+	if c.lead != nil {
+		m.Release()
+		return ErrAsyncNeedsEvents
+	}
+	_, _, err := c.startMessage(ctx, m, &callback{msg: cb})
+	return err
+}
+
+// RequestBytesAsync is RequestAsync with flag and a copy of payload.
+func (c *Conn) RequestBytesAsync(ctx context.Context, flag uint8, payload []byte, cb func(reply *Message, err error)) error {
+	if c.lead != nil {
+		return ErrAsyncNeedsEvents
+	}
+	_, _, err := c.startBytes(ctx, flag, payload, &callback{msg: cb})
+	return err
 }
 
 // RequestPacketAsync is RequestAsync for length-field and delimiter
 // connections; the reply packet is borrowed by cb.
 func (c *Conn) RequestPacketAsync(ctx context.Context, p *packet.Packet, cb func(reply *packet.Packet, err error)) error {
-	return c.startAsync(ctx, p, MatchFIFO, callback{pkt: cb})
-}
-
-func (c *Conn) startAsync(ctx context.Context, msg any, want Match, cb callback) error {
 	if c.lead != nil {
-		release(msg)
+		p.Release()
 		return ErrAsyncNeedsEvents
 	}
-	_, _, err := c.start(ctx, msg, want, &cb)
+	_, _, err := c.startPacket(ctx, p, &callback{pkt: cb})
 	return err
 }
 
-// start registers and sends a request.
-func (c *Conn) start(ctx context.Context, msg any, want Match, cb *callback) (int, chan result, error) {
-	if err := c.checkRequest(msg, want); err != nil {
-		release(msg)
+// startMessage starts an SRMP request carried by m (owned by the call).
+func (c *Conn) startMessage(ctx context.Context, m *Message, cb *callback) (int, chan result, error) {
+	if m.Kind != KindRequest {
+		m.Release()
+		return 0, nil, fmt.Errorf("%w (kind %d)", ErrNotRequest, m.Kind)
+	}
+	given := false
+	key, ch, err := c.start(ctx, MatchSRMP, cb, func(key int) error {
+		given = true
+		m.Seq = uint8(key)
+		return c.chain.Write(m)
+	})
+	if err != nil && !given {
+		m.Release()
+	}
+	return key, ch, err
+}
+
+// startBytes starts an SRMP request with a copy of payload: straight into
+// the send buffer when the SRMP stage is the pipeline's tail.
+func (c *Conn) startBytes(ctx context.Context, flag uint8, payload []byte, cb *callback) (int, chan result, error) {
+	return c.start(ctx, MatchSRMP, cb, func(key int) error {
+		if ctx := c.srmpCtx; ctx != nil && len(payload) < copyBelow {
+			var hdr [srmpHeaderLen]byte
+			putSRMPHeader(hdr[:], KindRequest, flag, uint8(key), len(payload))
+			return ctx.WriteBytes(hdr[:], payload)
+		}
+		p := packet.GetWithHeadroom(srmpExtHeaderLen, len(payload))
+		copy(p.Bytes(), payload)
+		return c.chain.Write(NewMessage(KindRequest, flag, uint8(key), p))
+	})
+}
+
+// startPacket starts a FIFO request carried by p (owned by the call).
+func (c *Conn) startPacket(ctx context.Context, p *packet.Packet, cb *callback) (int, chan result, error) {
+	given := false
+	key, ch, err := c.start(ctx, MatchFIFO, cb, func(int) error {
+		given = true
+		return c.chain.Write(p)
+	})
+	if err != nil && !given {
+		p.Release()
+	}
+	return key, ch, err
+}
+
+// start registers a request and sends it with send, which gets the
+// request's key (for SRMP its sequence number).
+func (c *Conn) start(ctx context.Context, want Match, cb *callback, send func(key int) error) (int, chan result, error) {
+	if err := c.checkFormat(want); err != nil {
 		return 0, nil, err
 	}
-	if err := c.m.acquire(ctx); err != nil {
-		release(msg)
-		return 0, nil, err
-	}
-	if want == MatchFIFO {
+	if want == MatchFIFO { // before acquire: its lock is held until register
 		c.fifoMu.Lock()
 		defer c.fifoMu.Unlock()
 	}
-	key, ch, err := c.m.register(cb)
-	if err != nil {
-		release(msg)
+	if err := c.m.acquire(ctx); err != nil {
 		return 0, nil, err
 	}
-	if m, ok := msg.(*Message); ok {
-		m.Seq = uint8(key)
+	key, ch, err := c.m.register(cb)
+	if err != nil {
+		return 0, nil, err
 	}
-	if err := c.chain.Write(msg); err != nil {
+	if err := send(key); err != nil {
 		c.m.unregister(key)
 		return 0, nil, err
 	}
 	return key, ch, nil
 }
 
-func (c *Conn) checkRequest(msg any, want Match) error {
+func (c *Conn) checkFormat(want Match) error {
 	switch got := c.opts.Pipeline.match; {
 	case got == MatchNone:
 		return ErrNoMatch
 	case got != want:
-		return fmt.Errorf("%w: %T on a connection matched by %v", ErrWrongFormat, msg, got)
-	}
-	if m, ok := msg.(*Message); ok && m.Kind != KindRequest {
-		return fmt.Errorf("%w (kind %d)", ErrNotRequest, m.Kind)
+		return fmt.Errorf("%w: a %v request on a connection matched by %v", ErrWrongFormat, want, got)
 	}
 	return nil
 }
+
+// Batch runs f with the connection's writes held back, then writes what
+// was sent meanwhile in one write: several RequestAsync calls (or writes)
+// cost one system call instead of one each. See transport.Session.Batch.
+func (c *Conn) Batch(f func()) error { return c.sess.Batch(f) }
 
 // Stats returns the connection's matching counters.
 func (c *Conn) Stats() MatchStats {

@@ -64,9 +64,7 @@ func Example_requestClient() {
 	}
 	defer client.Close()
 	for _, word := range []string{"hello", "world"} {
-		body := packet.Get(len(word))
-		copy(body.Bytes(), word)
-		reply, err := client.Request(ctx, codec.NewMessage(codec.KindRequest, codec.FlagString, 0, body))
+		reply, err := client.RequestBytes(ctx, codec.FlagString, []byte(word))
 		if err != nil {
 			fmt.Println(err)
 			return

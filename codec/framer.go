@@ -128,6 +128,20 @@ func (f *Framer) Close() error {
 // emit borrows (see Framer). p stays the caller's.
 // On an error the framer's state is dropped and the connection must end.
 func (f *Framer) Feed(p *packet.Packet, emit func(*packet.Packet) error) error {
+	return f.feed(p, frameFunc(emit))
+}
+
+// frameReceiver gets the frames a Framer cuts (an interface, so that the
+// framing stages are called directly, without a method value's wrapper).
+type frameReceiver interface {
+	receiveFrame(frame *packet.Packet) error
+}
+
+type frameFunc func(*packet.Packet) error
+
+func (f frameFunc) receiveFrame(frame *packet.Packet) error { return f(frame) }
+
+func (f *Framer) feed(p *packet.Packet, emit frameReceiver) error {
 	if f.partial != nil && f.expire > 0 && time.Since(f.last) > f.expire {
 		f.Reset()
 		return ErrFrameExpired
@@ -141,7 +155,7 @@ func (f *Framer) Feed(p *packet.Packet, emit func(*packet.Packet) error) error {
 	return nil
 }
 
-func (f *Framer) feedSegment(seg *packet.Packet, emit func(*packet.Packet) error) error {
+func (f *Framer) feedSegment(seg *packet.Packet, emit frameReceiver) error {
 	data := seg.Bytes()
 	off := 0
 	if f.partial != nil {
@@ -160,7 +174,7 @@ func (f *Framer) feedSegment(seg *packet.Packet, emit func(*packet.Packet) error
 			f.keep(data[off:], n)
 			return nil
 		}
-		err = emit(f.loan.Lend(seg, off, n))
+		err = emit.receiveFrame(f.loan.Lend(seg, off, n))
 		f.loan.End()
 		if err != nil {
 			return err
@@ -205,7 +219,7 @@ func (f *Framer) keep(b []byte, want int) {
 // complete (emitting it) or data runs out; it returns how many bytes of
 // data it used. Bytes past the frame's end never enter the partial buffer
 // unless the splitter cannot tell the length without them (a delimiter).
-func (f *Framer) completePartial(data []byte, emit func(*packet.Packet) error) (int, error) {
+func (f *Framer) completePartial(data []byte, emit frameReceiver) (int, error) {
 	used := 0
 	for f.partial != nil {
 		n, err := f.frameLen(f.partial.Bytes())
@@ -235,9 +249,9 @@ func (f *Framer) completePartial(data []byte, emit func(*packet.Packet) error) (
 
 // emitPartial emits the first n bytes of the partial buffer as a frame and
 // keeps the rest, if any.
-func (f *Framer) emitPartial(n int, emit func(*packet.Packet) error) error {
+func (f *Framer) emitPartial(n int, emit frameReceiver) error {
 	p := f.partial
-	err := emit(f.loan.Lend(p, 0, n))
+	err := emit.receiveFrame(f.loan.Lend(p, 0, n))
 	f.loan.End()
 	if n == p.Len() {
 		f.partial = nil

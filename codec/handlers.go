@@ -5,18 +5,45 @@ import (
 )
 
 // framing is the part shared by the framing handlers: one connection's
-// framer, the per-frame step that turns a borrowed frame into the message
-// passed on (bound once: no allocation per read), and the context of the
+// framer, how a frame becomes the message passed on, and the context of the
 // read in progress.
 type framing struct {
 	framer *Framer
 	ctx    *Context
-	emit   func(*packet.Packet) error
+	decode frameDecode
+	header int // length-field with a fixed-size field: the header to skip
+	lf     *LengthField
 	in     Message // SRMP: the borrowed message lent to the next stage
 }
 
-func newFraming(split Splitter, cfg FramerConfig) *framing {
-	return &framing{framer: NewFramer(split, cfg)}
+// How a framing stage turns a frame into the message it lends on.
+type frameDecode uint8
+
+const (
+	decodeSRMP   frameDecode = iota // a Message
+	decodeHeader                    // the payload past a fixed header
+	decodeVarint                    // the payload past a varint length field
+	decodeWhole                     // the frame as it is (delimited lines)
+)
+
+func newFraming(split Splitter, cfg FramerConfig, decode frameDecode) *framing {
+	return &framing{framer: NewFramer(split, cfg), decode: decode}
+}
+
+// receiveFrame lends one borrowed frame to the next stage.
+func (f *framing) receiveFrame(frame *packet.Packet) error {
+	switch f.decode {
+	case decodeSRMP:
+		f.in.lend(frame)
+		err := f.ctx.FireRead(&f.in)
+		f.in = Message{}
+		return err
+	case decodeHeader:
+		frame.Skip(f.header)
+	case decodeVarint:
+		frame.Skip(f.lf.HeaderLen(frame.Bytes()))
+	}
+	return f.ctx.FireRead(frame)
 }
 
 // read frames a borrowed packet; anything else passes through.
@@ -26,7 +53,7 @@ func (f *framing) read(c *Context, msg any) error {
 		return c.FireRead(msg)
 	}
 	f.ctx = c
-	if err := f.framer.Feed(p, f.emit); err != nil {
+	if err := f.framer.feed(p, f); err != nil {
 		return err
 	}
 	if c.chain.Datagram {
@@ -66,19 +93,7 @@ type srmpHandler struct{ *framing }
 // values become frames. Requests on its connections match replies by
 // sequence number.
 func SRMP(cfg FramerConfig) func() Handler {
-	return func() Handler {
-		f := newFraming(SRMPSplitter{}, cfg)
-		f.emit = f.srmpFrame
-		return srmpHandler{f}
-	}
-}
-
-// srmpFrame lends one SRMP frame to the next stage as a Message.
-func (f *framing) srmpFrame(frame *packet.Packet) error {
-	f.in.lend(frame)
-	err := f.ctx.FireRead(&f.in)
-	f.in = Message{}
-	return err
+	return func() Handler { return srmpHandler{newFraming(SRMPSplitter{}, cfg, decodeSRMP)} }
 }
 
 func (srmpHandler) match() Match { return MatchSRMP }
@@ -132,20 +147,13 @@ func LengthFieldFraming(lf LengthField, cfg FramerConfig) func() Handler {
 		panic(err)
 	}
 	return func() Handler {
-		h := lengthFieldHandler{newFraming(lf, cfg), lf}
-		h.emit = h.frame
-		return h
+		f := newFraming(lf, cfg, decodeHeader)
+		f.header = lf.Offset + lf.width() // a fixed header: no second parse
+		if lf.size() == VarintLength {
+			f.decode, f.lf = decodeVarint, &lf
+		}
+		return lengthFieldHandler{f, lf}
 	}
-}
-
-// frame lends one frame's payload to the next stage.
-func (h lengthFieldHandler) frame(frame *packet.Packet) error {
-	if h.lf.size() == VarintLength {
-		frame.Skip(h.lf.HeaderLen(frame.Bytes()))
-	} else {
-		frame.Skip(h.lf.Offset + h.lf.width()) // a fixed header: no second parse
-	}
-	return h.ctx.FireRead(frame)
 }
 
 func (lengthFieldHandler) match() Match { return MatchFIFO }
@@ -194,15 +202,8 @@ func Lines(d Delimiter, cfg FramerConfig) func() Handler {
 	if cfg.MaxFrame == 0 {
 		cfg.MaxFrame = DefaultMaxLine
 	}
-	return func() Handler {
-		f := newFraming(d, cfg)
-		f.emit = f.whole
-		return delimiterHandler{f, d}
-	}
+	return func() Handler { return delimiterHandler{newFraming(d, cfg, decodeWhole), d} }
 }
-
-// whole lends a whole frame to the next stage.
-func (f *framing) whole(frame *packet.Packet) error { return f.ctx.FireRead(frame) }
 
 func (delimiterHandler) match() Match { return MatchFIFO }
 

@@ -93,11 +93,13 @@ var resultChans = sync.Pool{New: func() any { return make(chan result, 1) }}
 type matcher struct {
 	fifo    bool
 	timeout time.Duration
-	tokens  chan struct{} // free in-flight slots: back-pressure
 	stop    chan struct{}
+	freed   chan struct{} // a slot was freed while requests waited for one
 
 	mu      sync.Mutex
 	slots   [256]waiter
+	free    int      // in-flight slots left: back-pressure, never overwrite
+	waiting int      // requests waiting in acquire for a free slot
 	next    int      // SRMP: the next sequence number to try
 	order   [256]int // FIFO: slot keys in request order, a ring
 	head    int
@@ -112,6 +114,7 @@ type matcher struct {
 
 	unknown, timedOut atomic.Uint64
 	queued            atomic.Int32 // FIFO: count, readable without the lock
+	clock             atomic.Int64 // unix nanoseconds, set by the sweeper each tick: no clock read per request
 }
 
 func newMatcher(fifo bool, timeout time.Duration) *matcher {
@@ -122,44 +125,69 @@ func newMatcher(fifo bool, timeout time.Duration) *matcher {
 	if timeout <= 0 {
 		timeout = DefaultRequestTimeout
 	}
-	m := &matcher{fifo: fifo, timeout: timeout, tokens: make(chan struct{}, n), stop: make(chan struct{}), next: 1}
-	for range n {
-		m.tokens <- struct{}{}
-	}
-	return m
+	return &matcher{fifo: fifo, timeout: timeout, free: n, stop: make(chan struct{}), freed: make(chan struct{}, 1), next: 1}
 }
 
-// acquire waits for a free in-flight slot (back-pressure: never overwrite).
+// acquire takes a free in-flight slot, waiting for one while all are in
+// use (back-pressure: never overwrite). On success it returns with m.mu
+// held; register then claims the slot.
 func (m *matcher) acquire(ctx context.Context) error {
-	select {
-	case <-m.tokens:
-		return nil
-	default:
+	m.mu.Lock()
+	for m.free == 0 && m.err == nil {
+		m.waiting++
+		m.mu.Unlock()
+		var err error
+		select {
+		case <-m.freed:
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-m.stop:
+		}
+		m.mu.Lock()
+		m.waiting--
+		if err != nil {
+			m.passOn()
+			m.mu.Unlock()
+			return err
+		}
 	}
-	select {
-	case <-m.tokens:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-m.stop:
-		return ErrConnClosed
+	if m.err != nil {
+		m.mu.Unlock()
+		return m.err
+	}
+	m.free--
+	m.passOn()
+	return nil
+}
+
+// passOn wakes another waiting request if a slot is still free (one wake
+// per freed slot could have reached a request that gave up). Called with
+// m.mu held.
+func (m *matcher) passOn() {
+	if m.free > 0 && m.waiting > 0 {
+		select {
+		case m.freed <- struct{}{}:
+		default:
+		}
 	}
 }
 
-// register claims a slot for a request holding a token and returns its key:
+// register claims the slot acquire took (m.mu held) and returns its key:
 // the SRMP sequence number, or a FIFO slot.
 // The request's own timeout is the matcher's; a blocking request's context
 // may end it sooner (wait watches it).
 func (m *matcher) register(cb *callback) (int, chan result, error) {
-	deadline := time.Now().Add(m.timeout).UnixNano()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.err != nil {
-		m.tokens <- struct{}{}
-		return 0, nil, m.err
+	now := m.clock.Load()
+	if now == 0 { // the first request: the sweeper starts below
+		now = time.Now().UnixNano()
+		m.clock.Store(now)
 	}
+	// The coarse clock lags by up to a tick: adding one keeps every request
+	// waiting at least its timeout (it fails within two ticks after).
+	deadline := now + int64(m.timeout+sweepEvery)
+	defer m.mu.Unlock() // held since acquire
 	key := m.next
-	for m.slots[key].state != slotFree { // a held token guarantees one
+	for m.slots[key].state != slotFree { // a slot taken in acquire guarantees one
 		key = (key + 1) % len(m.slots)
 	}
 	m.next = (key + 1) % len(m.slots)
@@ -224,7 +252,8 @@ func (m *matcher) freeSlot(key int) {
 	w := &m.slots[key]
 	w.state, w.cb, w.async = slotFree, callback{}, false
 	if m.err == nil {
-		m.tokens <- struct{}{}
+		m.free++
+		m.passOn()
 	}
 }
 
@@ -334,6 +363,7 @@ func (m *matcher) sweep() {
 		case <-m.stop:
 			return
 		case now := <-t.C:
+			m.clock.Store(now.UnixNano())
 			m.expire(now.UnixNano())
 		}
 	}

@@ -103,6 +103,7 @@ type Chain struct {
 	out      Sender
 	sess     *transport.Session // out, when it is a session: small messages are copied into its send buffer
 	sink     func(msg any) error
+	conn     *Conn // the sink's Conn, called directly (no method value's wrapper)
 }
 
 // Context links a handler to its place in a chain. Its methods follow the
@@ -129,7 +130,7 @@ func (p *Pipeline) NewChain(out Sender, sink func(msg any) error) *Chain {
 // receive buffer, valid during the call).
 func (ch *Chain) Read(msg any) error {
 	if len(ch.handlers) == 0 {
-		return ch.sink(msg)
+		return ch.toSink(msg)
 	}
 	return ch.handlers[0].Read(&ch.ctxs[0], msg)
 }
@@ -180,6 +181,14 @@ func (c *Context) FireRead(msg any) error {
 	ch := c.chain
 	if i := c.index + 1; i < len(ch.handlers) {
 		return ch.handlers[i].Read(&ch.ctxs[i], msg)
+	}
+	return ch.toSink(msg)
+}
+
+// toSink passes a message out of the tail.
+func (ch *Chain) toSink(msg any) error {
+	if ch.conn != nil {
+		return ch.conn.sink(msg)
 	}
 	return ch.sink(msg)
 }

@@ -87,8 +87,12 @@ func (c ClientConfig) Validate() error {
 		return err
 	}
 	switch {
-	case c.PullQueue < 0 || c.MaxReconnect < 0 || c.ReceiveTimeout < 0:
-		return fmt.Errorf("%w: negative PullQueue, MaxReconnect or ReceiveTimeout", ErrConfig)
+	case c.PullQueue < 0:
+		return fmt.Errorf("%w: PullQueue is %d", ErrConfig, c.PullQueue)
+	case c.MaxReconnect < 0:
+		return fmt.Errorf("%w: MaxReconnect is %d", ErrConfig, c.MaxReconnect)
+	case c.ReceiveTimeout < 0:
+		return fmt.Errorf("%w: ReceiveTimeout is %v", ErrConfig, c.ReceiveTimeout)
 	case c.Mode > ReceiveSync:
 		return fmt.Errorf("%w: unknown receive mode %d", ErrConfig, c.Mode)
 	case c.Mode == ReceiveSync && c.AutoReconnect:
@@ -172,7 +176,13 @@ func Dial(ctx context.Context, network, address string, cfg ClientConfig, hooks 
 		return nil, err
 	}
 	c.sess = sess
-	sess.open() // before Dial returns: the handler and OnOpen's state are in place
+	// Before Dial returns, so the handler and OnOpen's state are in place.
+	if err := sess.openSafely(); err != nil {
+		sess.closeWith(ReasonError, err)
+		sess.finish()
+		releaseClock()
+		return nil, err
+	}
 	if c.sync != nil {
 		return c, nil
 	}
@@ -313,7 +323,6 @@ func writeDatagrams(s *Session, batch []*packet.Packet, w datagramWriter) error 
 			return err
 		}
 		s.io.bytesOut.Add(uint64(n))
-		s.io.messagesOut.Add(1)
 	}
 	return nil
 }
@@ -445,8 +454,13 @@ func (c *Client) Session() *Session {
 // Send sends p on the current connection; see Session.Send.
 func (c *Client) Send(p *packet.Packet) error { return c.Session().Send(p) }
 
-// SendBytes copies b and sends it; see Session.Send.
-func (c *Client) SendBytes(b []byte) error { return c.Session().SendBytes(b) }
+// Batch runs f with the current connection's writes held back; see
+// Session.Batch.
+func (c *Client) Batch(f func()) error { return c.Session().Batch(f) }
+
+// SendBytes copies parts and sends them as one message; see
+// Session.SendBytes.
+func (c *Client) SendBytes(parts ...[]byte) error { return c.Session().SendBytes(parts...) }
 
 // Stats returns a snapshot of the client's counters.
 func (c *Client) Stats() Stats {

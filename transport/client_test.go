@@ -262,6 +262,9 @@ func TestClientFullDuplexFlood(t *testing.T) {
 			got.Add(int64(p.Total()))
 			p.Release()
 		}
+		for got.Load() < total && ctx.Err() == nil { // event mode: the same 30 s as pull mode (slow -race lifenet_debug builds)
+			time.Sleep(2 * time.Millisecond)
+		}
 		waitUntil(t, "all echoes", func() bool { return got.Load() >= total })
 		cancel()
 		if st := c.Stats(); st.SendQueueOverflows != 0 || st.Active != 1 {

@@ -110,7 +110,8 @@ func (s *Session) sealStageLocked() {
 // is in progress or OnReceive holds writes back; it unlocks s.mu.
 func (s *Session) queuedLocked(n int) error {
 	s.queued += n
-	if s.writing || s.corked && s.queued < corkLimit {
+	s.queuedMsgs++
+	if s.writing || s.corks > 0 && s.queued < corkLimit {
 		s.mu.Unlock()
 		return nil
 	}
@@ -119,30 +120,51 @@ func (s *Session) queuedLocked(n int) error {
 	return s.flush()
 }
 
-// corkLimit is how many bytes sends made during one OnReceive call may
-// queue before they are written without waiting for the call to end.
+// corkLimit is how many bytes sends made while writes are held back (during
+// OnReceive with BatchSends, or Batch) may queue before they are written
+// without waiting.
 const corkLimit = 64 << 10
 
-// cork holds back writes while OnReceive runs, so that the replies to all
-// the frames of one read leave in one vectored write instead of one write
-// system call each.
+// Batch runs f with this session's writes held back, then writes what f
+// (and any other goroutine meanwhile) sent in one vectored write: a
+// client that sends many requests at once pays one write system call for
+// all of them. Writes are held only up to 64 KiB queued; past that they
+// leave as they come. f must not wait for a reply to its own sends (they
+// have not left). Batches may nest and run on several goroutines; the
+// writes leave when the last one ends. It returns the error of that write,
+// if any.
+func (s *Session) Batch(f func()) error {
+	s.cork()
+	defer func() {
+		if v := recover(); v != nil {
+			s.uncork()
+			panic(v)
+		}
+	}()
+	f()
+	return s.uncork()
+}
+
+// cork holds back writes while OnReceive runs (or Batch), so that the
+// replies to all the frames of one read leave in one vectored write
+// instead of one write system call each.
 func (s *Session) cork() {
 	s.mu.Lock()
-	s.corked = true
+	s.corks++
 	s.mu.Unlock()
 }
 
-// uncork writes what was queued while corked.
-func (s *Session) uncork() {
+// uncork writes what was queued while corked, once no cork is left.
+func (s *Session) uncork() error {
 	s.mu.Lock()
-	s.corked = false
-	if s.writing || len(s.queue) == 0 {
+	s.corks--
+	if s.corks > 0 || s.writing || len(s.queue) == 0 {
 		s.mu.Unlock()
-		return
+		return nil
 	}
 	s.writing = true
 	s.mu.Unlock()
-	s.flush()
+	return s.flush()
 }
 
 // QueuedBytes returns the bytes waiting to be written: a view of the
@@ -159,11 +181,14 @@ func (s *Session) flush() error {
 	s.mu.Lock()
 	for len(s.queue) > 0 && !s.finished && s.Reason() == ReasonNone {
 		s.sealStageLocked()
-		batch := s.queue
-		s.queue, s.spare, s.queued = s.spare, nil, 0
+		batch, msgs := s.queue, s.queuedMsgs
+		s.queue, s.spare, s.queued, s.queuedMsgs = s.spare, nil, 0, 0
 		s.mu.Unlock()
 
 		err := s.out.writeBatch(s, batch)
+		if err == nil {
+			s.io.messagesOut.Add(uint64(msgs)) // messages, not packets: SendBytes shares staging buffers
+		}
 		for i, p := range batch {
 			p.Release()
 			batch[i] = nil
@@ -324,7 +349,6 @@ func (w *streamSender) writeBatch(s *Session, batch []*packet.Packet) error {
 		w.stages = w.stages[:0]
 	}
 	s.io.bytesOut.Add(uint64(n))
-	s.io.messagesOut.Add(uint64(len(batch)))
 	return err
 }
 

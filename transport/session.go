@@ -85,19 +85,20 @@ type Session struct {
 
 	out sender // the write side; for UDP peers, writes go through the server socket
 
-	mu       sync.Mutex
-	queue    []*packet.Packet // waiting to be written
-	stage    *packet.Packet   // the queue's last packet while SendBytes may append to it
-	stageBuf []byte           // stage's storage, written up to stageLen
-	stageLen int
-	spare    []*packet.Packet // the previous batch's slice, reused
-	queued   int              // bytes in queue
-	writing  bool             // some goroutine is flushing the queue
-	corked   bool             // OnReceive is running: queue sends, write them after it
-	finished bool             // the receive side has ended; no more sends
-	cause    error
-	items    map[any]any
-	state    any
+	mu         sync.Mutex
+	queue      []*packet.Packet // waiting to be written
+	stage      *packet.Packet   // the queue's last packet while SendBytes may append to it
+	stageBuf   []byte           // stage's storage, written up to stageLen
+	stageLen   int
+	spare      []*packet.Packet // the previous batch's slice, reused
+	queued     int              // bytes in queue
+	queuedMsgs int              // messages in queue (Send and SendBytes calls)
+	writing    bool             // some goroutine is flushing the queue
+	corks      int              // OnReceive (BatchSends) or Batch is running: queue sends, write them after it
+	finished   bool             // the receive side has ended; no more sends
+	cause      error
+	items      map[any]any
+	state      any
 
 	handler  SessionHandler // from Hooks.NewHandler; set before the first receive
 	opened   bool           // open has run (receive goroutine, or Dial before it starts)
@@ -250,6 +251,18 @@ func (s *Session) open() {
 	if f := s.ep.hooks.OnOpen; f != nil {
 		f(s)
 	}
+}
+
+// openSafely runs open, turning a panic in NewHandler or OnOpen into a
+// *PanicError (for callers outside the receive loop's recover).
+func (s *Session) openSafely() (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v}
+		}
+	}()
+	s.open()
+	return nil
 }
 
 // closedErr is the error for an operation on a closed session.

@@ -14,7 +14,7 @@ type Stats struct {
 	Closed [NumReasons]uint64 // sessions ended, by Reason
 
 	BytesIn, BytesOut       uint64 // payload bytes received and written
-	MessagesIn, MessagesOut uint64 // reads/datagrams delivered, packets written
+	MessagesIn, MessagesOut uint64 // reads/datagrams delivered; messages written (one per Send or SendBytes)
 
 	DatagramsDropped   uint64 // UDP datagrams dropped (peer limit, closed session, queue full)
 	SendQueueOverflows uint64 // sends refused because a send queue was full

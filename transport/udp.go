@@ -191,7 +191,11 @@ func (u *udpServer) open(key peerKey, from net.Addr) *Session {
 	s.ep.stats.opened()
 	s.mu.Unlock()
 	u.peers[key] = sess
-	sess.open()
+	if err := sess.openSafely(); err != nil {
+		sess.closeWith(ReasonError, err)
+		u.end(sess)
+		return nil
+	}
 	return sess
 }
 

@@ -182,10 +182,15 @@ func (r *run) codecWindow(ctx context.Context, c *codec.Client) error {
 	if window <= 0 {
 		window = codec.MaxInFlightSRMP
 	}
-	slots := make(chan struct{}, window)
-	var sent uint64
+	// Replies free slots on the receive goroutine; the requester takes all
+	// the freed ones at once and sends them in one batch (one write), as
+	// the raw client refills what one read answered in one write.
+	var free atomic.Int64
+	free.Store(int64(window))
+	wake := make(chan struct{}, 1)
 	var pending sync.WaitGroup
 	var failed atomic.Value
+	var sent uint64
 	var received atomic.Uint64 // this connection's, summed into the run's once at the end
 	done := func(err error) {
 		if err != nil {
@@ -193,36 +198,52 @@ func (r *run) codecWindow(ctx context.Context, c *codec.Client) error {
 		} else {
 			received.Add(1)
 		}
-		<-slots
+		if free.Add(1) == 1 {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
 		pending.Done()
 	}
 	onMessage := func(_ *codec.Message, err error) { done(err) } // replies are borrowed: nothing to release
 	onPacket := func(_ *packet.Packet, err error) { done(err) }
 	conn := c.Conn()
-	for ctx.Err() == nil {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
+	body := r.payload[:r.cfg.Size-codecHeader(r.cfg.Codec)]
+	var err error
+	send := func(k int64) {
+		for ; k > 0 && err == nil; k-- {
+			pending.Add(1)
+			if r.cfg.Codec == "srmp" { // the []byte forms: no pooled message or packet per request
+				err = conn.RequestBytesAsync(context.Background(), codec.FlagPacket, body, onMessage)
+			} else {
+				err = conn.RequestPacketAsync(context.Background(), packet.Wrap(body), onPacket)
+			}
+			if err != nil {
+				pending.Done()
+				return
+			}
+			sent++
+		}
+	}
+	for ctx.Err() == nil && err == nil {
+		k := free.Swap(0)
+		if k == 0 {
+			select {
+			case <-wake:
+			case <-ctx.Done():
+			}
 			continue
 		}
-		pending.Add(1)
-		var err error
-		if r.cfg.Codec == "srmp" {
-			err = conn.RequestAsync(context.Background(), newCodecRequest(r.cfg), onMessage)
-		} else {
-			err = conn.RequestPacketAsync(context.Background(), newCodecBody(r.cfg), onPacket)
-		}
-		if err != nil {
-			<-slots
-			pending.Done()
-			return err
-		}
-		sent++
+		conn.Batch(func() { send(k) })
 	}
 	pending.Wait()
 	size := uint64(r.cfg.Size)
 	r.sent.Add(sent * size)
 	r.received.Add(received.Load() * size)
+	if err != nil {
+		return err
+	}
 	if err, ok := failed.Load().(error); ok {
 		return err
 	}
