@@ -152,18 +152,18 @@ func LengthFieldFraming(lf LengthField, cfg FramerConfig) func() Handler {
 		if lf.size() == VarintLength {
 			f.decode, f.lf = decodeVarint, &lf
 		}
-		return lengthFieldHandler{f, lf}
+		return &lengthFieldHandler{f, lf}
 	}
 }
 
-func (lengthFieldHandler) match() Match { return MatchFIFO }
+func (*lengthFieldHandler) match() Match { return MatchFIFO }
 
-func (h lengthFieldHandler) Read(c *Context, msg any) error { return h.read(c, msg) }
+func (h *lengthFieldHandler) Read(c *Context, msg any) error { return h.read(c, msg) }
 
 // lfHeaderRoom is the header size the copy path writes from the stack.
 const lfHeaderRoom = 16
 
-func (h lengthFieldHandler) Write(c *Context, msg any) error {
+func (h *lengthFieldHandler) Write(c *Context, msg any) error {
 	p, ok := msg.(*packet.Packet)
 	if !ok {
 		return c.FireWrite(msg)
@@ -202,14 +202,14 @@ func Lines(d Delimiter, cfg FramerConfig) func() Handler {
 	if cfg.MaxFrame == 0 {
 		cfg.MaxFrame = DefaultMaxLine
 	}
-	return func() Handler { return delimiterHandler{newFraming(d, cfg, decodeWhole), d} }
+	return func() Handler { return &delimiterHandler{newFraming(d, cfg, decodeWhole), d} }
 }
 
-func (delimiterHandler) match() Match { return MatchFIFO }
+func (*delimiterHandler) match() Match { return MatchFIFO }
 
-func (h delimiterHandler) Read(c *Context, msg any) error { return h.read(c, msg) }
+func (h *delimiterHandler) Read(c *Context, msg any) error { return h.read(c, msg) }
 
-func (h delimiterHandler) Write(c *Context, msg any) error {
+func (h *delimiterHandler) Write(c *Context, msg any) error {
 	p, ok := msg.(*packet.Packet)
 	if !ok {
 		return c.FireWrite(msg)

@@ -108,6 +108,17 @@ func (c LengthField) readLength(b []byte) (n int64, width, need int, err error) 
 
 // FrameLen implements Splitter.
 func (c LengthField) FrameLen(b []byte, maxFrame int) (int, error) {
+	if c.Size == 0 || c.Size == 2 { // the default field, read inline
+		o := c.Offset
+		if len(b) < o+2 {
+			return -(o + 2), nil
+		}
+		total := o + 2 + int(binary.LittleEndian.Uint16(b[o:]))
+		if total > maxFrame {
+			return 0, fmt.Errorf("%w: frame of %d bytes, limit %d", ErrFrameTooLarge, total, maxFrame)
+		}
+		return total, nil
+	}
 	n, w, need, err := c.readLength(b)
 	switch {
 	case err != nil:
@@ -151,6 +162,10 @@ func (c LengthField) Encode(payload *packet.Packet) (*packet.Packet, error) {
 // header writes the header for a payload of n bytes into b, which has room
 // for Offset+width() bytes, and returns its length.
 func (c LengthField) header(b []byte, n int) (int, error) {
+	if (c.Size == 0 || c.Size == 2) && c.Offset == 0 && n <= 1<<16-1 { // the default, inline
+		binary.LittleEndian.PutUint16(b, uint16(n))
+		return 2, nil
+	}
 	if int64(n) > c.maxPayload() {
 		return 0, fmt.Errorf("%w: payload of %d bytes does not fit a %d-byte length field (at most %d)", ErrFrameTooLarge, n, c.width(), c.maxPayload())
 	}
