@@ -20,10 +20,11 @@ const (
 	DefaultReconnectDelay = 100 * time.Millisecond // first reconnect wait; doubles per failure
 	DefaultReconnectMax   = 5 * time.Second        // NewLife ReconnectDelay: the cap of the wait
 	DefaultMaxReconnect   = 20                     // attempts per outage
-	// CopyThreshold is the frame-size policy of docs/perf/buffers.md:
-	// received data shorter than this is copied into a fitted pooled buffer
-	// for pull mode, longer data is shared with the receive buffer.
-	CopyThreshold = 2 << 10
+	// CopyThreshold is the frame-size policy of docs/perf/buffers.md, the
+	// same as packet.Keep's: received data shorter than this is copied
+	// into a fitted pooled buffer for pull mode, longer data is shared
+	// with the receive buffer.
+	CopyThreshold = packet.KeepCopyBelow
 )
 
 // ReceiveMode selects how a client delivers received bytes.
