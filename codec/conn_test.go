@@ -26,16 +26,7 @@ func lfPipeline() *codec.Pipeline {
 // serve starts a codec server with opts on network ("tcp" or "udp").
 func serve(t *testing.T, network string, opts codec.Options) (*codec.Server, string) {
 	t.Helper()
-	srv, err := codec.NewServer(transport.Config{}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	a, err := srv.Listen(context.Background(), network, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return srv, a.String()
+	return serveCfg(t, network, transport.Config{}, opts)
 }
 
 // dialCodec connects a codec client, in the event receive mode unless a

@@ -9,11 +9,9 @@
 # Usage: scripts/client-ab.sh [rounds] [seconds] [scenario-regex]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=${1:-3}
-seconds=${2:-4}
-only=${3:-.}
-bin=$(mktemp -d)/lifenet
-go build -o "$bin" ./cmd/lifenet
+# shellcheck source=scripts/ab-lib.sh
+source scripts/ab-lib.sh
+ab_init "$@"
 port=8300
 scenarios=(
   "srmp-serial-c1|--codec srmp --mode roundtrip --size 32 --clients 1"
@@ -38,28 +36,6 @@ run() { # scenario-name impl flags
   wait "$spid"
   rm -f "$log"
 }
-for ((r = 1; r <= rounds; r++)); do
-  order=(lifenet raw)
-  ((r % 2 == 0)) && order=(raw lifenet)
-  for sc in "${scenarios[@]}"; do
-    name=${sc%%|*}
-    [[ $name =~ $only ]] || continue
-    for impl in "${order[@]}"; do run "$name" "$impl" "${sc#*|}"; done
-  done
-done
-awk '
-  function field(k,   m) { return match($0, "\"" k "\":[0-9.e+-]+") ? substr($0, RSTART + length(k) + 3, RLENGTH - length(k) - 3) + 0 : 0 }
-  function median(a, n,   i, j, t) {
-    for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
-    return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
-  }
-  { k = $1 SUBSEP $2; i = ++cnt[k]; rate[k, i] = field("msgsPerSec"); cpu[k, i] = field("cpuPerMsg"); alloc[k, i] = field("allocPerMsg"); if (!($1 in seen)) { seen[$1] = 1; names[++ns] = $1 } }
-  END {
-    print "\nscenario          rounds  rate lifenet/raw  client CPU/msg lifenet/raw  client B/msg lifenet  raw"
-    for (s = 1; s <= ns; s++) {
-      name = names[s]; n = cnt[name, "lifenet"] < cnt[name, "raw"] ? cnt[name, "lifenet"] : cnt[name, "raw"]
-      for (i = 1; i <= n; i++) { t[i] = rate[name, "lifenet", i] / rate[name, "raw", i]; c[i] = cpu[name, "lifenet", i] / cpu[name, "raw", i]; al[i] = alloc[name, "lifenet", i]; ar[i] = alloc[name, "raw", i] }
-      printf "%-17s %6d  %16.3f  %26.3f  %20.2f  %4.2f\n", name, n, median(t, n), median(c, n), median(al, n), median(ar, n)
-    }
-  }' "$out"
+ab_rounds "$rounds" "$only" "${scenarios[@]}"
+ab_summary "$out" msgsPerSec cpuPerMsg client
 rm -f "$out"

@@ -14,11 +14,9 @@
 # PIN=1 pins the server to CPU 1 and the client to CPU 0 (taskset).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=${1:-3}
-seconds=${2:-4}
-only=${3:-.}
-bin=$(mktemp -d)/lifenet
-go build -o "$bin" ./cmd/lifenet
+# shellcheck source=scripts/ab-lib.sh
+source scripts/ab-lib.sh
+ab_init "$@"
 port=7900
 scenarios=(
   "oneway-32B-c4|--oneway --size 32 --clients 4"
@@ -52,32 +50,6 @@ run() { # scenario-name impl flags
   echo "$name $impl $(grep '^STEADY-JSON' "$log" | cut -d' ' -f2-)" | tee -a "$out"
   rm -f "$log"
 }
-for ((r = 1; r <= rounds; r++)); do
-  order=(lifenet raw)
-  ((r % 2 == 0)) && order=(raw lifenet)
-  for sc in "${scenarios[@]}"; do
-    name=${sc%%|*}
-    [[ $name =~ $only ]] || continue
-    for impl in "${order[@]}"; do run "$name" "$impl" "${sc#*|}"; done
-  done
-done
-# Pair the i-th lifenet run of a scenario with its i-th raw run.
-awk '
-  function field(k,   m) { return match($0, "\"" k "\":[0-9.e+-]+") ? substr($0, RSTART + length(k) + 3, RLENGTH - length(k) - 3) + 0 : 0 }
-  function median(a, n,   i, j, t) {
-    for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
-    return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
-  }
-  { k = $1 SUBSEP $2; i = ++cnt[k]; pps[k, i] = field("pktps"); cpu[k, i] = field("cpuSecPerMillion"); alloc[k, i] = field("allocPerMsg"); if (!($1 in seen)) { seen[$1] = 1; names[++ns] = $1 } }
-  END {
-    print "\nscenario          rounds  frames/s lifenet/raw (median)  server CPU/msg lifenet/raw (median)  server B/msg lifenet  raw (median)"
-    for (s = 1; s <= ns; s++) {
-      name = names[s]; n = cnt[name, "lifenet"] < cnt[name, "raw"] ? cnt[name, "lifenet"] : cnt[name, "raw"]
-      for (i = 1; i <= n; i++) {
-        t[i] = pps[name, "lifenet", i] / pps[name, "raw", i]; c[i] = cpu[name, "lifenet", i] / cpu[name, "raw", i]
-        al[i] = alloc[name, "lifenet", i]; ar[i] = alloc[name, "raw", i]
-      }
-      printf "%-17s %6d  %32.3f  %37.3f  %20.2f  %12.2f\n", name, n, median(t, n), median(c, n), median(al, n), median(ar, n)
-    }
-  }' "$out"
+ab_rounds "$rounds" "$only" "${scenarios[@]}"
+ab_summary "$out" pktps cpuSecPerMillion server
 rm -f "$out"
