@@ -35,7 +35,7 @@ func (f *framing) receiveFrame(frame *packet.Packet) error {
 	switch f.decode {
 	case decodeSRMP:
 		f.in.lend(frame)
-		err := f.ctx.FireRead(&f.in)
+		err := f.next(&f.in)
 		f.in = Message{}
 		return err
 	case decodeHeader:
@@ -43,7 +43,17 @@ func (f *framing) receiveFrame(frame *packet.Packet) error {
 	case decodeVarint:
 		frame.Skip(f.lf.HeaderLen(frame.Bytes()))
 	}
-	return f.ctx.FireRead(frame)
+	return f.next(frame)
+}
+
+// next passes a message on: straight to the connection when this stage is
+// the pipeline's tail (the common one-stage pipeline), else to the next
+// stage.
+func (f *framing) next(msg any) error {
+	if ch := f.ctx.chain; ch.conn != nil && f.ctx.index == len(ch.handlers)-1 {
+		return ch.conn.sink(msg)
+	}
+	return f.ctx.FireRead(msg)
 }
 
 // read frames a borrowed packet; anything else passes through.
