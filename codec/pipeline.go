@@ -115,7 +115,7 @@ type Context struct {
 }
 
 // NewChain builds the handlers for one connection: encoded packets go to
-// out, decoded messages leave the tail through sink (which owns them).
+// out, decoded messages leave the tail through sink, which borrows them.
 func (p *Pipeline) NewChain(out Sender, sink func(msg any) error) *Chain {
 	ch := &Chain{out: out, sink: sink, handlers: make([]Handler, len(p.makers)), ctxs: make([]Context, len(p.makers))}
 	ch.sess, _ = out.(*transport.Session)
