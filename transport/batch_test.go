@@ -32,6 +32,20 @@ func plainPeer(t *testing.T) (addr string, accepted <-chan net.Conn) {
 	return l.Addr().String(), ch
 }
 
+// dialPlainPeer connects a client to a std-net peer; both close with t.
+func dialPlainPeer(t *testing.T) (*transport.Client, net.Conn) {
+	t.Helper()
+	addr, accepted := plainPeer(t)
+	c, err := transport.Dial(context.Background(), "tcp", addr, transport.ClientConfig{}, transport.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	peer := <-accepted
+	t.Cleanup(func() { peer.Close() })
+	return c, peer
+}
+
 // nothingArrives reports whether c stays silent for a moment.
 func nothingArrives(t *testing.T, c net.Conn) bool {
 	t.Helper()
@@ -45,17 +59,10 @@ func nothingArrives(t *testing.T, c net.Conn) bool {
 // MessagesOut counts each send although they shared a staging buffer.
 func TestBatchHoldsWritesUntilItReturns(t *testing.T) {
 	leakcheck.Check(t)
-	addr, accepted := plainPeer(t)
-	c, err := transport.Dial(context.Background(), "tcp", addr, transport.ClientConfig{}, transport.Hooks{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	peer := <-accepted
-	defer peer.Close()
+	c, peer := dialPlainPeer(t)
 
 	var silent bool
-	err = c.Batch(func() {
+	err := c.Batch(func() {
 		for range 100 {
 			if err := c.SendBytes([]byte("ab"), []byte("c")); err != nil {
 				t.Error(err)
@@ -81,14 +88,7 @@ func TestBatchHoldsWritesUntilItReturns(t *testing.T) {
 // releases the hold (later sends leave at once) and goes on up.
 func TestBatchNestedAndPanicking(t *testing.T) {
 	leakcheck.Check(t)
-	addr, accepted := plainPeer(t)
-	c, err := transport.Dial(context.Background(), "tcp", addr, transport.ClientConfig{}, transport.Hooks{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	peer := <-accepted
-	defer peer.Close()
+	c, peer := dialPlainPeer(t)
 
 	var afterInner bool
 	c.Batch(func() {

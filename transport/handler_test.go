@@ -188,6 +188,16 @@ func TestNewHandlerClientEventMode(t *testing.T) {
 		t.Fatalf("handler received %q", got)
 	}
 	c.Close()
+	closedOnceLocally(t, h)
+	if len(h.closed) != 0 {
+		t.Fatal("Closed ran twice")
+	}
+}
+
+// closedOnceLocally checks that h's Closed ran, with ReasonLocal, before
+// the client's Close returned.
+func closedOnceLocally(t *testing.T, h *logHandler) {
+	t.Helper()
 	select {
 	case e := <-h.closed:
 		if e.Reason != transport.ReasonLocal {
@@ -195,9 +205,6 @@ func TestNewHandlerClientEventMode(t *testing.T) {
 		}
 	default:
 		t.Fatal("Close returned before the handler's Closed ran")
-	}
-	if len(h.closed) != 0 {
-		t.Fatal("Closed ran twice")
 	}
 }
 
@@ -228,14 +235,7 @@ func TestNewHandlerClientSyncAndPullModes(t *testing.T) {
 				t.Fatalf("Receive = %q", got)
 			}
 			c.Close()
-			select {
-			case e := <-h.closed:
-				if e.Reason != transport.ReasonLocal {
-					t.Fatalf("Closed with %v", e.Reason)
-				}
-			default:
-				t.Fatal("Close returned before the handler's Closed ran")
-			}
+			closedOnceLocally(t, h)
 			if len(h.closed) != 0 || !equalLogs(h.log, []string{"closed local close"}) {
 				t.Fatalf("handler saw %q", h.log)
 			}
