@@ -75,8 +75,10 @@ type Conn struct {
 	fifoMu sync.Mutex // FIFO: register and write in one step, so wire order is queue order
 	lead   *lead      // a ReceiveSync client's read turn; nil when a receive goroutine reads
 
-	srmp    srmpHandler // the pipeline's tail when it is the SRMP stage: replies skip making a Message
-	srmpCtx *Context    // its context; nil when the tail is something else
+	srmp    srmpHandler         // the pipeline's tail when it is the SRMP stage: replies skip making a Message
+	srmpCtx *Context            // its context; nil when the tail is something else
+	lf      *lengthFieldHandler // the pipeline's only stage when it is the length-field one
+	flat    *flatReplies        // the flat read path of a one-stage pipeline; nil otherwise
 }
 
 // newConn builds the codec state of a session and opens its handlers.
@@ -89,6 +91,10 @@ func newConn(s *transport.Session, o *Options) *Conn {
 		if h, ok := c.chain.handlers[n-1].(srmpHandler); ok {
 			c.srmp, c.srmpCtx = h, &c.chain.ctxs[n-1]
 		}
+	}
+	if f := flatStage(c.chain); f != nil && o.Handler != nil {
+		c.flat = &flatReplies{framing: f}
+		c.lf, _ = c.chain.handlers[0].(*lengthFieldHandler)
 	}
 	switch o.Pipeline.match {
 	case MatchSRMP:
@@ -107,7 +113,13 @@ func newConn(s *transport.Session, o *Options) *Conn {
 
 // Receive implements transport.SessionHandler: received bytes go through
 // the pipeline.
-func (c *Conn) Receive(_ *transport.Session, p *packet.Packet) { c.read(p) }
+func (c *Conn) Receive(_ *transport.Session, p *packet.Packet) {
+	if c.flat != nil && p.Next() == nil && c.flat.framing.framer.Buffered() == 0 {
+		c.flatRead(p)
+		return
+	}
+	c.read(p)
+}
 
 // Closed implements transport.SessionHandler: handlers learn the end and
 // pending requests fail with ErrConnClosed.
@@ -158,7 +170,18 @@ func (c *Conn) Session() *transport.Session { return c.sess }
 // Write gives msg to the pipeline without waiting for anything (a one-way
 // message, a push, a length-field reply). It takes ownership of msg; a
 // borrowed message (such as the one a Handler got) is copied or kept.
-func (c *Conn) Write(msg any) error { return c.chain.Write(msg) }
+func (c *Conn) Write(msg any) error {
+	if c.flat != nil {
+		if p, ok := msg.(*packet.Packet); ok && c.lf != nil && c.lf.lf.Offset+c.lf.lf.width() <= lfHeaderRoom && small(p) {
+			var hdr [lfHeaderRoom]byte
+			if k, err := c.lf.lf.header(hdr[:], p.Len()); err == nil && c.appendReply(hdr[:k], p) {
+				return nil
+			}
+		}
+		c.flushReplies()
+	}
+	return c.chain.Write(msg)
+}
 
 // Reply answers an SRMP request with payload (reply kind, the request's
 // flag and sequence). It takes ownership of payload, which may be nil or
@@ -170,6 +193,7 @@ func (c *Conn) Reply(req *Message, payload *packet.Packet) error {
 
 // ReplyBytes answers an SRMP request with a copy of b.
 func (c *Conn) ReplyBytes(req *Message, b []byte) error {
+	c.flushReplies()
 	if ctx := c.srmpCtx; ctx != nil && len(b) < copyBelow {
 		var hdr [srmpHeaderLen]byte
 		putSRMPHeader(hdr[:], KindReply, req.Flag, req.Seq, len(b))
@@ -192,6 +216,16 @@ func (c *Conn) ReplyError(req *Message, payload *packet.Packet) error {
 // reply writes a reply: straight into the SRMP stage when it is the
 // pipeline's tail (no Message is made), else through the pipeline.
 func (c *Conn) reply(kind Kind, req *Message, payload *packet.Packet) error {
+	if c.flat != nil && c.srmpCtx != nil {
+		if payload != nil && small(payload) {
+			var hdr [srmpHeaderLen]byte
+			putSRMPHeader(hdr[:], kind, req.Flag, req.Seq, payload.Len())
+			if c.appendReply(hdr[:], payload) {
+				return nil
+			}
+		}
+		c.flushReplies()
+	}
 	if c.srmpCtx != nil && c.srmpCtx.index == 0 && c.chain.sess != nil && payload != nil && small(payload) {
 		// The common reply, straight into the session's send buffer.
 		var hdr [srmpHeaderLen]byte
@@ -351,6 +385,7 @@ func (c *Conn) start(ctx context.Context, want Match, cb *callback, send func(ke
 	if err != nil {
 		return 0, nil, err
 	}
+	c.flushReplies()
 	if err := send(key); err != nil {
 		c.m.unregister(key)
 		return 0, nil, err
