@@ -26,7 +26,9 @@ type Options struct {
 	// (see Message for borrowing; nothing needs releasing). It runs on the
 	// connection's reading goroutine, one message at a time per connection;
 	// replies it makes to the frames of one read leave together when they
-	// are all handled. A handler that blocks stops its connection's reads.
+	// are all handled (writes made through the Conn keep their order; a
+	// write straight to the transport session may overtake them). A
+	// handler that blocks stops its connection's reads.
 	Handler func(c *Conn, msg any)
 	// OnOpen and OnClose, if set, run when a connection starts (before its
 	// first message) and when it has ended, on its reading goroutine.
