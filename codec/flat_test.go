@@ -21,7 +21,7 @@ func TestFlatPathKeepsWriteOrder(t *testing.T) {
 			push := packet.Get(4)
 			copy(push.Bytes(), "push")
 			c.Write(codec.NewMessage(codec.KindOneWay, codec.FlagString, 9, push)) // not buffered
-			c.Reply(req, packet.Wrap(make([]byte, 3000)))                           // large: not buffered
+			c.Reply(req, packet.Wrap(make([]byte, 3000)))                          // large: not buffered
 		}
 	}})
 	conn, err := net.Dial("tcp", addr)
