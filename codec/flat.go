@@ -58,7 +58,18 @@ func (c *Conn) flatRead(p *packet.Packet) {
 		if err != nil || n <= 0 || n > len(b)-off {
 			break
 		}
-		err = f.receiveFrame(f.framer.loan.Lend(p, off, n))
+		v := f.framer.loan.Lend(p, off, n)
+		switch f.decode { // the stage is the tail: straight to the sink
+		case decodeSRMP:
+			f.in.lend(v)
+			err = c.sink(&f.in)
+			f.in = Message{}
+		case decodeHeader:
+			v.Skip(f.header)
+			err = c.sink(v)
+		default:
+			err = f.receiveFrame(v)
+		}
 		f.framer.loan.End()
 		if err != nil {
 			c.endRead()
