@@ -17,7 +17,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -90,12 +89,6 @@ func dialN(b *testing.B, addr string, n int) []net.Conn {
 		clients[i] = c
 	}
 	return clients
-}
-
-func cpuNanos() int64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 func sizeLabel(n int) string {

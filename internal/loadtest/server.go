@@ -8,7 +8,6 @@ import (
 	"net"
 	"runtime"
 	"sort"
-	"syscall"
 	"time"
 
 	"github.com/lifenet/lifenet/packet"
@@ -195,11 +194,4 @@ func median(v []float64) float64 {
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
 	return s[len(s)/2]
-}
-
-// cpuSeconds is this process's user+system CPU time.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
