@@ -94,6 +94,11 @@ func newConn(s *transport.Session, o *Options) *Conn {
 			c.srmp, c.srmpCtx = h, &c.chain.ctxs[n-1]
 		}
 	}
+	if n := len(c.chain.handlers); n > 0 {
+		if f := framingOf(c.chain.handlers[n-1]); f != nil {
+			f.tail = c // the tail stage hands its messages straight to the sink
+		}
+	}
 	if f := flatStage(c.chain); f != nil && o.Handler != nil {
 		c.flat = &flatReplies{framing: f}
 		c.lf, _ = c.chain.handlers[0].(*lengthFieldHandler)
@@ -174,9 +179,8 @@ func (c *Conn) Session() *transport.Session { return c.sess }
 // borrowed message (such as the one a Handler got) is copied or kept.
 func (c *Conn) Write(msg any) error {
 	if c.flat != nil {
-		if p, ok := msg.(*packet.Packet); ok && c.lf != nil && c.lf.lf.Offset+c.lf.lf.width() <= lfHeaderRoom && small(p) {
-			var hdr [lfHeaderRoom]byte
-			if k, err := c.lf.lf.header(hdr[:], p.Len()); err == nil && c.appendReply(hdr[:k], p) {
+		if p, ok := msg.(*packet.Packet); ok && c.lf != nil {
+			if hdr, k, ok, err := c.lf.smallHeader(p); ok && err == nil && c.appendReply(hdr[:k], p) {
 				return nil
 			}
 		}
@@ -218,26 +222,20 @@ func (c *Conn) ReplyError(req *Message, payload *packet.Packet) error {
 // reply writes a reply: straight into the SRMP stage when it is the
 // pipeline's tail (no Message is made), else through the pipeline.
 func (c *Conn) reply(kind Kind, req *Message, payload *packet.Packet) error {
-	if c.flat != nil && c.srmpCtx != nil {
-		if payload != nil && small(payload) {
-			var hdr [srmpHeaderLen]byte
-			putSRMPHeader(hdr[:], kind, req.Flag, req.Seq, payload.Len())
-			if c.appendReply(hdr[:], payload) {
-				return nil
-			}
-		}
-		c.flushReplies()
-	}
 	if c.srmpCtx != nil && c.srmpCtx.index == 0 && c.chain.sess != nil && payload != nil && small(payload) {
-		// The common reply, straight into the session's send buffer.
+		// The common reply: into the read's reply buffer (flat path), or
+		// straight into the session's send buffer.
 		var hdr [srmpHeaderLen]byte
 		putSRMPHeader(hdr[:], kind, req.Flag, req.Seq, payload.Len())
-		err := c.chain.sess.SendBytes(hdr[:], payload.Bytes())
-		if !payload.Borrowed() {
-			payload.Release()
+		if c.appendReply(hdr[:], payload) {
+			return nil
 		}
+		c.flushReplies()
+		err := c.chain.sess.SendBytes(hdr[:], payload.Bytes())
+		payload.Release() // nothing for a borrowed view
 		return err
 	}
+	c.flushReplies()
 	if ctx := c.srmpCtx; ctx != nil {
 		return c.srmp.writeMessage(ctx, kind, req.Flag, req.Seq, payload)
 	}

@@ -34,10 +34,20 @@ func flatStage(ch *Chain) *framing {
 	if len(ch.handlers) != 1 || ch.Datagram || ch.sess == nil {
 		return nil
 	}
-	switch h := ch.handlers[0].(type) {
+	if _, lines := ch.handlers[0].(*delimiterHandler); lines {
+		return nil // lines are scanned, not cut by length: the pipeline path serves them
+	}
+	return framingOf(ch.handlers[0])
+}
+
+// framingOf returns the framing of this package's framing stages, or nil.
+func framingOf(h Handler) *framing {
+	switch h := h.(type) {
 	case srmpHandler:
 		return h.framing
 	case *lengthFieldHandler:
+		return h.framing
+	case *delimiterHandler:
 		return h.framing
 	}
 	return nil
@@ -59,7 +69,7 @@ func (c *Conn) flatRead(p *packet.Packet) {
 			break
 		}
 		v := f.framer.loan.Lend(p, off, n)
-		switch f.decode { // the stage is the tail: straight to the sink
+		switch f.decode { // receiveFrame's common cases, in the loop: a call less per frame
 		case decodeSRMP:
 			f.in.lend(v)
 			err = c.sink(&f.in)
@@ -129,8 +139,6 @@ func (c *Conn) appendReply(header []byte, payload *packet.Packet) bool {
 		c.sendRepliesLocked()
 	}
 	fr.mu.Unlock()
-	if !payload.Borrowed() {
-		payload.Release()
-	}
+	payload.Release() // nothing for a borrowed view
 	return true
 }

@@ -14,6 +14,7 @@ type framing struct {
 	header int // length-field with a fixed-size field: the header to skip
 	lf     *LengthField
 	in     Message // SRMP: the borrowed message lent to the next stage
+	tail   *Conn   // set when this stage is the pipeline's tail: messages go straight to its sink
 }
 
 // How a framing stage turns a frame into the message it lends on.
@@ -50,8 +51,8 @@ func (f *framing) receiveFrame(frame *packet.Packet) error {
 // the pipeline's tail (the common one-stage pipeline), else to the next
 // stage.
 func (f *framing) next(msg any) error {
-	if ch := f.ctx.chain; ch.conn != nil && f.ctx.index == len(ch.handlers)-1 {
-		return ch.conn.sink(msg)
+	if f.tail != nil {
+		return f.tail.sink(msg)
 	}
 	return f.ctx.FireRead(msg)
 }
@@ -83,9 +84,7 @@ func writeSmall(c *Context, header []byte, payload *packet.Packet) error {
 		return c.WriteBytes(header)
 	}
 	err := c.WriteBytes(header, payload.Bytes())
-	if !payload.Borrowed() {
-		payload.Release()
-	}
+	payload.Release() // nothing for a borrowed view
 	return err
 }
 
@@ -173,18 +172,26 @@ func (h *lengthFieldHandler) Read(c *Context, msg any) error { return h.read(c, 
 // lfHeaderRoom is the header size the copy path writes from the stack.
 const lfHeaderRoom = 16
 
+// smallHeader builds the header of p when p goes out by copy (ok); err
+// reports a payload the field cannot describe.
+func (h *lengthFieldHandler) smallHeader(p *packet.Packet) (hdr [lfHeaderRoom]byte, k int, ok bool, err error) {
+	if !small(p) || h.lf.Offset+h.lf.width() > lfHeaderRoom {
+		return hdr, 0, false, nil
+	}
+	n := 0
+	if p != nil {
+		n = p.Len()
+	}
+	k, err = h.lf.header(hdr[:], n)
+	return hdr, k, true, err
+}
+
 func (h *lengthFieldHandler) Write(c *Context, msg any) error {
 	p, ok := msg.(*packet.Packet)
 	if !ok {
 		return c.FireWrite(msg)
 	}
-	if small(p) && h.lf.Offset+h.lf.width() <= lfHeaderRoom {
-		var hdr [lfHeaderRoom]byte
-		n := 0
-		if p != nil {
-			n = p.Len()
-		}
-		k, err := h.lf.header(hdr[:], n)
+	if hdr, k, ok, err := h.smallHeader(p); ok {
 		if err != nil {
 			release(msg)
 			return err

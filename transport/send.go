@@ -45,20 +45,6 @@ func (s *Session) SendBytes(parts ...[]byte) error {
 		n += len(b)
 	}
 	s.mu.Lock()
-	if k := s.stageLen; s.stage != nil && len(s.stageBuf)-k >= n && s.held(n) {
-		// The common case, all inline: a reply appended to the staging
-		// buffer while the receive loop holds writes back (or one is in
-		// progress).
-		dst := s.stageBuf[k : k+n]
-		for _, b := range parts {
-			dst = dst[copy(dst, b):]
-		}
-		s.stageLen = k + n
-		s.queued += n
-		s.queuedMsgs++
-		s.mu.Unlock()
-		return nil
-	}
 	if err := s.admitLocked(n); err != nil {
 		return err
 	}
@@ -67,14 +53,6 @@ func (s *Session) SendBytes(parts ...[]byte) error {
 		dst = dst[copy(dst, b):]
 	}
 	return s.queuedLocked(n)
-}
-
-// held reports whether n more bytes may join the queue without writing:
-// the session is open, within its queue limit, and a write is in progress
-// or writes are held back. Called with s.mu held.
-func (s *Session) held(n int) bool {
-	return !s.finished && s.Reason() == ReasonNone && s.queued+n <= s.ep.cfg.SendQueueBytes &&
-		(s.writing || s.corks > 0 && s.queued+n < corkLimit)
 }
 
 // admitLocked checks that n more bytes may be queued. On failure it unlocks
