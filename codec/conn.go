@@ -81,7 +81,17 @@ type Conn struct {
 	srmpCtx *Context            // its context; nil when the tail is something else
 	lf      *lengthFieldHandler // the pipeline's only stage when it is the length-field one
 	flat    *flatReplies        // the flat read path of a one-stage pipeline; nil otherwise
+
+	state any // the application's per-connection value (SetState)
 }
+
+// SetState attaches the application's per-connection value (an rpc
+// session, say). Call it from Options.OnOpen, before the connection's first
+// message: State reads it without a lock.
+func (c *Conn) SetState(v any) { c.state = v }
+
+// State returns the value SetState attached, or nil.
+func (c *Conn) State() any { return c.state }
 
 // newConn builds the codec state of a session and opens its handlers.
 func newConn(s *transport.Session, o *Options) *Conn {
@@ -101,7 +111,7 @@ func newConn(s *transport.Session, o *Options) *Conn {
 	}
 	if f := flatStage(c.chain); f != nil && o.Handler != nil {
 		c.flat = &flatReplies{framing: f}
-		c.lf, _ = c.chain.handlers[0].(*lengthFieldHandler)
+		c.lf, _ = c.chain.handlers[len(c.chain.handlers)-1].(*lengthFieldHandler)
 	}
 	switch o.Pipeline.match {
 	case MatchSRMP:
@@ -121,7 +131,7 @@ func newConn(s *transport.Session, o *Options) *Conn {
 // Receive implements transport.SessionHandler: received bytes go through
 // the pipeline.
 func (c *Conn) Receive(_ *transport.Session, p *packet.Packet) {
-	if c.flat != nil && p.Next() == nil && c.flat.framing.framer.Buffered() == 0 {
+	if c.flat != nil && p.Next() == nil && c.flat.framing.framer.Buffered() == 0 && c.chain.direct() == len(c.chain.handlers)-1 {
 		c.flatRead(p)
 		return
 	}
@@ -222,7 +232,7 @@ func (c *Conn) ReplyError(req *Message, payload *packet.Packet) error {
 // reply writes a reply: straight into the SRMP stage when it is the
 // pipeline's tail (no Message is made), else through the pipeline.
 func (c *Conn) reply(kind Kind, req *Message, payload *packet.Packet) error {
-	if c.srmpCtx != nil && c.srmpCtx.index == 0 && c.chain.sess != nil && payload != nil && small(payload) {
+	if c.srmpCtx != nil && c.chain.sess != nil && c.srmpCtx.index == c.chain.direct() && payload != nil && small(payload) {
 		// The common reply: into the read's reply buffer (flat path), or
 		// straight into the session's send buffer.
 		var hdr [srmpHeaderLen]byte

@@ -29,15 +29,17 @@ type flatReplies struct {
 // session as they come.
 const flatLimit = 64 << 10
 
-// flatStage returns the framing of a one-stage pipeline on a stream, or nil.
+// flatStage returns the framing of a one-stage pipeline on a stream (or of
+// a prelude and one framing stage), or nil.
 func flatStage(ch *Chain) *framing {
-	if len(ch.handlers) != 1 || ch.Datagram || ch.sess == nil {
+	n := len(ch.handlers)
+	if n == 0 || n > 2 || (n == 2 && ch.prelude == nil) || ch.Datagram || ch.sess == nil {
 		return nil
 	}
-	if _, lines := ch.handlers[0].(*delimiterHandler); lines {
+	if _, lines := ch.handlers[n-1].(*delimiterHandler); lines {
 		return nil // lines are scanned, not cut by length: the pipeline path serves them
 	}
-	return framingOf(ch.handlers[0])
+	return framingOf(ch.handlers[n-1])
 }
 
 // framingOf returns the framing of this package's framing stages, or nil.
@@ -60,7 +62,7 @@ func (c *Conn) flatRead(p *packet.Packet) {
 	fr := c.flat
 	f := fr.framing
 	b := p.Bytes()
-	f.ctx = &c.chain.ctxs[0]
+	f.ctx = &c.chain.ctxs[len(c.chain.ctxs)-1]
 	fr.inRead.Store(true)
 	off := 0
 	for off < len(b) {

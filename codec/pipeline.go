@@ -46,6 +46,17 @@ type Closer interface {
 	Close(c *Context, err error)
 }
 
+// Prelude is implemented by a stage that sits before the framing stage and
+// may find that the connection speaks the framing stage's own format (a
+// protocol detector on a port that serves several). Once Passing reports
+// true it must stay true and the stage must hand reads and writes on
+// unchanged: the connection then cuts frames and writes replies as if the
+// stage were not there (the flat read path). Passing is called by the
+// reading goroutine and by writers, so it must be safe for concurrent use.
+type Prelude interface {
+	Passing() bool
+}
+
 // Pipeline is an ordered list of handler constructors, shared by all the
 // connections of a server or client; NewChain builds one connection's
 // handlers. A Pipeline is immutable and safe for concurrent use.
@@ -103,7 +114,17 @@ type Chain struct {
 	out      Sender
 	sess     *transport.Session // out, when it is a session: small messages are copied into its send buffer
 	sink     func(msg any) error
-	conn     *Conn // the sink's Conn, called directly (no method value's wrapper)
+	conn     *Conn   // the sink's Conn, called directly (no method value's wrapper)
+	prelude  Prelude // the head, when it is a Prelude before a second stage
+}
+
+// direct returns the index of the stage whose writes go straight to the
+// session: the head, or the stage after a prelude that passes.
+func (ch *Chain) direct() int {
+	if ch.prelude != nil && ch.prelude.Passing() {
+		return 1
+	}
+	return 0
 }
 
 // Context links a handler to its place in a chain. Its methods follow the
@@ -122,6 +143,9 @@ func (p *Pipeline) NewChain(out Sender, sink func(msg any) error) *Chain {
 	for i, mk := range p.makers {
 		ch.handlers[i] = mk()
 		ch.ctxs[i] = Context{chain: ch, index: i}
+	}
+	if len(ch.handlers) > 1 {
+		ch.prelude, _ = ch.handlers[0].(Prelude)
 	}
 	return ch
 }
@@ -176,6 +200,10 @@ func (ch *Chain) send(msg any) error {
 	return fmt.Errorf("%w: %T", ErrUnencoded, msg)
 }
 
+// Conn returns the connection the context's chain serves, or nil for a
+// chain built outside a Server or Client (NewChain).
+func (c *Context) Conn() *Conn { return c.chain.conn }
+
 // FireRead passes msg to the next handler, or out of the tail.
 func (c *Context) FireRead(msg any) error {
 	ch := c.chain
@@ -209,7 +237,7 @@ func (c *Context) FireWrite(msg any) error {
 // copied into a packet for the previous handler or the Sender. The caller
 // keeps parts.
 func (c *Context) WriteBytes(parts ...[]byte) error {
-	if c.index == 0 && c.chain.sess != nil {
+	if c.chain.sess != nil && c.index == c.chain.direct() {
 		return c.chain.sess.SendBytes(parts...) // a concrete call: parts stay on the caller's stack
 	}
 	n := 0

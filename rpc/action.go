@@ -1,0 +1,184 @@
+package rpc
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// invoker runs one call of an action: it binds data (borrowed: valid during
+// the call) to the action's parameter, calls it, and appends the encoded
+// result to dst.
+type invoker func(ctx context.Context, data, dst []byte) ([]byte, kind, error)
+
+// action is one registered action.
+type action struct {
+	name   string
+	invoke invoker
+	sig    string // for Api/All: "Result Name(Param)"
+}
+
+// registry maps action names to actions. Lookups read an immutable snapshot
+// without a lock; registration copies it.
+type registry struct {
+	mu   sync.Mutex // serializes writers
+	snap atomic.Pointer[actions]
+}
+
+type actions struct {
+	exact map[string]*action // by the registered name
+	fold  map[string]*action // by the ASCII-lower-cased name
+}
+
+// add registers a; the name is checked and must be new (in any case).
+func (r *registry) add(a *action) error {
+	if a.name == "" || len(a.name) > MaxActionLen || !validAction([]byte(a.name)) {
+		return fmt.Errorf("%w: name %q (1 to %d ASCII bytes)", ErrSignature, a.name, MaxActionLen)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.snap.Load()
+	next := &actions{exact: map[string]*action{}, fold: map[string]*action{}}
+	if old != nil {
+		for k, v := range old.exact {
+			next.exact[k] = v
+		}
+		for k, v := range old.fold {
+			next.fold[k] = v
+		}
+	}
+	low := strings.ToLower(a.name)
+	if _, dup := next.fold[low]; dup {
+		return fmt.Errorf("%w: %s", ErrDuplicate, a.name)
+	}
+	next.exact[a.name], next.fold[low] = a, a
+	r.snap.Store(next)
+	return nil
+}
+
+// find looks an action up as NewLife does: the exact name, then in any
+// case, then "{Controller}/*", then "*". It allocates nothing.
+func (r *registry) find(name []byte) *action {
+	s := r.snap.Load()
+	if s == nil {
+		return nil
+	}
+	if a := s.exact[string(name)]; a != nil {
+		return a
+	}
+	var buf [MaxActionLen + 2]byte
+	if len(name) > MaxActionLen {
+		return s.fold["*"]
+	}
+	low := lowerASCII(buf[:0], name)
+	if a := s.fold[string(low)]; a != nil {
+		return a
+	}
+	if i := strings.IndexByte(string(low), '/'); i >= 0 {
+		if a := s.fold[string(append(low[:i+1], '*'))]; a != nil {
+			return a
+		}
+	}
+	return s.fold["*"]
+}
+
+// all lists the registered actions' signatures, sorted by name.
+func (r *registry) all() []string {
+	s := r.snap.Load()
+	if s == nil {
+		return nil
+	}
+	names := make([]string, 0, len(s.exact))
+	for n := range s.exact {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = s.exact[n].sig
+	}
+	return out
+}
+
+func lowerASCII(dst, s []byte) []byte {
+	for _, c := range s {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// Handle registers fn as the action name: the typed, reflection-free form
+// for hot actions. The argument binds from the request's data (see
+// Server.Register for the rules): a struct from a JSON object by field name,
+// a primitive from raw text or a one-entry object, []byte as the raw data
+// (borrowed: valid until fn returns). The result is encoded as NewLife
+// does: strings raw, numbers as text, bools True/False, []byte raw, other
+// types as JSON; a nil pointer, slice or map is a null result. Use
+// struct{} for an action without arguments.
+func Handle[A, R any](s *Server, name string, fn func(ctx context.Context, args A) (R, error)) error {
+	return s.reg.add(&action{name: name, invoke: typedInvoker(fn), sig: signature[A, R](name)})
+}
+
+// typedInvoker adapts a typed handler to an invoker.
+func typedInvoker[A, R any](fn func(context.Context, A) (R, error)) invoker {
+	_, raw := any((*A)(nil)).(*[]byte)
+	return func(ctx context.Context, data, dst []byte) ([]byte, kind, error) {
+		var a A
+		if len(data) > 0 {
+			if raw {
+				*any(&a).(*[]byte) = data
+			} else if err := bindArg(data, &a); err != nil {
+				return dst, kindNull, err
+			}
+		}
+		r, err := fn(ctx, a)
+		if err != nil {
+			return dst, kindNull, err
+		}
+		return appendResult(dst, r)
+	}
+}
+
+// appendResult encodes a typed result; the common primitive results are
+// encoded without boxing them.
+func appendResult[R any](dst []byte, r R) ([]byte, kind, error) {
+	switch v := any(r).(type) {
+	case string:
+		return append(dst, v...), kindText, nil
+	case []byte:
+		if v == nil {
+			return dst, kindNull, nil
+		}
+		return append(dst, v...), kindRaw, nil
+	case int32:
+		return appendInt(dst, int64(v)), kindNumber, nil
+	case int64:
+		return appendInt(dst, v), kindNumber, nil
+	case int:
+		return appendInt(dst, int64(v)), kindNumber, nil
+	case struct{}:
+		return dst, kindNull, nil
+	}
+	return appendValue(dst, any(r))
+}
+
+func signature[A, R any](name string) string {
+	return fmt.Sprintf("%s %s(%s)", typeName(reflect.TypeFor[R]()), name, typeName(reflect.TypeFor[A]()))
+}
+
+func typeName(t reflect.Type) string {
+	if t == nil {
+		return "Object"
+	}
+	if t.Kind() == reflect.Struct && t.NumField() == 0 {
+		return ""
+	}
+	return t.String()
+}

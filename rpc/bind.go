@@ -1,0 +1,136 @@
+package rpc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// bindArg stores a request's data into dst (a pointer to the handler's
+// argument) as NewLife's ApiHandler binds parameters: a JSON object binds a
+// struct by field name (case-insensitively, numbers may come as strings, as
+// from a query string) and a primitive from its one entry; raw text binds a
+// primitive; bytes bind as they are (aliasing data: valid during the call).
+// Empty data leaves dst at its zero value.
+func bindArg(data []byte, dst any) error {
+	if len(data) == 0 {
+		return nil
+	}
+	if d, ok := dst.(*[]byte); ok {
+		*d = data
+		return nil
+	}
+	rv := reflect.ValueOf(dst).Elem()
+	if isPrimitive(rv.Kind()) {
+		if isJSON(data) {
+			one, err := singleEntry(data)
+			if err != nil {
+				return err
+			}
+			data = one
+		}
+		text := string(data)
+		if rv.Kind() != reflect.String {
+			text = trimText(data)
+		} else if len(data) > 0 && data[0] == '"' {
+			text = trimText(data)
+		}
+		_, err := setPrimitive(rv, text)
+		return err
+	}
+	if !isJSON(data) {
+		return decodeText(data, dst)
+	}
+	return unmarshalLenient(data, dst)
+}
+
+func isPrimitive(k reflect.Kind) bool {
+	return k == reflect.String || k == reflect.Bool || (k >= reflect.Int && k <= reflect.Float64)
+}
+
+// singleEntry returns the value of a JSON object's one entry (a Token
+// entry aside): how a single primitive parameter is found by name when the
+// handler's parameter has none.
+func singleEntry(data []byte) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrArgs, err)
+	}
+	var one json.RawMessage
+	n := 0
+	for k, v := range m {
+		if strings.EqualFold(k, tokenKey) {
+			continue
+		}
+		one = v
+		n++
+	}
+	if n != 1 {
+		return nil, fmt.Errorf("%w: a single value is expected, the object has %d entries", ErrArgs, n)
+	}
+	return one, nil
+}
+
+// unmarshalLenient is json.Unmarshal (field names match case-insensitively)
+// that, for a struct, also takes numbers and booleans written as strings.
+func unmarshalLenient(data []byte, dst any) error {
+	err := json.Unmarshal(data, dst)
+	var te *json.UnmarshalTypeError
+	if err == nil {
+		return nil
+	}
+	rv := reflect.ValueOf(dst).Elem()
+	if !errors.As(err, &te) || rv.Kind() != reflect.Struct {
+		return fmt.Errorf("%w: %v", ErrArgs, err)
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(data, &m) != nil {
+		return fmt.Errorf("%w: %v", ErrArgs, err)
+	}
+	t := rv.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		raw, ok := lookupFold(m, fieldName(f))
+		if !ok {
+			continue
+		}
+		fv := rv.Field(i)
+		if len(raw) > 0 && raw[0] == '"' && isPrimitive(fv.Kind()) && fv.Kind() != reflect.String {
+			if _, err := setPrimitive(fv, trimText(raw)); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := json.Unmarshal(raw, fv.Addr().Interface()); err != nil {
+			return fmt.Errorf("%w: field %s: %v", ErrArgs, f.Name, err)
+		}
+	}
+	return nil
+}
+
+// fieldName is the JSON name of a struct field.
+func fieldName(f reflect.StructField) string {
+	if tag, ok := f.Tag.Lookup("json"); ok {
+		if name, _, _ := strings.Cut(tag, ","); name != "" && name != "-" {
+			return name
+		}
+	}
+	return f.Name
+}
+
+func lookupFold(m map[string]json.RawMessage, name string) (json.RawMessage, bool) {
+	if v, ok := m[name]; ok {
+		return v, true
+	}
+	for k, v := range m {
+		if strings.EqualFold(k, name) {
+			return v, true
+		}
+	}
+	return nil, false
+}

@@ -1,0 +1,339 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lifenet/lifenet/codec"
+	"github.com/lifenet/lifenet/packet"
+	"github.com/lifenet/lifenet/transport"
+)
+
+// ClientConfig holds a client's settings. The zero value means "all
+// defaults"; a zero field takes the default named on it.
+type ClientConfig struct {
+	// Transport holds the connection settings.
+	Transport transport.ClientConfig
+	// Framer bounds the replies a connection accepts (default 10 MiB).
+	Framer codec.FramerConfig
+	// Timeout bounds a call whose context has no earlier deadline
+	// (default 15 s, NewLife ApiClient.Timeout).
+	Timeout time.Duration
+	// Token, when set, is merged into every call's argument object under
+	// the key Token (NewLife ApiClient.Token); for HTTP servers it is sent
+	// as Authorization: Bearer.
+	Token string
+	// Headers are merged into every call's argument object after Token,
+	// sorted by key (NewLife ApiClient.Headers).
+	Headers map[string]string
+	// Conns is the number of connections the client keeps to its server,
+	// used in turn (default 1: every call multiplexed over one connection).
+	Conns int
+	// OnPush, if set, gets the server's one-way requests (pushes): the
+	// action and its data, borrowed for the call. It runs on the
+	// connection's reading goroutine and must not block.
+	OnPush func(action string, data []byte)
+}
+
+// DefaultClientConfig returns a ClientConfig with every default filled in.
+func DefaultClientConfig() ClientConfig {
+	c := ClientConfig{Transport: transport.DefaultClientConfig(), Framer: codec.DefaultFramerConfig()}
+	c.fill()
+	return c
+}
+
+func (c *ClientConfig) fill() {
+	if c.Framer.MaxFrame == 0 {
+		c.Framer.MaxFrame = codec.DefaultMaxFrame
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Conns == 0 {
+		c.Conns = 1
+	}
+}
+
+// Validate reports the first setting out of range.
+func (c ClientConfig) Validate() error {
+	if err := c.Transport.Validate(); err != nil {
+		return err
+	}
+	if err := c.Framer.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case c.Timeout < 0:
+		return fmt.Errorf("%w: Timeout %v < 0", ErrConfig, c.Timeout)
+	case c.Conns < 0 || c.Conns > 10000:
+		return fmt.Errorf("%w: Conns %d (0 to 10000)", ErrConfig, c.Conns)
+	}
+	return nil
+}
+
+// Client calls the actions of a NewLife ApiServer or a lifenet Server
+// (NewLife ApiClient). Its server addresses are tried in turn: a call that
+// finds its connection gone reconnects, to the next address when the
+// current one fails (failover). Calls are multiplexed over the connection,
+// matched by SRMP sequence number, at most 255 in flight per connection
+// (more wait for a free number). All methods are safe for concurrent use.
+type Client struct {
+	cfg    ClientConfig
+	addrs  []*url.URL
+	opts   codec.Options
+	slots  []slot
+	turn   atomic.Uint32
+	server atomic.Uint32 // index of the address to dial next
+	closed atomic.Bool
+	web    *http.Client // for http:// servers
+}
+
+type slot struct {
+	mu sync.Mutex
+	cc *codec.Client
+}
+
+// Dial returns a client of servers, a comma-separated list of addresses
+// ("tcp://host:port", "udp://…", "ws://host:port/path", "http://…"; no
+// scheme means tcp), and connects to the first that answers.
+func Dial(ctx context.Context, servers string, cfg ClientConfig) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.fill()
+	addrs, err := parseServers(servers)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{cfg: cfg, addrs: addrs, slots: make([]slot, cfg.Conns)}
+	c.opts = codec.Options{Timeout: cfg.Timeout, Handler: c.onPush}
+	if isHTTP(addrs[0]) {
+		c.web = &http.Client{Timeout: cfg.Timeout}
+		return c, nil
+	}
+	if _, err := c.conn(ctx, 0); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func parseServers(servers string) ([]*url.URL, error) {
+	var out []*url.URL
+	for _, s := range strings.Split(servers, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if !strings.Contains(s, "://") {
+			s = "tcp://" + s
+		}
+		u, err := url.Parse(s)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %q: %v", ErrAddress, s, err)
+		}
+		switch u.Scheme {
+		case "tcp", "udp", "ws", "http", "https":
+		default:
+			return nil, fmt.Errorf("%w: %q (tcp, udp, ws, http or https)", ErrAddress, s)
+		}
+		if u.Host == "" {
+			return nil, fmt.Errorf("%w: %q has no host", ErrAddress, s)
+		}
+		if len(out) > 0 && isHTTP(u) != isHTTP(out[0]) {
+			return nil, fmt.Errorf("%w: mixing HTTP and socket servers in one client", ErrAddress)
+		}
+		out = append(out, u)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no server address", ErrAddress)
+	}
+	return out, nil
+}
+
+func isHTTP(u *url.URL) bool { return u.Scheme == "http" || u.Scheme == "https" }
+
+// conn returns slot i's live connection, connecting when it has none.
+func (c *Client) conn(ctx context.Context, i int) (*codec.Conn, error) {
+	sl := &c.slots[i]
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	if sl.cc != nil {
+		if cn := sl.cc.Conn(); !ended(cn) {
+			return cn, nil
+		}
+		sl.cc.Close()
+		sl.cc = nil
+	}
+	var last error
+	for range c.addrs {
+		k := int(c.server.Load()) % len(c.addrs)
+		cc, err := c.dial(ctx, c.addrs[k])
+		if err == nil {
+			sl.cc = cc
+			return cc.Conn(), nil
+		}
+		last = err
+		if ctx.Err() != nil {
+			break
+		}
+		c.server.CompareAndSwap(uint32(k), uint32(k+1)) // fail over
+	}
+	return nil, fmt.Errorf("%w: %w", ErrNoServer, last)
+}
+
+func ended(cn *codec.Conn) bool {
+	select {
+	case <-cn.Session().Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// dial connects to one server address.
+func (c *Client) dial(ctx context.Context, u *url.URL) (*codec.Client, error) {
+	opts := c.opts
+	network := "tcp"
+	switch u.Scheme {
+	case "udp":
+		network = "udp"
+		opts.Pipeline = codec.NewPipeline(codec.SRMP(c.cfg.Framer))
+	case "ws":
+		opts.Pipeline = codec.NewPipeline(wsClientStage(u), codec.SRMP(c.cfg.Framer))
+	default:
+		opts.Pipeline = codec.NewPipeline(codec.SRMP(c.cfg.Framer))
+	}
+	return codec.Dial(ctx, network, u.Host, c.cfg.Transport, opts)
+}
+
+// pick returns a connection for the next call, in turn over the slots.
+func (c *Client) pick(ctx context.Context) (*codec.Conn, error) {
+	i := 0
+	if n := len(c.slots); n > 1 {
+		i = int(c.turn.Add(1)) % n
+	}
+	sl := &c.slots[i]
+	sl.mu.Lock()
+	cc := sl.cc
+	sl.mu.Unlock()
+	if cc != nil {
+		if cn := cc.Conn(); !ended(cn) {
+			return cn, nil
+		}
+	}
+	return c.conn(ctx, i)
+}
+
+// Invoke calls action with args and decodes the reply's data into result
+// (a pointer; nil to ignore the data). args are encoded as NewLife does:
+// nil for none, []byte and string raw, numbers and bools as text, anything
+// else as JSON (an object also carries Token and Headers). A server's error
+// reply returns an *ApiError; a timeout wraps codec.ErrTimeout; a lost
+// connection wraps codec.ErrConnClosed (the call is not retried: it may
+// have run).
+func (c *Client) Invoke(ctx context.Context, action string, args, result any) error {
+	if c.web != nil {
+		return c.invokeHTTP(ctx, action, args, result)
+	}
+	var stack [256]byte
+	body, err := appendRequest(stack[:0], action, args, c.cfg.Token, c.cfg.Headers)
+	if err != nil {
+		return err
+	}
+	cn, err := c.pick(ctx)
+	if err != nil {
+		return err
+	}
+	reply, err := cn.RequestBytes(ctx, FlagRPC, body)
+	if err != nil {
+		return fmt.Errorf("rpc: %s: %w", action, err)
+	}
+	defer reply.Release()
+	return decodeReply(reply, result)
+}
+
+// Call is the generic form of Invoke: it returns the result as an R.
+func Call[R any](ctx context.Context, c *Client, action string, args any) (R, error) {
+	var r R
+	err := c.Invoke(ctx, action, args, &r)
+	return r, err
+}
+
+// InvokeOneWay sends action with args and waits for nothing: the server
+// runs it and answers nothing, even on error.
+func (c *Client) InvokeOneWay(ctx context.Context, action string, args any) error {
+	body, err := appendRequest(nil, action, args, c.cfg.Token, c.cfg.Headers)
+	if err != nil {
+		return err
+	}
+	if c.web != nil {
+		return fmt.Errorf("%w: one-way calls need a socket server", ErrAddress)
+	}
+	cn, err := c.pick(ctx)
+	if err != nil {
+		return err
+	}
+	p := packet.Get(len(body))
+	copy(p.Bytes(), body)
+	return cn.Write(codec.NewMessage(codec.KindOneWay, FlagRPC, 0, p))
+}
+
+// decodeReply turns a reply into result or an *ApiError.
+func decodeReply(reply *codec.Message, result any) error {
+	var payload []byte
+	if reply.Payload != nil {
+		payload = reply.PayloadBytes()
+	}
+	isErr := reply.Kind == codec.KindError
+	b, err := parseBody(payload, isErr)
+	if err != nil {
+		return err
+	}
+	if isErr && b.code != codeOK && b.code != codeOK200 {
+		return &ApiError{Code: int(b.code), Message: strings.Trim(string(b.data), `"`)}
+	}
+	return decodeResult(b.data, result)
+}
+
+// onPush hands a server's one-way requests to OnPush.
+func (c *Client) onPush(_ *codec.Conn, msg any) {
+	m, ok := msg.(*codec.Message)
+	if !ok || m.IsReply() || c.cfg.OnPush == nil {
+		return // replies nobody waits for any more (timed out) are dropped
+	}
+	var payload []byte
+	if m.Payload != nil {
+		payload = m.PayloadBytes()
+	}
+	if b, err := parseBody(payload, false); err == nil {
+		c.cfg.OnPush(string(b.action), b.data)
+	}
+}
+
+// Close closes the client's connections; calls in flight fail.
+func (c *Client) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	var errs []error
+	for i := range c.slots {
+		sl := &c.slots[i]
+		sl.mu.Lock()
+		if sl.cc != nil {
+			errs = append(errs, sl.cc.Close())
+			sl.cc = nil
+		}
+		sl.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,100 @@
+package rpc
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/lifenet/lifenet/codec"
+	"github.com/lifenet/lifenet/transport"
+)
+
+// Config holds a server's settings. The zero value means "all defaults";
+// a zero field takes the default named on it. A Config is read when the
+// server is created and not after.
+type Config struct {
+	// Transport holds the connection settings (limits, timeouts, buffers).
+	Transport transport.Config
+	// Framer bounds the frames a connection may send (default 10 MiB;
+	// partial frames expire after 5 s).
+	Framer codec.FramerConfig
+	// Serial handles each connection's requests one at a time on its
+	// reading goroutine, replies in order (NewLife Multiplex=false). By
+	// default each request runs on its own goroutine and replies leave as
+	// they are ready.
+	Serial bool
+	// MaxInFlight caps the requests one connection may have running at
+	// once (default 256); past it, the connection's next request runs on
+	// its reading goroutine, which stops reading it until that one is done.
+	MaxInFlight int
+	// NoHTTP and NoWebSocket turn off the HTTP and WebSocket forms of the
+	// port (by default a connection's first bytes decide which it speaks).
+	NoHTTP, NoWebSocket bool
+	// UseHTTPStatus puts an HTTP call's code in the status line and the
+	// bare result in the body (NewLife UseHttpStatus); by default the status
+	// is 200 and the body {"action","code","data"}.
+	UseHTTPStatus bool
+	// MaxHTTPHeader bounds an HTTP request's header (default 64 KiB).
+	MaxHTTPHeader int
+	// Authorize, if set, runs before every action but the built-in Api/*
+	// ones; an error it returns is the call's reply (an *ApiError's code,
+	// else 500). It runs on the call's goroutine.
+	Authorize func(ctx context.Context, s *Session, action string) error
+	// Log receives handler panics (once each, with the stack) and dropped
+	// requests (default slog.Default()).
+	Log *slog.Logger
+	// PushTimeout bounds a push to one session (default 15 s).
+	PushTimeout time.Duration
+}
+
+// DefaultConfig returns a Config with every default filled in.
+func DefaultConfig() Config {
+	c := Config{Transport: transport.DefaultConfig(), Framer: codec.DefaultFramerConfig()}
+	c.fill()
+	return c
+}
+
+const (
+	defaultMaxInFlight   = 256
+	defaultMaxHTTPHeader = 64 << 10
+	// DefaultTimeout is a client call's timeout (NewLife ApiClient.Timeout).
+	DefaultTimeout = 15 * time.Second
+)
+
+func (c *Config) fill() {
+	if c.Framer.MaxFrame == 0 {
+		c.Framer.MaxFrame = codec.DefaultMaxFrame
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = defaultMaxInFlight
+	}
+	if c.MaxHTTPHeader == 0 {
+		c.MaxHTTPHeader = defaultMaxHTTPHeader
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	if c.PushTimeout == 0 {
+		c.PushTimeout = DefaultTimeout
+	}
+}
+
+// Validate reports the first setting out of range.
+func (c Config) Validate() error {
+	if err := c.Transport.Validate(); err != nil {
+		return err
+	}
+	if err := c.Framer.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case c.MaxInFlight < 0:
+		return fmt.Errorf("%w: MaxInFlight %d < 0", ErrConfig, c.MaxInFlight)
+	case c.MaxHTTPHeader < 0:
+		return fmt.Errorf("%w: MaxHTTPHeader %d < 0", ErrConfig, c.MaxHTTPHeader)
+	case c.PushTimeout < 0:
+		return fmt.Errorf("%w: PushTimeout %v < 0", ErrConfig, c.PushTimeout)
+	}
+	return nil
+}

@@ -1,0 +1,209 @@
+package rpc
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/lifenet/lifenet/codec"
+	"github.com/lifenet/lifenet/rpc/internal/ws"
+)
+
+// serveHTTP answers the whole HTTP requests held in g.buf, in order, on the
+// reading goroutine (an HTTP/1.1 connection answers in order anyway). The
+// request is parsed by net/http; a malformed one gets 400 and the
+// connection closes. A request that upgrades to WebSocket switches the
+// connection to WebSocket.
+func (g *gateway) serveHTTP(c *codec.Context) error {
+	for g.mode.Load() == modeHTTP {
+		end := bytes.Index(g.buf, []byte("\r\n\r\n"))
+		if end < 0 {
+			if len(g.buf) > g.s.cfg.MaxHTTPHeader {
+				return g.httpFail(c, http.StatusRequestHeaderFieldsTooLarge, "request header too large")
+			}
+			return nil
+		}
+		end += 4
+		req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(g.buf[:end])))
+		if err != nil {
+			return g.httpFail(c, http.StatusBadRequest, err.Error())
+		}
+		if ws.IsUpgrade(req) && !g.s.cfg.NoWebSocket {
+			return g.upgrade(c, req, end)
+		}
+		if g.s.cfg.NoHTTP {
+			return g.httpFail(c, http.StatusBadRequest, "this port serves no HTTP")
+		}
+		switch {
+		case req.ContentLength < 0 || len(req.TransferEncoding) > 0:
+			return g.httpFail(c, http.StatusLengthRequired, "a body needs Content-Length")
+		case req.ContentLength > int64(g.s.cfg.Framer.MaxFrame):
+			return g.httpFail(c, http.StatusRequestEntityTooLarge, "request body too large")
+		case int64(len(g.buf)-end) < req.ContentLength:
+			return nil // the body is still coming
+		}
+		n := end + int(req.ContentLength)
+		if err := g.answerHTTP(c, req, g.buf[end:n]); err != nil {
+			return err
+		}
+		g.buf = g.buf[:copy(g.buf, g.buf[n:])]
+		if req.Close {
+			g.ss.conn.Session().Close()
+			return nil
+		}
+	}
+	return nil
+}
+
+// answerHTTP runs one HTTP call and writes its response.
+func (g *gateway) answerHTTP(c *codec.Context, req *http.Request, body []byte) error {
+	action := strings.TrimPrefix(req.URL.Path, "/")
+	data, err := httpArgs(req, body)
+	if err != nil {
+		return g.respond(c, action, CodeBadRequest, kindText, []byte(err.Error()))
+	}
+	if t := httpToken(req); t != "" {
+		g.ss.SetToken(t)
+	} else if len(data) > 0 {
+		g.ss.takeToken(data)
+	}
+	if !validAction([]byte(action)) {
+		return g.respond(c, action, CodeNotFound, kindText, []byte(notFound([]byte(action)).Message))
+	}
+	s := g.s
+	s.running.Add(1)
+	out, k, err := s.exec(g.ss.ctx, g.ss, []byte(action), data, nil)
+	s.running.Add(-1)
+	if err != nil {
+		code, msg := errorCode(err)
+		return g.respond(c, action, int(code), kindText, []byte(msg))
+	}
+	return g.respond(c, action, CodeOK, k, out)
+}
+
+// httpArgs turns a request's query or body into the call's data: a JSON
+// body as it is, a form or query string as a JSON object of strings (the
+// binder takes numbers written as strings).
+func httpArgs(req *http.Request, body []byte) ([]byte, error) {
+	if len(body) > 0 {
+		if isJSON(body) && strings.Contains(req.Header.Get("Content-Type"), "json") {
+			return body, nil
+		}
+		form, err := url.ParseQuery(string(body))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrArgs, err)
+		}
+		return formJSON(form)
+	}
+	if req.URL.RawQuery == "" {
+		return nil, nil
+	}
+	form, err := url.ParseQuery(req.URL.RawQuery)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrArgs, err)
+	}
+	return formJSON(form)
+}
+
+func formJSON(form url.Values) ([]byte, error) {
+	m := make(map[string]string, len(form))
+	for k, v := range form {
+		if len(v) > 0 {
+			m[k] = v[len(v)-1]
+		}
+	}
+	return json.Marshal(m)
+}
+
+// httpToken is the token of an x-token or Authorization: Bearer header.
+func httpToken(req *http.Request) string {
+	if t := req.Header.Get("X-Token"); t != "" {
+		return t
+	}
+	if a := req.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "Bearer ") {
+		return a[7:]
+	}
+	return ""
+}
+
+// respond writes an HTTP response: {"action","code","data"} with status
+// 200 (NewLife's default), or with UseHTTPStatus the code as the status
+// and the bare value as the body. A null result has no body, a []byte
+// result is sent as it is.
+func (g *gateway) respond(c *codec.Context, action string, code int, k kind, value []byte) error {
+	status, ctype := http.StatusOK, "application/json"
+	var body []byte
+	switch {
+	case k == kindRaw && code == CodeOK:
+		body, ctype = value, "application/octet-stream"
+	case g.s.cfg.UseHTTPStatus:
+		if code != CodeOK {
+			status = code
+		}
+		if k != kindNull {
+			body = appendJSONValue(nil, k, value)
+		}
+	case k == kindNull && code == CodeOK:
+	default:
+		body = append(body, `{"action":`...)
+		body = appendJSONString(body, action)
+		body = append(body, `,"code":`...)
+		body = strconv.AppendInt(body, int64(code), 10)
+		body = append(body, `,"data":`...)
+		body = appendJSONValue(body, k, value)
+		body = append(body, '}')
+	}
+	return c.WriteBytes(httpHead(status, ctype, len(body)), body)
+}
+
+func httpHead(status int, ctype string, n int) []byte {
+	h := make([]byte, 0, 128)
+	h = append(h, "HTTP/1.1 "...)
+	h = strconv.AppendInt(h, int64(status), 10)
+	h = append(h, ' ')
+	h = append(h, http.StatusText(status)...)
+	h = append(h, "\r\nContent-Length: "...)
+	h = strconv.AppendInt(h, int64(n), 10)
+	h = append(h, "\r\nContent-Type: "...)
+	h = append(h, ctype...)
+	return append(h, "\r\nConnection: keep-alive\r\n\r\n"...)
+}
+
+// appendJSONValue renders an encoded value as JSON.
+func appendJSONValue(dst []byte, k kind, v []byte) []byte {
+	switch k {
+	case kindNull:
+		return append(dst, "null"...)
+	case kindBool:
+		if string(v) == "True" {
+			return append(dst, "true"...)
+		}
+		return append(dst, "false"...)
+	case kindNumber, kindJSON:
+		return append(dst, v...)
+	}
+	return appendJSONString(dst, string(v))
+}
+
+func appendJSONString(dst []byte, s string) []byte {
+	b, _ := json.Marshal(s)
+	return append(dst, b...)
+}
+
+// httpFail answers a request the gateway cannot serve and ends the
+// connection once the answer is written.
+func (g *gateway) httpFail(c *codec.Context, status int, msg string) error {
+	c.WriteBytes(httpHead(status, "text/plain; charset=utf-8", len(msg)), []byte(msg))
+	g.ss.conn.Session().Close()
+	g.buf = nil
+	return nil
+}
+
+// errHTTPOnly: WebSocket messages other than data and close.
+var errWSProtocol = errors.New("rpc: websocket protocol error")

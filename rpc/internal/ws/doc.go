@@ -1,0 +1,18 @@
+// Package ws is the WebSocket framing (RFC 6455) lifenet's rpc layer needs to
+// carry SRMP frames over WebSocket on the same port as raw SRMP and HTTP; it
+// parses from byte slices so it fits an event-driven receive path.
+//
+// The package is deliberately small: it parses and appends frame headers,
+// whole frames and close frames, masks and unmasks payloads, and builds and
+// checks the opening handshake on top of net/http's request and response
+// types. It keeps no connection state and does no I/O. Reassembling
+// fragmented messages, validating UTF-8 in text frames, answering pings and
+// deciding whether unmasked client frames are acceptable (NewLife's v11
+// client sends them) are left to the caller.
+//
+// Buffers: every function that takes a byte slice only uses it for the
+// duration of the call unless its documentation says otherwise (Parse returns
+// a payload aliasing its input). Append functions follow the append
+// convention: they append to dst, growing it if needed, and return the
+// extended slice; they allocate only when dst lacks capacity.
+package ws

@@ -1,0 +1,136 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/lifenet/lifenet/codec"
+	"github.com/lifenet/lifenet/packet"
+)
+
+// tokenKey is the argument key that carries a caller's token (NewLife
+// ApiClient.Token is merged into the arguments under it).
+const tokenKey = "Token"
+
+// Session is one caller's connection (or UDP peer) to a Server (NewLife
+// IApiSession). Handlers find theirs with SessionFrom. All methods are safe
+// for concurrent use.
+type Session struct {
+	srv     *Server
+	conn    *codec.Conn
+	ctx     context.Context
+	cancel  context.CancelFunc
+	running atomic.Int32 // calls running on their own goroutines
+	http    atomic.Bool  // the connection speaks HTTP: nowhere to push
+	token   atomic.Pointer[string]
+}
+
+type sessionKey struct{}
+
+func newSession(s *Server, c *codec.Conn) *Session {
+	ss := &Session{srv: s, conn: c}
+	ctx, cancel := context.WithCancel(s.ctx)
+	ss.ctx, ss.cancel = context.WithValue(ctx, sessionKey{}, ss), cancel
+	return ss
+}
+
+// SessionFrom returns the session of the call whose context ctx is, or
+// nil (a direct Process call, or a context from elsewhere).
+func SessionFrom(ctx context.Context) *Session {
+	ss, _ := ctx.Value(sessionKey{}).(*Session)
+	return ss
+}
+
+// ID returns the session's transport ID.
+func (s *Session) ID() uint64 { return s.conn.Session().ID() }
+
+// RemoteAddr returns the caller's address.
+func (s *Session) RemoteAddr() net.Addr { return s.conn.Session().RemoteAddr() }
+
+// Token returns the last token the caller sent (an argument named Token,
+// or for HTTP an x-token or Authorization: Bearer header).
+func (s *Session) Token() string {
+	if t := s.token.Load(); t != nil {
+		return *t
+	}
+	return ""
+}
+
+// SetToken sets the session's token (a login action issuing one, say).
+func (s *Session) SetToken(t string) { s.token.Store(&t) }
+
+// Set and Get keep application values on the session.
+func (s *Session) Set(key, value any) { s.conn.Session().Set(key, value) }
+
+// Get returns a value Set kept.
+func (s *Session) Get(key any) (any, bool) { return s.conn.Session().Get(key) }
+
+// Close ends the session's connection.
+func (s *Session) Close() error { return s.conn.Session().Close() }
+
+// Push sends the caller a one-way request (NewLife IApiSession.InvokeOneWay):
+// a server push, which the client's OnPush sees. args are encoded like a
+// call's arguments.
+func (s *Session) Push(action string, args any) error {
+	body, err := appendRequest(nil, action, args, "", nil)
+	if err != nil {
+		return err
+	}
+	return s.pushBody(body)
+}
+
+func (s *Session) pushBody(body []byte) error {
+	p := packet.Get(len(body))
+	copy(p.Bytes(), body)
+	seq := uint8(s.srv.pushSeq.Add(1))
+	return s.conn.Write(codec.NewMessage(codec.KindOneWay, FlagRPC, seq, p))
+}
+
+// PushAll sends a one-way request to every SRMP and WebSocket session
+// (NewLife ApiServer.InvokeAll) and returns how many it went to.
+func (s *Server) PushAll(action string, args any) (int, error) {
+	body, err := appendRequest(nil, action, args, "", nil)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	s.sessions.Range(func(_, v any) bool {
+		ss := v.(*Session)
+		if ss.pushable() && ss.pushBody(body) == nil {
+			n++
+		}
+		return true
+	})
+	return n, nil
+}
+
+// pushable reports whether the session speaks SRMP (raw or in WebSocket):
+// an HTTP connection has nowhere to put a push.
+func (s *Session) pushable() bool {
+	return !s.http.Load()
+}
+
+// takeToken sets the session's token from an argument object's Token
+// entry; a quick scan spares the parse when there is none.
+func (s *Session) takeToken(data []byte) {
+	if !isJSON(data) || !bytes.Contains(data, []byte(`oken"`)) {
+		return
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(data, &m) != nil {
+		return
+	}
+	for k, v := range m {
+		if strings.EqualFold(k, tokenKey) {
+			s.SetToken(trimText(v))
+			return
+		}
+	}
+}
+
+func appendInt(dst []byte, v int64) []byte { return strconv.AppendInt(dst, v, 10) }

@@ -1,0 +1,219 @@
+package rpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"time"
+)
+
+// kind is how a value was encoded, so that the HTTP gateway can render the
+// same value as JSON.
+type kind uint8
+
+const (
+	kindNull   kind = iota // no data block
+	kindText               // a string: raw UTF-8
+	kindNumber             // a number as text
+	kindBool               // True/False
+	kindRaw                // bytes as they are
+	kindJSON               // a JSON document
+)
+
+// timeLayout is how NewLife writes a DateTime value.
+const timeLayout = "2006-01-02 15:04:05"
+
+// appendValue appends v as NewLife's JsonEncoder writes it (spec: strings
+// raw, bools True/False, numbers as text, bytes raw, anything else JSON).
+func appendValue(dst []byte, v any) ([]byte, kind, error) {
+	switch v := v.(type) {
+	case nil:
+		return dst, kindNull, nil
+	case string:
+		return append(dst, v...), kindText, nil
+	case []byte:
+		if v == nil {
+			return dst, kindNull, nil
+		}
+		return append(dst, v...), kindRaw, nil
+	case bool:
+		if v {
+			return append(dst, "True"...), kindBool, nil
+		}
+		return append(dst, "False"...), kindBool, nil
+	case int:
+		return strconv.AppendInt(dst, int64(v), 10), kindNumber, nil
+	case int8:
+		return strconv.AppendInt(dst, int64(v), 10), kindNumber, nil
+	case int16:
+		return strconv.AppendInt(dst, int64(v), 10), kindNumber, nil
+	case int32:
+		return strconv.AppendInt(dst, int64(v), 10), kindNumber, nil
+	case int64:
+		return strconv.AppendInt(dst, v, 10), kindNumber, nil
+	case uint:
+		return strconv.AppendUint(dst, uint64(v), 10), kindNumber, nil
+	case uint8:
+		return strconv.AppendUint(dst, uint64(v), 10), kindNumber, nil
+	case uint16:
+		return strconv.AppendUint(dst, uint64(v), 10), kindNumber, nil
+	case uint32:
+		return strconv.AppendUint(dst, uint64(v), 10), kindNumber, nil
+	case uint64:
+		return strconv.AppendUint(dst, v, 10), kindNumber, nil
+	case float32:
+		return appendFloat(dst, float64(v), 32), kindNumber, nil
+	case float64:
+		return appendFloat(dst, v, 64), kindNumber, nil
+	case time.Time:
+		return v.AppendFormat(dst, timeLayout), kindText, nil
+	case json.RawMessage:
+		return append(dst, v...), kindJSON, nil
+	case error:
+		return append(dst, v.Error()...), kindText, nil
+	}
+	if rv := reflect.ValueOf(v); (rv.Kind() == reflect.Pointer || rv.Kind() == reflect.Map || rv.Kind() == reflect.Slice) && rv.IsNil() {
+		return dst, kindNull, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return dst, kindNull, fmt.Errorf("rpc: encoding a %T result: %w", v, err)
+	}
+	return append(dst, b...), kindJSON, nil
+}
+
+// appendFloat writes a float as .NET's shortest round-trip ToString does:
+// positional between 1e-5 and 1e15, else an exponent with a sign ("1E+20").
+func appendFloat(dst []byte, f float64, bits int) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(dst, "NaN"...)
+	case math.IsInf(f, 1):
+		return append(dst, "Infinity"...)
+	case math.IsInf(f, -1):
+		return append(dst, "-Infinity"...)
+	}
+	if a := math.Abs(f); a == 0 || (a >= 1e-5 && a < 1e15) {
+		return strconv.AppendFloat(dst, f, 'f', -1, bits)
+	}
+	return strconv.AppendFloat(dst, f, 'E', -1, bits)
+}
+
+// decodeResult stores a reply's data into dst (a pointer) as NewLife's
+// client decodes results: bytes as they are, text for strings and
+// primitives, JSON for anything else; empty data leaves dst unchanged.
+func decodeResult(data []byte, dst any) error {
+	if dst == nil || len(data) == 0 {
+		return nil
+	}
+	return decodeText(data, dst)
+}
+
+// decodeText stores text into dst by dst's type.
+func decodeText(data []byte, dst any) error {
+	switch d := dst.(type) {
+	case *[]byte:
+		*d = append((*d)[:0], data...)
+		return nil
+	case *string:
+		*d = string(data)
+		return nil
+	case *any:
+		if isJSON(data) {
+			return json.Unmarshal(data, d)
+		}
+		*d = string(data)
+		return nil
+	case *json.RawMessage:
+		*d = append((*d)[:0], data...)
+		return nil
+	case *time.Time:
+		t, err := parseTime(trimText(data))
+		if err == nil {
+			*d = t
+		}
+		return err
+	}
+	rv := reflect.ValueOf(dst)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("rpc: result must be a non-nil pointer, not %T", dst)
+	}
+	if ok, err := setPrimitive(rv.Elem(), trimText(data)); ok {
+		return err
+	}
+	return unmarshalLenient(data, dst)
+}
+
+// setPrimitive parses text into a bool, number or string value; ok is
+// false for other kinds.
+func setPrimitive(v reflect.Value, text string) (ok bool, err error) {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(text)
+	case reflect.Bool:
+		var b bool
+		b, err = strconv.ParseBool(text)
+		v.SetBool(b)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		var n int64
+		n, err = strconv.ParseInt(text, 10, v.Type().Bits())
+		v.SetInt(n)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		var n uint64
+		n, err = strconv.ParseUint(text, 10, v.Type().Bits())
+		v.SetUint(n)
+	case reflect.Float32, reflect.Float64:
+		var f float64
+		f, err = strconv.ParseFloat(text, v.Type().Bits())
+		v.SetFloat(f)
+	default:
+		return false, nil
+	}
+	if err != nil {
+		return true, fmt.Errorf("%w: %q as %s: %v", ErrArgs, text, v.Type(), err)
+	}
+	return true, nil
+}
+
+// trimText is a value's text without surrounding space and JSON quotes (a
+// NewLife client trims quotes from texts too).
+func trimText(b []byte) string {
+	b = bytes.TrimSpace(b)
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' {
+		var s string
+		if json.Unmarshal(b, &s) == nil {
+			return s
+		}
+		b = b[1 : len(b)-1]
+	}
+	return string(b)
+}
+
+func parseTime(s string) (time.Time, error) {
+	if t, err := time.ParseInLocation(timeLayout, s, time.Local); err == nil {
+		return t, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return t, fmt.Errorf("%w: %q is not a time", ErrArgs, s)
+	}
+	return t, nil
+}
+
+// isJSON reports whether data, trimmed, starts a JSON object or array (the
+// server's test for "parse the arguments as JSON").
+func isJSON(data []byte) bool {
+	for _, c := range data {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{', '[':
+			return true
+		}
+		return false
+	}
+	return false
+}

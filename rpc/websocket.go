@@ -1,0 +1,62 @@
+package rpc
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/lifenet/lifenet/codec"
+	"github.com/lifenet/lifenet/packet"
+	"github.com/lifenet/lifenet/rpc/internal/ws"
+)
+
+// upgrade answers a WebSocket upgrade (101, subprotocol SRMP) and serves
+// the bytes after the request as WebSocket frames.
+func (g *gateway) upgrade(c *codec.Context, req *http.Request, end int) error {
+	if err := c.WriteBytes(ws.AppendAccept(nil, req, "SRMP")); err != nil {
+		return err
+	}
+	g.ss.http.Store(false)
+	g.mode.Store(modeWS)
+	g.buf = g.buf[:copy(g.buf, g.buf[end:])]
+	return g.serveWS(c)
+}
+
+// serveWS handles the whole frames held in g.buf: data frames' payloads go
+// to the SRMP stage (which frames SRMP across messages), pings are
+// answered, a close is echoed and ends the connection. Client frames may
+// be masked or not (NewLife's v11 client does not mask).
+func (g *gateway) serveWS(c *codec.Context) error {
+	off := 0
+	defer func() { g.buf = g.buf[:copy(g.buf, g.buf[off:])] }()
+	for off < len(g.buf) {
+		f, n, err := ws.Parse(g.buf[off:], g.s.cfg.Framer.MaxFrame)
+		if err != nil {
+			c.WriteBytes(ws.AppendClose(nil, ws.CloseProtocolError, err.Error(), nil))
+			return fmt.Errorf("%w: %v", errWSProtocol, err)
+		}
+		if n == 0 {
+			return nil
+		}
+		off += n
+		switch f.Op {
+		case ws.Binary, ws.Text, ws.Continuation:
+			p := packet.Wrap(f.Payload)
+			err = c.FireRead(p)
+			p.Release()
+			if err != nil {
+				return err
+			}
+		case ws.Ping:
+			c.WriteBytes(ws.AppendFrame(nil, ws.Pong, f.Payload, nil))
+		case ws.Close:
+			code, _ := ws.CloseCode(f.Payload)
+			if code == ws.CloseNoStatus {
+				code = 0 // an empty close answers an empty close (1005 never goes on the wire)
+			}
+			c.WriteBytes(ws.AppendClose(nil, code, "", nil))
+			g.ss.conn.Session().Close()
+			return nil
+		}
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+package rpc
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Wire constants of NewLife.Remoting's body inside an SRMP payload
+// (docs/PROTOCOL.md, "RPC body"):
+//
+//	request, one-way, reply: [varint nameLen][name] ([int32 LE dataLen][data])?
+//	error reply:             [varint nameLen][name] [int32 LE code] ([int32 LE dataLen][data])?
+//
+// The data block is left out for a null value; the code is present only on
+// error replies (the SRMP kind says which).
+const (
+	// FlagRPC is the SRMP flag of RPC messages (NewLife DataKinds.Packet).
+	FlagRPC uint8 = 1
+	// MaxActionLen is the longest action name NewLife encodes correctly:
+	// its encoder sizes the name prefix for one varint byte.
+	MaxActionLen = 127
+
+	codeOK    = 0
+	codeOK200 = 200
+)
+
+// API result codes (NewLife ApiCode).
+const (
+	CodeOK              = 0
+	CodeBadRequest      = 400
+	CodeUnauthorized    = 401
+	CodeForbidden       = 403
+	CodeNotFound        = 404
+	CodeTooManyRequests = 429
+	CodeInternal        = 500
+	CodeUnavailable     = 503
+)
+
+// ErrBody is wrapped by errors about a malformed RPC body.
+var ErrBody = errors.New("rpc: malformed message body")
+
+// body is a decoded RPC body; its slices alias the payload it came from.
+type body struct {
+	action  []byte
+	code    int32
+	data    []byte
+	hasData bool // the data block was present (a zero-length value is not null)
+}
+
+// parseBody decodes an RPC body; withCode says whether an error code
+// follows the name (error replies).
+func parseBody(b []byte, withCode bool) (body, error) {
+	var m body
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return m, fmt.Errorf("%w: bad action name length", ErrBody)
+	}
+	m.action = b[k : k+int(n)]
+	b = b[k+int(n):]
+	if withCode {
+		if len(b) < 4 {
+			return m, fmt.Errorf("%w: error reply without a code", ErrBody)
+		}
+		m.code = int32(binary.LittleEndian.Uint32(b))
+		b = b[4:]
+	}
+	if len(b) == 0 {
+		return m, nil
+	}
+	if len(b) < 4 {
+		return m, fmt.Errorf("%w: %d stray bytes after the action name", ErrBody, len(b))
+	}
+	dl := int32(binary.LittleEndian.Uint32(b))
+	if dl < 0 || int(dl) > len(b)-4 {
+		return m, fmt.Errorf("%w: data length %d, %d bytes left", ErrBody, dl, len(b)-4)
+	}
+	m.data, m.hasData = b[4:4+int(dl)], true
+	return m, nil
+}
+
+// appendName appends an action name with its varint length.
+func appendName(dst []byte, action string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(action)))
+	return append(dst, action...)
+}
+
+// appendNameBytes is appendName for a name held in bytes.
+func appendNameBytes(dst, action []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(action)))
+	return append(dst, action...)
+}
+
+// appendDataLen appends a data length field.
+func appendDataLen(dst []byte, n int) []byte {
+	return binary.LittleEndian.AppendUint32(dst, uint32(n))
+}
+
+// appendCode appends an error reply's code.
+func appendCode(dst []byte, code int32) []byte {
+	return binary.LittleEndian.AppendUint32(dst, uint32(code))
+}
+
+// patchDataLen writes the length of the data that follows a length field
+// reserved at off.
+func patchDataLen(b []byte, off int) {
+	binary.LittleEndian.PutUint32(b[off:], uint32(len(b)-off-4))
+}
+
+// validAction reports whether NewLife would serve the action: not empty,
+// every byte ASCII below 127 (ApiServer drops anything else unanswered).
+func validAction(a []byte) bool {
+	if len(a) == 0 {
+		return false
+	}
+	for _, c := range a {
+		if c >= 127 {
+			return false
+		}
+	}
+	return true
+}
