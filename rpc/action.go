@@ -126,15 +126,22 @@ func Handle[A, R any](s *Server, name string, fn func(ctx context.Context, args 
 	return s.reg.add(&action{name: name, invoke: typedInvoker(fn), sig: signature[A, R](name)})
 }
 
-// typedInvoker adapts a typed handler to an invoker.
+// typedInvoker adapts a typed handler to an invoker. A []byte argument is
+// the data itself (no binding, nothing allocated).
 func typedInvoker[A, R any](fn func(context.Context, A) (R, error)) invoker {
-	_, raw := any((*A)(nil)).(*[]byte)
+	if raw, ok := any(fn).(func(context.Context, []byte) (R, error)); ok {
+		return func(ctx context.Context, data, dst []byte) ([]byte, kind, error) {
+			r, err := raw(ctx, data)
+			if err != nil {
+				return dst, kindNull, err
+			}
+			return appendResult(dst, r)
+		}
+	}
 	return func(ctx context.Context, data, dst []byte) ([]byte, kind, error) {
 		var a A
 		if len(data) > 0 {
-			if raw {
-				*any(&a).(*[]byte) = data
-			} else if err := bindArg(data, &a); err != nil {
+			if err := bindArg(data, &a); err != nil {
 				return dst, kindNull, err
 			}
 		}

@@ -6,6 +6,13 @@ import (
 	"sort"
 )
 
+// AppendRequest appends the body of a call of action with args to dst, as
+// Client.Invoke encodes it (without a token or headers): what Server.Process
+// takes, and the payload of an SRMP request (flag FlagRPC).
+func AppendRequest(dst []byte, action string, args any) ([]byte, error) {
+	return appendRequest(dst, action, args, "", nil)
+}
+
 // appendRequest appends the body of a call of action with args: the name,
 // then the arguments as NewLife's ApiClient encodes them (nil: none; bytes
 // and strings raw; primitives as text; anything else JSON, into which the

@@ -152,7 +152,8 @@ func (s *Server) serveKept(ss *Session, m *codec.Message) {
 // serve runs one request and writes its reply.
 func (s *Server) serve(ss *Session, m *codec.Message) {
 	defer s.running.Add(-1)
-	var stack [512]byte
+	bp := bodyPool.Get().(*[]byte)
+	defer putBody(bp)
 	var payload []byte
 	if m.Payload != nil {
 		payload = m.Payload.Bytes()
@@ -160,7 +161,8 @@ func (s *Server) serve(ss *Session, m *codec.Message) {
 			payload = m.PayloadBytes()
 		}
 	}
-	out, isErr, ok := s.process(ss.ctx, ss, m.Kind == codec.KindOneWay, payload, stack[:0])
+	out, isErr, ok := s.process(ss.ctx, ss, m.Kind == codec.KindOneWay, payload, (*bp)[:0])
+	*bp = out
 	if !ok {
 		return
 	}
@@ -171,6 +173,18 @@ func (s *Server) serve(ss *Session, m *codec.Message) {
 	p := packet.Get(len(out))
 	copy(p.Bytes(), out)
 	ss.conn.ReplyError(m, p)
+}
+
+// bodyPool holds reply-body buffers: a buffer that passes through an
+// action's invoker escapes, so the serving goroutines share pooled ones.
+var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// putBody returns a reply-body buffer to the pool, unless it grew large.
+func putBody(bp *[]byte) {
+	if cap(*bp) <= 64<<10 {
+		*bp = (*bp)[:0]
+		bodyPool.Put(bp)
+	}
 }
 
 // Process runs one request body (an SRMP request's payload) without a

@@ -1,8 +1,8 @@
 // Command lifenet is lifenet's load-test tool: `lifenet load` is NewLife's
 // NetLoadTest (a load generator plus a counting/echo server, for lifenet or
 // the plain std-net baseline) and `lifenet matrix` its run-matrix, with
-// md/json/html reports. `serve`, `call` and `rpcload` arrive with the RPC
-// layer.
+// md/json/html reports; `serve`, `call` and `rpcload` are the RPC layer's
+// server, shell client and benchmark.
 package main
 
 import (
@@ -14,6 +14,7 @@ import (
 
 	"github.com/lifenet/lifenet/internal/loadtest"
 	"github.com/lifenet/lifenet/internal/matrix"
+	"github.com/lifenet/lifenet/internal/rpctool"
 )
 
 const usage = `usage: lifenet <command> [flags]
@@ -25,6 +26,9 @@ commands:
   matrix   run the scenario matrix in separate processes, lifenet beside raw std net
            (--quick --only REGEX --out DIR --clientprocs N --pin); writes results.md,
            results.json and results.html
+  serve    an RPC server with NewLife's benchmark controller (--host --port --impl lifenet|netrpc)
+  call     call an action of any SRMP/NewLife server: call [--http] [--list] ADDR ACTION [k=v … | JSON]
+  rpcload  RPC load test (--remote --impl --conns --inflight --seconds --call --direct --goroutines)
 `
 
 func main() {
@@ -47,9 +51,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
-	case "serve", "call", "rpcload":
-		fmt.Fprintf(stderr, "lifenet %s: not built yet (see the open issues)\n", args[0])
-		return 2
+	case "serve":
+		return rpctool.Serve(ctx, args[1:], stdout, stderr)
+	case "call":
+		return rpctool.Call(ctx, args[1:], stdout, stderr)
+	case "rpcload":
+		return rpctool.Load(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "lifenet: unknown command %q\n%s", args[0], usage)
 	return 2

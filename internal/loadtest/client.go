@@ -1,6 +1,8 @@
 package loadtest
 
 import (
+	"github.com/lifenet/lifenet/internal/cpustat"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -111,7 +113,7 @@ func RunClient(ctx context.Context, cfg Config, addr string, out io.Writer) (Sum
 
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	alloc0, gc0, cpu0 := ms.TotalAlloc, ms.NumGC, cpuSeconds()
+	alloc0, gc0, cpu0 := ms.TotalAlloc, ms.NumGC, cpustat.Seconds()
 	start := time.Now()
 	stopProgress := r.progress(ctx, start, out)
 	var err error
@@ -135,7 +137,7 @@ func RunClient(ctx context.Context, cfg Config, addr string, out io.Writer) (Sum
 	}
 	if msgs > 0 {
 		s.AllocPerMsg = round(float64(ms.TotalAlloc-alloc0)/msgs, 2)
-		s.CPUPerMsg = round((cpuSeconds()-cpu0)/msgs*1e6, 3)
+		s.CPUPerMsg = round((cpustat.Seconds()-cpu0)/msgs*1e6, 3)
 	}
 	s.GC = ms.NumGC - gc0
 	return s, err

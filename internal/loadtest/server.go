@@ -1,6 +1,8 @@
 package loadtest
 
 import (
+	"github.com/lifenet/lifenet/internal/cpustat"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -111,7 +113,7 @@ func measureServer(ctx context.Context, cfg *Config, srv *echoServer, out io.Wri
 	bytes := srv.bytes
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	alloc0, gc0, cpu0 := ms.TotalAlloc, ms.NumGC, cpuSeconds()
+	alloc0, gc0, cpu0 := ms.TotalAlloc, ms.NumGC, cpustat.Seconds()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	var samples []float64
@@ -159,7 +161,7 @@ func measureServer(ctx context.Context, cfg *Config, srv *echoServer, out io.Wri
 	}
 	msgs := float64(total) / float64(cfg.Size)
 	st.AllocPerMsg = float64(ms.TotalAlloc-alloc0) / msgs
-	st.CPUPerMsg = (cpuSeconds() - cpu0) / msgs * 1e6
+	st.CPUPerMsg = (cpustat.Seconds() - cpu0) / msgs * 1e6
 	return st
 }
 

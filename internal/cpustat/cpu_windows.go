@@ -1,9 +1,9 @@
-package loadtest
+package cpustat
 
 import "syscall"
 
-// cpuSeconds is this process's user+system CPU time (GetProcessTimes).
-func cpuSeconds() float64 {
+// Seconds is this process's user+system CPU time (GetProcessTimes).
+func Seconds() float64 {
 	h, err := syscall.GetCurrentProcess()
 	if err != nil {
 		return 0

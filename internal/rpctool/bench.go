@@ -1,0 +1,86 @@
+// Package rpctool implements the RPC commands of the lifenet tool: `serve`
+// (an RPC server with NewLife's benchmark controller, for lifenet or Go's
+// net/rpc), `call` (call any SRMP/NewLife server from the shell) and
+// `rpcload` (NewLife.Remoting's RPC benchmarks: calls/s, latency, bytes
+// allocated and server CPU per call).
+package rpctool
+
+import (
+	"context"
+	"runtime"
+
+	"github.com/lifenet/lifenet/internal/cpustat"
+	"github.com/lifenet/lifenet/rpc"
+)
+
+// MultiArgs are the arguments of Bench/MultiArgs (NewLife's
+// MultiArgs(Int32 a, Int64 b, String c, Boolean d, Double e)).
+type MultiArgs struct {
+	A int32   `json:"a"`
+	B int64   `json:"b"`
+	C string  `json:"c"`
+	D bool    `json:"d"`
+	E float64 `json:"e"`
+}
+
+// AddArgs are the arguments of Bench/Add.
+type AddArgs struct {
+	A int32 `json:"a"`
+	B int32 `json:"b"`
+}
+
+// StringArgs are the arguments of Bench/EchoString (NewLife sends
+// new { input = … }).
+type StringArgs struct {
+	Input string `json:"input"`
+}
+
+// ProcStats are what Bench/ServerStats reports: the server process's CPU
+// time and bytes allocated so far, so a load client can work out the
+// server's cost per call.
+type ProcStats struct {
+	CPU        float64 `json:"cpu"`        // seconds of user+system CPU
+	TotalAlloc uint64  `json:"totalAlloc"` // bytes allocated
+}
+
+func procStats() ProcStats {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ProcStats{CPU: cpustat.Seconds(), TotalAlloc: ms.TotalAlloc}
+}
+
+// RegisterBench registers NewLife's benchmark controller (BenchController)
+// plus Bench/Add and Bench/ServerStats on srv, with the typed handlers.
+func RegisterBench(srv *rpc.Server) error {
+	for _, err := range []error{
+		rpc.Handle(srv, "Bench/NoArg", func(context.Context, struct{}) (int32, error) { return 42, nil }),
+		rpc.Handle(srv, "Bench/EchoString", func(_ context.Context, s string) (string, error) { return s, nil }),
+		rpc.Handle(srv, "Bench/EchoPacket", func(_ context.Context, b []byte) ([]byte, error) { return b, nil }),
+		rpc.Handle(srv, "Bench/MultiArgs", func(_ context.Context, a MultiArgs) (int32, error) { return a.A, nil }),
+		rpc.Handle(srv, "Bench/Add", func(_ context.Context, a AddArgs) (int32, error) { return a.A + a.B, nil }),
+		rpc.Handle(srv, "Bench/ServerStats", func(context.Context, struct{}) (ProcStats, error) { return procStats(), nil }),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// NetRPCBench is the same controller for Go's net/rpc (the baseline).
+type NetRPCBench struct{}
+
+// NoArg returns 42.
+func (NetRPCBench) NoArg(_ struct{}, r *int32) error { *r = 42; return nil }
+
+// EchoString returns its argument.
+func (NetRPCBench) EchoString(s string, r *string) error { *r = s; return nil }
+
+// EchoPacket returns its argument.
+func (NetRPCBench) EchoPacket(b []byte, r *[]byte) error { *r = b; return nil }
+
+// MultiArgs returns a.A.
+func (NetRPCBench) MultiArgs(a MultiArgs, r *int32) error { *r = a.A; return nil }
+
+// ServerStats reports the process's CPU and allocation.
+func (NetRPCBench) ServerStats(_ struct{}, r *ProcStats) error { *r = procStats(); return nil }

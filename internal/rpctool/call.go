@@ -1,0 +1,108 @@
+package rpctool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lifenet/lifenet/rpc"
+)
+
+// Call runs `lifenet call [flags] ADDR ACTION [key=value … | JSON]`.
+func Call(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("call")
+	useHTTP := fs.Bool("http", false, "call over HTTP (POST JSON) instead of SRMP")
+	list := fs.Bool("list", false, "list the server's actions (Api/All)")
+	timeout := fs.Duration("timeout", rpc.DefaultTimeout, "call timeout")
+	token := fs.String("token", "", "token merged into the arguments (NewLife ApiClient.Token)")
+	if code, done := parse(fs, args, stdout, stderr); done {
+		return code
+	}
+	rest := fs.Args()
+	err := errors.Join(
+		check(len(rest) >= 1, "missing ADDR (usage: lifenet call [flags] ADDR ACTION [key=value … | JSON])"),
+		check(*list || len(rest) >= 2, "missing ACTION (or --list)"),
+		check(*timeout > 0 && *timeout <= time.Hour, "--timeout %v: want more than 0, at most 1h", *timeout),
+	)
+	if err != nil {
+		return usageError(stderr, "call", err)
+	}
+	action, params := "Api/All", []string(nil)
+	if !*list {
+		action, params = rest[1], rest[2:]
+	}
+	callArgs, err := parseCallArgs(params)
+	if err != nil {
+		return usageError(stderr, "call", err)
+	}
+	addr := rest[0]
+	if *useHTTP && !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	cl, err := rpc.Dial(ctx, addr, rpc.ClientConfig{Timeout: *timeout, Token: *token})
+	if err != nil {
+		fmt.Fprintf(stderr, "lifenet call: %v\n", err)
+		return 1
+	}
+	defer cl.Close()
+	var out []byte
+	if err := cl.Invoke(ctx, action, callArgs, &out); err != nil {
+		fmt.Fprintf(stderr, "lifenet call: %v\n", err)
+		return 1
+	}
+	printResult(stdout, out)
+	return 0
+}
+
+// parseCallArgs turns the command line's arguments into a call's: nothing,
+// one JSON document, or key=value pairs (numbers and booleans as such,
+// everything else as strings).
+func parseCallArgs(params []string) (any, error) {
+	if len(params) == 0 {
+		return nil, nil
+	}
+	if len(params) == 1 && strings.IndexAny(strings.TrimSpace(params[0]), "{[") == 0 {
+		if !json.Valid([]byte(params[0])) {
+			return nil, fmt.Errorf("argument is not valid JSON: %s", params[0])
+		}
+		return json.RawMessage(params[0]), nil
+	}
+	obj := bytes.NewBufferString("{")
+	for i, p := range params {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("argument %q: want key=value or one JSON document", p)
+		}
+		if i > 0 {
+			obj.WriteByte(',')
+		}
+		kb, _ := json.Marshal(k)
+		obj.Write(kb)
+		obj.WriteByte(':')
+		if _, err := strconv.ParseFloat(v, 64); err == nil || v == "true" || v == "false" || v == "null" {
+			obj.WriteString(v)
+		} else {
+			vb, _ := json.Marshal(v)
+			obj.Write(vb)
+		}
+	}
+	obj.WriteByte('}')
+	return json.RawMessage(obj.Bytes()), nil
+}
+
+// printResult prints a result: JSON indented, text as it is.
+func printResult(w io.Writer, out []byte) {
+	var buf bytes.Buffer
+	if json.Valid(out) && json.Indent(&buf, out, "", "  ") == nil {
+		out = buf.Bytes()
+	}
+	fmt.Fprintf(w, "%s\n", out)
+}
