@@ -125,8 +125,9 @@ func (s *Server) onClose(c *codec.Conn, _ error) {
 }
 
 // onMessage takes a connection's inbound SRMP message (borrowed) and runs
-// it: on a goroutine of its own unless the server is Serial or the
-// connection has MaxInFlight calls running.
+// it: on the reading goroutine when its action is Inline, the server is
+// Serial or the connection has MaxInFlight calls running; else on a
+// goroutine of its own.
 func (s *Server) onMessage(c *codec.Conn, msg any) {
 	m, ok := msg.(*codec.Message)
 	if !ok || m.IsReply() {
@@ -134,12 +135,25 @@ func (s *Server) onMessage(c *codec.Conn, msg any) {
 	}
 	ss := c.State().(*Session)
 	s.running.Add(1)
-	if s.cfg.Serial || ss.running.Load() >= int32(s.cfg.MaxInFlight) {
+	if s.cfg.Serial || ss.running.Load() >= int32(s.cfg.MaxInFlight) || s.inline(m) {
 		s.serve(ss, m)
 		return
 	}
 	ss.running.Add(1)
 	go s.serveKept(ss, m.Keep())
+}
+
+// inline reports whether m calls an Inline action.
+func (s *Server) inline(m *codec.Message) bool {
+	if m.Payload == nil || m.Payload.Next() != nil {
+		return false
+	}
+	b, err := parseBody(m.Payload.Bytes(), false)
+	if err != nil {
+		return true // dropped at once: nothing to wait for
+	}
+	a := s.reg.find(b.action)
+	return a != nil && a.inline
 }
 
 // serveKept runs an owned request on its own goroutine.

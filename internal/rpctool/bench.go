@@ -50,14 +50,19 @@ func procStats() ProcStats {
 }
 
 // RegisterBench registers NewLife's benchmark controller (BenchController)
-// plus Bench/Add and Bench/ServerStats on srv, with the typed handlers.
-func RegisterBench(srv *rpc.Server) error {
+// plus Bench/Add and Bench/ServerStats on srv, with the typed handlers;
+// inline runs them on the reading goroutines (rpc.Inline: they never block).
+func RegisterBench(srv *rpc.Server, inline bool) error {
+	var o []rpc.HandleOption
+	if inline {
+		o = append(o, rpc.Inline())
+	}
 	for _, err := range []error{
-		rpc.Handle(srv, "Bench/NoArg", func(context.Context, struct{}) (int32, error) { return 42, nil }),
-		rpc.Handle(srv, "Bench/EchoString", func(_ context.Context, s string) (string, error) { return s, nil }),
-		rpc.Handle(srv, "Bench/EchoPacket", func(_ context.Context, b []byte) ([]byte, error) { return b, nil }),
-		rpc.Handle(srv, "Bench/MultiArgs", func(_ context.Context, a MultiArgs) (int32, error) { return a.A, nil }),
-		rpc.Handle(srv, "Bench/Add", func(_ context.Context, a AddArgs) (int32, error) { return a.A + a.B, nil }),
+		rpc.Handle(srv, "Bench/NoArg", func(context.Context, struct{}) (int32, error) { return 42, nil }, o...),
+		rpc.Handle(srv, "Bench/EchoString", func(_ context.Context, s string) (string, error) { return s, nil }, o...),
+		rpc.Handle(srv, "Bench/EchoPacket", func(_ context.Context, b []byte) ([]byte, error) { return b, nil }, o...),
+		rpc.Handle(srv, "Bench/MultiArgs", func(_ context.Context, a MultiArgs) (int32, error) { return a.A, nil }, o...),
+		rpc.Handle(srv, "Bench/Add", func(_ context.Context, a AddArgs) (int32, error) { return a.A + a.B, nil }, o...),
 		rpc.Handle(srv, "Bench/ServerStats", func(context.Context, struct{}) (ProcStats, error) { return procStats(), nil }),
 	} {
 		if err != nil {

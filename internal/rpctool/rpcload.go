@@ -19,6 +19,7 @@ import (
 
 	"github.com/lifenet/lifenet/internal/cpustat"
 	"github.com/lifenet/lifenet/rpc"
+	"github.com/lifenet/lifenet/transport"
 )
 
 type loadConfig struct {
@@ -32,6 +33,7 @@ type loadConfig struct {
 	direct     bool
 	goroutines int
 	json       bool
+	recvMode   string
 }
 
 // Summary is rpcload's result, printed as the SUMMARY line.
@@ -78,6 +80,7 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&c.direct, "direct", false, "call Server.Process in this process, no sockets (NewLife's direct benchmark)")
 	fs.IntVar(&c.goroutines, "goroutines", runtime.GOMAXPROCS(0), "--direct: calling goroutines")
 	fs.BoolVar(&c.json, "json", false, "print only the SUMMARY line")
+	fs.StringVar(&c.recvMode, "recvmode", "event", "lifenet client: event (a receive goroutine per connection) or sync (waiting callers take turns reading)")
 	if code, done := parse(fs, args, stdout, stderr); done {
 		return code
 	}
@@ -90,6 +93,7 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		check(c.warmup >= 0 && c.warmup <= maxSeconds, "--warmup %g: want 0 to %d", c.warmup, maxSeconds),
 		check(c.goroutines >= 1 && c.goroutines <= maxCallers, "--goroutines %d: want 1 to %d", c.goroutines, maxCallers),
 		check(!c.direct || c.impl == "lifenet", "--direct measures lifenet's Server.Process only"),
+		check(c.recvMode == "event" || c.recvMode == "sync", "--recvmode %q: want event or sync", c.recvMode),
 	)
 	if err != nil {
 		return usageError(stderr, "rpcload", err)
@@ -149,7 +153,11 @@ func lifenetTarget(ctx context.Context, c loadConfig) (*target, error) {
 	}}
 	sh := shapeOf(c.call)
 	for range c.conns {
-		cl, err := rpc.Dial(ctx, addr, rpc.ClientConfig{})
+		cfg := rpc.ClientConfig{}
+		if c.recvMode == "sync" {
+			cfg.Transport.Mode = transport.ReceiveSync
+		}
+		cl, err := rpc.Dial(ctx, addr, cfg)
 		if err != nil {
 			t.close()
 			return nil, err
@@ -174,7 +182,7 @@ func localServer(ctx context.Context, remote string) (string, func(), error) {
 	}
 	srv, err := rpc.NewServer(rpc.Config{})
 	if err == nil {
-		err = RegisterBench(srv)
+		err = RegisterBench(srv, true)
 	}
 	if err != nil {
 		return "", nil, err
@@ -220,7 +228,7 @@ func netrpcTarget(ctx context.Context, c loadConfig) (*target, error) {
 func directTarget(c loadConfig) (*target, error) {
 	srv, err := rpc.NewServer(rpc.Config{})
 	if err == nil {
-		err = RegisterBench(srv)
+		err = RegisterBench(srv, true)
 	}
 	if err != nil {
 		return nil, err
@@ -245,7 +253,7 @@ func directTarget(c loadConfig) (*target, error) {
 		t.callers = append(t.callers, func(ctx context.Context) error {
 			out, isErr, ok := srv.Process(ctx, body, dst[:0])
 			if !ok || isErr {
-				return fmt.Errorf("Process: no reply or an error reply (% x)", out)
+				return fmt.Errorf("process: no reply or an error reply (% x)", out)
 			}
 			return nil
 		})

@@ -22,6 +22,7 @@ type serveConfig struct {
 	impl       string
 	udp        bool
 	serial     bool
+	spawn      bool
 	seconds    float64
 	cpuProfile string
 }
@@ -35,6 +36,7 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.impl, "impl", "lifenet", "server: lifenet or netrpc (Go's net/rpc, the baseline)")
 	fs.BoolVar(&c.udp, "udp", true, "lifenet: also serve SRMP over UDP on the same port")
 	fs.BoolVar(&c.serial, "serial", false, "lifenet: handle each connection's calls in order on its reading goroutine (NewLife Multiplex=false)")
+	fs.BoolVar(&c.spawn, "spawn", false, "lifenet: run the benchmark actions on a goroutine per call (NewLife Multiplex) instead of inline on the reading goroutine")
 	fs.Float64Var(&c.seconds, "seconds", 0, "exit after this many seconds (0: run until interrupted)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile here")
 	if code, done := parse(fs, args, stdout, stderr); done {
@@ -78,7 +80,7 @@ func serveLifenet(ctx context.Context, c serveConfig, addr string, stdout io.Wri
 	if err != nil {
 		return err
 	}
-	if err := RegisterBench(srv); err != nil {
+	if err := RegisterBench(srv, !c.spawn); err != nil {
 		return err
 	}
 	a, err := srv.Listen(ctx, "tcp", addr)
