@@ -321,6 +321,22 @@ func (c *Conn) RequestBytesAsync(ctx context.Context, flag uint8, payload []byte
 	return err
 }
 
+// RequestStream sends an SRMP request with flag and a copy of payload that
+// may have many replies, all with its sequence number (NewLife's
+// server-streaming calls). cb gets each reply, borrowed, on the reading
+// goroutine, and returns whether it wants more; the request ends when cb
+// returns false or gets an error: ErrTimeout when no reply came within the
+// timeout since the last one, ErrConnClosed. The sequence number stays
+// taken until then. cb must not block. A ReceiveSync client refuses it
+// (ErrAsyncNeedsEvents).
+func (c *Conn) RequestStream(ctx context.Context, flag uint8, payload []byte, cb func(reply *Message, err error) (more bool)) error {
+	if c.lead != nil {
+		return ErrAsyncNeedsEvents
+	}
+	_, _, err := c.startBytes(ctx, flag, payload, &callback{stream: cb})
+	return err
+}
+
 // RequestPacketAsync is RequestAsync for length-field and delimiter
 // connections; the reply packet is borrowed by cb.
 func (c *Conn) RequestPacketAsync(ctx context.Context, p *packet.Packet, cb func(reply *packet.Packet, err error)) error {

@@ -34,21 +34,29 @@ const DefaultRequestTimeout = 30 * time.Second
 // sweepEvery is how often expired requests are failed.
 const sweepEvery = 50 * time.Millisecond
 
-// callback is a RequestAsync callback of either format.
+// callback is a RequestAsync callback of either format, or a
+// RequestStream callback.
 type callback struct {
-	msg func(*Message, error)
-	pkt func(*packet.Packet, error)
+	msg    func(*Message, error)
+	pkt    func(*packet.Packet, error)
+	stream func(*Message, error) bool
 }
 
-// call runs the callback with a borrowed reply or an error.
-func (cb *callback) call(reply any, err error) {
+// call runs the callback with a borrowed reply or an error; more is false
+// unless a stream's callback asks for more replies.
+func (cb *callback) call(reply any, err error) (more bool) {
+	if cb.stream != nil {
+		m, _ := reply.(*Message)
+		return cb.stream(m, err) && err == nil
+	}
 	if cb.msg != nil {
 		m, _ := reply.(*Message)
 		cb.msg(m, err)
-		return
+		return false
 	}
 	p, _ := reply.(*packet.Packet)
 	cb.pkt(p, err)
+	return false
 }
 
 // MatchStats counts what the matcher dropped.
@@ -70,7 +78,8 @@ type waiter struct {
 	deadline int64 // unix nanoseconds
 	ch       chan result
 	cb       callback
-	async    bool // cb is set: a RequestAsync
+	async    bool   // cb is set: a RequestAsync or RequestStream
+	gen      uint32 // counts the slot's uses, so a stream's reader finds whether its slot is still its own
 }
 
 type result struct {
@@ -198,6 +207,7 @@ func (m *matcher) register(cb *callback) (int, chan result, error) {
 	}
 	w := &m.slots[key]
 	w.state, w.deadline, w.async = slotPending, deadline, cb != nil
+	w.gen++
 	if cb != nil {
 		w.cb = *cb
 	} else {
@@ -285,6 +295,10 @@ func (m *matcher) deliver(seq int, reply any) {
 		m.drop(reply)
 		return
 	}
+	if w.async && w.cb.stream != nil {
+		m.deliverStream(key, reply)
+		return
+	}
 	if w.async {
 		cb := w.cb
 		m.freeSlot(key)
@@ -294,6 +308,24 @@ func (m *matcher) deliver(seq int, reply any) {
 	}
 	w.state = slotDone
 	w.ch <- result{reply: keep(reply)}
+	m.mu.Unlock()
+}
+
+// deliverStream hands one reply of a stream to its callback (m.mu held on
+// entry, released inside). The slot stays the stream's, its deadline moved
+// on, until the callback wants no more.
+func (m *matcher) deliverStream(key int, reply any) {
+	w := &m.slots[key]
+	cb, gen := w.cb, w.gen
+	w.deadline = m.clock.Load() + int64(m.timeout+sweepEvery)
+	m.mu.Unlock()
+	if cb.call(reply, nil) {
+		return
+	}
+	m.mu.Lock()
+	if w.gen == gen && w.state == slotPending {
+		m.freeSlot(key)
+	}
 	m.mu.Unlock()
 }
 

@@ -21,6 +21,7 @@ type action struct {
 	invoke invoker
 	sig    string // for Api/All: "Result Name(Param)"
 	inline bool   // runs on the connection's reading goroutine (Inline)
+	stream streamer
 }
 
 // HandleOption adjusts an action registered with Handle.

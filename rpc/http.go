@@ -78,7 +78,8 @@ func (g *gateway) answerHTTP(c *codec.Context, req *http.Request, body []byte) e
 	}
 	s := g.s
 	s.running.Add(1)
-	out, k, err := s.exec(g.ss.ctx, g.ss, []byte(action), data, nil)
+	name := []byte(action)
+	out, k, err := s.exec(g.ss.ctx, g.ss, name, s.reg.find(name), data, nil)
 	s.running.Add(-1)
 	if err != nil {
 		code, msg := errorCode(err)

@@ -125,68 +125,79 @@ func (s *Server) onClose(c *codec.Conn, _ error) {
 }
 
 // onMessage takes a connection's inbound SRMP message (borrowed) and runs
-// it: on the reading goroutine when its action is Inline, the server is
-// Serial or the connection has MaxInFlight calls running; else on a
-// goroutine of its own.
+// it: on the reading goroutine when its action is Inline (or unknown), the
+// server is Serial or the connection has MaxInFlight calls running; else
+// on a goroutine of its own. Streams always get their own goroutine.
 func (s *Server) onMessage(c *codec.Conn, msg any) {
 	m, ok := msg.(*codec.Message)
 	if !ok || m.IsReply() {
 		return // servers originate no requests: a stray reply has no taker
 	}
 	ss := c.State().(*Session)
+	b, a, ok := s.route(ss, payloadOf(m))
+	if !ok {
+		return
+	}
 	s.running.Add(1)
-	if s.cfg.Serial || ss.running.Load() >= int32(s.cfg.MaxInFlight) || s.inline(m) {
-		s.serve(ss, m)
+	stream := a != nil && a.stream != nil
+	if !stream && (a == nil || a.inline || s.cfg.Serial || ss.running.Load() >= int32(s.cfg.MaxInFlight)) {
+		s.serve(ss, m, b, a)
 		return
 	}
 	ss.running.Add(1)
 	go s.serveKept(ss, m.Keep())
 }
 
-// inline reports whether m calls an Inline action.
-func (s *Server) inline(m *codec.Message) bool {
-	if m.Payload == nil || m.Payload.Next() != nil {
-		return false
+// payloadOf returns a message's payload as one slice.
+func payloadOf(m *codec.Message) []byte {
+	switch {
+	case m.Payload == nil:
+		return nil
+	case m.Payload.Next() != nil:
+		return m.PayloadBytes()
 	}
-	b, err := parseBody(m.Payload.Bytes(), false)
-	if err != nil {
-		return true // dropped at once: nothing to wait for
+	return m.Payload.Bytes()
+}
+
+// route decodes a request body and finds its action (nil: unknown, a 404);
+// ok is false for a request NewLife drops unanswered (counted).
+func (s *Server) route(ss *Session, payload []byte) (body, *action, bool) {
+	b, err := parseBody(payload, false)
+	if err != nil || !validAction(b.action) {
+		s.drop(ss, b.action, err)
+		return b, nil, false
 	}
-	a := s.reg.find(b.action)
-	return a != nil && a.inline
+	return b, s.reg.find(b.action), true
 }
 
 // serveKept runs an owned request on its own goroutine.
 func (s *Server) serveKept(ss *Session, m *codec.Message) {
-	s.serve(ss, m)
-	m.Release()
-	ss.running.Add(-1)
+	defer ss.running.Add(-1)
+	defer m.Release()
+	b, a, _ := s.route(ss, payloadOf(m)) // the same bytes routed before
+	if a != nil && a.stream != nil {
+		s.serveStream(ss, m, b, a)
+		return
+	}
+	s.serve(ss, m, b, a)
 }
 
-// serve runs one request and writes its reply.
-func (s *Server) serve(ss *Session, m *codec.Message) {
+// serve runs one routed request and writes its reply.
+func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action) {
 	defer s.running.Add(-1)
 	bp := bodyPool.Get().(*[]byte)
 	defer putBody(bp)
-	var payload []byte
-	if m.Payload != nil {
-		payload = m.Payload.Bytes()
-		if m.Payload.Next() != nil {
-			payload = m.PayloadBytes()
-		}
-	}
-	out, isErr, ok := s.process(ss.ctx, ss, m.Kind == codec.KindOneWay, payload, (*bp)[:0])
+	out, isErr := s.call(ss.ctx, ss, b, a, (*bp)[:0])
 	*bp = out
-	if !ok {
-		return
-	}
-	if !isErr {
+	switch {
+	case m.Kind == codec.KindOneWay: // never answered, even on error
+	case !isErr:
 		ss.conn.ReplyBytes(m, out) // a closed connection drops it, as it would any write
-		return
+	default:
+		p := packet.Get(len(out))
+		copy(p.Bytes(), out)
+		ss.conn.ReplyError(m, p)
 	}
-	p := packet.Get(len(out))
-	copy(p.Bytes(), out)
-	ss.conn.ReplyError(m, p)
 }
 
 // bodyPool holds reply-body buffers: a buffer that passes through an
@@ -207,63 +218,72 @@ func putBody(bp *[]byte) {
 // would send no reply (a body it drops). ctx is the call's context
 // (SessionFrom finds no session in it unless the caller put one there).
 func (s *Server) Process(ctx context.Context, body, dst []byte) (reply []byte, isErr, ok bool) {
-	s.running.Add(1)
-	defer s.running.Add(-1)
-	return s.process(ctx, nil, false, body, dst)
-}
-
-// process decodes a request body, runs its action and encodes the reply.
-func (s *Server) process(ctx context.Context, ss *Session, oneWay bool, payload, dst []byte) ([]byte, bool, bool) {
-	b, err := parseBody(payload, false)
-	if err != nil || !validAction(b.action) {
-		s.drop(ss, b.action, err)
+	b, a, ok := s.route(nil, body)
+	if !ok {
 		return dst, false, false
 	}
+	s.running.Add(1)
+	defer s.running.Add(-1)
+	reply, isErr = s.call(ctx, nil, b, a, dst)
+	return reply, isErr, true
+}
+
+// call runs a routed request and appends its reply body to dst.
+func (s *Server) call(ctx context.Context, ss *Session, b body, a *action, dst []byte) ([]byte, bool) {
 	if ss != nil && b.hasData {
 		ss.takeToken(b.data)
 	}
 	dst = appendNameBytes(dst, b.action)
 	off := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
-	out, k, err := s.exec(ctx, ss, b.action, b.data, dst)
-	if oneWay {
-		return out, false, false
-	}
+	out, k, err := s.exec(ctx, ss, b.action, a, b.data, dst)
 	if err != nil {
 		code, msg := errorCode(err)
 		out = appendCode(dst[:off], code)
 		out = appendDataLen(out, len(msg))
-		return append(out, msg...), true, true
+		return append(out, msg...), true
 	}
 	if k == kindNull {
-		return out[:off], false, true
+		return out[:off], false
 	}
 	patchDataLen(out, off)
-	return out, false, true
+	return out, false
 }
 
-// exec finds and runs an action, turning a panic into a 500.
-func (s *Server) exec(ctx context.Context, ss *Session, name, data, dst []byte) (out []byte, k kind, err error) {
-	if s.closing.Load() {
+// errStreamHere: a streaming action called where replies cannot stream.
+var errStreamHere = &ApiError{Code: 501, Message: "a streaming action needs an SRMP or WebSocket call"}
+
+// exec runs action a (nil: unknown name), turning a panic into a 500.
+func (s *Server) exec(ctx context.Context, ss *Session, name []byte, a *action, data, dst []byte) (out []byte, k kind, err error) {
+	switch {
+	case s.closing.Load():
 		return dst, kindNull, ErrShutdown
-	}
-	a := s.reg.find(name)
-	if a == nil {
+	case a == nil:
 		return dst, kindNull, notFound(name)
+	case a.stream != nil:
+		return dst, kindNull, errStreamHere
 	}
-	if auth := s.cfg.Authorize; auth != nil && !builtin(a.name) {
-		if err := auth(ctx, ss, a.name); err != nil {
-			return dst, kindNull, err
-		}
+	if err := s.authorize(ctx, ss, a); err != nil {
+		return dst, kindNull, err
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			s.panics.Add(1)
-			s.cfg.Log.Error("rpc: handler panic", "action", a.name, "panic", r, "stack", string(debug.Stack()))
-			out, k, err = dst, kindNull, &ApiError{Code: CodeInternal, Message: fmt.Sprint(r)}
-		}
-	}()
+	defer s.recoverCall(a, &err)
 	return a.invoke(ctx, data, dst)
+}
+
+func (s *Server) authorize(ctx context.Context, ss *Session, a *action) error {
+	if auth := s.cfg.Authorize; auth != nil && !builtin(a.name) {
+		return auth(ctx, ss, a.name)
+	}
+	return nil
+}
+
+// recoverCall turns a handler panic into a 500 error (deferred).
+func (s *Server) recoverCall(a *action, err *error) {
+	if r := recover(); r != nil {
+		s.panics.Add(1)
+		s.cfg.Log.Error("rpc: handler panic", "action", a.name, "panic", r, "stack", string(debug.Stack()))
+		*err = &ApiError{Code: CodeInternal, Message: fmt.Sprint(r)}
+	}
 }
 
 // drop counts (and logs at debug level) a request NewLife drops unanswered.

@@ -1,0 +1,229 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+
+	"github.com/lifenet/lifenet/codec"
+	"github.com/lifenet/lifenet/packet"
+)
+
+// streamer runs one call of a streaming action: it binds data, then hands
+// each item, encoded, to send, until the items end, send fails or the
+// action fails.
+type streamer func(ctx context.Context, data []byte, send func(item []byte, k kind) error) error
+
+// HandleStream registers fn as the streaming action name (NewLife actions
+// returning IAsyncEnumerable): each item fn yields is one reply with the
+// request's sequence number (encoded like Handle's results), and a reply
+// with only the action name ends the stream. An error fn yields ends it
+// with an error reply (an *ApiError's code, else 500). ctx is cancelled
+// when the caller's connection ends. Streams always run on a goroutine of
+// their own; over HTTP they answer 501.
+func HandleStream[A, T any](s *Server, name string, fn func(ctx context.Context, args A) iter.Seq2[T, error]) error {
+	st := func(ctx context.Context, data []byte, send func([]byte, kind) error) error {
+		var a A
+		if len(data) > 0 {
+			if err := bindArg(data, &a); err != nil {
+				return err
+			}
+		}
+		var buf []byte
+		for item, err := range fn(ctx, a) {
+			if err != nil {
+				return err
+			}
+			var k kind
+			if buf, k, err = appendResult(buf[:0], item); err != nil {
+				return err
+			}
+			if err := send(buf, k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return s.reg.add(&action{name: name, stream: st, sig: signature[A, T](name) + " stream"})
+}
+
+// serveStream runs a streaming action: a reply per item, then the end.
+func (s *Server) serveStream(ss *Session, m *codec.Message, b body, a *action) {
+	defer s.running.Add(-1)
+	oneWay := m.Kind == codec.KindOneWay
+	var out []byte
+	send := func(item []byte, k kind) error {
+		if oneWay {
+			return nil
+		}
+		out = appendNameBytes(out[:0], b.action)
+		if k != kindNull {
+			out = appendDataLen(out, len(item))
+			out = append(out, item...)
+		}
+		return ss.conn.ReplyBytes(m, out)
+	}
+	err := s.authorize(ss.ctx, ss, a)
+	if err == nil && s.closing.Load() {
+		err = ErrShutdown
+	}
+	if err == nil {
+		err = s.runStream(ss.ctx, a, b.data, send)
+	}
+	if oneWay {
+		return
+	}
+	if err != nil {
+		code, msg := errorCode(err)
+		out = appendCode(appendNameBytes(out[:0], b.action), code)
+		out = append(appendDataLen(out, len(msg)), msg...)
+		p := packet.Get(len(out))
+		copy(p.Bytes(), out)
+		ss.conn.ReplyError(m, p)
+		return
+	}
+	ss.conn.ReplyBytes(m, appendNameBytes(out[:0], b.action))
+}
+
+func (s *Server) runStream(ctx context.Context, a *action, data []byte, send func([]byte, kind) error) (err error) {
+	defer s.recoverCall(a, &err)
+	return a.stream(ctx, data, send)
+}
+
+// ErrStreamOverflow: a stream's consumer fell more than MaxStreamBuffer
+// replies behind; the stream ends with it.
+var ErrStreamOverflow = errors.New("rpc: stream consumer too slow")
+
+// MaxStreamBuffer is how many replies of a stream a client holds for a
+// consumer that has not taken them yet.
+const MaxStreamBuffer = 1024
+
+// Stream calls a streaming action and returns its items in order (NewLife
+// InvokeStreamAsync). The sequence ends after the server's last item, or
+// with an error (an *ApiError from the server, a timeout when no item came
+// within the client's Timeout, ErrStreamOverflow). Breaking out of the loop
+// abandons the stream: later items are dropped.
+func Stream[T any](ctx context.Context, c *Client, action string, args any) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		q, err := c.openStream(ctx, action, args)
+		if err != nil {
+			yield(zero, err)
+			return
+		}
+		defer q.abandon()
+		for {
+			m, err := q.next(ctx)
+			if err != nil {
+				if !errors.Is(err, errStreamEnd) {
+					yield(zero, err)
+				}
+				return
+			}
+			var item T
+			err = decodeReply(m, &item)
+			m.Release()
+			if !yield(item, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+var errStreamEnd = errors.New("rpc: end of stream")
+
+// streamQueue holds a stream's replies between the reading goroutine and
+// the consumer.
+type streamQueue struct {
+	mu      sync.Mutex
+	items   []*codec.Message
+	err     error // the stream's end
+	ready   chan struct{}
+	dropped bool // the consumer left
+}
+
+func (c *Client) openStream(ctx context.Context, action string, args any) (*streamQueue, error) {
+	if c.web != nil {
+		return nil, fmt.Errorf("%w: streams need a socket server", ErrAddress)
+	}
+	body, err := appendRequest(nil, action, args, c.cfg.Token, c.cfg.Headers)
+	if err != nil {
+		return nil, err
+	}
+	cn, err := c.pick(ctx)
+	if err != nil {
+		return nil, err
+	}
+	q := &streamQueue{ready: make(chan struct{}, 1)}
+	err = cn.RequestStream(ctx, FlagRPC, body, q.push)
+	return q, err
+}
+
+// push takes one reply (borrowed) on the reading goroutine.
+func (q *streamQueue) push(m *codec.Message, err error) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	more := true
+	switch {
+	case q.dropped:
+		return false
+	case err != nil:
+		q.err, more = err, false
+	case m.Kind == codec.KindError:
+		q.items, more = append(q.items, m.Keep()), false
+		q.err = errStreamEnd
+	case endOfStream(m):
+		q.err, more = errStreamEnd, false
+	case len(q.items) >= MaxStreamBuffer:
+		q.err, more = ErrStreamOverflow, false
+	default:
+		q.items = append(q.items, m.Keep())
+	}
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+	return more
+}
+
+// endOfStream: a reply whose data is empty (NewLife's client stops there).
+func endOfStream(m *codec.Message) bool {
+	b, err := parseBody(payloadOf(m), false)
+	return err != nil || len(b.data) == 0
+}
+
+// next returns the next reply (owned) or the stream's end.
+func (q *streamQueue) next(ctx context.Context) (*codec.Message, error) {
+	for {
+		q.mu.Lock()
+		if len(q.items) > 0 {
+			m := q.items[0]
+			q.items = q.items[1:]
+			q.mu.Unlock()
+			return m, nil
+		}
+		err := q.err
+		q.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case <-q.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// abandon drops what the consumer did not take.
+func (q *streamQueue) abandon() {
+	q.mu.Lock()
+	q.dropped = true
+	for _, m := range q.items {
+		m.Release()
+	}
+	q.items = nil
+	q.mu.Unlock()
+}
