@@ -36,6 +36,10 @@ type ClientConfig struct {
 	// Conns is the number of connections the client keeps to its server,
 	// used in turn (default 1: every call multiplexed over one connection).
 	Conns int
+	// Login, if set, runs when a call is refused with code 401; the call
+	// is then retried once (NewLife ApiClient.OnLoginAsync). It typically
+	// calls a login action and SetToken.
+	Login func(ctx context.Context, c *Client) error
 	// OnPush, if set, gets the server's one-way requests (pushes): the
 	// action and its data, borrowed for the call. It runs on the
 	// connection's reading goroutine and must not block.
@@ -92,6 +96,7 @@ type Client struct {
 	turn   atomic.Uint32
 	server atomic.Uint32 // index of the address to dial next
 	closed atomic.Bool
+	token  atomic.Pointer[string]
 	web    *http.Client // for http:// servers
 }
 
@@ -113,6 +118,7 @@ func Dial(ctx context.Context, servers string, cfg ClientConfig) (*Client, error
 		return nil, err
 	}
 	c := &Client{cfg: cfg, addrs: addrs, slots: make([]slot, cfg.Conns)}
+	c.SetToken(cfg.Token)
 	c.opts = codec.Options{Timeout: cfg.Timeout, Handler: c.onPush}
 	if isHTTP(addrs[0]) {
 		c.web = &http.Client{Timeout: cfg.Timeout}
@@ -242,11 +248,30 @@ func (c *Client) pick(ctx context.Context) (*codec.Conn, error) {
 // connection wraps codec.ErrConnClosed (the call is not retried: it may
 // have run).
 func (c *Client) Invoke(ctx context.Context, action string, args, result any) error {
+	err := c.invoke(ctx, action, args, result)
+	var ae *ApiError
+	if c.cfg.Login != nil && errors.As(err, &ae) && ae.Code == CodeUnauthorized {
+		if lerr := c.cfg.Login(ctx, c); lerr != nil {
+			return errors.Join(err, lerr)
+		}
+		err = c.invoke(ctx, action, args, result)
+	}
+	return err
+}
+
+// SetToken sets the token merged into later calls' arguments (a login
+// action's result, say).
+func (c *Client) SetToken(t string) { c.token.Store(&t) }
+
+// Token returns the client's current token.
+func (c *Client) Token() string { return *c.token.Load() }
+
+func (c *Client) invoke(ctx context.Context, action string, args, result any) error {
 	if c.web != nil {
 		return c.invokeHTTP(ctx, action, args, result)
 	}
 	var stack [256]byte
-	body, err := appendRequest(stack[:0], action, args, c.cfg.Token, c.cfg.Headers)
+	body, err := appendRequest(stack[:0], action, args, c.Token(), c.cfg.Headers)
 	if err != nil {
 		return err
 	}
@@ -272,7 +297,7 @@ func Call[R any](ctx context.Context, c *Client, action string, args any) (R, er
 // InvokeOneWay sends action with args and waits for nothing: the server
 // runs it and answers nothing, even on error.
 func (c *Client) InvokeOneWay(ctx context.Context, action string, args any) error {
-	body, err := appendRequest(nil, action, args, c.cfg.Token, c.cfg.Headers)
+	body, err := appendRequest(nil, action, args, c.Token(), c.cfg.Headers)
 	if err != nil {
 		return err
 	}

@@ -62,8 +62,8 @@ func (c *Client) post(ctx context.Context, k int, action string, body []byte) (*
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if c.cfg.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
+	if t := c.Token(); t != "" {
+		req.Header.Set("Authorization", "Bearer "+t)
 	}
 	return c.web.Do(req)
 }

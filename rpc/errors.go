@@ -38,6 +38,9 @@ var (
 	ErrNoServer = errors.New("rpc: no server reachable")
 	// ErrConfig: a configuration value is out of range.
 	ErrConfig = errors.New("rpc: invalid config")
+	// ErrPushHTTP: Session.Push on an HTTP connection, which has nowhere
+	// to put a message the client did not ask for.
+	ErrPushHTTP = errors.New("rpc: cannot push to an HTTP connection")
 	// ErrAddress: a server address has a scheme the client cannot dial.
 	ErrAddress = errors.New("rpc: unsupported server address")
 )

@@ -77,6 +77,9 @@ func (s *Session) Close() error { return s.conn.Session().Close() }
 // a server push, which the client's OnPush sees. args are encoded like a
 // call's arguments.
 func (s *Session) Push(action string, args any) error {
+	if s.http.Load() {
+		return ErrPushHTTP
+	}
 	body, err := appendRequest(nil, action, args, "", nil)
 	if err != nil {
 		return err

@@ -148,7 +148,7 @@ func (c *Client) openStream(ctx context.Context, action string, args any) (*stre
 	if c.web != nil {
 		return nil, fmt.Errorf("%w: streams need a socket server", ErrAddress)
 	}
-	body, err := appendRequest(nil, action, args, c.cfg.Token, c.cfg.Headers)
+	body, err := appendRequest(nil, action, args, c.Token(), c.cfg.Headers)
 	if err != nil {
 		return nil, err
 	}
