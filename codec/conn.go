@@ -181,6 +181,15 @@ func (c *Conn) sink(msg any) error {
 	return nil
 }
 
+// Close ends the connection once what was written through it so far has
+// left, including replies still held for the current read's batch (see
+// transport.Session.CloseAfterWrites; Session().Close() ends it at once
+// and drops them).
+func (c *Conn) Close() error {
+	c.flushReplies()
+	return c.sess.CloseAfterWrites()
+}
+
 // Session returns the transport session under the connection.
 func (c *Conn) Session() *transport.Session { return c.sess }
 

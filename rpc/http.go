@@ -54,7 +54,7 @@ func (g *gateway) serveHTTP(c *codec.Context) error {
 		}
 		g.buf = g.buf[:copy(g.buf, g.buf[n:])]
 		if req.Close {
-			g.ss.conn.Session().Close()
+			g.ss.conn.Close()
 			return nil
 		}
 	}
@@ -201,7 +201,7 @@ func appendJSONString(dst []byte, s string) []byte {
 // connection once the answer is written.
 func (g *gateway) httpFail(c *codec.Context, status int, msg string) error {
 	c.WriteBytes(httpHead(status, "text/plain; charset=utf-8", len(msg)), []byte(msg))
-	g.ss.conn.Session().Close()
+	g.ss.conn.Close()
 	g.buf = nil
 	return nil
 }

@@ -70,8 +70,9 @@ func (s *Session) Set(key, value any) { s.conn.Session().Set(key, value) }
 // Get returns a value Set kept.
 func (s *Session) Get(key any) (any, bool) { return s.conn.Session().Get(key) }
 
-// Close ends the session's connection.
-func (s *Session) Close() error { return s.conn.Session().Close() }
+// Close ends the session's connection once what was sent to it so far has
+// been written (a reply or push made just before is not lost).
+func (s *Session) Close() error { return s.conn.Close() }
 
 // Push sends the caller a one-way request (NewLife IApiSession.InvokeOneWay):
 // a server push, which the client's OnPush sees. args are encoded like a

@@ -54,7 +54,7 @@ func (g *gateway) serveWS(c *codec.Context) error {
 				code = 0 // an empty close answers an empty close (1005 never goes on the wire)
 			}
 			c.WriteBytes(ws.AppendClose(nil, code, "", nil))
-			g.ss.conn.Session().Close()
+			g.ss.conn.Close()
 			return nil
 		}
 	}

@@ -81,7 +81,11 @@ func (s *Session) receiveStream(firstByte time.Duration) {
 		}
 		if s.draining.Load() {
 			s.drainSends()
-			s.closeWith(ReasonShutdown, nil)
+			r := Reason(s.drainReason.Load())
+			if r == ReasonNone {
+				r = ReasonShutdown
+			}
+			s.closeWith(r, nil)
 			return
 		}
 		if err != nil {

@@ -104,10 +104,11 @@ type Session struct {
 	opened   bool           // open has run (receive goroutine, or Dial before it starts)
 	datagram bool           // UDP: each receive is one datagram
 
-	reason   atomic.Uint32 // Reason once closing has started
-	draining atomic.Bool   // Shutdown: stop reading, flush, then close
-	done     chan struct{}
-	onEnd    func(*Session) // owner's bookkeeping (it must retire io), run before OnClose
+	reason      atomic.Uint32 // Reason once closing has started
+	draining    atomic.Bool   // Shutdown: stop reading, flush, then close
+	drainReason atomic.Uint32 // the Reason a drain closes with (0: ReasonShutdown)
+	done        chan struct{}
+	onEnd       func(*Session) // owner's bookkeeping (it must retire io), run before OnClose
 }
 
 // sender writes batches of packets for a session: a stream connection, or
@@ -188,6 +189,20 @@ func (s *Session) Datagram() bool { return s.datagram }
 // Close ends the session with ReasonLocal. It does not wait; see Done.
 func (s *Session) Close() error {
 	s.closeWith(ReasonLocal, nil)
+	return nil
+}
+
+// CloseAfterWrites ends the session once what was sent so far has been
+// written (ReasonLocal): it stops reading, writes what is queued, then
+// closes — what a server does after an answer that ends the conversation.
+// It does not wait; see Done. A UDP peer session closes at once.
+func (s *Session) CloseAfterWrites() error {
+	if s.conn == nil || s.datagram {
+		return s.Close()
+	}
+	s.drainReason.Store(uint32(ReasonLocal))
+	s.draining.Store(true)
+	s.conn.SetReadDeadline(interrupted)
 	return nil
 }
 
