@@ -1,0 +1,57 @@
+package transport_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/packet"
+	"github.com/lifenet/lifenet/transport"
+)
+
+// A handler that answers and then ends the conversation with
+// CloseAfterWrites: the answer (batched until the handler returns) reaches
+// the peer before the end of the stream; Close would drop it.
+func TestCloseAfterWritesDeliversQueuedSends(t *testing.T) {
+	leakcheck.Check(t)
+	reasons := make(chan transport.Reason, 1)
+	srv, err := transport.NewServer(transport.Config{}, transport.Hooks{
+		BatchSends: true,
+		OnReceive: func(s *transport.Session, p *packet.Packet) {
+			s.SendBytes([]byte("bye:"), p.Bytes())
+			s.CloseAfterWrites()
+		},
+		OnClose: func(_ *transport.Session, e *transport.CloseError) { reasons <- e.Reason },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	addr, err := srv.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(c)
+	if err != nil && !errors.Is(err, io.EOF) {
+		t.Fatal(err)
+	}
+	if string(got) != "bye:x" {
+		t.Errorf("read %q before the end, want \"bye:x\"", got)
+	}
+	if r := <-reasons; r != transport.ReasonLocal {
+		t.Errorf("reason %v, want ReasonLocal", r)
+	}
+}
