@@ -25,6 +25,9 @@ for os in windows darwin; do
   GOOS=$os go vet ./...
 done
 
+step "bench module (grpc-go and net/rpc comparisons; a module of its own so the library never depends on grpc)"
+(cd bench && go vet ./... && go test -count=1 -run . ./...)
+
 step "staticcheck $STATICCHECK_VERSION"
 if [ ! -x "$TOOLS/staticcheck" ] || ! "$TOOLS/staticcheck" -version | grep -q "${STATICCHECK_VERSION#v}"; then
   GOBIN="$TOOLS" go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"

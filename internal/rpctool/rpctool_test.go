@@ -1,0 +1,131 @@
+package rpctool
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestFlagErrorsAreOneLineAndExit2(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		cmd  func(context.Context, []string, io.Writer, io.Writer) int
+		args []string
+		want string
+	}{
+		{Serve, []string{"--impl", "grpc"}, "--impl"},
+		{Serve, []string{"--port", "70000"}, "--port"},
+		{Serve, []string{"--host", "not-an-ip"}, "--host"},
+		{Serve, []string{"--nope"}, "flag provided but not defined"},
+		{Load, []string{"--call", "bogus"}, "--call"},
+		{Load, []string{"--conns", "0"}, "--conns"},
+		{Load, []string{"--seconds", "0"}, "--seconds"},
+		{Load, []string{"--recvmode", "pull"}, "--recvmode"},
+		{Load, []string{"--direct", "--impl", "netrpc"}, "--direct"},
+		{Call, nil, "missing ADDR"},
+		{Call, []string{"127.0.0.1:1"}, "missing ACTION"},
+		{Call, []string{"127.0.0.1:1", "A/B", "novalue"}, "key=value"},
+		{Call, []string{"127.0.0.1:1", "A/B", "{bad json"}, "not valid JSON"},
+	} {
+		var out, errOut bytes.Buffer
+		code := c.cmd(ctx, c.args, &out, &errOut)
+		msg := errOut.String()
+		if code != 2 || !strings.Contains(msg, c.want) || strings.Count(msg, "\n") != 1 {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 and one line naming %s", c.args, code, msg, c.want)
+		}
+	}
+}
+
+// serveForTest runs `serve` on a free port and returns its address.
+func serveForTest(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- Serve(ctx, append([]string{"--port", "0"}, args...), pw, io.Discard)
+		pw.Close()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("serve exited %d", code)
+		}
+	})
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	go io.Copy(io.Discard, pr)
+	if err != nil || !strings.HasPrefix(line, "READY tcp://") {
+		t.Fatalf("serve printed %q, %v", line, err)
+	}
+	return strings.TrimPrefix(strings.Fields(line)[1], "tcp://")
+}
+
+func TestServeAndCall(t *testing.T) {
+	addr := serveForTest(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{addr, "Bench/Add", "a=1", "b=2"}, "3\n"},
+		{[]string{addr, "bench/noarg"}, "42\n"},
+		{[]string{addr, "Bench/EchoString", `{"input":"hi"}`}, "hi\n"},
+		{[]string{"--http", addr, "Bench/Add", "a=20", "b=22"}, "42\n"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := Call(ctx, c.args, &out, &errOut); code != 0 || out.String() != c.want {
+			t.Errorf("call %q: exit %d, out %q, err %q; want %q", c.args, code, out.String(), errOut.String(), c.want)
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := Call(ctx, []string{"--list", addr}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "Bench/MultiArgs") {
+		t.Errorf("call --list: exit %d, out %q", code, out.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := Call(ctx, []string{addr, "Bench/Nope"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "404") {
+		t.Errorf("call of a missing action: exit %d, stderr %q; want 1 and the 404", code, errOut.String())
+	}
+}
+
+// runLoadForTest runs a short rpcload and returns its summary.
+func runLoadForTest(t *testing.T, args ...string) Summary {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	args = append(args, "--seconds", "0.3", "--warmup", "0.1", "--json")
+	if code := Load(context.Background(), args, &out, &errOut); code != 0 {
+		t.Fatalf("rpcload %q: exit %d, %s", args, code, errOut.String())
+	}
+	js, ok := strings.CutPrefix(strings.TrimSpace(out.String()), "SUMMARY: ")
+	var s Summary
+	if !ok || json.Unmarshal([]byte(js), &s) != nil {
+		t.Fatalf("rpcload printed %q", out.String())
+	}
+	return s
+}
+
+func TestRPCLoadShapes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("load runs")
+	}
+	lifenet := serveForTest(t)
+	netrpc := serveForTest(t, "--impl", "netrpc")
+	for _, shape := range callShapes {
+		for impl, addr := range map[string]string{"lifenet": lifenet, "netrpc": netrpc} {
+			s := runLoadForTest(t, "--impl", impl, "--remote", addr, "--call", shape, "--conns", "2", "--inflight", "2")
+			if s.Calls == 0 || s.Errors != 0 || s.ServerCPU < 0 || s.P50 <= 0 {
+				t.Errorf("%s %s: %+v", impl, shape, s)
+			}
+		}
+	}
+	s := runLoadForTest(t, "--direct", "--goroutines", "2")
+	if s.Calls == 0 || s.Errors != 0 {
+		t.Errorf("direct: %+v", s)
+	}
+	_ = time.Second
+}
