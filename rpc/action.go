@@ -155,6 +155,22 @@ func typedInvoker[A, R any](fn func(context.Context, A) (R, error)) invoker {
 			return appendResult(dst, r)
 		}
 	}
+	if str, ok := any(fn).(func(context.Context, string) (R, error)); ok {
+		return func(ctx context.Context, data, dst []byte) ([]byte, kind, error) {
+			var a string // bound here, not through reflection: nothing escapes
+			if len(data) > 0 {
+				var err error
+				if a, err = bindString(data); err != nil {
+					return dst, kindNull, err
+				}
+			}
+			r, err := str(ctx, a)
+			if err != nil {
+				return dst, kindNull, err
+			}
+			return appendResult(dst, r)
+		}
+	}
 	return func(ctx context.Context, data, dst []byte) ([]byte, kind, error) {
 		var a A
 		if len(data) > 0 {

@@ -46,6 +46,21 @@ func bindArg(data []byte, dst any) error {
 	return unmarshalLenient(data, dst)
 }
 
+// bindString binds a string parameter as bindArg does.
+func bindString(data []byte) (string, error) {
+	if isJSON(data) {
+		one, err := singleEntry(data)
+		if err != nil {
+			return "", err
+		}
+		return trimText(one), nil
+	}
+	if data[0] == '"' {
+		return trimText(data), nil
+	}
+	return string(data), nil
+}
+
 func isPrimitive(k reflect.Kind) bool {
 	return k == reflect.String || k == reflect.Bool || (k >= reflect.Int && k <= reflect.Float64)
 }
@@ -54,6 +69,9 @@ func isPrimitive(k reflect.Kind) bool {
 // entry aside): how a single primitive parameter is found by name when the
 // handler's parameter has none.
 func singleEntry(data []byte) ([]byte, error) {
+	if v, ok := simpleEntry(data); ok {
+		return v, nil
+	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrArgs, err)
@@ -71,6 +89,67 @@ func singleEntry(data []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: a single value is expected, the object has %d entries", ErrArgs, n)
 	}
 	return one, nil
+}
+
+// simpleEntry is singleEntry's fast path for the common object of one
+// entry whose key has no escapes and is not Token: {"input":"x"} or
+// {"a":42}. It returns the value's bytes (a string with its quotes); ok is
+// false whenever the object is anything else, and the full parser decides.
+func simpleEntry(b []byte) ([]byte, bool) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, false
+	}
+	i = skipSpace(b, i+1)
+	if i >= len(b) || b[i] != '"' {
+		return nil, false
+	}
+	k := i + 1
+	for k < len(b) && b[k] != '"' && b[k] != '\\' && b[k] >= 0x20 {
+		k++
+	}
+	if k >= len(b) || b[k] != '"' || strings.EqualFold(string(b[i+1:k]), tokenKey) {
+		return nil, false
+	}
+	i = skipSpace(b, k+1)
+	if i >= len(b) || b[i] != ':' {
+		return nil, false
+	}
+	i = skipSpace(b, i+1)
+	start := i
+	if i < len(b) && b[i] == '"' {
+		i++
+		for i < len(b) && b[i] != '"' {
+			if b[i] == '\\' || b[i] < 0x20 {
+				return nil, false // escapes and control bytes: the full parser
+			}
+			i++
+		}
+		if i >= len(b) {
+			return nil, false
+		}
+		i++
+	} else {
+		for i < len(b) && (b[i] == '-' || b[i] == '+' || b[i] == '.' || (b[i] >= '0' && b[i] <= '9') || (b[i] >= 'a' && b[i] <= 'z') || b[i] == 'E') {
+			i++
+		}
+		if i == start || !json.Valid(b[start:i]) {
+			return nil, false
+		}
+	}
+	end := i
+	i = skipSpace(b, i)
+	if i != len(b)-1 || b[i] != '}' {
+		return nil, false
+	}
+	return b[start:end], true
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
 }
 
 // unmarshalLenient is json.Unmarshal (field names match case-insensitively)

@@ -182,6 +182,9 @@ func setPrimitive(v reflect.Value, text string) (ok bool, err error) {
 // NewLife client trims quotes from texts too).
 func trimText(b []byte) string {
 	b = bytes.TrimSpace(b)
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' && bytes.IndexByte(b, '\\') < 0 {
+		return string(b[1 : len(b)-1]) // no escapes: the quotes are all there is to undo
+	}
 	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' {
 		var s string
 		if json.Unmarshal(b, &s) == nil {
