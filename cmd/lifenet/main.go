@@ -23,7 +23,7 @@ commands:
   load     run a load test (NetLoadTest flags: --mode --oneway --clients --size --seconds
            --warmup --udp --server --port --remote --frame --udpconnect --recvmode
            --rcvbuf --codec --window --impl --json)
-  matrix   run the scenario matrix in separate processes, lifenet beside raw std net
+  matrix   run the scenario matrix in separate processes, lifenet beside raw std net (RPC rows: beside net/rpc)
            (--quick --only REGEX --out DIR --clientprocs N --pin); writes results.md,
            results.json and results.html
   serve    an RPC server with NewLife's benchmark controller (--host --port --impl lifenet|netrpc)

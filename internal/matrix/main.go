@@ -24,7 +24,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "output directory (default results/<timestamp>)")
 	procs := fs.Int("clientprocs", 1, "client processes per scenario")
 	pin := fs.Bool("pin", false, "pin the server to CPU 0 and the clients to CPU 1 (taskset)")
-	rounds := fs.Int("rounds", 1, "lifenet/raw pairs per scenario; the report gives medians")
+	rounds := fs.Int("rounds", 1, "lifenet/baseline pairs per scenario (raw std net; net/rpc for the rpc-* rows); the report gives medians")
 	from := fs.String("from", "", "run nothing: write the md/json/html reports again from DIR/results.json")
 	seconds := fs.Float64("seconds", 0, "measurement window per run (default 10, --quick 2)")
 	warmup := fs.Float64("warmup", -1, "warm-up before each window (default 2, --quick 0.5)")
@@ -91,7 +91,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if opts.Progress == nil {
 		opts.Progress = lineProgress{stderr}
 	}
-	fmt.Fprintf(stdout, "lifenet matrix: %d scenarios × 2 implementations × %d rounds, window %g s, into %s\n", len(list), *rounds, opts.Seconds, opts.Out)
+	runs := 0
+	for _, sc := range list {
+		runs += len(sc.impls()) * *rounds
+	}
+	if runs == 2**rounds*len(list) {
+		fmt.Fprintf(stdout, "lifenet matrix: %d scenarios × 2 implementations × %d rounds, window %g s, into %s\n", len(list), *rounds, opts.Seconds, opts.Out)
+	} else { // the direct RPC path has no baseline
+		fmt.Fprintf(stdout, "lifenet matrix: %d scenarios × lifenet and its baseline × %d rounds (%d runs), window %g s, into %s\n", len(list), *rounds, runs, opts.Seconds, opts.Out)
+	}
 	results := Run(ctx, opts, list)
 	if err := Write(opts.Out, NewReport(opts, results)); err != nil {
 		fmt.Fprintf(stderr, "lifenet matrix: %v\n", err)

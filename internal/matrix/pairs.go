@@ -6,8 +6,10 @@ import (
 	"slices"
 )
 
-// pair is one scenario's lifenet and raw results over all rounds: the
-// median round of each implementation, and the per-round ratios.
+// pair is one scenario's lifenet and baseline results over all rounds:
+// the median round of each implementation, and the per-round ratios. The
+// baseline (raw) is raw std net, or net/rpc for the RPC rows; the direct
+// RPC path has none.
 type pair struct {
 	sc           Scenario
 	lifenet, raw *Result // the median round (by rate) of each, nil if none succeeded
@@ -57,11 +59,14 @@ func pairs(rs []Result) []pair {
 }
 
 // rate is the figure a scenario is compared by: the server's packet rate
-// for one-way runs (the server's view, as in seed 000), the client's
-// message rate otherwise.
+// for one-way runs (the server's view, as in seed 000), calls/s for RPC
+// runs, the client's message rate otherwise.
 func (r *Result) rate() float64 {
 	if r != nil && r.Mode == "oneway" {
 		return r.pktps()
+	}
+	if r != nil && r.isRPC() {
+		return r.callRate()
 	}
 	return r.clientRate()
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/lifenet/lifenet/internal/rpctool"
 )
 
 // Report is what results.json holds.
@@ -64,6 +66,13 @@ func (r *Result) clientRate() float64 {
 		return 0
 	}
 	return r.Client.MsgsPerSec
+}
+
+func (r *Result) callRate() float64 {
+	if r == nil || r.RPC == nil {
+		return 0
+	}
+	return r.RPC.CallsPerSec
 }
 
 func rate(v float64) string {
@@ -137,6 +146,7 @@ func writeMarkdown(w io.Writer, rep Report) {
 		fmt.Fprintf(w, "| %s | %s | %d | %d | %s | %s | %s | %s | %s | **%s** |\n", p.sc.Name, p.sc.Proto, p.sc.Size, p.sc.Clients, p.sc.RecvMode,
 			lat, rawLat, rate(p.lifenet.clientRate()), rate(p.raw.clientRate()), p.ratioText())
 	}
+	writeRPC(w, ps)
 	var failed []string
 	for _, r := range rep.Results {
 		if r.Error != "" {
@@ -147,7 +157,73 @@ func writeMarkdown(w io.Writer, rep Report) {
 		fmt.Fprintf(w, "\n## Failed runs\n\n%s\n", strings.Join(failed, "\n"))
 	}
 	if faults := faultyRuns(rep.Results); len(faults) > 0 {
-		fmt.Fprintf(w, "\n## Runs with lost TCP echoes, failed connections or slow drains\n\n%s\n", strings.Join(faults, "\n"))
+		fmt.Fprintf(w, "\n## Runs with lost TCP echoes, failed connections or calls, or slow drains\n\n%s\n", strings.Join(faults, "\n"))
+	}
+}
+
+// rpcField formats one figure of an RPC run's summary, "–" when the run
+// has none or the figure is unknown (negative).
+func rpcField(r *Result, f func(*rpctool.Summary) float64, format string) string {
+	if r == nil || r.RPC == nil || f(r.RPC) < 0 {
+		return "–"
+	}
+	return fmt.Sprintf(format, f(r.RPC))
+}
+
+func rpcP50(s *rpctool.Summary) float64         { return s.P50 }
+func rpcServerCPU(s *rpctool.Summary) float64   { return s.ServerCPU }
+func rpcServerAlloc(s *rpctool.Summary) float64 { return s.ServerAlloc }
+func rpcClientAlloc(s *rpctool.Summary) float64 { return s.ClientAlloc }
+func rpcClientCPU(s *rpctool.Summary) float64   { return s.ClientCPU }
+
+// writeRPC writes the RPC section (seed 002), when the matrix had RPC rows:
+// the pairs against net/rpc, then the direct path.
+func writeRPC(w io.Writer, ps []pair) {
+	var paired, direct []pair
+	for _, p := range ps {
+		switch {
+		case p.sc.isRPC() && p.sc.Direct:
+			direct = append(direct, p)
+		case p.sc.isRPC():
+			paired = append(paired, p)
+		}
+	}
+	if len(paired)+len(direct) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\n## 4. RPC (seed 002): lifenet vs net/rpc")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "`lifenet serve` beside `lifenet serve --impl netrpc` (Go's net/rpc), one `lifenet rpcload` process each; "+
+		"conns×inflight = connections × calls in flight on each. Server CPU and bytes per call are the server process's "+
+		"counters over the window (– when unknown); latencies are the client's.")
+	if len(paired) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| scenario | call | conns×inflight | lifenet calls/s | net/rpc calls/s | **lifenet/net/rpc** | P50 µs lifenet / net/rpc | server CPU µs/call lifenet / net/rpc | server B/call lifenet / net/rpc | client B/call lifenet / net/rpc |")
+		fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+		for _, p := range paired {
+			fmt.Fprintf(w, "| %s | %s | %d×%d | %s | %s | **%s** | %s / %s | %s / %s | %s / %s | %s / %s |\n", p.sc.Name, p.sc.Call,
+				p.sc.Clients, max(p.sc.Inflight, 1), rate(p.lifenet.callRate()), rate(p.raw.callRate()), p.ratioText(),
+				rpcField(p.lifenet, rpcP50, "%.1f"), rpcField(p.raw, rpcP50, "%.1f"),
+				rpcField(p.lifenet, rpcServerCPU, "%.2f"), rpcField(p.raw, rpcServerCPU, "%.2f"),
+				rpcField(p.lifenet, rpcServerAlloc, "%.0f"), rpcField(p.raw, rpcServerAlloc, "%.0f"),
+				rpcField(p.lifenet, rpcClientAlloc, "%.0f"), rpcField(p.raw, rpcClientAlloc, "%.0f"))
+		}
+	}
+	if len(direct) > 0 {
+		fmt.Fprintln(w, "\nDirect path: `Server.Process` called in one process, no sockets (lifenet only, no baseline).")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| scenario | call | goroutines | lifenet calls/s | P50 µs | CPU µs/call | B/call |")
+		fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|")
+		for _, p := range direct {
+			g := "GOMAXPROCS"
+			if p.lifenet != nil && p.lifenet.RPC != nil {
+				g = fmt.Sprint(p.lifenet.RPC.Inflight)
+			} else if p.sc.Clients > 0 {
+				g = fmt.Sprint(p.sc.Clients)
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", p.sc.Name, p.sc.Call, g, rate(p.lifenet.callRate()),
+				rpcField(p.lifenet, rpcP50, "%.2f"), rpcField(p.lifenet, rpcClientCPU, "%.2f"), rpcField(p.lifenet, rpcClientAlloc, "%.0f"))
+		}
 	}
 }
 
@@ -159,10 +235,13 @@ const slowDrain = 1.0
 
 // faultyRuns lists runs that completed but lost TCP echoes (TCP delivers
 // everything or fails, so any shortfall is a fault), lost connections, or
-// took long to drain.
+// took long to drain, and RPC runs with failed calls.
 func faultyRuns(rs []Result) []string {
 	var out []string
 	for _, r := range rs {
+		if s := r.RPC; s != nil && s.Errors > 0 {
+			out = append(out, fmt.Sprintf("- %s (%s, round %d): %d calls failed (first: %s)", r.Name, r.Impl, r.Round, s.Errors, firstLine(s.FirstError)))
+		}
 		c := r.Client
 		if c == nil {
 			continue
@@ -318,6 +397,18 @@ func writeHTML(w io.Writer, rep Report) {
 		p50.values, p99.values, raw50.values = append(p50.values, a), append(p99.values, b), append(raw50.values, c)
 	}
 	body.WriteString(barChart("Round-trip latency percentiles vs concurrency", "µs", lat, []series{p50, p99, raw50}))
+	var calls []string
+	lc := series{name: "lifenet", color: colorLifenet}
+	nc := series{name: "net/rpc", color: colorRaw}
+	for _, p := range ps {
+		if p.sc.isRPC() && !p.sc.Direct {
+			calls = append(calls, p.sc.Name)
+			lc.values, nc.values = append(lc.values, p.lifenet.callRate()), append(nc.values, p.raw.callRate())
+		}
+	}
+	if len(calls) > 0 {
+		body.WriteString(barChart("RPC calls/s: lifenet vs net/rpc (seed 002)", "calls/s", calls, []series{lc, nc}))
+	}
 	var all []string
 	rat := series{name: "lifenet / raw", color: colorLifenet}
 	for _, p := range ps {
@@ -326,7 +417,12 @@ func writeHTML(w io.Writer, rep Report) {
 			rat.values = append(rat.values, p.ratio)
 		}
 	}
-	body.WriteString(barChart("lifenet vs raw (throughput ratio; 1.0 = parity)", "ratio", all, []series{rat}))
+	ratTitle := "lifenet vs raw (throughput ratio; 1.0 = parity)"
+	if len(calls) > 0 {
+		rat.name = "lifenet / baseline"
+		ratTitle = "lifenet vs baseline (throughput ratio; 1.0 = parity; raw std net, net/rpc for the rpc-* rows)"
+	}
+	body.WriteString(barChart(ratTitle, "ratio", all, []series{rat}))
 	var md strings.Builder
 	writeMarkdown(&md, rep)
 	fmt.Fprintf(w, `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>lifenet matrix %s</title>
@@ -346,6 +442,11 @@ func (rep Report) method() string {
 	how := "every scenario runs twice: lifenet (server and client) and `raw` (the plain std-net loop); separate server and client processes. Ratio = lifenet / raw."
 	if rep.Rounds > 1 {
 		how = fmt.Sprintf("every scenario runs %d rounds of lifenet (server and client) beside `raw` (the plain std-net loop), the pair back to back, taking turns going first; separate server and client processes. Rates and latencies are the median round's; ratio = median of the per-round lifenet/raw ratios, with their range.", rep.Rounds)
+	}
+	for _, r := range rep.Results {
+		if r.isRPC() {
+			return how + " The RPC rows (rpc-*, seed 002) have Go's net/rpc as the baseline instead of `raw`, and the direct path none."
+		}
 	}
 	return how
 }

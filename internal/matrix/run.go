@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/internal/loadtest"
+	"github.com/lifenet/lifenet/internal/rpctool"
 )
 
 // Options configure a matrix run.
@@ -39,6 +41,7 @@ type Result struct {
 	Round  int               `json:"round"`
 	Server *loadtest.Steady  `json:"server,omitempty"`
 	Client *loadtest.Summary `json:"client,omitempty"`
+	RPC    *rpctool.Summary  `json:"rpc,omitempty"` // RPC rows: rpcload's summary (server figures included)
 	Error  string            `json:"error,omitempty"`
 }
 
@@ -63,21 +66,25 @@ func Filter(list []Scenario, only string) ([]Scenario, error) {
 	return out, nil
 }
 
-// Run runs every scenario opts.Rounds times with lifenet and with the raw
-// baseline, and returns the results in order. The two runs of a round are
+// Run runs every scenario opts.Rounds times with lifenet and with its
+// baseline (raw std net; net/rpc for the RPC rows; none for the direct
+// path), and returns the results in order. The two runs of a round are
 // back to back and take turns going first, so drift in the machine's load
 // favours neither. A failed run is recorded in its Result and the matrix
 // goes on.
 func Run(ctx context.Context, opts Options, list []Scenario) []Result {
 	var results []Result
 	rounds := max(opts.Rounds, 1)
-	total := 2 * rounds * len(list)
+	total := 0
+	for _, sc := range list {
+		total += rounds * len(sc.impls())
+	}
 	start := time.Now()
 	port := opts.BasePort
 	for _, sc := range list {
 		for round := 1; round <= rounds; round++ {
-			order := []string{"lifenet", "raw"}
-			if round%2 == 0 {
+			order := sc.impls()
+			if round%2 == 0 && len(order) == 2 {
 				order[0], order[1] = order[1], order[0]
 			}
 			for _, impl := range order {
@@ -88,8 +95,12 @@ func Run(ctx context.Context, opts Options, list []Scenario) []Result {
 				opts.progress(len(results), total, start, label)
 				port++
 				r := Result{Scenario: sc, Impl: impl, Round: round}
-				srv, cli, err := runOne(ctx, opts, sc, impl, &port)
-				r.Server, r.Client = srv, cli
+				var err error
+				if sc.isRPC() {
+					r.RPC, err = runRPC(ctx, opts, sc, impl, &port)
+				} else {
+					r.Server, r.Client, err = runOne(ctx, opts, sc, impl, &port)
+				}
 				if err != nil {
 					r.Error = err.Error()
 				}
@@ -134,7 +145,9 @@ func runOne(ctx context.Context, opts Options, sc Scenario, impl string, port *i
 	)
 	for attempt := 0; attempt < 3; attempt++ {
 		serveP = *port
-		srv, lines, logf, err = startServer(ctx, opts, sc, impl, serveP)
+		args := append([]string{"load", "--server", "--impl", impl, "--port", strconv.Itoa(serveP),
+			"--idle-exit", strconv.FormatFloat(opts.IdleExit, 'f', -1, 64)}, sc.commonArgs()...)
+		srv, lines, logf, err = startServer(ctx, opts, sc, impl, serveP, args)
 		if err == nil {
 			break
 		}
@@ -156,9 +169,9 @@ func (o Options) command(ctx context.Context, cpu string, args ...string) *exec.
 	return exec.CommandContext(ctx, o.Exe, args...)
 }
 
-func startServer(ctx context.Context, opts Options, sc Scenario, impl string, port int) (*exec.Cmd, <-chan string, *os.File, error) {
-	args := append([]string{"load", "--server", "--impl", impl, "--port", strconv.Itoa(port),
-		"--idle-exit", strconv.FormatFloat(opts.IdleExit, 'f', -1, 64)}, sc.commonArgs()...)
+// startServer starts a server process with args and waits for the READY
+// line it prints first.
+func startServer(ctx context.Context, opts Options, sc Scenario, impl string, port int, args []string) (*exec.Cmd, <-chan string, *os.File, error) {
 	cmd := opts.command(ctx, "0", args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -279,6 +292,102 @@ func waitSteady(cmd *exec.Cmd, lines <-chan string, timeout time.Duration) (*loa
 			cmd.Process.Kill()
 			cmd.Wait()
 			return steady, errors.New("server did not exit in time (killed)")
+		}
+	}
+}
+
+// runRPC runs an RPC row: `lifenet serve` (none for the direct path),
+// waits for READY (three ports at most), runs one `lifenet rpcload`
+// process (its connections and callers are the concurrency; the server's
+// CPU and bytes per call are its view of the one server) and stops the
+// server.
+func runRPC(ctx context.Context, opts Options, sc Scenario, impl string, port *int) (*rpctool.Summary, error) {
+	if sc.Direct {
+		return runRPCLoad(ctx, opts, sc, impl, 0)
+	}
+	// The server exits by itself after this should the matrix die without
+	// stopping it; rpcload gives up on a stuck call 20 s after its window.
+	bound := math.Ceil(opts.Warmup+opts.Seconds) + 60
+	var (
+		srv    *exec.Cmd
+		lines  <-chan string
+		logf   *os.File
+		err    error
+		serveP int
+	)
+	for attempt := 0; attempt < 3; attempt++ {
+		serveP = *port
+		srv, lines, logf, err = startServer(ctx, opts, sc, impl, serveP, sc.serveArgs(impl, serveP, bound))
+		if err == nil {
+			break
+		}
+		*port++
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	sum, cerr := runRPCLoad(ctx, opts, sc, impl, serveP)
+	return sum, errors.Join(cerr, stopServer(srv, lines, 10*time.Second))
+}
+
+// runRPCLoad runs one rpcload process and parses its SUMMARY line; a
+// summary printed by a run that then failed (no call completed) is kept.
+func runRPCLoad(ctx context.Context, opts Options, sc Scenario, impl string, port int) (*rpctool.Summary, error) {
+	cmd := opts.command(ctx, "1", sc.rpcloadArgs(impl, port, opts.Seconds, opts.Warmup)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	os.WriteFile(filepath.Join(opts.Out, fmt.Sprintf("%s.%s.client0.log", sc.Name, impl)), []byte(string(out)+stderr.String()), 0o644)
+	sum, perr := parseRPCSummary(out)
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
+			msg = msg[i+1:]
+		}
+		if msg != "" {
+			err = fmt.Errorf("%w: %s", err, msg)
+		}
+		return sum, fmt.Errorf("rpcload: %w", err)
+	}
+	return sum, perr
+}
+
+func parseRPCSummary(out []byte) (*rpctool.Summary, error) {
+	for _, l := range strings.Split(string(out), "\n") {
+		if js, ok := strings.CutPrefix(l, "SUMMARY: "); ok {
+			var s rpctool.Summary
+			if err := json.Unmarshal([]byte(js), &s); err != nil {
+				return nil, fmt.Errorf("rpcload SUMMARY: %w", err)
+			}
+			return &s, nil
+		}
+	}
+	return nil, errors.New("rpcload printed no SUMMARY line")
+}
+
+// stopServer interrupts a `lifenet serve` (it shuts down gracefully and
+// exits 0), kills it if it has not exited within grace, and waits for it.
+func stopServer(cmd *exec.Cmd, lines <-chan string, grace time.Duration) error {
+	cmd.Process.Signal(os.Interrupt) // an error: it has exited already
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	for {
+		select {
+		case _, ok := <-lines:
+			if ok {
+				continue
+			}
+			if err := cmd.Wait(); err != nil {
+				return fmt.Errorf("server: %w", err)
+			}
+			return nil
+		case <-timer.C:
+			cmd.Process.Kill()
+			for range lines {
+			}
+			cmd.Wait()
+			return errors.New("server did not stop on interrupt (killed)")
 		}
 	}
 }

@@ -21,9 +21,83 @@ type Scenario struct {
 	UDPConnect bool   `json:"udpconnect,omitempty"`
 	Codec      string `json:"codec,omitempty"` // srmp or lengthfield: lifenet runs its codec, raw rawnet's per-message loop and client
 	Window     int    `json:"window,omitempty"`
+	// RPC rows (seed 002, Mode "rpc"): `lifenet serve` and `lifenet rpcload`,
+	// lifenet beside Go's net/rpc. Clients is the connection count (for
+	// Direct, the calling goroutines; 0: rpcload's default, GOMAXPROCS).
+	Call     string `json:"call,omitempty"`     // call shape: noarg, echo16, echo2000, string16, string2000, multi
+	Inflight int    `json:"inflight,omitempty"` // callers per connection
+	Direct   bool   `json:"direct,omitempty"`   // Server.Process in one process: lifenet only, no server, no baseline
 }
 
-// loadArgs returns the `lifenet load` flags shared by server and client.
+// rpcMode is the Mode of the RPC rows.
+const rpcMode = "rpc"
+
+// isRPC says the scenario runs `serve` and `rpcload` rather than `load`.
+func (s Scenario) isRPC() bool { return s.Mode == rpcMode }
+
+// impls are the implementations the scenario runs, lifenet first: the
+// baseline is raw std net for the socket rows, Go's net/rpc for the RPC
+// rows, none for the direct path.
+func (s Scenario) impls() []string {
+	switch {
+	case s.isRPC() && s.Direct:
+		return []string{"lifenet"}
+	case s.isRPC():
+		return []string{"lifenet", "netrpc"}
+	}
+	return []string{"lifenet", "raw"}
+}
+
+// serveArgs are the `lifenet serve` arguments of an RPC row's server; it
+// exits by itself after bound seconds should nothing stop it first.
+func (s Scenario) serveArgs(impl string, port int, bound float64) []string {
+	return []string{"serve", "--impl", impl, "--port", strconv.Itoa(port), "--seconds", strconv.FormatFloat(bound, 'f', -1, 64)}
+}
+
+// rpcloadArgs are the `lifenet rpcload` arguments of an RPC row's client
+// (port is unused for the direct path).
+func (s Scenario) rpcloadArgs(impl string, port int, seconds, warmup float64) []string {
+	a := []string{"rpcload"}
+	if s.Direct {
+		a = append(a, "--direct")
+		if s.Clients > 0 {
+			a = append(a, "--goroutines", strconv.Itoa(s.Clients))
+		}
+	} else {
+		a = append(a, "--impl", impl, "--remote", fmt.Sprintf("127.0.0.1:%d", port),
+			"--conns", strconv.Itoa(s.Clients), "--inflight", strconv.Itoa(max(s.Inflight, 1)))
+	}
+	return append(a, "--call", s.Call, "--seconds", strconv.FormatFloat(seconds, 'f', -1, 64),
+		"--warmup", strconv.FormatFloat(warmup, 'f', -1, 64), "--json")
+}
+
+// rpcCalls are NewLife's RpcBenchmarks call shapes.
+var rpcCalls = []string{"noarg", "echo16", "echo2000", "string16", "string2000", "multi"}
+
+func rpcScenario(name, call string, conns, inflight int) Scenario {
+	return Scenario{Name: name, Mode: rpcMode, Proto: "tcp", Clients: conns, Call: call, Inflight: inflight}
+}
+
+// rpcScenarios are seed 002's RPC rows: each call shape at 1, 4, 16 and
+// 32 concurrent calls (NewLife's RpcBenchmarks: a connection per caller,
+// one call in flight on each), 100 connections for throughput, 100
+// callers multiplexed over 4 connections, and the direct path.
+func rpcScenarios() []Scenario {
+	var l []Scenario
+	for _, call := range rpcCalls {
+		for _, c := range []int{1, 4, 16, 32} {
+			l = append(l, rpcScenario(fmt.Sprintf("rpc-%s-c%d", call, c), call, c, 1))
+		}
+	}
+	for _, call := range []string{"noarg", "echo16"} {
+		l = append(l, rpcScenario(fmt.Sprintf("rpc-%s-100conn", call), call, 100, 1))
+	}
+	l = append(l, rpcScenario("rpc-noarg-4x25", "noarg", 4, 25))
+	l = append(l, Scenario{Name: "rpc-direct-noarg", Mode: rpcMode, Call: "noarg", Direct: true})
+	return l
+}
+
+// commonArgs returns the `lifenet load` flags shared by server and client.
 func (s Scenario) commonArgs() []string {
 	a := []string{"--size", strconv.Itoa(s.Size)}
 	if s.Proto == "udp" {
@@ -140,7 +214,7 @@ func Full() []Scenario {
 			l = append(l, s, w)
 		}
 	}
-	return l
+	return append(l, rpcScenarios()...)
 }
 
 func roundtrip(proto string, size, clients int, recv string) Scenario {
@@ -156,6 +230,7 @@ func Quick() []Scenario {
 		"udp-1KB": true, "udp-1KB-conn": true, "tcp-1KB-pipe-sync": true, "tcp-1KB-pipe-event": true,
 		"tcp-1KB-rt-sync-4C": true, "tcp-1KB-rt-sync-64C": true, "udp-1KB-rt-sync-1C": true,
 		"tcp-32B-srmp-window-16C": true, "tcp-32B-lengthfield-serial-16C": true,
+		"rpc-noarg-c1": true, "rpc-noarg-100conn": true, "rpc-noarg-4x25": true,
 	}
 	var l []Scenario
 	for _, s := range Full() {

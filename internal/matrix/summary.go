@@ -22,6 +22,8 @@ func groupName(sc Scenario) string {
 		proto = "UDP"
 	}
 	switch {
+	case sc.isRPC():
+		return rpcGroup
 	case sc.Codec != "" && sc.Mode == "pipeline":
 		return "codec echo, windowed"
 	case sc.Codec != "":
@@ -34,17 +36,27 @@ func groupName(sc Scenario) string {
 	return proto + " round trip"
 }
 
+// rpcGroup is the RPC rows' group: their baseline is net/rpc, not raw std
+// net, so they stay out of the "all" row and come after it.
+const rpcGroup = "RPC vs net/rpc"
+
 // summarize groups the scenarios' ratios, in order of first appearance,
-// and appends the row for all of them.
+// and appends the row for all of them (but the RPC rows, whose group
+// comes last).
 func summarize(ps []pair) []group {
 	var out []group
 	index := map[string]int{}
 	all := group{name: "all"}
+	rpc := group{name: rpcGroup}
 	for _, p := range ps {
 		if p.rounds == 0 {
 			continue
 		}
 		name := groupName(p.sc)
+		if name == rpcGroup {
+			rpc.add(p.ratio)
+			continue
+		}
 		i, ok := index[name]
 		if !ok {
 			i = len(out)
@@ -56,6 +68,9 @@ func summarize(ps []pair) []group {
 	}
 	if len(out) > 1 {
 		out = append(out, all)
+	}
+	if len(rpc.ratios) > 0 {
+		out = append(out, rpc)
 	}
 	for i := range out {
 		slices.Sort(out[i].ratios)
