@@ -47,10 +47,13 @@ type actions struct {
 	fold  map[string]*action // by the ASCII-lower-cased name
 }
 
-// add registers a; the name is checked and must be new (in any case).
-func (r *registry) add(a *action) error {
-	if a.name == "" || len(a.name) > MaxActionLen || !validAction([]byte(a.name)) {
-		return fmt.Errorf("%w: name %q (1 to %d ASCII bytes)", ErrSignature, a.name, MaxActionLen)
+// add registers acts, all or none; each name is checked and must be new
+// (in any case).
+func (r *registry) add(acts ...*action) error {
+	for _, a := range acts {
+		if a.name == "" || len(a.name) > MaxActionLen || !validAction([]byte(a.name)) {
+			return fmt.Errorf("%w: name %q (1 to %d ASCII bytes)", ErrSignature, a.name, MaxActionLen)
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -64,11 +67,13 @@ func (r *registry) add(a *action) error {
 			next.fold[k] = v
 		}
 	}
-	low := strings.ToLower(a.name)
-	if _, dup := next.fold[low]; dup {
-		return fmt.Errorf("%w: %s", ErrDuplicate, a.name)
+	for _, a := range acts {
+		low := strings.ToLower(a.name)
+		if _, dup := next.fold[low]; dup {
+			return fmt.Errorf("%w: %s", ErrDuplicate, a.name)
+		}
+		next.exact[a.name], next.fold[low] = a, a
 	}
-	next.exact[a.name], next.fold[low] = a, a
 	r.snap.Store(next)
 	return nil
 }

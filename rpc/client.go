@@ -197,13 +197,15 @@ func (c *Client) conn(ctx context.Context, i int) (*codec.Conn, error) {
 	return nil, fmt.Errorf("%w: %w", ErrNoServer, last)
 }
 
-func ended(cn *codec.Conn) bool {
-	select {
-	case <-cn.Session().Done():
-		return true
-	default:
-		return false
-	}
+// ended reports whether a connection is closing or closed.
+func ended(cn *codec.Conn) bool { return cn.Session().Reason() != transport.ReasonNone }
+
+// unsent reports whether a request failed because its connection had
+// already ended when it was written: it never left (a request pending when
+// the connection ends fails with codec.ErrConnClosed instead).
+func unsent(err error) bool {
+	var ce *transport.CloseError
+	return errors.As(err, &ce) && !errors.Is(err, codec.ErrConnClosed)
 }
 
 // dial connects to one server address.
@@ -244,9 +246,12 @@ func (c *Client) pick(ctx context.Context) (*codec.Conn, error) {
 // (a pointer; nil to ignore the data). args are encoded as NewLife does:
 // nil for none, []byte and string raw, numbers and bools as text, anything
 // else as JSON (an object also carries Token and Headers). A server's error
-// reply returns an *ApiError; a timeout wraps codec.ErrTimeout; a lost
-// connection wraps codec.ErrConnClosed (the call is not retried: it may
-// have run).
+// reply returns an *ApiError; a timeout wraps codec.ErrTimeout. A call
+// that finds its connection already gone reconnects (to the next server if
+// need be; ErrNoServer when none answers) and goes out on the new one; a
+// call pending when its connection ends fails with codec.ErrConnClosed and
+// is not retried, since it may have run. A 401 runs ClientConfig.Login and
+// retries once.
 func (c *Client) Invoke(ctx context.Context, action string, args, result any) error {
 	err := c.invoke(ctx, action, args, result)
 	var ae *ApiError
@@ -267,6 +272,9 @@ func (c *Client) SetToken(t string) { c.token.Store(&t) }
 func (c *Client) Token() string { return *c.token.Load() }
 
 func (c *Client) invoke(ctx context.Context, action string, args, result any) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
 	if c.web != nil {
 		return c.invokeHTTP(ctx, action, args, result)
 	}
@@ -280,6 +288,11 @@ func (c *Client) invoke(ctx context.Context, action string, args, result any) er
 		return err
 	}
 	reply, err := cn.RequestBytes(ctx, FlagRPC, body)
+	if unsent(err) { // the connection had ended: the call never left, so a new one may carry it
+		if cn, err = c.pick(ctx); err == nil {
+			reply, err = cn.RequestBytes(ctx, FlagRPC, body)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("rpc: %s: %w", action, err)
 	}

@@ -84,18 +84,21 @@ func decodeHTTP(resp *http.Response, action string, result any, limit int) error
 		}
 		return decodeResult(raw, result)
 	}
+	if resp.StatusCode >= 300 { // a UseHttpStatus server: the code is the status
+		return &ApiError{Code: resp.StatusCode, Message: trimText(raw)}
+	}
 	if len(raw) == 0 {
 		return nil
 	}
 	var env struct {
-		Code int             `json:"code"`
-		Data json.RawMessage `json:"data"`
+		Action *string         `json:"action"`
+		Code   *int            `json:"code"`
+		Data   json.RawMessage `json:"data"`
 	}
-	if err := json.Unmarshal(raw, &env); err != nil {
-		return fmt.Errorf("rpc: %s: %w: %v", action, ErrBody, err)
-	}
-	if env.Code != CodeOK && env.Code != 200 {
-		return &ApiError{Code: env.Code, Message: trimText(env.Data)}
+	if json.Unmarshal(raw, &env) != nil || env.Action == nil || env.Code == nil {
+		env.Data = raw // no envelope: a UseHttpStatus server's bare value
+	} else if *env.Code != CodeOK && *env.Code != 200 {
+		return &ApiError{Code: *env.Code, Message: trimText(env.Data)}
 	}
 	if len(env.Data) == 0 || string(env.Data) == "null" || result == nil {
 		return nil

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -30,6 +29,9 @@ func (g *gateway) serveHTTP(c *codec.Context) error {
 			return nil
 		}
 		end += 4
+		if end > g.s.cfg.MaxHTTPHeader {
+			return g.httpFail(c, http.StatusRequestHeaderFieldsTooLarge, "request header too large")
+		}
 		req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(g.buf[:end])))
 		if err != nil {
 			return g.httpFail(c, http.StatusBadRequest, err.Error())
@@ -205,6 +207,3 @@ func (g *gateway) httpFail(c *codec.Context, status int, msg string) error {
 	g.buf = nil
 	return nil
 }
-
-// errHTTPOnly: WebSocket messages other than data and close.
-var errWSProtocol = errors.New("rpc: websocket protocol error")

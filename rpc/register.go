@@ -68,12 +68,7 @@ func (s *Server) Register(controller any, opts ...RegisterOption) error {
 	if len(acts) == 0 {
 		return fmt.Errorf("%w: %s has no exported methods", ErrSignature, t)
 	}
-	for _, a := range acts {
-		if err := s.reg.add(a); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.reg.add(acts...)
 }
 
 // controllerName is a type's name without "Controller"/"Service".

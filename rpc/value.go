@@ -86,7 +86,8 @@ func appendValue(dst []byte, v any) ([]byte, kind, error) {
 }
 
 // appendFloat writes a float as .NET's shortest round-trip ToString does:
-// positional between 1e-5 and 1e15, else an exponent with a sign ("1E+20").
+// positional from 1e-4 up to 1e15, else an exponent with a sign ("1E+20",
+// "1E-05").
 func appendFloat(dst []byte, f float64, bits int) []byte {
 	switch {
 	case math.IsNaN(f):
@@ -96,7 +97,7 @@ func appendFloat(dst []byte, f float64, bits int) []byte {
 	case math.IsInf(f, -1):
 		return append(dst, "-Infinity"...)
 	}
-	if a := math.Abs(f); a == 0 || (a >= 1e-5 && a < 1e15) {
+	if a := math.Abs(f); a == 0 || (a >= 1e-4 && a < 1e15) {
 		return strconv.AppendFloat(dst, f, 'f', -1, bits)
 	}
 	return strconv.AppendFloat(dst, f, 'E', -1, bits)

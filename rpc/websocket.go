@@ -1,7 +1,6 @@
 package rpc
 
 import (
-	"fmt"
 	"net/http"
 
 	"github.com/lifenet/lifenet/codec"
@@ -31,8 +30,12 @@ func (g *gateway) serveWS(c *codec.Context) error {
 	for off < len(g.buf) {
 		f, n, err := ws.Parse(g.buf[off:], g.s.cfg.Framer.MaxFrame)
 		if err != nil {
+			// Close with 1002 once the close frame is written (returning the
+			// error would abort the connection and drop it).
 			c.WriteBytes(ws.AppendClose(nil, ws.CloseProtocolError, err.Error(), nil))
-			return fmt.Errorf("%w: %v", errWSProtocol, err)
+			g.ss.conn.Close()
+			off = len(g.buf)
+			return nil
 		}
 		if n == 0 {
 			return nil

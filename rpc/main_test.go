@@ -1,0 +1,34 @@
+package rpc_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/internal/pooltrack"
+)
+
+// TestMain checks the whole package for leaks once every test has run: no
+// goroutine may outlive the tests and every pooled buffer taken during them
+// must be back. (Tests that start servers also check themselves one by one,
+// through leakcheck.Check in startServer.)
+func TestMain(m *testing.M) {
+	pooltrack.Enable()
+	start := pooltrack.Seq()
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "leakcheck: goroutines left running after the tests: %v\n", err)
+			code = 1
+		}
+		if report := leakcheck.Buffers(start, 2*time.Second); report != "" {
+			fmt.Fprintln(os.Stderr, report)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
