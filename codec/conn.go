@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -421,11 +422,31 @@ func (c *Conn) start(ctx context.Context, want Match, cb *callback, send func(ke
 		return 0, nil, err
 	}
 	c.flushReplies()
-	if err := send(key); err != nil {
+	if err := c.sendCoalesced(key, send); err != nil {
 		c.m.unregister(key)
 		return 0, nil, err
 	}
 	return key, ch, nil
+}
+
+// sendCoalesced sends a request. When other requests of this connection
+// are in flight, their callers are likely about to send too (woken by the
+// replies of one read): the write is held back while this goroutine yields
+// once, so that those requests leave in the same write instead of one
+// system call each. A lone request is written at once.
+func (c *Conn) sendCoalesced(key int, send func(int) error) error {
+	if c.m.inFlight.Load() <= 1 || c.lead != nil || c.chain.Datagram {
+		return send(key)
+	}
+	var err error
+	werr := c.sess.Batch(func() {
+		err = send(key)
+		runtime.Gosched()
+	})
+	if err == nil {
+		err = werr
+	}
+	return err
 }
 
 func (c *Conn) checkFormat(want Match) error {

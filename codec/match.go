@@ -108,6 +108,7 @@ type matcher struct {
 	mu      sync.Mutex
 	slots   [256]waiter
 	free    int      // in-flight slots left: back-pressure, never overwrite
+	cap     int      // the slots there are
 	waiting int      // requests waiting in acquire for a free slot
 	next    int      // SRMP: the next sequence number to try
 	order   [256]int // FIFO: slot keys in request order, a ring
@@ -123,6 +124,7 @@ type matcher struct {
 
 	unknown, timedOut atomic.Uint64
 	queued            atomic.Int32 // FIFO: count, readable without the lock
+	inFlight          atomic.Int32 // slots taken, readable without the lock
 	clock             atomic.Int64 // unix nanoseconds, set by the sweeper each tick: no clock read per request
 }
 
@@ -134,7 +136,7 @@ func newMatcher(fifo bool, timeout time.Duration) *matcher {
 	if timeout <= 0 {
 		timeout = DefaultRequestTimeout
 	}
-	return &matcher{fifo: fifo, timeout: timeout, free: n, stop: make(chan struct{}), freed: make(chan struct{}, 1), next: 1}
+	return &matcher{fifo: fifo, timeout: timeout, free: n, cap: n, stop: make(chan struct{}), freed: make(chan struct{}, 1), next: 1}
 }
 
 // acquire takes a free in-flight slot, waiting for one while all are in
@@ -165,6 +167,7 @@ func (m *matcher) acquire(ctx context.Context) error {
 		return m.err
 	}
 	m.free--
+	m.inFlight.Store(int32(m.cap - m.free))
 	m.passOn()
 	return nil
 }
@@ -263,6 +266,7 @@ func (m *matcher) freeSlot(key int) {
 	w.state, w.cb, w.async = slotFree, callback{}, false
 	if m.err == nil {
 		m.free++
+		m.inFlight.Store(int32(m.cap - m.free))
 		m.passOn()
 	}
 }
