@@ -79,10 +79,8 @@ func (g *gateway) answerHTTP(c *codec.Context, req *http.Request, body []byte) e
 		return g.respond(c, action, CodeNotFound, kindText, []byte(notFound([]byte(action)).Message))
 	}
 	s := g.s
-	s.running.Add(1)
 	name := []byte(action)
 	out, k, err := s.exec(g.ss.ctx, g.ss, name, s.reg.find(name), data, nil)
-	s.running.Add(-1)
 	if err != nil {
 		code, msg := errorCode(err)
 		return g.respond(c, action, int(code), kindText, []byte(msg))

@@ -27,7 +27,6 @@ type Server struct {
 	started time.Time
 
 	closing  atomic.Bool
-	running  atomic.Int64 // calls in progress, for Shutdown
 	pushSeq  atomic.Uint32
 	sessions sync.Map // id → *Session
 
@@ -72,13 +71,14 @@ func (s *Server) Serve(l net.Listener) error { return s.cs.Serve(l) }
 
 // Shutdown refuses new calls (they get a 503 error reply naming
 // ErrShutdown), waits for the calls in progress to finish and their replies
-// to be written, then closes every connection. It returns ctx's error if
+// to be written, then closes every connection. Direct Process calls are
+// the caller's to wait for. It returns ctx's error if
 // ctx ends first, and then closes everything at once.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
-	for s.running.Load() > 0 {
+	for s.spawned() > 0 {
 		select {
 		case <-ctx.Done():
 			s.Close()
@@ -97,6 +97,19 @@ func (s *Server) Close() error {
 	err := s.cs.Close()
 	s.cancel()
 	return err
+}
+
+// spawned counts the calls running on goroutines of their own. (A call
+// running on its connection's reading goroutine is waited for by the
+// transport's shutdown; counting every call in one server-wide counter
+// would bounce its cache line between the cores on every call.)
+func (s *Server) spawned() int {
+	n := 0
+	s.sessions.Range(func(_, v any) bool {
+		n += int(v.(*Session).running.Load())
+		return true
+	})
+	return n
 }
 
 // Stats are a server's counters of unusual events.
@@ -138,7 +151,6 @@ func (s *Server) onMessage(c *codec.Conn, msg any) {
 	if !ok {
 		return
 	}
-	s.running.Add(1)
 	stream := a != nil && a.stream != nil
 	if !stream && (a == nil || a.inline || s.cfg.Serial || ss.running.Load() >= int32(s.cfg.MaxInFlight)) {
 		s.serve(ss, m, b, a)
@@ -184,7 +196,6 @@ func (s *Server) serveKept(ss *Session, m *codec.Message) {
 
 // serve runs one routed request and writes its reply.
 func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action) {
-	defer s.running.Add(-1)
 	bp := bodyPool.Get().(*[]byte)
 	defer putBody(bp)
 	out, isErr := s.call(ss.ctx, ss, b, a, (*bp)[:0])
@@ -222,8 +233,6 @@ func (s *Server) Process(ctx context.Context, body, dst []byte) (reply []byte, i
 	if !ok {
 		return dst, false, false
 	}
-	s.running.Add(1)
-	defer s.running.Add(-1)
 	reply, isErr = s.call(ctx, nil, b, a, dst)
 	return reply, isErr, true
 }

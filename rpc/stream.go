@@ -51,7 +51,6 @@ func HandleStream[A, T any](s *Server, name string, fn func(ctx context.Context,
 
 // serveStream runs a streaming action: a reply per item, then the end.
 func (s *Server) serveStream(ss *Session, m *codec.Message, b body, a *action) {
-	defer s.running.Add(-1)
 	oneWay := m.Kind == codec.KindOneWay
 	var out []byte
 	send := func(item []byte, k kind) error {

@@ -34,6 +34,7 @@ type loadConfig struct {
 	goroutines int
 	json       bool
 	recvMode   string
+	cpuProfile string
 }
 
 // Summary is rpcload's result, printed as the SUMMARY line.
@@ -80,6 +81,7 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&c.direct, "direct", false, "call Server.Process in this process, no sockets (NewLife's direct benchmark)")
 	fs.IntVar(&c.goroutines, "goroutines", runtime.GOMAXPROCS(0), "--direct: calling goroutines")
 	fs.BoolVar(&c.json, "json", false, "print only the SUMMARY line")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write this process's CPU profile here")
 	fs.StringVar(&c.recvMode, "recvmode", "event", "lifenet client: event (a receive goroutine per connection) or sync (waiting callers take turns reading)")
 	if code, done := parse(fs, args, stdout, stderr); done {
 		return code
@@ -98,7 +100,12 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "rpcload", err)
 	}
+	stop, err := startProfile(c.cpuProfile)
+	if err != nil {
+		return usageError(stderr, "rpcload", err)
+	}
 	s, err := runLoad(ctx, c, stderr)
+	stop()
 	if err != nil {
 		fmt.Fprintf(stderr, "lifenet rpcload: %v\n", err)
 		return 1
