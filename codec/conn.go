@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lifenet/lifenet/packet"
@@ -83,7 +84,8 @@ type Conn struct {
 	lf      *lengthFieldHandler // the pipeline's only stage when it is the length-field one
 	flat    *flatReplies        // the flat read path of a one-stage pipeline; nil otherwise
 
-	state any // the application's per-connection value (SetState)
+	state   any          // the application's per-connection value (SetState)
+	batches atomic.Int32 // Batch calls in progress: their writes are held back already
 }
 
 // SetState attaches the application's per-connection value (an rpc
@@ -422,20 +424,22 @@ func (c *Conn) start(ctx context.Context, want Match, cb *callback, send func(ke
 		return 0, nil, err
 	}
 	c.flushReplies()
-	if err := c.sendCoalesced(key, send); err != nil {
+	if err := c.sendCoalesced(key, cb == nil, send); err != nil {
 		c.m.unregister(key)
 		return 0, nil, err
 	}
 	return key, ch, nil
 }
 
-// sendCoalesced sends a request. When other requests of this connection
-// are in flight, their callers are likely about to send too (woken by the
-// replies of one read): the write is held back while this goroutine yields
-// once, so that those requests leave in the same write instead of one
-// system call each. A lone request is written at once.
-func (c *Conn) sendCoalesced(key int, send func(int) error) error {
-	if c.m.inFlight.Load() <= 1 || c.lead != nil || c.chain.Datagram {
+// sendCoalesced sends a request. When the caller is about to block for
+// its reply and other requests of this connection are in flight, their
+// callers are likely about to send too (woken by the replies of one read):
+// the write is held back while this goroutine yields once, so that those
+// requests leave in the same write instead of one system call each. A lone
+// request, an asynchronous one (its caller may be the reading goroutine, or
+// pipelining) and one inside Batch are written at once.
+func (c *Conn) sendCoalesced(key int, blocking bool, send func(int) error) error {
+	if !blocking || c.m.inFlight.Load() <= 1 || c.batches.Load() > 0 || c.lead != nil || c.chain.Datagram {
 		return send(key)
 	}
 	var err error
@@ -462,7 +466,11 @@ func (c *Conn) checkFormat(want Match) error {
 // Batch runs f with the connection's writes held back, then writes what
 // was sent meanwhile in one write: several RequestAsync calls (or writes)
 // cost one system call instead of one each. See transport.Session.Batch.
-func (c *Conn) Batch(f func()) error { return c.sess.Batch(f) }
+func (c *Conn) Batch(f func()) error {
+	c.batches.Add(1)
+	defer c.batches.Add(-1)
+	return c.sess.Batch(f)
+}
 
 // Stats returns the connection's matching counters.
 func (c *Conn) Stats() MatchStats {
