@@ -255,16 +255,21 @@ func runClients(ctx context.Context, opts Options, sc Scenario, impl string, por
 }
 
 func parseSummary(out []byte) (*loadtest.Summary, error) {
+	return parseSummaryLine[loadtest.Summary](out, "client")
+}
+
+// parseSummaryLine decodes the SUMMARY line a client printed.
+func parseSummaryLine[T any](out []byte, who string) (*T, error) {
 	for _, l := range strings.Split(string(out), "\n") {
 		if js, ok := strings.CutPrefix(l, "SUMMARY: "); ok {
-			var s loadtest.Summary
+			var s T
 			if err := json.Unmarshal([]byte(js), &s); err != nil {
-				return nil, fmt.Errorf("client SUMMARY: %w", err)
+				return nil, fmt.Errorf("%s SUMMARY: %w", who, err)
 			}
 			return &s, nil
 		}
 	}
-	return nil, errors.New("client printed no SUMMARY line")
+	return nil, fmt.Errorf("%s printed no SUMMARY line", who)
 }
 
 // waitSteady reads the server's lines until STEADY-JSON and the process
@@ -354,16 +359,7 @@ func runRPCLoad(ctx context.Context, opts Options, sc Scenario, impl string, por
 }
 
 func parseRPCSummary(out []byte) (*rpctool.Summary, error) {
-	for _, l := range strings.Split(string(out), "\n") {
-		if js, ok := strings.CutPrefix(l, "SUMMARY: "); ok {
-			var s rpctool.Summary
-			if err := json.Unmarshal([]byte(js), &s); err != nil {
-				return nil, fmt.Errorf("rpcload SUMMARY: %w", err)
-			}
-			return &s, nil
-		}
-	}
-	return nil, errors.New("rpcload printed no SUMMARY line")
+	return parseSummaryLine[rpctool.Summary](out, "rpcload")
 }
 
 // stopServer interrupts a `lifenet serve` (it shuts down gracefully and

@@ -10,17 +10,20 @@ import (
 	"github.com/lifenet/lifenet/rpc"
 )
 
-// The call shapes of NewLife's RpcBenchmarks.
-var callShapes = []string{"noarg", "echo16", "echo2000", "string16", "string2000", "multi"}
+// Shapes are the call shapes of NewLife's RpcBenchmarks.
+var Shapes = []string{"noarg", "echo16", "echo2000", "string16", "string2000", "multi"}
 
-// shape is one call shape's arguments.
-type shape struct {
-	action string // lifenet action (net/rpc: with "." for "/")
-	bytes  []byte // EchoPacket payload
-	str    string // EchoString input
+// Shape is one call shape's arguments, for every implementation.
+type Shape struct {
+	Name   string
+	Action string // lifenet action ("Bench/NoArg"; net/rpc: "Bench.NoArg")
+	Bytes  []byte // EchoPacket payload
+	Str    string // EchoString input
 }
 
-func shapeOf(name string) shape {
+// ShapeOf returns the call shape name (one of Shapes): EchoPacket sends
+// bytes 0, 1, 2, …, EchoString a string of 'x'.
+func ShapeOf(name string) Shape {
 	switch name {
 	case "echo16", "echo2000":
 		n := 16
@@ -31,81 +34,81 @@ func shapeOf(name string) shape {
 		for i := range b {
 			b[i] = byte(i)
 		}
-		return shape{action: "Bench/EchoPacket", bytes: b}
+		return Shape{Name: name, Action: "Bench/EchoPacket", Bytes: b}
 	case "string16", "string2000":
 		n := 16
 		if name == "string2000" {
 			n = 2000
 		}
-		return shape{action: "Bench/EchoString", str: strings.Repeat("x", n)}
+		return Shape{Name: name, Action: "Bench/EchoString", Str: strings.Repeat("x", n)}
 	case "multi":
-		return shape{action: "Bench/MultiArgs"}
+		return Shape{Name: name, Action: "Bench/MultiArgs"}
 	}
-	return shape{action: "Bench/NoArg"}
+	return Shape{Name: "noarg", Action: "Bench/NoArg"}
 }
 
 var multiArgs = MultiArgs{A: 42, B: 123456, C: "test", D: true, E: 3.14}
 
-// caller makes one call and checks its result; each calling goroutine has
+// Caller makes one call and checks its result; each calling goroutine has
 // its own (results are decoded into its buffers).
-type caller func(ctx context.Context) error
+type Caller func(ctx context.Context) error
 
-func lifenetCaller(cl *rpc.Client, sh shape) caller {
+func lifenetCaller(cl *rpc.Client, sh Shape) Caller {
 	switch {
-	case sh.bytes != nil:
+	case sh.Bytes != nil:
 		var out []byte
 		return func(ctx context.Context) error {
-			if err := cl.Invoke(ctx, sh.action, sh.bytes, &out); err != nil {
+			if err := cl.Invoke(ctx, sh.Action, sh.Bytes, &out); err != nil {
 				return err
 			}
-			return checkBytes(out, sh.bytes)
+			return CheckBytes(out, sh.Bytes)
 		}
-	case sh.str != "":
-		args := StringArgs{Input: sh.str}
+	case sh.Str != "":
+		args := StringArgs{Input: sh.Str}
 		var out string
 		return func(ctx context.Context) error {
-			if err := cl.Invoke(ctx, sh.action, args, &out); err != nil {
+			if err := cl.Invoke(ctx, sh.Action, args, &out); err != nil {
 				return err
 			}
-			return checkString(out, sh.str)
+			return CheckString(out, sh.Str)
 		}
-	case sh.action == "Bench/MultiArgs":
+	case sh.Action == "Bench/MultiArgs":
 		var r int32
 		return func(ctx context.Context) error {
-			if err := cl.Invoke(ctx, sh.action, multiArgs, &r); err != nil {
+			if err := cl.Invoke(ctx, sh.Action, multiArgs, &r); err != nil {
 				return err
 			}
-			return checkInt(r)
+			return CheckInt(r)
 		}
 	}
 	var r int32
 	return func(ctx context.Context) error {
-		if err := cl.Invoke(ctx, sh.action, nil, &r); err != nil {
+		if err := cl.Invoke(ctx, sh.Action, nil, &r); err != nil {
 			return err
 		}
-		return checkInt(r)
+		return CheckInt(r)
 	}
 }
 
-func netrpcCaller(cl *netrpc.Client, sh shape) caller {
-	method := strings.Replace(sh.action, "/", ".", 1)
+func netrpcCaller(cl *netrpc.Client, sh Shape) Caller {
+	method := strings.Replace(sh.Action, "/", ".", 1)
 	switch {
-	case sh.bytes != nil:
+	case sh.Bytes != nil:
 		var out []byte
 		return func(context.Context) error {
 			out = out[:0]
-			if err := cl.Call(method, sh.bytes, &out); err != nil {
+			if err := cl.Call(method, sh.Bytes, &out); err != nil {
 				return err
 			}
-			return checkBytes(out, sh.bytes)
+			return CheckBytes(out, sh.Bytes)
 		}
-	case sh.str != "":
+	case sh.Str != "":
 		var out string
 		return func(context.Context) error {
-			if err := cl.Call(method, sh.str, &out); err != nil {
+			if err := cl.Call(method, sh.Str, &out); err != nil {
 				return err
 			}
-			return checkString(out, sh.str)
+			return CheckString(out, sh.Str)
 		}
 	case method == "Bench.MultiArgs":
 		var r int32
@@ -113,7 +116,7 @@ func netrpcCaller(cl *netrpc.Client, sh shape) caller {
 			if err := cl.Call(method, multiArgs, &r); err != nil {
 				return err
 			}
-			return checkInt(r)
+			return CheckInt(r)
 		}
 	}
 	var r int32
@@ -121,25 +124,28 @@ func netrpcCaller(cl *netrpc.Client, sh shape) caller {
 		if err := cl.Call(method, struct{}{}, &r); err != nil {
 			return err
 		}
-		return checkInt(r)
+		return CheckInt(r)
 	}
 }
 
-func checkBytes(got, want []byte) error {
+// CheckBytes reports an echo that differs from what was sent.
+func CheckBytes(got, want []byte) error {
 	if !bytes.Equal(got, want) {
 		return fmt.Errorf("echo returned %d bytes that differ from the %d sent", len(got), len(want))
 	}
 	return nil
 }
 
-func checkString(got, want string) error {
+// CheckString reports an echo that differs from what was sent.
+func CheckString(got, want string) error {
 	if got != want {
 		return fmt.Errorf("echo returned a %d-character string that differs from the %d sent", len(got), len(want))
 	}
 	return nil
 }
 
-func checkInt(r int32) error {
+// CheckInt reports a result other than NoArg's 42.
+func CheckInt(r int32) error {
 	if r != 42 {
 		return fmt.Errorf("result %d, want 42", r)
 	}

@@ -77,7 +77,7 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.inflight, "inflight", 1, "concurrent callers per connection")
 	fs.Float64Var(&c.seconds, "seconds", 5, "measured window in seconds")
 	fs.Float64Var(&c.warmup, "warmup", 1, "seconds of calls before the window")
-	fs.StringVar(&c.call, "call", "noarg", "call shape: "+strings.Join(callShapes, "|"))
+	fs.StringVar(&c.call, "call", "noarg", "call shape: "+strings.Join(Shapes, "|"))
 	fs.BoolVar(&c.direct, "direct", false, "call Server.Process in this process, no sockets (NewLife's direct benchmark)")
 	fs.IntVar(&c.goroutines, "goroutines", runtime.GOMAXPROCS(0), "--direct: calling goroutines")
 	fs.BoolVar(&c.json, "json", false, "print only the SUMMARY line")
@@ -88,7 +88,7 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	err := errors.Join(
 		check(c.impl == "lifenet" || c.impl == "netrpc", "--impl %q: want lifenet or netrpc", c.impl),
-		check(slices.Contains(callShapes, c.call), "--call %q: want one of %s", c.call, strings.Join(callShapes, ", ")),
+		check(slices.Contains(Shapes, c.call), "--call %q: want one of %s", c.call, strings.Join(Shapes, ", ")),
 		check(c.conns >= 1 && c.conns <= maxConns, "--conns %d: want 1 to %d", c.conns, maxConns),
 		check(c.inflight >= 1 && c.conns*c.inflight <= maxCallers, "--inflight %d: want ≥ 1 and conns×inflight ≤ %d", c.inflight, maxCallers),
 		check(c.seconds > 0 && c.seconds <= maxSeconds, "--seconds %g: want more than 0, at most %d", c.seconds, maxSeconds),
@@ -110,7 +110,7 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lifenet rpcload: %v\n", err)
 		return 1
 	}
-	writeSummary(stdout, s, !c.json)
+	WriteSummary(stdout, "rpcload", s, !c.json)
 	if s.Calls == 0 {
 		fmt.Fprintf(stderr, "lifenet rpcload: no call completed (first error: %s)\n", s.FirstError)
 		return 1
@@ -118,17 +118,26 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// target is what the callers call: connections and how to read the
-// server's counters.
-type target struct {
-	callers []caller
-	stats   func(ctx context.Context) (ProcStats, bool)
-	close   func()
+// Target is what a load run calls: one Caller per calling goroutine, how
+// to read the server process's counters (false: unknown) and how to clean
+// up. grpcload (bench/) measures grpc-go with it too.
+type Target struct {
+	Callers []Caller
+	Stats   func(ctx context.Context) (ProcStats, bool)
+	Close   func()
+}
+
+// Window is a run's timing: warm-up and measured seconds; Remote says the
+// server is another process (its counters are per call of this run).
+type Window struct {
+	Warmup, Seconds float64
+	Remote          bool
+	Label           string // the progress line's prefix
 }
 
 func runLoad(ctx context.Context, c loadConfig, progress io.Writer) (Summary, error) {
 	s := Summary{Impl: c.impl, Call: c.call, Direct: c.direct, Conns: c.conns, Inflight: c.inflight, ServerAlloc: -1, ServerCPU: -1}
-	var t *target
+	var t *Target
 	var err error
 	switch {
 	case c.direct:
@@ -142,23 +151,23 @@ func runLoad(ctx context.Context, c loadConfig, progress io.Writer) (Summary, er
 	if err != nil {
 		return s, err
 	}
-	defer t.close()
-	return measure(ctx, c, t, s, progress), nil
+	defer t.Close()
+	return Measure(ctx, Window{Warmup: c.warmup, Seconds: c.seconds, Remote: c.remote != "", Label: "rpcload"}, t, s, progress), nil
 }
 
-func lifenetTarget(ctx context.Context, c loadConfig) (*target, error) {
+func lifenetTarget(ctx context.Context, c loadConfig) (*Target, error) {
 	addr, stopServer, err := localServer(ctx, c.remote)
 	if err != nil {
 		return nil, err
 	}
 	var clients []*rpc.Client
-	t := &target{close: func() {
+	t := &Target{Close: func() {
 		for _, cl := range clients {
 			cl.Close()
 		}
 		stopServer()
 	}}
-	sh := shapeOf(c.call)
+	sh := ShapeOf(c.call)
 	for range c.conns {
 		cfg := rpc.ClientConfig{}
 		if c.recvMode == "sync" {
@@ -166,15 +175,15 @@ func lifenetTarget(ctx context.Context, c loadConfig) (*target, error) {
 		}
 		cl, err := rpc.Dial(ctx, addr, cfg)
 		if err != nil {
-			t.close()
+			t.Close()
 			return nil, err
 		}
 		clients = append(clients, cl)
 		for range c.inflight {
-			t.callers = append(t.callers, lifenetCaller(cl, sh))
+			t.Callers = append(t.Callers, lifenetCaller(cl, sh))
 		}
 	}
-	t.stats = func(ctx context.Context) (ProcStats, bool) {
+	t.Stats = func(ctx context.Context) (ProcStats, bool) {
 		ps, err := rpc.Call[ProcStats](ctx, clients[0], "Bench/ServerStats", nil)
 		return ps, err == nil
 	}
@@ -201,38 +210,38 @@ func localServer(ctx context.Context, remote string) (string, func(), error) {
 	return a.String(), func() { srv.Close() }, nil
 }
 
-func netrpcTarget(ctx context.Context, c loadConfig) (*target, error) {
+func netrpcTarget(ctx context.Context, c loadConfig) (*Target, error) {
 	if c.remote == "" {
 		return nil, errors.New("--impl netrpc needs --remote (start `lifenet serve --impl netrpc`)")
 	}
 	var clients []*netrpc.Client
-	t := &target{close: func() {
+	t := &Target{Close: func() {
 		for _, cl := range clients {
 			cl.Close()
 		}
 	}}
-	sh := shapeOf(c.call)
+	sh := ShapeOf(c.call)
 	d := net.Dialer{Timeout: 3 * time.Second}
 	for range c.conns {
 		nc, err := d.DialContext(ctx, "tcp", strings.TrimPrefix(c.remote, "tcp://"))
 		if err != nil {
-			t.close()
+			t.Close()
 			return nil, err
 		}
 		cl := netrpc.NewClient(nc)
 		clients = append(clients, cl)
 		for range c.inflight {
-			t.callers = append(t.callers, netrpcCaller(cl, sh))
+			t.Callers = append(t.Callers, netrpcCaller(cl, sh))
 		}
 	}
-	t.stats = func(context.Context) (ProcStats, bool) {
+	t.Stats = func(context.Context) (ProcStats, bool) {
 		var ps ProcStats
 		return ps, clients[0].Call("Bench.ServerStats", struct{}{}, &ps) == nil
 	}
 	return t, nil
 }
 
-func directTarget(c loadConfig) (*target, error) {
+func directTarget(c loadConfig) (*Target, error) {
 	srv, err := rpc.NewServer(rpc.Config{})
 	if err == nil {
 		err = RegisterBench(srv, true)
@@ -240,24 +249,24 @@ func directTarget(c loadConfig) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	sh := shapeOf(c.call)
+	sh := ShapeOf(c.call)
 	var args any
 	switch {
-	case sh.bytes != nil:
-		args = sh.bytes
-	case sh.str != "":
-		args = StringArgs{Input: sh.str}
-	case sh.action == "Bench/MultiArgs":
+	case sh.Bytes != nil:
+		args = sh.Bytes
+	case sh.Str != "":
+		args = StringArgs{Input: sh.Str}
+	case sh.Action == "Bench/MultiArgs":
 		args = multiArgs
 	}
-	body, err := rpc.AppendRequest(nil, sh.action, args)
+	body, err := rpc.AppendRequest(nil, sh.Action, args)
 	if err != nil {
 		return nil, err
 	}
-	t := &target{close: func() { srv.Close() }, stats: func(context.Context) (ProcStats, bool) { return ProcStats{}, false }}
+	t := &Target{Close: func() { srv.Close() }, Stats: func(context.Context) (ProcStats, bool) { return ProcStats{}, false }}
 	for range c.goroutines {
 		dst := make([]byte, 0, 4096)
-		t.callers = append(t.callers, func(ctx context.Context) error {
+		t.Callers = append(t.Callers, func(ctx context.Context) error {
 			out, isErr, ok := srv.Process(ctx, body, dst[:0])
 			if !ok || isErr {
 				return fmt.Errorf("process: no reply or an error reply (% x)", out)
@@ -278,17 +287,20 @@ type worker struct {
 	_     [64]byte // keep neighbours' counters off this cache line
 }
 
-func measure(ctx context.Context, c loadConfig, t *target, s Summary, progress io.Writer) Summary {
-	warm := time.Duration(c.warmup * float64(time.Second))
-	window := time.Duration(c.seconds * float64(time.Second))
+// Measure runs t's callers for the warm-up and the window and sums up: the
+// calls started inside the window, their latencies (HDR histograms, one
+// per goroutine), and the client's and server's CPU and bytes per call.
+func Measure(ctx context.Context, win Window, t *Target, s Summary, progress io.Writer) Summary {
+	warm := time.Duration(win.Warmup * float64(time.Second))
+	window := time.Duration(win.Seconds * float64(time.Second))
 	start := time.Now()
 	from, until := start.Add(warm), start.Add(warm+window)
 	ctx, cancel := context.WithDeadline(ctx, until.Add(20*time.Second)) // a stuck call cannot hold the run
 	defer cancel()
 
-	workers := make([]*worker, len(t.callers))
+	workers := make([]*worker, len(t.Callers))
 	var wg sync.WaitGroup
-	for i, call := range t.callers {
+	for i, call := range t.Callers {
 		w := &worker{hist: hdrhistogram.New(1, 60_000_000_000, 3)}
 		workers[i] = w
 		wg.Go(func() { w.run(ctx, call, from, until) })
@@ -302,13 +314,13 @@ func measure(ctx context.Context, c loadConfig, t *target, s Summary, progress i
 	take := func() sample {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		ps, ok := t.stats(ctx)
+		ps, ok := t.Stats(ctx)
 		return sample{ps, ok, ms.TotalAlloc, cpustat.Seconds()}
 	}
-	stopProgress := showProgress(progress, workers, start, warm, window)
-	time.Sleep(time.Until(from))
+	stopProgress := showProgress(progress, win.Label, workers, start, warm, window)
+	sleepUntil(ctx, from)
 	s0 := take()
-	time.Sleep(time.Until(until))
+	sleepUntil(ctx, until)
 	s1 := take()
 	wg.Wait()
 	stopProgress()
@@ -330,7 +342,7 @@ func measure(ctx context.Context, c loadConfig, t *target, s Summary, progress i
 	if n := float64(s.Calls); n > 0 {
 		s.ClientAlloc = float64(int64(float64(s1.alloc-s0.alloc)/n*10)) / 10
 		s.ClientCPU = float64(int64((s1.cpu-s0.cpu)/n*1e7)) / 10
-		if s0.ok && s1.ok && c.remote != "" {
+		if s0.ok && s1.ok && win.Remote {
 			s.ServerAlloc = float64(int64(float64(s1.ps.TotalAlloc-s0.ps.TotalAlloc)/n*10)) / 10
 			s.ServerCPU = float64(int64((s1.ps.CPU-s0.ps.CPU)/n*1e7)) / 10
 		}
@@ -338,8 +350,18 @@ func measure(ctx context.Context, c loadConfig, t *target, s Summary, progress i
 	return s
 }
 
+// sleepUntil sleeps until t or until ctx ends (an interrupt).
+func sleepUntil(ctx context.Context, t time.Time) {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+}
+
 // run calls until until, recording the calls that start inside the window.
-func (w *worker) run(ctx context.Context, call caller, from, until time.Time) {
+func (w *worker) run(ctx context.Context, call Caller, from, until time.Time) {
 	for ctx.Err() == nil {
 		t0 := time.Now()
 		if !t0.Before(until) {
@@ -350,6 +372,9 @@ func (w *worker) run(ctx context.Context, call caller, from, until time.Time) {
 			continue
 		}
 		if err != nil {
+			if ctx.Err() != nil {
+				return // interrupted: not the server's error
+			}
 			w.errs++
 			if w.first == nil {
 				w.first = err
@@ -363,7 +388,7 @@ func (w *worker) run(ctx context.Context, call caller, from, until time.Time) {
 
 // showProgress prints a line a second to w (the calls of the last second)
 // and returns a function that stops it.
-func showProgress(w io.Writer, workers []*worker, start time.Time, warm, window time.Duration) func() {
+func showProgress(w io.Writer, label string, workers []*worker, start time.Time, warm, window time.Duration) func() {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -384,7 +409,7 @@ func showProgress(w io.Writer, workers []*worker, start time.Time, warm, window 
 				if el > warm {
 					phase = "measuring"
 				}
-				fmt.Fprintf(w, "[rpcload] %s %.0f/%.0f s  %d calls/s\n", phase, el.Seconds(), (warm + window).Seconds(), n-last)
+				fmt.Fprintf(w, "[%s] %s %.0f/%.0f s  %d calls/s\n", label, phase, el.Seconds(), (warm + window).Seconds(), n-last)
 				last = n
 			}
 		}
@@ -392,13 +417,15 @@ func showProgress(w io.Writer, workers []*worker, start time.Time, warm, window 
 	return func() { close(done); wg.Wait() }
 }
 
-func writeSummary(out io.Writer, s Summary, human bool) {
+// WriteSummary prints the human-readable result block (headed by tool)
+// and the SUMMARY line.
+func WriteSummary(out io.Writer, tool string, s Summary, human bool) {
 	if human {
 		shape := fmt.Sprintf("%d conns × %d in flight", s.Conns, s.Inflight)
 		if s.Direct {
 			shape = fmt.Sprintf("direct, %d goroutines", s.Inflight)
 		}
-		fmt.Fprintf(out, "------- rpcload %s %s (%s) -------\n", s.Impl, s.Call, shape)
+		fmt.Fprintf(out, "------- %s %s %s (%s) -------\n", tool, s.Impl, s.Call, shape)
 		fmt.Fprintf(out, "calls       : %d in %.2f s (%.0f/s), %d errors\n", s.Calls, s.Elapsed, s.CallsPerSec, s.Errors)
 		fmt.Fprintf(out, "latency µs  : mean=%.1f  P50=%.1f  P99=%.1f  P99.9=%.1f  max=%.1f\n", s.Mean, s.P50, s.P99, s.P999, s.Max)
 		fmt.Fprintf(out, "client      : %.1f B/call allocated, %.2f µs CPU/call\n", s.ClientAlloc, s.ClientCPU)

@@ -115,7 +115,7 @@ func TestRPCLoadShapes(t *testing.T) {
 	}
 	lifenet := serveForTest(t)
 	netrpc := serveForTest(t, "--impl", "netrpc")
-	for _, shape := range callShapes {
+	for _, shape := range Shapes {
 		for impl, addr := range map[string]string{"lifenet": lifenet, "netrpc": netrpc} {
 			s := runLoadForTest(t, "--impl", impl, "--remote", addr, "--call", shape, "--conns", "2", "--inflight", "2")
 			if s.Calls == 0 || s.Errors != 0 || s.ServerCPU < 0 || s.P50 <= 0 {

@@ -18,11 +18,9 @@
 package grpcbench
 
 import (
-	"bytes"
 	"context"
-	"fmt"
+	"github.com/lifenet/lifenet/internal/rpctool"
 	"runtime"
-	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/emptypb"
@@ -165,47 +163,6 @@ func (c *Client) ServerStats(ctx context.Context, opts ...grpc.CallOption) (cpu 
 	return f["cpu"].GetNumberValue(), uint64(f["totalAlloc"].GetNumberValue()), nil
 }
 
-// Shapes are the call shapes of NewLife's RpcBenchmarks, as rpcload names
-// them.
-var Shapes = []string{"noarg", "echo16", "echo2000", "string16", "string2000", "multi"}
-
-// Shape is one call shape's arguments, for every implementation.
-type Shape struct {
-	Name   string
-	Action string // lifenet action ("Bench/NoArg"; net/rpc: "Bench.NoArg")
-	Bytes  []byte // EchoPacket payload
-	Str    string // EchoString input
-}
-
-// ShapeOf returns the call shape name (one of Shapes), with the payloads
-// rpcload sends: bytes 0, 1, 2, … and strings of 'x'.
-func ShapeOf(name string) Shape {
-	switch name {
-	case "echo16", "echo2000":
-		n := 16
-		if name == "echo2000" {
-			n = 2000
-		}
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = byte(i)
-		}
-		return Shape{Name: name, Action: "Bench/EchoPacket", Bytes: b}
-	case "string16", "string2000":
-		n := 16
-		if name == "string2000" {
-			n = 2000
-		}
-		return Shape{Name: name, Action: "Bench/EchoString", Str: strings.Repeat("x", n)}
-	case "multi":
-		return Shape{Name: name, Action: "Bench/MultiArgs"}
-	}
-	return Shape{Name: "noarg", Action: "Bench/NoArg"}
-}
-
-// Caller makes one call and checks its result.
-type Caller func(ctx context.Context) error
-
 // MultiArgs builds Bench/MultiArgs's arguments {a:42, b:123456, c:"test",
 // d:true, e:3.14} as a protobuf Struct.
 func MultiArgs() *structpb.Struct {
@@ -221,7 +178,7 @@ func MultiArgs() *structpb.Struct {
 // NewCaller returns a caller of sh through c. The request message is built
 // once (a user sending the same request again would too); the reply is a
 // new message per call, as generated stubs make it.
-func NewCaller(c *Client, sh Shape) Caller {
+func NewCaller(c *Client, sh rpctool.Shape) rpctool.Caller {
 	switch {
 	case sh.Bytes != nil:
 		in := &wrapperspb.BytesValue{Value: sh.Bytes}
@@ -230,7 +187,7 @@ func NewCaller(c *Client, sh Shape) Caller {
 			if err != nil {
 				return err
 			}
-			return CheckBytes(out.GetValue(), sh.Bytes)
+			return rpctool.CheckBytes(out.GetValue(), sh.Bytes)
 		}
 	case sh.Str != "":
 		in := &wrapperspb.StringValue{Value: sh.Str}
@@ -239,7 +196,7 @@ func NewCaller(c *Client, sh Shape) Caller {
 			if err != nil {
 				return err
 			}
-			return CheckString(out.GetValue(), sh.Str)
+			return rpctool.CheckString(out.GetValue(), sh.Str)
 		}
 	case sh.Action == "Bench/MultiArgs":
 		in := MultiArgs()
@@ -248,7 +205,7 @@ func NewCaller(c *Client, sh Shape) Caller {
 			if err != nil {
 				return err
 			}
-			return CheckInt(out.GetValue())
+			return rpctool.CheckInt(out.GetValue())
 		}
 	}
 	in := &emptypb.Empty{}
@@ -257,30 +214,6 @@ func NewCaller(c *Client, sh Shape) Caller {
 		if err != nil {
 			return err
 		}
-		return CheckInt(out.GetValue())
+		return rpctool.CheckInt(out.GetValue())
 	}
-}
-
-// CheckBytes reports an echo that differs from what was sent.
-func CheckBytes(got, want []byte) error {
-	if !bytes.Equal(got, want) {
-		return fmt.Errorf("echo returned %d bytes that differ from the %d sent", len(got), len(want))
-	}
-	return nil
-}
-
-// CheckString reports an echo that differs from what was sent.
-func CheckString(got, want string) error {
-	if got != want {
-		return fmt.Errorf("echo returned a %d-character string that differs from the %d sent", len(got), len(want))
-	}
-	return nil
-}
-
-// CheckInt reports a result other than 42.
-func CheckInt(r int32) error {
-	if r != 42 {
-		return fmt.Errorf("result %d, want 42", r)
-	}
-	return nil
 }
