@@ -204,6 +204,9 @@ func ended(cn *codec.Conn) bool { return cn.Session().Reason() != transport.Reas
 // already ended when it was written: it never left (a request pending when
 // the connection ends fails with codec.ErrConnClosed instead).
 func unsent(err error) bool {
+	if err == nil {
+		return false // the common case, before errors.As makes ce escape
+	}
 	var ce *transport.CloseError
 	return errors.As(err, &ce) && !errors.Is(err, codec.ErrConnClosed)
 }
