@@ -1,6 +1,7 @@
 package codec_test
 
-// Codec echo benchmarks mirroring seed 001, each beside a plain std-net
+// Codec echo benchmarks mirroring NewLife's codec echo scenario (32-byte
+// frames decoded, handed to a handler, answered), each beside a plain std-net
 // echo of 32-byte frames in the same run:
 //
 //	go test -run '^$' -bench CodecEcho -benchmem -count 3 ./codec

@@ -6,7 +6,6 @@ import (
 
 	"github.com/lifenet/lifenet/codec"
 	"github.com/lifenet/lifenet/internal/leakcheck"
-	"github.com/lifenet/lifenet/internal/pooltrack"
 	"github.com/lifenet/lifenet/packet"
 )
 
@@ -77,9 +76,8 @@ func leakFree(t *testing.T, start uint64) {
 // frame decodes and re-encodes to the same bytes.
 func FuzzSRMP(f *testing.F) {
 	fuzzSeeds(f)
-	pooltrack.Enable()
 	f.Fuzz(func(t *testing.T, data, cuts []byte) {
-		start := pooltrack.Seq()
+		start := packet.TrackBuffers()
 		for _, fr := range frameBoth(t, codec.SRMPSplitter{}, data, cuts) {
 			m, err := codec.DecodeSRMP(payload(fr))
 			if err != nil {
@@ -104,9 +102,8 @@ func FuzzSRMP(f *testing.F) {
 // FuzzLengthField: split property and round trip for every field size.
 func FuzzLengthField(f *testing.F) {
 	fuzzSeeds(f)
-	pooltrack.Enable()
 	f.Fuzz(func(t *testing.T, data, cuts []byte) {
-		start := pooltrack.Seq()
+		start := packet.TrackBuffers()
 		sizes := []int{1, 2, 4, -2, -4, codec.VarintLength, 0} // 0: the zero value, Size 2
 		size := sizes[len(cuts)%len(sizes)]
 		lf := codec.LengthField{Offset: len(data) % 3, Size: size}
@@ -133,9 +130,8 @@ func FuzzLengthField(f *testing.F) {
 // holds no earlier one.
 func FuzzDelimiter(f *testing.F) {
 	fuzzSeeds(f)
-	pooltrack.Enable()
 	f.Fuzz(func(t *testing.T, data, cuts []byte) {
-		start := pooltrack.Seq()
+		start := packet.TrackBuffers()
 		for _, fr := range frameBoth(t, codec.Delimiter{}, data, cuts) {
 			if !bytes.HasSuffix(fr, []byte("\r\n")) || bytes.Index(fr, []byte("\r\n")) != len(fr)-2 {
 				t.Fatalf("bad line frame %q", fr)
@@ -152,9 +148,8 @@ func FuzzDelimiter(f *testing.F) {
 func FuzzPipelineSRMP(f *testing.F) {
 	fuzzSeeds(f)
 	f.Add([]byte{0x41, 0, 0, 0, 0x81, 7, 0xFF, 0xFF, 3, 0, 0, 0, 'a', 'b', 'c'}, []byte{0, 5, 1})
-	pooltrack.Enable()
 	f.Fuzz(func(t *testing.T, data, cuts []byte) {
-		start := pooltrack.Seq()
+		start := packet.TrackBuffers()
 		frames := frameBoth(t, codec.SRMPSplitter{}, data, cuts)
 		var got []*codec.Message
 		chain := codec.NewPipeline(codec.SRMP(codec.FramerConfig{MaxFrame: 1 << 16})).NewChain(discard, func(msg any) error {

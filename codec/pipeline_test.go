@@ -97,7 +97,8 @@ func TestPipelineOrderAndFanOut(t *testing.T) {
 }
 
 // Each connection's chain has its own handler instances, so per-connection
-// state never leaks between connections (NewLife §E.21–22).
+// state never leaks between connections (in NewLife, handler instances are
+// shared by every session of a server, and their state is too).
 func TestPipelineStatePerConnection(t *testing.T) {
 	leakcheck.Check(t)
 	p := codec.NewPipeline(codec.SRMP(codec.FramerConfig{}))

@@ -37,7 +37,7 @@ func encodeSRMP(t *testing.T, kind codec.Kind, flag, seq uint8, body []byte) []b
 	return f.AppendTo(nil)
 }
 
-// Golden vectors S1–S8 and S11 of the spec (§B.1): encoding gives exactly
+// Golden vectors S1–S8 and S11 of docs/PROTOCOL.md §1: encoding gives exactly
 // these bytes and decoding them gives the message back.
 func TestSRMPGoldenVectors(t *testing.T) {
 	leakcheck.Check(t)
@@ -94,7 +94,7 @@ func TestSRMPStickyAndSplitVectors(t *testing.T) {
 	}
 }
 
-// Length-field vectors of §B.4 (payload "hello").
+// Length-field vectors of docs/PROTOCOL.md §2 (payload "hello").
 func TestLengthFieldVectors(t *testing.T) {
 	leakcheck.Check(t)
 	hello := []byte("hello")

@@ -1,7 +1,8 @@
 package packet_test
 
-// Benchmarks mirroring seed report 004 (NewLife "memory allocation and copy
-// cost"). Names are fixed so docs/perf/buffers.md can be re-run:
+// Benchmarks of what allocating, pooling, copying and sharing bytes cost,
+// the Go counterpart of NewLife's "memory allocation and copy cost" report.
+// Names are fixed so docs/perf/buffers.md can be re-run:
 //
 //	go test -run '^$' -bench 'BufferCost|Packet|Pipe|FrameCopyVsSlice' -benchmem -count 5 ./packet
 

@@ -1,5 +1,6 @@
-// Package packet provides pooled, reference-counted byte buffers and a byte
-// pipe: the memory every lifenet network layer receives into and sends from.
+// Package packet provides pooled, reference-counted byte buffers, the memory
+// every lifenet network layer receives into and sends from, and a byte pipe
+// (Pipe) for stream protocols built on them.
 //
 // A *Packet is a handle: a view (offset, length) of a storage owner, plus an
 // optional Next segment for scatter/gather. Owned packets come from Get and
@@ -17,7 +18,7 @@
 // would go below zero panics with ErrOverRelease. Build with the
 // lifenet_debug tag to also detect any use of a released handle, poison
 // freed storage, and record the allocation stack of every outstanding buffer
-// (see internal/leakcheck).
+// (see TrackBuffers, which switches that tracking on in any build).
 //
 // # Concurrency
 //

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/lifenet/lifenet/internal/leakcheck"
-	"github.com/lifenet/lifenet/internal/pooltrack"
 	"github.com/lifenet/lifenet/packet"
 )
 
@@ -47,9 +46,8 @@ func FuzzPipe(f *testing.F) {
 	f.Add([]byte{0, 10, 2, 0, 5, 0, 5})
 	f.Add([]byte{1, 200, 1, 1, 3, 0, 50, 2, 0, 1, 0, 2, 4, 0, 0})
 	f.Add([]byte{0, 255, 0, 255, 0, 255, 3, 1, 0, 2, 0, 0, 0, 3})
-	pooltrack.Enable()
 	f.Fuzz(func(t *testing.T, in []byte) {
-		start := pooltrack.Seq()
+		start := packet.TrackBuffers()
 		ctx := context.Background()
 		canceled, cancel := context.WithCancel(ctx)
 		cancel()
@@ -129,10 +127,9 @@ func FuzzSliceRelease(f *testing.F) {
 	f.Add(100, []byte{0, 1, 2, 3, 1, 0, 2})
 	f.Add(5000, []byte{2, 0, 0, 5, 0, 4, 0, 3, 1, 1, 0, 1, 1})
 	f.Add(1, []byte{3, 0, 3, 0, 3, 0, 0, 0, 0, 1, 1})
-	pooltrack.Enable()
 	f.Fuzz(func(t *testing.T, size int, in []byte) {
 		size = max(size%70000, 0)
-		start := pooltrack.Seq()
+		start := packet.TrackBuffers()
 		rc, done := packet.CountRecycles()
 		defer done()
 

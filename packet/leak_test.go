@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/lifenet/lifenet/internal/leakcheck"
-	"github.com/lifenet/lifenet/internal/pooltrack"
 	"github.com/lifenet/lifenet/packet"
 )
 
@@ -16,8 +15,7 @@ func leakyHelper() *packet.Packet { return packet.Get(300) }
 // The leak check, run on a deliberate leak, reports the buffer with the
 // stack that took it; once released, the report is empty.
 func TestLeakCheckReportsAllocationStack(t *testing.T) {
-	pooltrack.Enable()
-	start := pooltrack.Seq()
+	start := packet.TrackBuffers()
 	leaked := leakyHelper()
 
 	report := leakcheck.Buffers(start, 0)

@@ -55,6 +55,15 @@ func (c PipeConfig) Validate() error {
 // Writer methods (Append, Write, Flush, CloseWrite) may be called from one
 // goroutine at a time, reader methods (Read, ReadAtLeast, Advance,
 // TakeFrame, CloseRead) from another; Len and Paused from anywhere.
+//
+// Pipe is for users building their own stream protocols who want NewLife
+// v12's Pipe semantics: one goroutine feeding bytes in as they arrive,
+// another parsing frames out, with the writer held back while the parser
+// lags. Nothing in lifenet's own stack uses it: the transport's receive
+// loop reads into one pooled buffer per connection and lends views of it
+// to the handler on the reading goroutine (see package transport), and the
+// codec keeps the bytes of an incomplete frame itself, so there is no
+// second goroutine to hand bytes to.
 type Pipe struct {
 	pause, resume int
 

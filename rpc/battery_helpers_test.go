@@ -52,8 +52,8 @@ func startServer(t *testing.T, cfg rpc.Config, setup func(*rpc.Server)) (*rpc.Se
 	return srv, addr.String()
 }
 
-// stdActions registers the spec's benchmark actions (as vectors_test.go's
-// benchServer does) on srv.
+// stdActions registers the benchmark actions the vectors call (as
+// vectors_test.go's benchServer does) on srv.
 func stdActions(t testing.TB, srv *rpc.Server) {
 	t.Helper()
 	must(t, rpc.Handle(srv, "Bench/Add", func(_ context.Context, a addArgs) (int32, error) { return a.A + a.B, nil }))

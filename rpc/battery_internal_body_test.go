@@ -10,7 +10,8 @@ import (
 	"time"
 )
 
-// r1Body is the body of the spec's R1 request (Bench/Add {"a":1,"b":2}).
+// r1Body is the body of vector R1's request (vectors_test.go; the body
+// layout is docs/PROTOCOL.md §5.1): Bench/Add {"a":1,"b":2}.
 var r1Body = []byte("\x09Bench/Add\x0d\x00\x00\x00{\"a\":1,\"b\":2}")
 
 // r3Body is the body of R3's error reply (404, 42 bytes of message).

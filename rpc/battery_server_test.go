@@ -696,7 +696,7 @@ func TestBatteryPush(t *testing.T) {
 	}
 }
 
-// The first push of a server is the spec's R7, byte for byte.
+// The first push of a server is R7 of docs/PROTOCOL.md §5.4, byte for byte.
 func TestBatteryPushVectorR7(t *testing.T) {
 	sessions := make(chan *rpc.Session, 1)
 	_, addr := startServer(t, rpc.Config{}, func(srv *rpc.Server) {

@@ -1,6 +1,7 @@
 package rpc_test
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -9,16 +10,22 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lifenet/lifenet/internal/leakcheck"
-	"github.com/lifenet/lifenet/internal/pooltrack"
+	"github.com/lifenet/lifenet/packet"
 )
 
 // TestMain checks the whole package for leaks once every test has run: no
 // goroutine may outlive the tests and every pooled buffer taken during them
 // must be back. (Tests that start servers also check themselves one by one,
 // through leakcheck.Check in startServer.)
+//
+// Benchmarks run without it: tracking records a stack per pooled buffer,
+// which would be most of what they measure.
 func TestMain(m *testing.M) {
-	pooltrack.Enable()
-	start := pooltrack.Seq()
+	flag.Parse()
+	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
+		os.Exit(m.Run())
+	}
+	start := packet.TrackBuffers()
 	code := m.Run()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

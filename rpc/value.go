@@ -26,8 +26,9 @@ const (
 // timeLayout is how NewLife writes a DateTime value.
 const timeLayout = "2006-01-02 15:04:05"
 
-// appendValue appends v as NewLife's JsonEncoder writes it (spec: strings
-// raw, bools True/False, numbers as text, bytes raw, anything else JSON).
+// appendValue appends v as NewLife's JsonEncoder writes it (docs/PROTOCOL.md
+// §5.2: strings raw, bools True/False, numbers as text, bytes raw, anything
+// else JSON).
 func appendValue(dst []byte, v any) ([]byte, kind, error) {
 	switch v := v.(type) {
 	case nil:

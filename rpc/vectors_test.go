@@ -15,7 +15,8 @@ import (
 	"github.com/lifenet/lifenet/rpc"
 )
 
-// unhex turns the spec's spaced hex (with | separators) into bytes.
+// unhex turns spaced hex as docs/PROTOCOL.md writes it (with | separators)
+// into bytes.
 func unhex(t testing.TB, s string) []byte {
 	t.Helper()
 	s = strings.NewReplacer(" ", "", "|", "", "\n", "", "\t", "").Replace(s)
@@ -31,7 +32,8 @@ type addArgs struct {
 	B int32 `json:"b"`
 }
 
-// benchServer serves the actions of the spec's vectors R1–R8.
+// benchServer serves the actions that the vectors R1–R8 call (R1–R7 are
+// the RPC vectors of docs/PROTOCOL.md §5; R8 is their HTTP form).
 func benchServer(t testing.TB, cfg rpc.Config) (*rpc.Server, string) {
 	t.Helper()
 	srv, err := rpc.NewServer(cfg)

@@ -284,57 +284,6 @@ type boundUDP struct {
 
 func (b *boundUDP) RemoteAddr() net.Addr { return b.remote }
 
-// datagramSender writes each packet as one datagram.
-type datagramSender struct {
-	conn      *net.UDPConn
-	connected bool
-	to        netip.AddrPort
-}
-
-func (w *datagramSender) writeBatch(s *Session, batch []*packet.Packet) error {
-	return writeDatagrams(s, batch, w)
-}
-
-func (w *datagramSender) writeDatagram(b []byte) (int, error) {
-	if w.connected {
-		return w.conn.Write(b)
-	}
-	return w.conn.WriteToUDPAddrPort(b, w.to)
-}
-
-// datagramWriter sends one datagram.
-type datagramWriter interface {
-	writeDatagram(b []byte) (int, error)
-}
-
-// writeDatagrams sends each packet of batch as one datagram, flattening
-// chained packets: a datagram must leave in one piece.
-func writeDatagrams(s *Session, batch []*packet.Packet, w datagramWriter) error {
-	for _, p := range batch {
-		b, flat := p.Bytes(), (*packet.Packet)(nil)
-		if p.Next() != nil {
-			flat = p.Clone()
-			b = flat.Bytes()
-		}
-		n, err := w.writeDatagram(b)
-		if flat != nil {
-			flat.Release()
-		}
-		if err != nil {
-			return err
-		}
-		s.io.bytesOut.Add(uint64(n))
-	}
-	return nil
-}
-
-// close ends the peer's session with the NewLife convention (an empty
-// datagram), then closes the socket.
-func (w *datagramSender) close() error {
-	w.writeDatagram(nil)
-	return w.conn.Close()
-}
-
 // run serves sessions until the client is closed or reconnecting gives up.
 func (c *Client) run(sess *Session) {
 	defer c.wg.Done()

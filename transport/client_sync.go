@@ -188,10 +188,6 @@ func (r *syncReader) end(s *Session) {
 	})
 }
 
-// ErrWoken is returned by Receive in ReceiveSync mode when Wake cut it
-// short. The connection stays open and the next Receive reads on.
-var ErrWoken = errors.New("transport: receive woken")
-
 // Wake makes a Receive blocked in ReceiveSync mode return ErrWoken at once
 // (or the next Receive, when none is blocked), without closing the
 // connection or losing data: a goroutine reading on behalf of others (a

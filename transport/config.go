@@ -2,7 +2,6 @@ package transport
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -27,7 +26,8 @@ const (
 // NoDelay selects TCP_NODELAY. The default differs by side: accepted
 // server connections disable Nagle's algorithm, as in NewLife; clients use
 // NoDelayAuto, which keeps Nagle's batching for streams of small writes
-// (seed 000 §5.1: they gain from it) but not for large messages.
+// (one-way streams of small messages are faster with it) but not for large
+// messages.
 type NoDelay uint8
 
 // NoDelay modes.
@@ -136,9 +136,6 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
-
-// ErrConfig is wrapped by every Validate error of this package.
-var ErrConfig = errors.New("transport: invalid config")
 
 // withDefaults returns c with every zero field set to its default for a
 // server (server true) or a client, or an error naming a bad field.

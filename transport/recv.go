@@ -2,7 +2,6 @@ package transport
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
@@ -11,13 +10,6 @@ import (
 
 	"github.com/lifenet/lifenet/packet"
 )
-
-// PanicError is the cause of a session closed because a hook panicked.
-type PanicError struct {
-	Value any
-}
-
-func (e *PanicError) Error() string { return fmt.Sprintf("transport: hook panicked: %v", e.Value) }
 
 // interrupted is a read deadline in the past: setting it wakes a blocked
 // read (Shutdown, a cancelled ReceiveSync).

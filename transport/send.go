@@ -243,32 +243,6 @@ func newStreamSender(c net.Conn, cfg *Config) *streamSender {
 	return w
 }
 
-// fitLargeMessage adapts the socket to the batch's largest message: SO_SNDBUF
-// grows to fit it, and NoDelayAuto turns Nagle off at AutoNoDelaySize.
-func (w *streamSender) fitLargeMessage(batch []*packet.Packet) {
-	m := largest(batch)
-	w.fitSendBuffer(m)
-	if w.nagle && m >= AutoNoDelaySize {
-		w.nagle = false
-		w.tcp.SetNoDelay(true)
-	}
-}
-
-// fitSendBuffer grows SO_SNDBUF towards the size of a message that does
-// not fit it (NewLife's TuneSendBufferSize): a message larger than the
-// kernel buffer would otherwise need several wake-ups to leave.
-func (w *streamSender) fitSendBuffer(message int) {
-	if message <= w.sndbuf || w.sndbuf == 0 || w.sndbuf >= w.sndbufMax {
-		return
-	}
-	size := min(message, w.sndbufMax)
-	if err := w.tcp.SetWriteBuffer(size); err == nil {
-		w.sndbuf = size
-	} else {
-		w.sndbufMax = w.sndbuf // the socket refuses: stop trying
-	}
-}
-
 // Small segments are copied into contiguous staging buffers before a
 // vectored write: hundreds of tiny iovecs (one per echoed frame) cost the
 // kernel far more than copying a few bytes each.
@@ -353,12 +327,3 @@ func (w *streamSender) writeBatch(s *Session, batch []*packet.Packet) error {
 }
 
 func (w *streamSender) close() error { return w.conn.Close() }
-
-// largest returns the size of the largest message in batch.
-func largest(batch []*packet.Packet) int {
-	m := 0
-	for _, p := range batch {
-		m = max(m, p.Total())
-	}
-	return m
-}

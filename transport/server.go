@@ -241,34 +241,6 @@ func remoteIP(a net.Addr) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-// tcpOf returns the TCP connection c is (or that runs under c's TLS), or nil.
-func tcpOf(c net.Conn) *net.TCPConn {
-	if t, isTLS := c.(*tls.Conn); isTLS {
-		c = t.NetConn()
-	}
-	tc, _ := c.(*net.TCPConn)
-	return tc
-}
-
-// tuneConn applies the socket settings of cfg to a TCP connection (or the
-// TCP connection under TLS).
-func tuneConn(c net.Conn, cfg *Config) {
-	tc := tcpOf(c)
-	if tc == nil {
-		return
-	}
-	tc.SetNoDelay(cfg.NoDelay == NoDelayOn) // NoDelayAuto starts with Nagle on
-	if cfg.KeepAlive > 0 {
-		tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: cfg.KeepAlive, Interval: cfg.KeepAlive, Count: 3})
-	}
-	if cfg.SocketReceiveBuffer > 0 {
-		tc.SetReadBuffer(cfg.SocketReceiveBuffer)
-	}
-	if cfg.SocketSendBuffer > 0 {
-		tc.SetWriteBuffer(cfg.SocketSendBuffer)
-	}
-}
-
 func (s *Server) isClosing() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

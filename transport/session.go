@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -48,10 +47,6 @@ type SessionHandler interface {
 	Receive(s *Session, p *packet.Packet)
 	Closed(s *Session, err *CloseError)
 }
-
-// ErrHooks is returned for Hooks that set both NewHandler and OnReceive or
-// OnClose.
-var ErrHooks = errors.New("transport: Hooks set both NewHandler and OnReceive/OnClose")
 
 func (h *Hooks) validate() error {
 	if h.NewHandler != nil && (h.OnReceive != nil || h.OnClose != nil) {

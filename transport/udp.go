@@ -247,32 +247,3 @@ func (u *udpServer) isStopped() bool {
 	defer u.mu.Unlock()
 	return u.stopped
 }
-
-// udpSender sends a session's packets as datagrams to its peer, one
-// datagram per packet, through the server's socket.
-type udpSender struct {
-	u    *udpServer
-	key  peerKey
-	to   net.Addr // for packet connections other than UDP sockets
-	sess *Session
-}
-
-func (w *udpSender) writeBatch(s *Session, batch []*packet.Packet) error {
-	return writeDatagrams(s, batch, w)
-}
-
-func (w *udpSender) writeDatagram(b []byte) (int, error) {
-	if w.u.udp != nil {
-		return w.u.udp.WriteToUDPAddrPort(b, w.key.ap)
-	}
-	return w.u.pc.WriteTo(b, w.to)
-}
-
-// close hands the session to the receive goroutine, which finishes it
-// within udpHousekeeping (or at the next datagram).
-func (w *udpSender) close() error {
-	w.u.mu.Lock()
-	w.u.closed = append(w.u.closed, w.sess)
-	w.u.mu.Unlock()
-	return nil
-}

@@ -1,0 +1,58 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors.
+var (
+	// ErrClosed is returned by operations on a closed session, client or server.
+	ErrClosed = errors.New("transport: closed")
+	// ErrSlowConsumer is returned by Send when the session's send queue is
+	// full; the session is closed with ReasonSlowConsumer.
+	ErrSlowConsumer = errors.New("transport: send queue full (slow consumer)")
+	// ErrReceiveTimeout is returned by Receive when ClientConfig.ReceiveTimeout
+	// passed without data; the connection stays open.
+	ErrReceiveTimeout = errors.New("transport: receive timed out")
+)
+
+// ErrWoken is returned by Receive in ReceiveSync mode when Wake cut it
+// short. The connection stays open and the next Receive reads on.
+var ErrWoken = errors.New("transport: receive woken")
+
+// ErrConfig is wrapped by every Validate error of this package.
+var ErrConfig = errors.New("transport: invalid config")
+
+// ErrHooks is returned for Hooks that set both NewHandler and OnReceive or
+// OnClose.
+var ErrHooks = errors.New("transport: Hooks set both NewHandler and OnReceive/OnClose")
+
+// CloseError is why a session ended: its Reason and the underlying error,
+// if any. Match with errors.Is against the Reason's sentinel or the cause.
+type CloseError struct {
+	Reason Reason
+	Err    error // the cause, or nil
+}
+
+func (e *CloseError) Error() string {
+	if e.Err == nil {
+		return "transport: session closed: " + e.Reason.String()
+	}
+	return "transport: session closed: " + e.Reason.String() + ": " + e.Err.Error()
+}
+
+func (e *CloseError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrClosed (every CloseError is) or
+// ErrSlowConsumer for a slow-consumer close.
+func (e *CloseError) Is(target error) bool {
+	return target == ErrClosed || (target == ErrSlowConsumer && e.Reason == ReasonSlowConsumer)
+}
+
+// PanicError is the cause of a session closed because a hook panicked.
+type PanicError struct {
+	Value any
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("transport: hook panicked: %v", e.Value) }

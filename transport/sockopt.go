@@ -1,0 +1,71 @@
+package transport
+
+import (
+	"crypto/tls"
+	"net"
+
+	"github.com/lifenet/lifenet/packet"
+)
+
+// tcpOf returns the TCP connection c is (or that runs under c's TLS), or nil.
+func tcpOf(c net.Conn) *net.TCPConn {
+	if t, isTLS := c.(*tls.Conn); isTLS {
+		c = t.NetConn()
+	}
+	tc, _ := c.(*net.TCPConn)
+	return tc
+}
+
+// tuneConn applies the socket settings of cfg to a TCP connection (or the
+// TCP connection under TLS).
+func tuneConn(c net.Conn, cfg *Config) {
+	tc := tcpOf(c)
+	if tc == nil {
+		return
+	}
+	tc.SetNoDelay(cfg.NoDelay == NoDelayOn) // NoDelayAuto starts with Nagle on
+	if cfg.KeepAlive > 0 {
+		tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: cfg.KeepAlive, Interval: cfg.KeepAlive, Count: 3})
+	}
+	if cfg.SocketReceiveBuffer > 0 {
+		tc.SetReadBuffer(cfg.SocketReceiveBuffer)
+	}
+	if cfg.SocketSendBuffer > 0 {
+		tc.SetWriteBuffer(cfg.SocketSendBuffer)
+	}
+}
+
+// fitLargeMessage adapts the socket to the batch's largest message: SO_SNDBUF
+// grows to fit it, and NoDelayAuto turns Nagle off at AutoNoDelaySize.
+func (w *streamSender) fitLargeMessage(batch []*packet.Packet) {
+	m := largest(batch)
+	w.fitSendBuffer(m)
+	if w.nagle && m >= AutoNoDelaySize {
+		w.nagle = false
+		w.tcp.SetNoDelay(true)
+	}
+}
+
+// fitSendBuffer grows SO_SNDBUF towards the size of a message that does
+// not fit it (NewLife's TuneSendBufferSize): a message larger than the
+// kernel buffer would otherwise need several wake-ups to leave.
+func (w *streamSender) fitSendBuffer(message int) {
+	if message <= w.sndbuf || w.sndbuf == 0 || w.sndbuf >= w.sndbufMax {
+		return
+	}
+	size := min(message, w.sndbufMax)
+	if err := w.tcp.SetWriteBuffer(size); err == nil {
+		w.sndbuf = size
+	} else {
+		w.sndbufMax = w.sndbuf // the socket refuses: stop trying
+	}
+}
+
+// largest returns the size of the largest message in batch.
+func largest(batch []*packet.Packet) int {
+	m := 0
+	for _, p := range batch {
+		m = max(m, p.Total())
+	}
+	return m
+}
