@@ -37,6 +37,7 @@ const (
 	modeSRMP
 	modeHTTP
 	modeWS
+	modeClosing // an answer that ends the connection was written: the rest is ignored
 )
 
 // detectLimit bounds how far the gateway looks for a request line.
@@ -64,6 +65,8 @@ func (g *gateway) Read(c *codec.Context, msg any) error {
 	case modeWS:
 		g.buf = p.AppendTo(g.buf)
 		return g.serveWS(c)
+	case modeClosing:
+		return nil
 	}
 	if g.ss == nil {
 		g.ss, _ = c.Conn().State().(*Session)

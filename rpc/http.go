@@ -80,12 +80,46 @@ func (g *gateway) answerHTTP(c *codec.Context, req *http.Request, body []byte) e
 	}
 	s := g.s
 	name := []byte(action)
-	out, k, err := s.exec(g.ss.ctx, g.ss, name, s.reg.find(name), data, nil)
+	a := s.reg.find(name)
+	if a != nil && a.stream != nil && !s.closing.Load() {
+		return g.streamSSE(c, action, a, data)
+	}
+	out, k, err := s.exec(g.ss.ctx, g.ss, name, a, data, nil)
 	if err != nil {
 		code, msg := errorCode(err)
 		return g.respond(c, action, int(code), kindText, []byte(msg))
 	}
 	return g.respond(c, action, CodeOK, k, out)
+}
+
+// streamSSE answers a streaming action over HTTP as server-sent events
+// (NewLife's form): a `data: {"action","code","data"}` event per item, an
+// error as one event with its code, then the end event `data: ` (empty);
+// the response has no length, so the connection closes after it.
+func (g *gateway) streamSSE(c *codec.Context, action string, a *action, data []byte) error {
+	head := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n"
+	if err := c.WriteBytes([]byte(head)); err != nil {
+		return err
+	}
+	event := func(code int, k kind, v []byte) error {
+		b := append([]byte(nil), "data: "...)
+		b = appendEnvelope(b, action, code, k, v)
+		return c.WriteBytes(append(b, "\n\n"...))
+	}
+	s := g.s
+	err := s.authorize(g.ss.ctx, g.ss, a)
+	if err == nil {
+		err = s.runStream(g.ss.ctx, a, data, func(item []byte, k kind) error { return event(CodeOK, k, item) })
+	}
+	if err != nil {
+		code, msg := errorCode(err)
+		event(int(code), kindText, []byte(msg))
+	} else {
+		c.WriteBytes([]byte("data: \n\n"))
+	}
+	g.ss.conn.Close()
+	g.mode.Store(modeClosing)
+	return nil
 }
 
 // httpArgs turns a request's query or body into the call's data: a JSON
@@ -152,15 +186,20 @@ func (g *gateway) respond(c *codec.Context, action string, code int, k kind, val
 		}
 	case k == kindNull && code == CodeOK:
 	default:
-		body = append(body, `{"action":`...)
-		body = appendJSONString(body, action)
-		body = append(body, `,"code":`...)
-		body = strconv.AppendInt(body, int64(code), 10)
-		body = append(body, `,"data":`...)
-		body = appendJSONValue(body, k, value)
-		body = append(body, '}')
+		body = appendEnvelope(body, action, code, k, value)
 	}
 	return c.WriteBytes(httpHead(status, ctype, len(body)), body)
+}
+
+// appendEnvelope appends NewLife's HTTP answer {"action","code","data"}.
+func appendEnvelope(dst []byte, action string, code int, k kind, value []byte) []byte {
+	dst = append(dst, `{"action":`...)
+	dst = appendJSONString(dst, action)
+	dst = append(dst, `,"code":`...)
+	dst = strconv.AppendInt(dst, int64(code), 10)
+	dst = append(dst, `,"data":`...)
+	dst = appendJSONValue(dst, k, value)
+	return append(dst, '}')
 }
 
 func httpHead(status int, ctype string, n int) []byte {

@@ -259,8 +259,9 @@ func (s *Server) call(ctx context.Context, ss *Session, b body, a *action, dst [
 	return out, false
 }
 
-// errStreamHere: a streaming action called where replies cannot stream.
-var errStreamHere = &ApiError{Code: 501, Message: "a streaming action needs an SRMP or WebSocket call"}
+// errStreamHere: a streaming action called where replies cannot stream
+// (the direct path).
+var errStreamHere = &ApiError{Code: 501, Message: "a streaming action needs an SRMP, WebSocket or HTTP call"}
 
 // exec runs action a (nil: unknown name), turning a panic into a 500.
 func (s *Server) exec(ctx context.Context, ss *Session, name []byte, a *action, data, dst []byte) (out []byte, k kind, err error) {

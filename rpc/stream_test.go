@@ -3,8 +3,12 @@ package rpc_test
 import (
 	"context"
 	"errors"
+	"io"
 	"iter"
+	"net"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/lifenet/lifenet/rpc"
 )
@@ -58,5 +62,24 @@ func TestStreamDeliversItemsThenEnds(t *testing.T) {
 			t.Errorf("%s: call after an abandoned stream: %d, %v", scheme, v, err)
 		}
 		cl.Close()
+	}
+}
+
+func TestStreamOverHTTPIsServerSentEvents(t *testing.T) {
+	srv, addr := benchServer(t, rpc.Config{})
+	must(t, rpc.HandleStream(srv, "Bench/Count", countTo))
+	conn, err := net.Dial("tcp", addr)
+	must(t, err)
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	_, err = conn.Write([]byte("GET /Bench/Count?n=2 HTTP/1.1\r\nHost: x\r\n\r\n"))
+	must(t, err)
+	all, err := io.ReadAll(conn) // the response ends with the connection
+	must(t, err)
+	resp := string(all)
+	want := "data: {\"action\":\"Bench/Count\",\"code\":0,\"data\":1}\n\n" +
+		"data: {\"action\":\"Bench/Count\",\"code\":0,\"data\":2}\n\ndata: \n\n"
+	if !strings.Contains(resp, "Content-Type: text/event-stream") || !strings.HasSuffix(resp, want) {
+		t.Errorf("response:\n%s\nwant events:\n%s", resp, want)
 	}
 }
