@@ -120,17 +120,57 @@ func TestUDPEchoAndPeerSessions(t *testing.T) {
 	}
 }
 
-func TestUDPPeerLimitDropsAndCounts(t *testing.T) {
+// At MaxUDPPeers a new peer pushes out the least recently active one
+// (ReasonLimit) instead of being dropped: forged source addresses cannot
+// lock the server's peers out.
+func TestUDPPeerLimitEvictsTheQuietest(t *testing.T) {
 	leakcheck.Check(t)
 	srv, a := startServer(t, transport.Config{MaxUDPPeers: 1}, echoHooks(), "udp", "127.0.0.1:0")
 	first := dialClient(t, "udp", a, transport.ClientConfig{Mode: transport.ReceivePull}, transport.Hooks{})
 	first.SendBytes([]byte("a"))
 	receiveString(t, first, 1)
-	second := dialClient(t, "udp", a, transport.ClientConfig{}, transport.Hooks{})
+	second := dialClient(t, "udp", a, transport.ClientConfig{Mode: transport.ReceivePull}, transport.Hooks{})
 	second.SendBytes([]byte("b"))
-	waitUntil(t, "a dropped datagram", func() bool { return srv.Stats().DatagramsDropped == 1 })
+	if s := receiveString(t, second, 1); s != "b" {
+		t.Fatalf("the new peer got %q", s)
+	}
+	waitUntil(t, "the quiet peer evicted", func() bool { return srv.Stats().Closed[transport.ReasonLimit] == 1 })
 	if srv.SessionCount() != 1 {
 		t.Fatalf("%d sessions past the peer limit", srv.SessionCount())
+	}
+}
+
+// UDP peers have their own budget: however many there are, TCP
+// connections up to MaxConns are still accepted (and the other way round).
+func TestUDPPeersDoNotTakeTCPSlots(t *testing.T) {
+	leakcheck.Check(t)
+	srv, err := transport.NewServer(transport.Config{MaxConns: 2, MaxUDPPeers: 8}, echoHooks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	ua, err := srv.Listen(context.Background(), "udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta, err := srv.Listen(context.Background(), "tcp", ua.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		c := dialClient(t, "udp", ua, transport.ClientConfig{Mode: transport.ReceivePull}, transport.Hooks{})
+		c.SendBytes([]byte{byte('0' + i)})
+		receiveString(t, c, 1)
+	}
+	for i := range 2 {
+		c := dialClient(t, "tcp", ta, transport.ClientConfig{Mode: transport.ReceivePull}, transport.Hooks{})
+		c.SendBytes([]byte("tcp"))
+		if s := receiveString(t, c, 3); s != "tcp" {
+			t.Fatalf("TCP connection %d with 5 UDP peers live: %q", i, s)
+		}
+	}
+	if n := srv.SessionCount(); n != 7 {
+		t.Errorf("%d sessions, want 5 UDP peers + 2 TCP", n)
 	}
 }
 

@@ -69,7 +69,9 @@ type Config struct {
 	// KeepAlive is the TCP keep-alive period (default 15 s; negative: off).
 	KeepAlive time.Duration
 
-	// MaxConns caps live sessions of a server (default 10000).
+	// MaxConns caps a server's live stream sessions: TCP, Unix and TLS
+	// connections (default 10000). UDP peers do not count: they have
+	// MaxUDPPeers.
 	MaxConns int
 	// MaxConnsPerIP caps live sessions from one remote IP (default 1000).
 	MaxConnsPerIP int
@@ -101,8 +103,10 @@ type Config struct {
 	// UDPPeerIdle expires a UDP virtual session that receives nothing for
 	// this long (default 5 min; negative: never).
 	UDPPeerIdle time.Duration
-	// MaxUDPPeers caps live UDP virtual sessions per server (default 65536);
-	// datagrams from new peers past it are dropped and counted.
+	// MaxUDPPeers caps live UDP virtual sessions per UDP listener (default
+	// 65536); a new peer past it ends the least recently active of a
+	// sample of peers (ReasonLimit). It is the UDP budget: MaxConns counts
+	// stream sessions only.
 	MaxUDPPeers int
 }
 

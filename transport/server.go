@@ -24,7 +24,8 @@ type Server struct {
 	listeners []net.Listener
 	udp       []*udpServer
 	sessions  sessionSet
-	perIP     map[netip.Addr]int
+	perIP     map[netip.Addr]int // stream sessions per remote IP
+	streams   int                // live stream sessions (MaxConns); UDP peers have their own budget
 	port      int // the port shared by listeners asked for port 0
 	closing   bool
 
@@ -189,7 +190,7 @@ func (s *Server) admit(c net.Conn) {
 	cfg := &s.ep.cfg
 	ip, hasIP := remoteIP(c.RemoteAddr())
 	s.mu.Lock()
-	if s.closing || s.sessions.len() >= cfg.MaxConns || hasIP && s.perIP[ip] >= cfg.MaxConnsPerIP {
+	if s.closing || s.streams >= cfg.MaxConns || hasIP && s.perIP[ip] >= cfg.MaxConnsPerIP {
 		closing := s.closing
 		s.mu.Unlock()
 		c.Close()
@@ -201,6 +202,7 @@ func (s *Server) admit(c net.Conn) {
 	if hasIP {
 		s.perIP[ip]++
 	}
+	s.streams++
 	tuneConn(c, cfg)
 	id := s.nextID.Add(1)
 	sess := newSession(&s.ep, id, c, newStreamSender(c, cfg), c.LocalAddr(), c.RemoteAddr())
@@ -222,9 +224,12 @@ func (s *Server) forget(sess *Session) {
 	s.sessions.remove(sess)
 	s.ep.stats.retired.absorb(&sess.io)
 	sess.retired = true
-	if hasIP {
-		if s.perIP[ip]--; s.perIP[ip] <= 0 {
-			delete(s.perIP, ip)
+	if !sess.datagram { // UDP peers count in neither budget of streams
+		s.streams--
+		if hasIP {
+			if s.perIP[ip]--; s.perIP[ip] <= 0 {
+				delete(s.perIP, ip)
+			}
 		}
 	}
 	s.mu.Unlock()

@@ -167,14 +167,19 @@ func (u *udpServer) safeDeliver(sess *Session, buf *packet.Packet, n int) {
 	sess.deliver(buf, n)
 }
 
-// open starts a virtual session for a new peer, or returns nil at a limit.
+// open starts a virtual session for a new peer, or returns nil when the
+// server is closing. At MaxUDPPeers the least recently active of a sample
+// of peers makes room (ReasonLimit): a flood of new source addresses,
+// which are easy to forge, pushes out peers that went quiet, not the
+// server's TCP connections (MaxConns is theirs alone) nor peers that keep
+// talking.
 func (u *udpServer) open(key peerKey, from net.Addr) *Session {
 	s := u.srv
-	if len(u.peers) >= s.ep.cfg.MaxUDPPeers {
+	if len(u.peers) >= s.ep.cfg.MaxUDPPeers && !u.evictOne() {
 		return nil
 	}
 	s.mu.Lock()
-	if s.closing || s.sessions.len() >= s.ep.cfg.MaxConns {
+	if s.closing {
 		s.mu.Unlock()
 		return nil
 	}
@@ -197,6 +202,30 @@ func (u *udpServer) open(key peerKey, from net.Addr) *Session {
 		return nil
 	}
 	return sess
+}
+
+// evictSample is how many peers evictOne compares: a bounded cost per new
+// peer under a flood, and with Go's random map order a fair sample.
+const evictSample = 64
+
+// evictOne ends the least recently active of up to evictSample peers.
+func (u *udpServer) evictOne() bool {
+	var victim *Session
+	n := 0
+	for _, sess := range u.peers {
+		if victim == nil || sess.lastRx.Load() < victim.lastRx.Load() {
+			victim = sess
+		}
+		if n++; n == evictSample {
+			break
+		}
+	}
+	if victim == nil {
+		return false
+	}
+	victim.closeWith(ReasonLimit, nil)
+	u.end(victim)
+	return true
 }
 
 // end finishes a peer's session on the receive goroutine.
