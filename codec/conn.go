@@ -84,6 +84,7 @@ type Conn struct {
 	lf      *lengthFieldHandler // the pipeline's only stage when it is the length-field one
 	flat    *flatReplies        // the flat read path of a one-stage pipeline; nil otherwise
 
+	server  *Server      // the server whose connection this is (nil for a client)
 	state   any          // the application's per-connection value (SetState)
 	batches atomic.Int32 // Batch calls in progress: their writes are held back already
 }
@@ -141,9 +142,23 @@ func (c *Conn) Receive(_ *transport.Session, p *packet.Packet) {
 	c.read(p)
 }
 
+// frameExpired reports whether a framing stage of the connection has held
+// an incomplete frame past its Expire (any goroutine may ask).
+func (c *Conn) frameExpired(now int64) bool {
+	for _, h := range c.chain.handlers {
+		if f := framingOf(h); f != nil && f.framer.Expired(now) {
+			return true
+		}
+	}
+	return false
+}
+
 // Closed implements transport.SessionHandler: handlers learn the end and
 // pending requests fail with ErrConnClosed.
 func (c *Conn) Closed(_ *transport.Session, e *transport.CloseError) {
+	if c.server != nil {
+		c.server.conns.Delete(c)
+	}
 	c.chain.Close(e)
 	if c.m != nil {
 		c.m.close()

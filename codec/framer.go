@@ -3,6 +3,7 @@ package codec
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/lifenet/lifenet/packet"
@@ -14,8 +15,8 @@ var (
 	// ErrFrameTooLarge: a frame's declared length exceeds MaxFrame. It is
 	// checked before any buffer is taken for the frame.
 	ErrFrameTooLarge = errors.New("codec: frame exceeds the maximum size")
-	// ErrFrameExpired: the rest of a partial frame did not arrive within
-	// Expire.
+	// ErrFrameExpired: a frame was not complete within Expire of its
+	// first byte (whether its bytes stopped or trickle in).
 	ErrFrameExpired = errors.New("codec: partial frame expired")
 	// ErrCorruptFrame: bytes that cannot start a valid frame.
 	ErrCorruptFrame = errors.New("codec: corrupt frame")
@@ -37,7 +38,7 @@ type Splitter interface {
 // DefaultFramerConfig.
 type FramerConfig struct {
 	MaxFrame int           // largest frame in bytes, header included (default DefaultMaxFrame)
-	Expire   time.Duration // how long a partial frame may wait for more bytes (default DefaultExpire; negative: never)
+	Expire   time.Duration // how long a frame may take from its first byte to its last (default DefaultExpire; negative: never)
 }
 
 // ErrConfig is wrapped by every Validate error of this package.
@@ -83,8 +84,18 @@ type Framer struct {
 	max     int
 	expire  time.Duration
 	partial *packet.Packet // bytes of an incomplete frame (owned)
-	last    time.Time      // when partial last grew
+	since   atomic.Int64   // unix nanoseconds of the partial frame's first byte; 0 without one (read by sweepers)
 	loan    packet.Loan    // the view of the frame being emitted
+}
+
+// Expired reports whether the framer has held an incomplete frame for
+// longer than its Expire at now (unix nanoseconds). Unlike the framer's
+// other methods it may be called from any goroutine: a server's sweeper
+// ends connections that went quiet in the middle of a frame, which no
+// later read would notice.
+func (f *Framer) Expired(now int64) bool {
+	t := f.since.Load()
+	return t != 0 && f.expire > 0 && now-t > int64(f.expire)
 }
 
 // NewFramer returns a framer using split. It panics if cfg does not
@@ -110,6 +121,7 @@ func (f *Framer) Reset() {
 	if f.partial != nil {
 		f.partial.Release()
 		f.partial = nil
+		f.since.Store(0)
 	}
 }
 
@@ -142,7 +154,7 @@ type frameFunc func(*packet.Packet) error
 func (f frameFunc) receiveFrame(frame *packet.Packet) error { return f(frame) }
 
 func (f *Framer) feed(p *packet.Packet, emit frameReceiver) error {
-	if f.partial != nil && f.expire > 0 && time.Since(f.last) > f.expire {
+	if f.partial != nil && f.Expired(time.Now().UnixNano()) {
 		f.Reset()
 		return ErrFrameExpired
 	}
@@ -197,22 +209,39 @@ func (f *Framer) frameLen(b []byte) (int, error) {
 	return f.split.FrameLen(b, f.max)
 }
 
-// keepAhead bounds how far beyond the bytes at hand the partial buffer is
-// sized in advance, so that a peer declaring a huge frame and sending a few
-// bytes cannot make the server reserve the whole frame.
-const keepAhead = 64 << 10
+// keepFirst is the most a partial buffer reserves before the frame's bytes
+// arrive: a peer declaring a huge frame and sending a few bytes makes the
+// server hold a few KiB, not the frame (appendPartial grows it as bytes
+// come).
+const keepFirst = 4 << 10
 
 // keep starts a partial frame with the unframed tail b; want is the frame
 // length (or the negated bytes needed), used to size the buffer.
 func (f *Framer) keep(b []byte, want int) {
 	size := len(b)
 	if want > 0 {
-		size = min(want, len(b)+keepAhead)
+		size = min(want, max(len(b), keepFirst))
 	}
 	f.partial = packet.Get(max(size, len(b)))
 	f.partial.Resize(0)
 	f.partial.Write(b)
-	f.last = time.Now()
+	f.since.Store(time.Now().UnixNano())
+}
+
+// appendPartial adds b to the partial frame of want bytes. The buffer
+// grows geometrically but never past the frame's declared size: a 10 MiB
+// frame holds 10 MiB, not the next power of two.
+func (f *Framer) appendPartial(b []byte, want int) {
+	p := f.partial
+	if need := p.Len() + len(b); need > p.Cap() {
+		size := max(need, min(2*p.Cap(), want))
+		q := packet.Get(size)
+		q.Resize(0)
+		q.Write(p.Bytes())
+		p.Release()
+		f.partial, p = q, q
+	}
+	p.Write(b)
 }
 
 // completePartial adds bytes from data to the partial frame until it is
@@ -233,7 +262,6 @@ func (f *Framer) completePartial(data []byte, emit frameReceiver) (int, error) {
 			continue
 		}
 		if used == len(data) {
-			f.last = time.Now()
 			return used, nil
 		}
 		want := n
@@ -241,7 +269,7 @@ func (f *Framer) completePartial(data []byte, emit frameReceiver) (int, error) {
 			want = -want
 		}
 		k := min(want-f.partial.Len(), len(data)-used)
-		f.partial.Write(data[used : used+k])
+		f.appendPartial(data[used:used+k], want)
 		used += k
 	}
 	return used, nil
@@ -255,9 +283,11 @@ func (f *Framer) emitPartial(n int, emit frameReceiver) error {
 	f.loan.End()
 	if n == p.Len() {
 		f.partial = nil
+		f.since.Store(0)
 		p.Release()
 	} else {
 		p.Skip(n)
+		f.since.Store(time.Now().UnixNano()) // the rest starts the next frame
 	}
 	return err
 }

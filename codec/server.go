@@ -3,6 +3,8 @@ package codec
 import (
 	"context"
 	"net"
+	"sync"
+	"time"
 
 	"github.com/lifenet/lifenet/transport"
 )
@@ -10,8 +12,11 @@ import (
 // Server is a transport server whose connections run a pipeline: the
 // codec-level counterpart of Dial. All methods are safe for concurrent use.
 type Server struct {
-	ts   *transport.Server
-	opts *Options
+	ts    *transport.Server
+	opts  *Options
+	conns sync.Map // *Conn → struct{}: the live connections, for the expiry sweep
+	stop  chan struct{}
+	once  sync.Once
 }
 
 // NewServer returns a server with the transport settings cfg and the codec
@@ -20,22 +25,56 @@ func NewServer(cfg transport.Config, opts Options) (*Server, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{opts: &opts}
-	ts, err := transport.NewServer(cfg, serverHooks(s.opts))
+	s := &Server{opts: &opts, stop: make(chan struct{})}
+	ts, err := transport.NewServer(cfg, s.hooks())
 	if err != nil {
 		return nil, err
 	}
 	s.ts = ts
+	go s.sweep()
 	return s, nil
 }
 
-// serverHooks runs o.Pipeline on every session of a server.
-func serverHooks(o *Options) transport.Hooks {
+// hooks runs the pipeline on every session of the server.
+func (s *Server) hooks() transport.Hooks {
 	return transport.Hooks{
 		BatchSends: true, // replies to the frames of one read leave in one write
-		NewHandler: func(s *transport.Session) transport.SessionHandler { return newConn(s, o) },
+		NewHandler: func(sess *transport.Session) transport.SessionHandler {
+			c := newConn(sess, s.opts)
+			c.server = s
+			s.conns.Store(c, struct{}{})
+			return c
+		},
 	}
 }
+
+// expireSweep is how often the server looks for frames past their Expire.
+const expireSweep = 250 * time.Millisecond
+
+// sweep ends the connections that have held an incomplete frame for longer
+// than its Expire. A read would notice only if more bytes came: a peer that
+// stops in the middle of a frame would otherwise hold its buffer until the
+// idle timeout.
+func (s *Server) sweep() {
+	t := time.NewTicker(expireSweep)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case now := <-t.C:
+			ns := now.UnixNano()
+			s.conns.Range(func(k, _ any) bool {
+				if c := k.(*Conn); c.frameExpired(ns) {
+					c.sess.Abort(ErrFrameExpired)
+				}
+				return true
+			})
+		}
+	}
+}
+
+func (s *Server) stopSweep() { s.once.Do(func() { close(s.stop) }) }
 
 // Listen opens a listener and serves it; see transport.Server.Listen.
 func (s *Server) Listen(ctx context.Context, network, address string) (net.Addr, error) {
@@ -52,11 +91,17 @@ func (s *Server) ServePacket(pc net.PacketConn) error { return s.ts.ServePacket(
 // Shutdown stops accepting, lets each connection finish the messages it
 // is handling and write its replies, then closes it; see
 // transport.Server.Shutdown.
-func (s *Server) Shutdown(ctx context.Context) error { return s.ts.Shutdown(ctx) }
+func (s *Server) Shutdown(ctx context.Context) error {
+	defer s.stopSweep()
+	return s.ts.Shutdown(ctx)
+}
 
 // Close closes the listeners and every connection at once and waits for
 // their goroutines.
-func (s *Server) Close() error { return s.ts.Close() }
+func (s *Server) Close() error {
+	defer s.stopSweep()
+	return s.ts.Close()
+}
 
 // Transport returns the underlying transport server (sessions, counters).
 func (s *Server) Transport() *transport.Server { return s.ts }

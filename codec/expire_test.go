@@ -1,0 +1,81 @@
+package codec_test
+
+import (
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/lifenet/lifenet/codec"
+	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/transport"
+)
+
+// expiringServer serves SRMP with a 300 ms frame deadline and reports why
+// each connection ended.
+func expiringServer(t *testing.T) (string, chan error) {
+	ended := make(chan error, 8)
+	_, addr := serve(t, "tcp", codec.Options{
+		Pipeline: codec.NewPipeline(codec.SRMP(codec.FramerConfig{Expire: 300 * time.Millisecond})),
+		Handler:  echoSRMP,
+		OnClose:  func(_ *codec.Conn, err error) { ended <- err },
+	})
+	return addr, ended
+}
+
+// A peer that stops in the middle of a frame is closed within Expire (plus
+// the sweep), without any later byte to notice it by.
+func TestPartialFrameExpiresByTheClock(t *testing.T) {
+	leakcheck.Check(t)
+	addr, ended := expiringServer(t)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	c.Write([]byte{0x01, 0x01, 0x10, 0x00, 'h', 'a'}) // 16 bytes announced, 2 sent
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadAll(c); err != nil {
+		t.Fatalf("reading until the server closes: %v", err)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("closed after %v, want within Expire (300 ms) + a sweep", el)
+	}
+	if err := <-ended; !errors.Is(err, codec.ErrFrameExpired) {
+		t.Errorf("ended with %v, want ErrFrameExpired", err)
+	}
+}
+
+// A frame trickled a byte at a time must still complete within Expire of
+// its first byte: each byte no longer restarts the clock.
+func TestTrickledFrameExpires(t *testing.T) {
+	leakcheck.Check(t)
+	addr, ended := expiringServer(t)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	frame := []byte{0x01, 0x01, 0x10, 0x00}
+	frame = append(frame, make([]byte, 16)...)
+	var end error
+	for i := 0; i < len(frame) && end == nil; i++ {
+		c.Write(frame[i : i+1])
+		select {
+		case end = <-ended:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if end == nil {
+		select {
+		case end = <-ended:
+		case <-time.After(2 * time.Second):
+		}
+	}
+	var ce *transport.CloseError
+	if !errors.Is(end, codec.ErrFrameExpired) || !errors.As(end, &ce) {
+		t.Errorf("trickled frame: %v, want ErrFrameExpired", end)
+	}
+}
