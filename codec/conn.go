@@ -293,7 +293,21 @@ func (c *Conn) Request(ctx context.Context, m *Message) (*Message, error) {
 // RequestBytes sends an SRMP request with flag and a copy of payload (no
 // pooled message or packet is needed) and waits for its reply; see Request.
 func (c *Conn) RequestBytes(ctx context.Context, flag uint8, payload []byte) (*Message, error) {
-	key, ch, err := c.startBytes(ctx, flag, payload, nil)
+	key, ch, err := c.startBytes(ctx, flag, payload, nil, nil)
+	return waitTyped[*Message](ctx, c, key, ch, err)
+}
+
+// MaxEcho is the longest prefix RequestBytesEcho compares.
+const MaxEcho = 64
+
+// RequestBytesEcho is RequestBytes for a protocol whose replies repeat the
+// start of their request (NewLife's RPC repeats the action name): a reply
+// with the request's sequence number that does not start with the first
+// echo bytes of payload (at most MaxEcho) is taken for an earlier request's
+// late or repeated reply — SRMP has 256 numbers, so they are reused — and
+// dropped, counted in MatchStats.Unknown, while the request waits on.
+func (c *Conn) RequestBytesEcho(ctx context.Context, flag uint8, payload []byte, echo int) (*Message, error) {
+	key, ch, err := c.startBytes(ctx, flag, payload, nil, payload[:min(echo, MaxEcho, len(payload))])
 	return waitTyped[*Message](ctx, c, key, ch, err)
 }
 
@@ -344,7 +358,7 @@ func (c *Conn) RequestBytesAsync(ctx context.Context, flag uint8, payload []byte
 	if c.lead != nil {
 		return ErrAsyncNeedsEvents
 	}
-	_, _, err := c.startBytes(ctx, flag, payload, &callback{msg: cb})
+	_, _, err := c.startBytes(ctx, flag, payload, &callback{msg: cb}, nil)
 	return err
 }
 
@@ -360,7 +374,7 @@ func (c *Conn) RequestStream(ctx context.Context, flag uint8, payload []byte, cb
 	if c.lead != nil {
 		return ErrAsyncNeedsEvents
 	}
-	_, _, err := c.startBytes(ctx, flag, payload, &callback{stream: cb})
+	_, _, err := c.startBytes(ctx, flag, payload, &callback{stream: cb}, nil)
 	return err
 }
 
@@ -382,7 +396,7 @@ func (c *Conn) startMessage(ctx context.Context, m *Message, cb *callback) (int,
 		return 0, nil, fmt.Errorf("%w (kind %d)", ErrNotRequest, m.Kind)
 	}
 	given := false
-	key, ch, err := c.start(ctx, MatchSRMP, cb, func(key int) error {
+	key, ch, err := c.start(ctx, MatchSRMP, cb, nil, func(key int) error {
 		given = true
 		m.Seq = uint8(key)
 		return c.chain.Write(m)
@@ -395,8 +409,8 @@ func (c *Conn) startMessage(ctx context.Context, m *Message, cb *callback) (int,
 
 // startBytes starts an SRMP request with a copy of payload: straight into
 // the send buffer when the SRMP stage is the pipeline's tail.
-func (c *Conn) startBytes(ctx context.Context, flag uint8, payload []byte, cb *callback) (int, chan result, error) {
-	return c.start(ctx, MatchSRMP, cb, func(key int) error {
+func (c *Conn) startBytes(ctx context.Context, flag uint8, payload []byte, cb *callback, echo []byte) (int, chan result, error) {
+	return c.start(ctx, MatchSRMP, cb, echo, func(key int) error {
 		if ctx := c.srmpCtx; ctx != nil && len(payload) < copyBelow {
 			var hdr [srmpHeaderLen]byte
 			putSRMPHeader(hdr[:], KindRequest, flag, uint8(key), len(payload))
@@ -411,7 +425,7 @@ func (c *Conn) startBytes(ctx context.Context, flag uint8, payload []byte, cb *c
 // startPacket starts a FIFO request carried by p (owned by the call).
 func (c *Conn) startPacket(ctx context.Context, p *packet.Packet, cb *callback) (int, chan result, error) {
 	given := false
-	key, ch, err := c.start(ctx, MatchFIFO, cb, func(int) error {
+	key, ch, err := c.start(ctx, MatchFIFO, cb, nil, func(int) error {
 		given = true
 		return c.chain.Write(p)
 	})
@@ -423,7 +437,7 @@ func (c *Conn) startPacket(ctx context.Context, p *packet.Packet, cb *callback) 
 
 // start registers a request and sends it with send, which gets the
 // request's key (for SRMP its sequence number).
-func (c *Conn) start(ctx context.Context, want Match, cb *callback, send func(key int) error) (int, chan result, error) {
+func (c *Conn) start(ctx context.Context, want Match, cb *callback, echo []byte, send func(key int) error) (int, chan result, error) {
 	if err := c.checkFormat(want); err != nil {
 		return 0, nil, err
 	}
@@ -434,7 +448,7 @@ func (c *Conn) start(ctx context.Context, want Match, cb *callback, send func(ke
 	if err := c.m.acquire(ctx); err != nil {
 		return 0, nil, err
 	}
-	key, ch, err := c.m.register(cb)
+	key, ch, err := c.m.register(cb, echo)
 	if err != nil {
 		return 0, nil, err
 	}

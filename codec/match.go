@@ -67,10 +67,11 @@ type MatchStats struct {
 
 // Slot states.
 const (
-	slotFree      = iota
-	slotPending   // waiting for its reply
-	slotDone      // a blocking waiter's result is in ch; the waiter frees the slot
-	slotAbandoned // FIFO only: timed out or canceled, still queued so its late reply lines up
+	slotFree       = iota
+	slotPending    // waiting for its reply
+	slotDone       // a blocking waiter's result is in ch; the waiter frees the slot
+	slotAbandoned  // FIFO only: timed out or canceled, still queued so its late reply lines up
+	slotQuarantine // SRMP only: timed out or canceled; its number is not reused until its late reply comes or the quarantine ends
 )
 
 type waiter struct {
@@ -79,6 +80,7 @@ type waiter struct {
 	ch       chan result
 	cb       callback
 	async    bool   // cb is set: a RequestAsync or RequestStream
+	echo     uint8  // RequestBytesEcho: how many bytes of echoes[key] the reply must start with
 	gen      uint32 // counts the slot's uses, so a stream's reader finds whether its slot is still its own
 }
 
@@ -121,6 +123,8 @@ type matcher struct {
 	// a synchronous client wakes the request reading for the others, which
 	// may be one of them (see Conn.lead).
 	onExpire func()
+
+	echoes *[256][MaxEcho]byte // RequestBytesEcho's prefixes, made on first use
 
 	unknown, timedOut atomic.Uint64
 	queued            atomic.Int32 // FIFO: count, readable without the lock
@@ -188,7 +192,7 @@ func (m *matcher) passOn() {
 // the SRMP sequence number, or a FIFO slot.
 // The request's own timeout is the matcher's; a blocking request's context
 // may end it sooner (wait watches it).
-func (m *matcher) register(cb *callback) (int, chan result, error) {
+func (m *matcher) register(cb *callback, echo []byte) (int, chan result, error) {
 	now := m.clock.Load()
 	if now == 0 { // the first request: the sweeper starts below
 		now = time.Now().UnixNano()
@@ -211,6 +215,12 @@ func (m *matcher) register(cb *callback) (int, chan result, error) {
 	w := &m.slots[key]
 	w.state, w.deadline, w.async = slotPending, deadline, cb != nil
 	w.gen++
+	if len(echo) > 0 {
+		if m.echoes == nil {
+			m.echoes = new([256][MaxEcho]byte)
+		}
+		w.echo = uint8(copy(m.echoes[key][:], echo))
+	}
 	if cb != nil {
 		w.cb = *cb
 	} else {
@@ -248,22 +258,28 @@ func (m *matcher) unregister(key int) {
 }
 
 // giveUp ends a pending or done slot whose waiter will not get (or has
-// had) a reply: free at once for SRMP, abandoned in the queue for FIFO.
-// Called with m.mu held.
+// had) a reply: abandoned in the queue for FIFO; for SRMP quarantined, so
+// that its number is not given to a new request while the late reply may
+// still come and be taken for the new request's (the number returns when
+// that reply arrives, or after another timeout). Called with m.mu held.
 func (m *matcher) giveUp(key int) {
 	w := &m.slots[key]
-	w.cb, w.async = callback{}, false
-	if m.fifo && m.err == nil {
+	w.cb, w.async, w.echo = callback{}, false, 0
+	switch {
+	case m.err != nil:
+		m.freeSlot(key)
+	case m.fifo:
 		w.state = slotAbandoned
-		return
+	default:
+		w.state = slotQuarantine
+		w.deadline = m.clock.Load() + int64(m.timeout+sweepEvery) // the clock runs: register started it
 	}
-	m.freeSlot(key)
 }
 
 // freeSlot returns a slot and its token. Called with m.mu held.
 func (m *matcher) freeSlot(key int) {
 	w := &m.slots[key]
-	w.state, w.cb, w.async = slotFree, callback{}, false
+	w.state, w.cb, w.async, w.echo = slotFree, callback{}, false, 0
 	if m.err == nil {
 		m.free++
 		m.inFlight.Store(int32(m.cap - m.free))
@@ -291,7 +307,12 @@ func (m *matcher) deliver(seq int, reply any) {
 	w := &m.slots[key]
 	switch w.state {
 	case slotPending:
-	case slotAbandoned: // the late reply of a FIFO request: now it can go
+		if w.echo > 0 && !m.echoed(key, reply.(*Message)) {
+			m.mu.Unlock()
+			m.drop(reply) // an earlier request's late or repeated reply: this one waits on
+			return
+		}
+	case slotAbandoned, slotQuarantine: // the late reply came: now the number can go
 		m.freeSlot(key)
 		fallthrough
 	default:
@@ -313,6 +334,19 @@ func (m *matcher) deliver(seq int, reply any) {
 	w.state = slotDone
 	w.ch <- result{reply: keep(reply)}
 	m.mu.Unlock()
+}
+
+// echoed reports whether reply starts with the prefix its request named.
+func (m *matcher) echoed(key int, reply *Message) bool {
+	want := m.echoes[key][:m.slots[key].echo]
+	if reply.Payload == nil || reply.Payload.Total() < len(want) {
+		return false
+	}
+	b := reply.Payload.Bytes()
+	if len(b) < len(want) { // a chained payload: compare across segments
+		b = reply.Payload.AppendTo(make([]byte, 0, reply.Payload.Total()))
+	}
+	return string(b[:len(want)]) == string(want)
 }
 
 // deliverStream hands one reply of a stream to its callback (m.mu held on
@@ -411,6 +445,10 @@ func (m *matcher) expire(now int64) {
 	m.mu.Lock()
 	for key := range m.slots {
 		w := &m.slots[key]
+		if w.state == slotQuarantine && w.deadline <= now {
+			m.freeSlot(key) // no late reply came: the number is clean again
+			continue
+		}
 		if w.state != slotPending || w.deadline > now {
 			continue
 		}
@@ -452,7 +490,7 @@ func (m *matcher) close() {
 		case w.state == slotPending:
 			w.state = slotDone
 			w.ch <- result{err: ErrConnClosed}
-		case w.state == slotAbandoned:
+		case w.state == slotAbandoned || w.state == slotQuarantine:
 			w.state = slotFree
 		}
 	}

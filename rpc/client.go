@@ -290,10 +290,13 @@ func (c *Client) invoke(ctx context.Context, action string, args, result any) er
 	if err != nil {
 		return err
 	}
-	reply, err := cn.RequestBytes(ctx, FlagRPC, body)
+	// The reply repeats the action name: one that does not is an earlier
+	// call's late reply on a reused sequence number, and is dropped.
+	named := nameLen(action)
+	reply, err := cn.RequestBytesEcho(ctx, FlagRPC, body, named)
 	if unsent(err) { // the connection had ended: the call never left, so a new one may carry it
 		if cn, err = c.pick(ctx); err == nil {
-			reply, err = cn.RequestBytes(ctx, FlagRPC, body)
+			reply, err = cn.RequestBytesEcho(ctx, FlagRPC, body, named)
 		}
 	}
 	if err != nil {

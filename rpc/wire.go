@@ -85,6 +85,12 @@ func appendName(dst []byte, action string) []byte {
 	return append(dst, action...)
 }
 
+// nameLen is how many bytes an action name takes at the start of a body.
+func nameLen(action string) int {
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(b[:], uint64(len(action))) + len(action)
+}
+
 // appendNameBytes is appendName for a name held in bytes.
 func appendNameBytes(dst, action []byte) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(action)))

@@ -1,0 +1,69 @@
+package codec_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/lifenet/lifenet/codec"
+	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/transport"
+)
+
+// A request that timed out keeps its sequence number out of use for a
+// while: the late reply, which the server sends only when it sees that
+// number again, cannot be taken for a new request's reply.
+func TestTimedOutSequenceIsQuarantined(t *testing.T) {
+	leakcheck.Check(t)
+	var held *codec.Message
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
+		m := msg.(*codec.Message)
+		if string(m.PayloadBytes()) == "late" && held == nil {
+			held = m.Keep() // answered only when its number comes back
+			return
+		}
+		if held != nil && held.Seq == m.Seq {
+			c.Reply(held, held.TakePayload())
+			held.Release()
+			held = nil
+		}
+		c.Reply(m, m.Payload)
+	}, OnClose: func(*codec.Conn, error) {
+		if held != nil {
+			held.Release()
+		}
+	}})
+	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Timeout: 300 * time.Millisecond}, transport.ReceiveEvent)
+	ctx := context.Background()
+	if _, err := c.RequestBytes(ctx, codec.FlagPacket, []byte("late")); !errors.Is(err, codec.ErrTimeout) {
+		t.Fatalf("the held request: %v, want ErrTimeout", err)
+	}
+	for i := range 300 { // wraps the 8-bit sequence
+		want := fmt.Sprint(i)
+		r, err := c.RequestBytes(ctx, codec.FlagPacket, []byte(want))
+		if got := replyText(t, r, err); got != want {
+			t.Fatalf("request %d got %q: another request's reply", i, got)
+		}
+	}
+}
+
+// RequestBytesEcho drops a reply that does not repeat the request's
+// prefix (an earlier request's, on a reused number) and waits for its own.
+func TestRequestBytesEchoDropsForeignReplies(t *testing.T) {
+	leakcheck.Check(t)
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
+		m := msg.(*codec.Message)
+		c.ReplyBytes(m, []byte("other:stale")) // a duplicate of some earlier answer
+		c.ReplyBytes(m, append([]byte("mine:"), m.PayloadBytes()[5:]...))
+	}})
+	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline()}, transport.ReceiveEvent)
+	r, err := c.Conn().RequestBytesEcho(context.Background(), codec.FlagPacket, []byte("mine:hello"), 5)
+	if got := replyText(t, r, err); got != "mine:hello" {
+		t.Fatalf("got %q", got)
+	}
+	if n := c.Conn().Stats().Unknown; n != 1 {
+		t.Errorf("%d replies counted as unknown, want the foreign one", n)
+	}
+}
