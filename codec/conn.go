@@ -63,6 +63,12 @@ var (
 	// ErrNotRequest: Request was given a message whose Kind is not
 	// KindRequest (use Write for one-way messages).
 	ErrNotRequest = errors.New("codec: Request needs a message of KindRequest")
+	// ErrNotSent wraps, with ErrConnClosed, the error of a request that
+	// found its connection ended before it was written: it never reached
+	// the peer, so a new connection may carry it again. (A request pending
+	// when its connection ends fails with ErrConnClosed alone: it may have
+	// been served.)
+	ErrNotSent = errors.New("codec: request not sent")
 	// ErrAsyncNeedsEvents: RequestAsync on a ReceiveSync client, where only
 	// a waiting Request reads and nothing would read the replies of
 	// requests nobody waits for.
@@ -446,6 +452,9 @@ func (c *Conn) start(ctx context.Context, want Match, cb *callback, echo []byte,
 		defer c.fifoMu.Unlock()
 	}
 	if err := c.m.acquire(ctx); err != nil {
+		if errors.Is(err, ErrConnClosed) {
+			err = fmt.Errorf("%w (%w)", ErrConnClosed, ErrNotSent)
+		}
 		return 0, nil, err
 	}
 	key, ch, err := c.m.register(cb, echo)
@@ -455,6 +464,10 @@ func (c *Conn) start(ctx context.Context, want Match, cb *callback, echo []byte,
 	c.flushReplies()
 	if err := c.sendCoalesced(key, cb == nil, send); err != nil {
 		c.m.unregister(key)
+		if errors.Is(err, transport.ErrClosed) {
+			// The connection had ended: the request never left.
+			err = fmt.Errorf("%w (%w): %w", ErrConnClosed, ErrNotSent, err)
+		}
 		return 0, nil, err
 	}
 	return key, ch, nil

@@ -67,3 +67,29 @@ func TestRequestBytesEchoDropsForeignReplies(t *testing.T) {
 		t.Errorf("%d replies counted as unknown, want the foreign one", n)
 	}
 }
+
+// A request on a connection that has already ended fails with an error
+// that is ErrConnClosed and also ErrNotSent (it never left), in either
+// receive mode.
+func TestRequestOnEndedConnectionIsNotSent(t *testing.T) {
+	for _, mode := range []transport.ReceiveMode{transport.ReceiveEvent, transport.ReceiveSync} {
+		leakcheck.Check(t)
+		_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
+			c.Session().Close()
+		}})
+		c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Timeout: 2 * time.Second}, mode)
+		ctx := context.Background()
+		c.RequestBytes(ctx, codec.FlagPacket, []byte("x")) // the server ends the connection on it
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			_, err := c.RequestBytes(ctx, codec.FlagPacket, []byte("y"))
+			if errors.Is(err, codec.ErrConnClosed) && errors.Is(err, codec.ErrNotSent) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("mode %v: %v, want ErrConnClosed and ErrNotSent", mode, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}

@@ -201,15 +201,8 @@ func (c *Client) conn(ctx context.Context, i int) (*codec.Conn, error) {
 func ended(cn *codec.Conn) bool { return cn.Session().Reason() != transport.ReasonNone }
 
 // unsent reports whether a request failed because its connection had
-// already ended when it was written: it never left (a request pending when
-// the connection ends fails with codec.ErrConnClosed instead).
-func unsent(err error) bool {
-	if err == nil {
-		return false // the common case, before errors.As makes ce escape
-	}
-	var ce *transport.CloseError
-	return errors.As(err, &ce) && !errors.Is(err, codec.ErrConnClosed)
-}
+// already ended when it was written: it never left.
+func unsent(err error) bool { return errors.Is(err, codec.ErrNotSent) }
 
 // dial connects to one server address.
 func (c *Client) dial(ctx context.Context, u *url.URL) (*codec.Client, error) {

@@ -27,7 +27,7 @@ func TestClientDropsAReplyForAnotherAction(t *testing.T) {
 			return
 		}
 		c.Write(unhex(t, "81 01 12 00 | 0B 42 65 6E 63 68 2F 4E 6F 41 72 67 | 02 00 00 00 | 34 32")) // Bench/NoArg's 42, seq 1
-		c.Write(unhex(t, "81 01 0F 00 | 09 42 65 6E 63 68 2F 41 64 64 | 01 00 00 00 | 33"))             // R2
+		c.Write(unhex(t, "81 01 0F 00 | 09 42 65 6E 63 68 2F 41 64 64 | 01 00 00 00 | 33"))          // R2
 		io.Copy(io.Discard, c)
 	}()
 	cl, err := rpc.Dial(context.Background(), ln.Addr().String(), rpc.ClientConfig{})
