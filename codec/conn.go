@@ -32,6 +32,12 @@ type Options struct {
 	// write straight to the transport session may overtake them). A
 	// handler that blocks stops its connection's reads.
 	Handler func(c *Conn, msg any)
+	// MaxPartialBytes caps, for a server, the bytes all its connections
+	// together hold in incomplete frames (default DefaultMaxPartialBytes;
+	// negative: no cap). A connection whose frame would need more ends
+	// with ErrMemoryCap, so that peers sending the start of large frames
+	// cannot take the server's memory. Clients ignore it.
+	MaxPartialBytes int64
 	// OnOpen and OnClose, if set, run when a connection starts (before its
 	// first message) and when it has ended, on its reading goroutine.
 	OnOpen  func(c *Conn)

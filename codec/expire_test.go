@@ -1,6 +1,7 @@
 package codec_test
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -78,4 +79,49 @@ func TestTrickledFrameExpires(t *testing.T) {
 	if !errors.Is(end, codec.ErrFrameExpired) || !errors.As(end, &ce) {
 		t.Errorf("trickled frame: %v, want ErrFrameExpired", end)
 	}
+}
+
+// Peers that send the start of large frames cannot take more than
+// MaxPartialBytes of the server's memory between them: the connection
+// whose frame would pass the cap ends with ErrMemoryCap, and small frames
+// are still served.
+func TestPartialFramesShareAMemoryCap(t *testing.T) {
+	leakcheck.Check(t)
+	ended := make(chan error, 8)
+	_, addr := serve(t, "tcp", codec.Options{
+		Pipeline:        codec.NewPipeline(codec.LengthFieldFraming(codec.LengthField{Size: 4}, codec.FramerConfig{})),
+		Handler:         func(c *codec.Conn, msg any) { c.Write(msg) },
+		MaxPartialBytes: 1 << 20,
+		OnClose:         func(_ *codec.Conn, err error) { ended <- err },
+	})
+	start := []byte{0x00, 0x00, 0x10, 0x00} // a 1 MiB frame announced (little-endian 0x100000)
+	start = append(start, make([]byte, 300_000)...)
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range 4 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		c.Write(start)
+	}
+	select {
+	case err := <-ended:
+		if !errors.Is(err, codec.ErrMemoryCap) {
+			t.Fatalf("a connection ended with %v, want ErrMemoryCap", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("four partial frames of 300 kB each held past a 1 MiB cap")
+	}
+	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: codec.NewPipeline(codec.LengthFieldFraming(codec.LengthField{Size: 4}, codec.FramerConfig{}))}, transport.ReceiveEvent)
+	r, err := c.RequestPacket(context.Background(), payload([]byte("small")))
+	if err != nil || string(r.Bytes()) != "small" {
+		t.Fatalf("a small frame under the cap: %v", err)
+	}
+	r.Release()
 }

@@ -20,6 +20,10 @@ var (
 	ErrFrameExpired = errors.New("codec: partial frame expired")
 	// ErrCorruptFrame: bytes that cannot start a valid frame.
 	ErrCorruptFrame = errors.New("codec: corrupt frame")
+	// ErrMemoryCap: the bytes a server holds in incomplete frames, over all
+	// its connections, would pass Options.MaxPartialBytes; the connection
+	// whose frame needed more ends.
+	ErrMemoryCap = errors.New("codec: the server's memory for incomplete frames is used up")
 	// ErrTruncated: the stream ended inside a frame.
 	ErrTruncated = errors.New("codec: stream ended inside a frame")
 )
@@ -85,6 +89,8 @@ type Framer struct {
 	expire  time.Duration
 	partial *packet.Packet // bytes of an incomplete frame (owned)
 	since   atomic.Int64   // unix nanoseconds of the partial frame's first byte; 0 without one (read by sweepers)
+	budget  *budget        // a server's bytes for partial frames, shared by its connections; nil: none
+	held    int            // bytes of budget taken by partial
 	loan    packet.Loan    // the view of the frame being emitted
 }
 
@@ -122,6 +128,34 @@ func (f *Framer) Reset() {
 		f.partial.Release()
 		f.partial = nil
 		f.since.Store(0)
+		f.budget.give(f.held)
+		f.held = 0
+	}
+}
+
+// budget counts the bytes a server's connections hold in partial frames
+// against a limit. Its methods are safe for concurrent use; a nil budget
+// has no limit.
+type budget struct {
+	limit int64
+	used  atomic.Int64
+}
+
+// take reserves n bytes, or reports false if they would pass the limit.
+func (b *budget) take(n int) bool {
+	if b == nil || n <= 0 {
+		return true
+	}
+	if b.used.Add(int64(n)) > b.limit {
+		b.used.Add(-int64(n))
+		return false
+	}
+	return true
+}
+
+func (b *budget) give(n int) {
+	if b != nil && n > 0 {
+		b.used.Add(-int64(n))
 	}
 }
 
@@ -183,8 +217,7 @@ func (f *Framer) feedSegment(seg *packet.Packet, emit frameReceiver) error {
 			return err
 		}
 		if n <= 0 || n > len(data)-off {
-			f.keep(data[off:], n)
-			return nil
+			return f.keep(data[off:], n)
 		}
 		err = emit.receiveFrame(f.loan.Lend(seg, off, n))
 		f.loan.End()
@@ -217,24 +250,34 @@ const keepFirst = 4 << 10
 
 // keep starts a partial frame with the unframed tail b; want is the frame
 // length (or the negated bytes needed), used to size the buffer.
-func (f *Framer) keep(b []byte, want int) {
+func (f *Framer) keep(b []byte, want int) error {
 	size := len(b)
 	if want > 0 {
 		size = min(want, max(len(b), keepFirst))
 	}
-	f.partial = packet.Get(max(size, len(b)))
+	size = max(size, len(b))
+	if !f.budget.take(size) {
+		return ErrMemoryCap
+	}
+	f.held = size
+	f.partial = packet.Get(size)
 	f.partial.Resize(0)
 	f.partial.Write(b)
 	f.since.Store(time.Now().UnixNano())
+	return nil
 }
 
 // appendPartial adds b to the partial frame of want bytes. The buffer
 // grows geometrically but never past the frame's declared size: a 10 MiB
 // frame holds 10 MiB, not the next power of two.
-func (f *Framer) appendPartial(b []byte, want int) {
+func (f *Framer) appendPartial(b []byte, want int) error {
 	p := f.partial
 	if need := p.Len() + len(b); need > p.Cap() {
 		size := max(need, min(2*p.Cap(), want))
+		if !f.budget.take(size - f.held) {
+			return ErrMemoryCap
+		}
+		f.held = size
 		q := packet.Get(size)
 		q.Resize(0)
 		q.Write(p.Bytes())
@@ -242,6 +285,7 @@ func (f *Framer) appendPartial(b []byte, want int) {
 		f.partial, p = q, q
 	}
 	p.Write(b)
+	return nil
 }
 
 // completePartial adds bytes from data to the partial frame until it is
@@ -269,7 +313,9 @@ func (f *Framer) completePartial(data []byte, emit frameReceiver) (int, error) {
 			want = -want
 		}
 		k := min(want-f.partial.Len(), len(data)-used)
-		f.appendPartial(data[used:used+k], want)
+		if err := f.appendPartial(data[used:used+k], want); err != nil {
+			return used, err
+		}
 		used += k
 	}
 	return used, nil
@@ -284,6 +330,8 @@ func (f *Framer) emitPartial(n int, emit frameReceiver) error {
 	if n == p.Len() {
 		f.partial = nil
 		f.since.Store(0)
+		f.budget.give(f.held)
+		f.held = 0
 		p.Release()
 	} else {
 		p.Skip(n)

@@ -12,11 +12,12 @@ import (
 // Server is a transport server whose connections run a pipeline: the
 // codec-level counterpart of Dial. All methods are safe for concurrent use.
 type Server struct {
-	ts    *transport.Server
-	opts  *Options
-	conns sync.Map // *Conn → struct{}: the live connections, for the expiry sweep
-	stop  chan struct{}
-	once  sync.Once
+	ts     *transport.Server
+	opts   *Options
+	conns  sync.Map // *Conn → struct{}: the live connections, for the expiry sweep
+	budget *budget  // bytes held in incomplete frames (MaxPartialBytes); nil: no cap
+	stop   chan struct{}
+	once   sync.Once
 }
 
 // NewServer returns a server with the transport settings cfg and the codec
@@ -26,6 +27,12 @@ func NewServer(cfg transport.Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: &opts, stop: make(chan struct{})}
+	switch {
+	case opts.MaxPartialBytes == 0:
+		s.budget = &budget{limit: DefaultMaxPartialBytes}
+	case opts.MaxPartialBytes > 0:
+		s.budget = &budget{limit: opts.MaxPartialBytes}
+	}
 	ts, err := transport.NewServer(cfg, s.hooks())
 	if err != nil {
 		return nil, err
@@ -42,11 +49,19 @@ func (s *Server) hooks() transport.Hooks {
 		NewHandler: func(sess *transport.Session) transport.SessionHandler {
 			c := newConn(sess, s.opts)
 			c.server = s
+			for _, h := range c.chain.handlers {
+				if f := framingOf(h); f != nil {
+					f.framer.budget = s.budget
+				}
+			}
 			s.conns.Store(c, struct{}{})
 			return c
 		},
 	}
 }
+
+// DefaultMaxPartialBytes is a server's default Options.MaxPartialBytes.
+const DefaultMaxPartialBytes = 256 << 20
 
 // expireSweep is how often the server looks for frames past their Expire.
 const expireSweep = 250 * time.Millisecond
