@@ -3,6 +3,7 @@ package codec
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,8 +86,9 @@ type waiter struct {
 }
 
 type result struct {
-	reply any
-	err   error
+	reply    any
+	err      error
+	answered bool // the peer answered (an error reply included): the number is free at once
 }
 
 // resultChans recycles the one-slot channels of blocking requests: a
@@ -328,12 +330,52 @@ func (m *matcher) deliver(seq int, reply any) {
 		cb := w.cb
 		m.freeSlot(key)
 		m.mu.Unlock()
-		cb.call(reply, nil)
+		if re := replyError(reply); re != nil {
+			cb.call(nil, re)
+		} else {
+			cb.call(reply, nil)
+		}
 		return
 	}
 	w.state = slotDone
-	w.ch <- result{reply: keep(reply)}
+	if re := replyError(reply); re != nil {
+		w.ch <- result{err: re, answered: true}
+	} else {
+		w.ch <- result{reply: keep(reply), answered: true}
+	}
 	m.mu.Unlock()
+}
+
+// ReplyError is the error of a request the peer answered with an error
+// reply (SRMP kind 11): Request and its variants return it, and callbacks
+// get it, instead of a reply. Payload is a copy of the reply's payload,
+// the caller's. Test for it with errors.As.
+type ReplyError struct {
+	Flag, Seq uint8
+	Payload   []byte
+}
+
+// Error implements error.
+func (e *ReplyError) Error() string {
+	const show = 64
+	p := e.Payload
+	if len(p) > show {
+		p = p[:show]
+	}
+	return fmt.Sprintf("codec: error reply (seq %d): %q", e.Seq, p)
+}
+
+// replyError returns the error a borrowed reply stands for, or nil.
+func replyError(reply any) *ReplyError {
+	m, ok := reply.(*Message)
+	if !ok || m.Kind != KindError {
+		return nil
+	}
+	var p []byte
+	if m.Payload != nil {
+		p = m.Payload.AppendTo(make([]byte, 0, m.Payload.Total()))
+	}
+	return &ReplyError{Flag: m.Flag, Seq: m.Seq, Payload: p}
 }
 
 // echoed reports whether reply starts with the prefix its request named.
@@ -357,7 +399,13 @@ func (m *matcher) deliverStream(key int, reply any) {
 	cb, gen := w.cb, w.gen
 	w.deadline = m.clock.Load() + int64(m.timeout+sweepEvery)
 	m.mu.Unlock()
-	if cb.call(reply, nil) {
+	more := false
+	if re := replyError(reply); re != nil {
+		cb.call(nil, re) // an error reply ends the stream
+	} else {
+		more = cb.call(reply, nil)
+	}
+	if more {
 		return
 	}
 	m.mu.Lock()
@@ -395,7 +443,7 @@ func (m *matcher) wait(ctx context.Context, key int, ch chan result) (any, error
 func (m *matcher) finish(key int, ch chan result, r result) (any, error) {
 	m.mu.Lock()
 	m.slots[key].ch = nil
-	if r.err == nil {
+	if r.err == nil || r.answered {
 		m.freeSlot(key)
 	} else {
 		m.giveUp(key)

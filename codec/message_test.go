@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
 	"testing"
 
 	"github.com/lifenet/lifenet/codec"
@@ -153,6 +154,14 @@ func TestReplyBytesAndReplyError(t *testing.T) {
 		{"empty", codec.KindReply, nil},
 	} {
 		r, err := c.Request(context.Background(), codec.NewMessage(codec.KindRequest, codec.FlagJSON, 0, payload([]byte(tc.body))))
+		var re *codec.ReplyError
+		if tc.kind == codec.KindError {
+			// An error reply is the request's error, not a reply.
+			if !errors.As(err, &re) || re.Flag != codec.FlagJSON || !bytes.Equal(re.Payload, tc.want) || r != nil {
+				t.Errorf("%s: %v, want a *codec.ReplyError with the payload", tc.body, err)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -293,7 +293,7 @@ func (c *Client) invoke(ctx context.Context, action string, args, result any) er
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("rpc: %s: %w", action, err)
+		return callError(action, err)
 	}
 	defer reply.Release()
 	return decodeReply(reply, result)
@@ -331,15 +331,28 @@ func decodeReply(reply *codec.Message, result any) error {
 	if reply.Payload != nil {
 		payload = reply.PayloadBytes()
 	}
-	isErr := reply.Kind == codec.KindError
-	b, err := parseBody(payload, isErr)
+	b, err := parseBody(payload, false)
 	if err != nil {
 		return err
 	}
-	if isErr && b.code != codeOK && b.code != codeOK200 {
-		return &ApiError{Code: int(b.code), Message: strings.Trim(string(b.data), `"`)}
-	}
 	return decodeResult(b.data, result)
+}
+
+// callError turns a request's error into the call's: an error reply into
+// its *ApiError (a code of 0 or 200 is a success with no data).
+func callError(action string, err error) error {
+	var re *codec.ReplyError
+	if !errors.As(err, &re) {
+		return fmt.Errorf("rpc: %s: %w", action, err)
+	}
+	b, perr := parseBody(re.Payload, true)
+	switch {
+	case perr != nil:
+		return perr
+	case b.code == codeOK || b.code == codeOK200:
+		return nil
+	}
+	return &ApiError{Code: int(b.code), Message: strings.Trim(string(b.data), `"`)}
 }
 
 // onPush hands a server's one-way requests to OnPush.

@@ -171,10 +171,10 @@ func (q *streamQueue) push(m *codec.Message, err error) bool {
 	case q.dropped:
 		return false
 	case err != nil:
-		q.err, more = err, false
-	case m.Kind == codec.KindError:
-		q.items, more = append(q.items, m.Keep()), false
-		q.err = errStreamEnd
+		q.err, more = callError("stream", err), false
+		if q.err == nil {
+			q.err = errStreamEnd
+		}
 	case endOfStream(m):
 		q.err, more = errStreamEnd, false
 	case len(q.items) >= MaxStreamBuffer:
