@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lifenet/lifenet/transport"
@@ -18,6 +19,8 @@ type Server struct {
 	budget *budget  // bytes held in incomplete frames (MaxPartialBytes); nil: no cap
 	stop   chan struct{}
 	once   sync.Once
+
+	sweeping atomic.Bool // a sweep goroutine runs: only while there are connections
 }
 
 // NewServer returns a server with the transport settings cfg and the codec
@@ -38,7 +41,6 @@ func NewServer(cfg transport.Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.ts = ts
-	go s.sweep()
 	return s, nil
 }
 
@@ -55,6 +57,9 @@ func (s *Server) hooks() transport.Hooks {
 				}
 			}
 			s.conns.Store(c, struct{}{})
+			if s.sweeping.CompareAndSwap(false, true) {
+				go s.sweep()
+			}
 			return c
 		},
 	}
@@ -69,24 +74,39 @@ const expireSweep = 250 * time.Millisecond
 // sweep ends the connections that have held an incomplete frame for longer
 // than its Expire. A read would notice only if more bytes came: a peer that
 // stops in the middle of a frame would otherwise hold its buffer until the
-// idle timeout.
+// idle timeout. It runs while the server has connections.
 func (s *Server) sweep() {
 	t := time.NewTicker(expireSweep)
 	defer t.Stop()
 	for {
 		select {
 		case <-s.stop:
+			s.sweeping.Store(false)
 			return
 		case now := <-t.C:
 			ns := now.UnixNano()
+			live := false
 			s.conns.Range(func(k, _ any) bool {
+				live = true
 				if c := k.(*Conn); c.frameExpired(ns) {
 					c.sess.Abort(ErrFrameExpired)
 				}
 				return true
 			})
+			if !live && s.idle() {
+				return
+			}
 		}
 	}
+}
+
+// idle stops the sweep when no connection is left, unless one arrived
+// meanwhile (its NewHandler saw the sweep still running).
+func (s *Server) idle() bool {
+	s.sweeping.Store(false)
+	live := false
+	s.conns.Range(func(any, any) bool { live = true; return false })
+	return !live || !s.sweeping.CompareAndSwap(false, true)
 }
 
 func (s *Server) stopSweep() { s.once.Do(func() { close(s.stop) }) }
