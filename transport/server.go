@@ -26,7 +26,7 @@ type Server struct {
 	sessions  sessionSet
 	perIP     map[netip.Addr]int // stream sessions per remote IP
 	streams   int                // live stream sessions (MaxConns); UDP peers have their own budget
-	port      int // the port shared by listeners asked for port 0
+	port      int                // the port shared by listeners asked for port 0
 	closing   bool
 
 	nextID  atomic.Uint64
