@@ -10,7 +10,7 @@ import (
 const (
 	DefaultServerReadBuffer = 64 << 10         // per-connection receive buffer of servers
 	DefaultClientReadBuffer = 64 << 10         // per-connection receive buffer of clients
-	DefaultMaxConns         = 10000            // live sessions per server
+	DefaultMaxConns         = 10000            // live stream sessions per server (UDP peers: DefaultMaxUDPPeers)
 	DefaultMaxConnsPerIP    = 1000             // live sessions per remote IP
 	DefaultIdleTimeout      = 20 * time.Minute // NewLife SessionTimeout (1200 s)
 	DefaultFirstByteTimeout = 30 * time.Second // first bytes after accept
@@ -19,7 +19,7 @@ const (
 	DefaultKeepAlive        = 15 * time.Second // TCP keep-alive period
 	DefaultDialTimeout      = 3 * time.Second  // NewLife ISocketClient.Timeout
 	DefaultUDPPeerIdle      = 5 * time.Minute  // idle expiry of a UDP virtual session
-	DefaultMaxUDPPeers      = 65536            // live UDP virtual sessions per server
+	DefaultMaxUDPPeers      = 65536            // live UDP virtual sessions per UDP listener
 	DefaultMaxSocketSend    = 4 << 20          // SO_SNDBUF growth limit for large messages
 )
 

@@ -14,7 +14,7 @@ const (
 	ReasonFirstByte                  // nothing received within FirstByteTimeout of connecting
 	ReasonSlowConsumer               // the send queue exceeded SendQueueBytes
 	ReasonWriteTimeout               // a write did not finish within WriteTimeout
-	ReasonLimit                      // refused: MaxConns or MaxConnsPerIP reached
+	ReasonLimit                      // refused at MaxConns or MaxConnsPerIP, or a UDP peer evicted at MaxUDPPeers
 	ReasonError                      // a read or write failed
 	ReasonShutdown                   // the server or client was shut down
 	ReasonProtocol                   // the peer broke the protocol (bad frame, frame too large, expired partial frame)
