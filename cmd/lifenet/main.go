@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 
 	"github.com/lifenet/lifenet/internal/loadtest"
 	"github.com/lifenet/lifenet/internal/matrix"
@@ -21,14 +22,17 @@ const usage = `usage: lifenet <command> [flags]
 
 commands:
   load     run a load test (NetLoadTest flags: --mode --oneway --clients --size --seconds
-           --warmup --udp --server --port --remote --frame --udpconnect --recvmode
-           --rcvbuf --codec --window --impl --json)
+           --warmup --udp --server --host --port --remote --frame --udpconnect --recvmode
+           --rcvbuf --codec --window --impl --json --idle-exit --first-client); load -h for all
   matrix   run the scenario matrix in separate processes, lifenet beside raw std net (RPC rows: beside net/rpc)
-           (--quick --only REGEX --out DIR --clientprocs N --pin); writes results.md,
+           (--quick --only REGEX --out DIR --seconds --warmup --rounds --clientprocs N --pin --from DIR); writes results.md,
            results.json and results.html
   serve    an RPC server with NewLife's benchmark controller (--host --port --impl lifenet|netrpc)
   call     call an action of any SRMP/NewLife server: call [--http] [--list] ADDR ACTION [k=v … | JSON]
   rpcload  RPC load test (--remote --impl --conns --inflight --seconds --call --direct --goroutines)
+  version  the module version, VCS commit and Go version of this binary
+
+<command> -h lists a command's flags and their defaults.
 `
 
 func main() {
@@ -51,6 +55,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
+	case "version", "--version":
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "lifenet version: unexpected argument %q\n", args[1])
+			return 2
+		}
+		fmt.Fprint(stdout, version(debug.ReadBuildInfo()))
+		return 0
 	case "serve":
 		return rpctool.Serve(ctx, args[1:], stdout, stderr)
 	case "call":
@@ -58,6 +69,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "rpcload":
 		return rpctool.Load(ctx, args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "lifenet: unknown command %q\n%s", args[0], usage)
+	fmt.Fprintf(stderr, "lifenet: unknown command %q (lifenet help lists them)\n", args[0])
 	return 2
 }

@@ -20,8 +20,10 @@ import (
 	"github.com/lifenet/lifenet/codec"
 )
 
-// Summary is the client's result: the SUMMARY line (spec §C.4 keys plus
-// impl, p999 and cpuPerMsg). Fields that do not apply are omitted.
+// Summary is the client's result: the SUMMARY line (NetLoadTest's keys
+// plus impl, p999 and cpuPerMsg). Fields that do not apply are omitted.
+// SentBytes counts every mode's requests; in round trips MsgsPerSec is
+// requests answered per second.
 type Summary struct {
 	Mode          string  `json:"mode"`
 	Protocol      string  `json:"protocol"`
@@ -115,7 +117,7 @@ func RunClient(ctx context.Context, cfg Config, addr string, out io.Writer) (Sum
 	runtime.ReadMemStats(&ms)
 	alloc0, gc0, cpu0 := ms.TotalAlloc, ms.NumGC, cpustat.Seconds()
 	start := time.Now()
-	stopProgress := r.progress(ctx, start, out)
+	stopProgress := r.progress(ctx, start)
 	var err error
 	switch {
 	case useCodec:
@@ -408,6 +410,7 @@ func (r *run) syncRoundTrips(wctx context.Context, c *connRun) *hdrhistogram.His
 			r.fail(c, "send", err)
 			break
 		}
+		r.sent.Add(uint64(r.cfg.Size))
 		if err := readFull(wctx, c, r.cfg.Size); err != nil {
 			if over(wctx) {
 				break // the window closed while this echo was in flight
@@ -432,13 +435,14 @@ func (r *run) summary(elapsed float64) Summary {
 		s.FirstError = (*err).Error()
 	}
 	if cfg.Mode == "roundtrip" && !cfg.OneWay {
-		h := r.hist
+		h := r.hist // complete: every connection has merged its samples
 		s.LatencyCount = h.TotalCount()
 		if s.LatencyCount > 0 {
 			s.P50, s.P95, s.P99 = float64(h.ValueAtQuantile(50)), float64(h.ValueAtQuantile(95)), float64(h.ValueAtQuantile(99))
 			s.P999, s.Max, s.Avg = float64(h.ValueAtQuantile(99.9)), float64(h.Max()), round(h.Mean(), 3)
 			s.MsgsPerSec = round(float64(s.LatencyCount)/elapsed, 1)
 		}
+		s.SentBytes = r.sent.Load()
 		return s
 	}
 	s.SentBytes = r.sent.Load()
@@ -466,12 +470,17 @@ func (r *run) summary(elapsed float64) Summary {
 	return s
 }
 
-// progress prints a live line once a second on a terminal; it returns a
-// function that stops it.
-func (r *run) progress(ctx context.Context, start time.Time, out io.Writer) func() {
+// progress prints a line once a second to Config.progressW (none with
+// --json): redrawn in place on a terminal, else a line each time. The rate
+// is of requests sent. It returns a function that stops it.
+func (r *run) progress(ctx context.Context, start time.Time) func() {
 	w := r.cfg.progressW
 	if w == nil || r.cfg.JSON {
 		return func() {}
+	}
+	prefix, end := "\r\033[K", ""
+	if !r.cfg.progressTTY {
+		prefix, end = "", "\n"
 	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -482,15 +491,21 @@ func (r *run) progress(ctx context.Context, start time.Time, out io.Writer) func
 		for {
 			select {
 			case <-done:
-				fmt.Fprint(w, "\r\033[K")
+				if r.cfg.progressTTY {
+					fmt.Fprint(w, "\r\033[K")
+				}
 				return
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				cur := r.sent.Load() + uint64(r.hist.TotalCount())*uint64(r.cfg.Size)
+				cur := r.sent.Load()
 				el := time.Since(start).Seconds()
-				fmt.Fprintf(w, "\r\033[K[client] %.0f/%.0f s  %.0f msg/s", math.Min(el, r.cfg.Seconds), r.cfg.Seconds,
-					float64(cur-last)/float64(r.cfg.Size))
+				what := "sending"
+				if el > r.cfg.Seconds {
+					what = "draining"
+				}
+				fmt.Fprintf(w, "%s[client] %.0f/%.0f s  %s  %.0f msg/s sent%s", prefix, math.Min(el, r.cfg.Seconds), r.cfg.Seconds,
+					what, float64(cur-last)/float64(r.cfg.Size), end)
 				last = cur
 			}
 		}
@@ -503,7 +518,7 @@ func WriteSummary(out io.Writer, s Summary, human bool) {
 	if human {
 		fmt.Fprintf(out, "------- result (%s %s, %s, %d clients × %d B, impl %s) -------\n", s.Protocol, s.Mode, s.RecvMode, s.Clients, s.Size, s.Impl)
 		if s.LatencyCount > 0 {
-			fmt.Fprintf(out, "round trips : %d in %.2f s (%.0f/s)\n", s.LatencyCount, s.Elapsed, s.MsgsPerSec)
+			fmt.Fprintf(out, "round trips : %d in %.2f s (%.0f/s), %d B sent\n", s.LatencyCount, s.Elapsed, s.MsgsPerSec, s.SentBytes)
 			fmt.Fprintf(out, "latency µs  : P50=%.1f  P95=%.1f  P99=%.1f  P99.9=%.1f  max=%.1f  mean=%.1f\n", s.P50, s.P95, s.P99, s.P999, s.Max, s.Avg)
 		} else {
 			fmt.Fprintf(out, "throughput  : %.0f msg/s | %.1f MB/s\n", s.MsgsPerSec, s.MBps)
@@ -523,9 +538,24 @@ func WriteSummary(out io.Writer, s Summary, human bool) {
 			}
 		}
 		fmt.Fprintf(out, "client      : %.1f B/msg allocated, %d GC, %.3f µs CPU/msg\n", s.AllocPerMsg, s.GC, s.CPUPerMsg)
+		fmt.Fprintf(out, "rates       : %s\n", rateNote(s))
 	}
 	js, _ := json.Marshal(s)
 	fmt.Fprintf(out, "SUMMARY: %s\n", js)
+}
+
+// rateNote says in one line how the client's rate is counted and why a
+// server's STEADY line (the median of its per-second received-byte rates,
+// ramp-up left out) can differ from it.
+func rateNote(s Summary) string {
+	const srv = "a server's STEADY is the median per-second rate of what it received"
+	switch {
+	case s.Mode == "oneway":
+		return "msg/s is what the client wrote into its sockets; " + srv
+	case s.LatencyCount > 0 || s.Mode == "roundtrip":
+		return "one request in flight per connection, msg/s counts requests answered; " + srv
+	}
+	return fmt.Sprintf("msg/s counts echoes received over the window plus the %.2f s drain; %s", s.DrainSeconds, srv)
 }
 
 func closeAll(conns []clientConn) {

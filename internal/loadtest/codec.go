@@ -166,10 +166,12 @@ func (r *run) codecSerial(ctx context.Context, c *codec.Client) error {
 		}
 		if err != nil {
 			if over(ctx) {
+				r.sent.Add(uint64(r.cfg.Size)) // the window closed while it was in flight
 				return nil
 			}
 			return err
 		}
+		r.sent.Add(uint64(r.cfg.Size))
 		h.RecordValue(max(time.Since(t0).Microseconds(), 1))
 	}
 	return nil
@@ -190,7 +192,6 @@ func (r *run) codecWindow(ctx context.Context, c *codec.Client) error {
 	wake := make(chan struct{}, 1)
 	var pending sync.WaitGroup
 	var failed atomic.Value
-	var sent uint64
 	var received atomic.Uint64 // this connection's, summed into the run's once at the end
 	done := func(err error) {
 		if err != nil {
@@ -211,7 +212,10 @@ func (r *run) codecWindow(ctx context.Context, c *codec.Client) error {
 	conn := c.Conn()
 	body := r.payload[:r.cfg.Size-codecHeader(r.cfg.Codec)]
 	var err error
+	size := uint64(r.cfg.Size)
 	send := func(k int64) {
+		var sent uint64
+		defer func() { r.sent.Add(sent * size) }() // as it goes: the progress line reads it
 		for ; k > 0 && err == nil; k-- {
 			pending.Add(1)
 			if r.cfg.Codec == "srmp" { // the []byte forms: no pooled message or packet per request
@@ -238,8 +242,6 @@ func (r *run) codecWindow(ctx context.Context, c *codec.Client) error {
 		conn.Batch(func() { send(k) })
 	}
 	pending.Wait()
-	size := uint64(r.cfg.Size)
-	r.sent.Add(sent * size)
 	r.received.Add(received.Load() * size)
 	if err != nil {
 		return err

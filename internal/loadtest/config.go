@@ -1,6 +1,7 @@
 // Package loadtest implements `lifenet load`: NewLife NetLoadTest's load
 // generator and counting/echo server, for lifenet and for a plain std-net
-// baseline, with NetLoadTest's flags and output lines (spec §C).
+// baseline, with NetLoadTest's flags and output lines (READY, the server's
+// per-second lines, STEADY and the client's SUMMARY).
 package loadtest
 
 import (
@@ -8,6 +9,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,27 +20,30 @@ import (
 
 // Config is one load run. Flag names and defaults follow NetLoadTest.
 type Config struct {
-	Mode       string // "pipeline" or "roundtrip"
-	OneWay     bool
-	Clients    int
-	Size       int
-	Seconds    float64
-	Warmup     float64
-	UDP        bool
-	Server     bool
-	Port       int
-	Remote     string
-	Frame      int
-	UDPConn    bool
-	RecvMode   string // "sync", "async" or "event"
-	RcvBuf     int
-	Codec      string // "none", "srmp" or "lengthfield"
-	Window     int
-	Impl       string // "lifenet" or "raw"
-	JSON       bool
-	IdleExit   time.Duration // server: exit after this long without traffic (3 s)
-	CPUProfile string        // write a CPU profile of this process here (attribution)
-	progressW  io.Writer     // where the live progress line goes (a terminal), or nil
+	Mode        string // "pipeline" or "roundtrip"
+	OneWay      bool
+	Clients     int
+	Size        int
+	Seconds     float64
+	Warmup      float64
+	UDP         bool
+	Server      bool
+	Host        string // the server's listen address (with --server, or in process)
+	Port        int
+	Remote      string
+	Frame       int
+	UDPConn     bool
+	RecvMode    string // "sync", "async" or "event"
+	RcvBuf      int
+	Codec       string // "none", "srmp" or "lengthfield"
+	Window      int
+	Impl        string // "lifenet" or "raw"
+	JSON        bool
+	IdleExit    time.Duration // server: exit after this long without traffic (3 s)
+	FirstClient time.Duration // server: give up (exit 1) if no traffic came in this long (60 s)
+	CPUProfile  string        // write a CPU profile of this process here (attribution)
+	progressW   io.Writer     // where the progress line goes once a second, or nil
+	progressTTY bool          // progressW is a terminal: redraw one line in place
 }
 
 // Limits on the flags, so a typo cannot ask for a runaway test.
@@ -51,32 +57,46 @@ const (
 // or --help it returns flag.ErrHelp.
 func Parse(args []string) (Config, error) {
 	var c Config
-	fs, idle := flagSet(&c)
+	fs, sf := flagSet(&c)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if *idle < 0.5 || *idle > 60 {
-		return c, fmt.Errorf("--idle-exit %g: want 0.5…60 s", *idle)
+	if sf.idle < 0.5 || sf.idle > 60 {
+		return c, fmt.Errorf("--idle-exit %g: want 0.5…60 s", sf.idle)
 	}
-	c.IdleExit = time.Duration(*idle * float64(time.Second))
+	if sf.first < 1 || sf.first > maxSeconds {
+		return c, fmt.Errorf("--first-client %g: want 1…%d s", sf.first, maxSeconds)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if c.Remote != "" && set["host"] {
+		return c, errors.New("--host is where a server listens; with --remote the server is elsewhere")
+	}
+	c.IdleExit = time.Duration(sf.idle * float64(time.Second))
+	c.FirstClient = time.Duration(sf.first * float64(time.Second))
 	return c, c.normalize()
 }
+
+// secondFlags are the flags Parse turns into durations.
+type secondFlags struct{ idle, first float64 }
 
 // Usage prints the flags and their defaults.
 func Usage(w io.Writer) {
 	fs, _ := flagSet(&Config{})
 	fmt.Fprintln(w, "usage: lifenet load [flags]   (NewLife NetLoadTest flags; without --server/--remote both sides run here)")
+	fmt.Fprintln(w, "  two machines: `lifenet load --server --host 0.0.0.0` on one, `lifenet load --remote HOST:7800` on the other")
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 }
 
-func flagSet(c *Config) (*flag.FlagSet, *float64) {
+func flagSet(c *Config) (*flag.FlagSet, *secondFlags) {
+	var sf secondFlags
 	fs := flag.NewFlagSet("lifenet load", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&c.Mode, "mode", "pipeline", "pipeline or roundtrip")
+	fs.StringVar(&c.Mode, "mode", "pipeline", "pipeline or roundtrip (with --oneway: ignored)")
 	fs.BoolVar(&c.OneWay, "oneway", false, "client only sends; server only counts")
 	fs.IntVar(&c.Clients, "clients", 4, "connections")
 	fs.IntVar(&c.Size, "size", 1024, "payload bytes per send")
@@ -84,7 +104,8 @@ func flagSet(c *Config) (*flag.FlagSet, *float64) {
 	fs.Float64Var(&c.Warmup, "warmup", 2, "pause before priming (s)")
 	fs.BoolVar(&c.UDP, "udp", false, "UDP instead of TCP")
 	fs.BoolVar(&c.Server, "server", false, "run only the server")
-	fs.IntVar(&c.Port, "port", 7800, "server port (with --server)")
+	fs.StringVar(&c.Host, "host", "127.0.0.1", "address the server listens on (0.0.0.0 or :: for all)")
+	fs.IntVar(&c.Port, "port", 7800, "server port (with --server; 0 picks a free one)")
 	fs.StringVar(&c.Remote, "remote", "", "host:port of an external server")
 	fs.IntVar(&c.Frame, "frame", 0, "logical frame size for frames/s")
 	fs.BoolVar(&c.UDPConn, "udpconnect", false, "connect the UDP client socket")
@@ -94,20 +115,24 @@ func flagSet(c *Config) (*flag.FlagSet, *float64) {
 	fs.IntVar(&c.Window, "window", 0, "frames in flight per connection in codec pipeline mode (default: the codec's limit, srmp 255, lengthfield 256 for the raw client)")
 	fs.StringVar(&c.Impl, "impl", "lifenet", "lifenet or raw (std net baseline)")
 	fs.BoolVar(&c.JSON, "json", false, "machine output only")
-	idle := fs.Float64("idle-exit", 3, "server: idle seconds before STEADY and exit")
+	fs.Float64Var(&sf.idle, "idle-exit", 3, "server: idle seconds before STEADY and exit")
+	fs.Float64Var(&sf.first, "first-client", 60, "server: seconds to wait for the first client's traffic; without any it says so and exits 1")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write this process's CPU profile to the file")
-	return fs, idle
+	return fs, &sf
 }
 
 func (c *Config) normalize() error {
 	c.Mode = strings.ToLower(c.Mode)
-	if c.Mode != "roundtrip" {
-		c.Mode = "pipeline" // NetLoadTest: anything else is pipeline
-	}
 	if c.RecvMode == "asyncpull" {
 		c.RecvMode = "async"
 	}
 	switch {
+	case c.Mode != "pipeline" && c.Mode != "roundtrip":
+		return fmt.Errorf("--mode %q: want pipeline or roundtrip", c.Mode)
+	case !validHost(c.Host):
+		return fmt.Errorf("--host %q: want an IP address", c.Host)
+	case c.Remote != "" && !validRemote(c.Remote):
+		return fmt.Errorf("--remote %q: want host:port", c.Remote)
 	case c.Clients < 1 || c.Clients > maxClients:
 		return fmt.Errorf("--clients %d: want 1…%d", c.Clients, maxClients)
 	case c.Size < 1 || c.Size > maxSize:
@@ -118,8 +143,8 @@ func (c *Config) normalize() error {
 		return fmt.Errorf("--warmup %g: want [0, %d]", c.Warmup, maxSeconds)
 	case c.Port < 0 || c.Port > 65535:
 		return fmt.Errorf("--port %d out of range", c.Port)
-	case c.Frame < 0:
-		return fmt.Errorf("--frame %d is negative", c.Frame)
+	case c.Frame < 0 || c.Frame > maxSize:
+		return fmt.Errorf("--frame %d: want 0…%d", c.Frame, maxSize)
 	case c.RcvBuf < 0:
 		return fmt.Errorf("--rcvbuf %d is negative", c.RcvBuf)
 	case c.RecvMode != "sync" && c.RecvMode != "async" && c.RecvMode != "event":
@@ -146,6 +171,42 @@ func (c *Config) normalize() error {
 		c.Size = max(c.Frame, c.Size/c.Frame*c.Frame)
 	}
 	return nil
+}
+
+// validHost reports whether h can be a listen address: an IP (0.0.0.0 and
+// :: listen on all interfaces) or localhost, as `lifenet serve --host`.
+func validHost(h string) bool { return net.ParseIP(h) != nil || h == "localhost" }
+
+// validRemote reports whether a is host:port with a port number.
+func validRemote(a string) bool {
+	host, port, err := net.SplitHostPort(a)
+	if err != nil || host == "" {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n > 0 && n <= 65535
+}
+
+// listenAddr is where the server listens: --host and port.
+func (c *Config) listenAddr(port int) string {
+	return net.JoinHostPort(c.Host, strconv.Itoa(port))
+}
+
+// dialAddr is the address a client in this process dials to reach a
+// server listening on a: a wildcard address becomes its loopback.
+func dialAddr(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		if ip.To4() != nil {
+			host = "127.0.0.1"
+		} else {
+			host = "::1"
+		}
+	}
+	return net.JoinHostPort(host, port)
 }
 
 func (c *Config) protocol() string {

@@ -68,6 +68,7 @@ func (r *run) eventRoundTrips(ctx context.Context, c *connRun, src eventSource) 
 			waiting = false
 			return false
 		}
+		r.sent.Add(uint64(r.cfg.Size))
 		return true
 	}
 	src.onBytes(func(n int) {

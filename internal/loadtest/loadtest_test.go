@@ -27,6 +27,44 @@ func TestParseRejectsBadFlags(t *testing.T) {
 			t.Errorf("Parse(%q) accepted", args)
 		}
 	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--mode", "nope"}, "--mode"},
+		{[]string{"--mode", ""}, "--mode"},
+		{[]string{"--recvmode", "poll"}, "--recvmode"},
+		{[]string{"--codec", "json"}, "--codec"},
+		{[]string{"--impl", "gnet"}, "--impl"},
+		{[]string{"--clients", "-1"}, "--clients"},
+		{[]string{"--size", "-5"}, "--size"},
+		{[]string{"--seconds", "0"}, "--seconds"},
+		{[]string{"--warmup", "-1"}, "--warmup"},
+		{[]string{"--port", "-1"}, "--port"},
+		{[]string{"--frame", "-1"}, "--frame"},
+		{[]string{"--rcvbuf", "-1"}, "--rcvbuf"},
+		{[]string{"--window", "-1", "--codec", "srmp"}, "--window"},
+		{[]string{"--idle-exit", "-1"}, "--idle-exit"},
+		{[]string{"--first-client", "0"}, "--first-client"},
+		{[]string{"--host", "example"}, "--host"},
+		{[]string{"--host", "0.0.0.0", "--remote", "127.0.0.1:7800"}, "--host"},
+		{[]string{"--remote", "127.0.0.1"}, "--remote"},
+		{[]string{"--remote", "127.0.0.1:0"}, "--remote"},
+		{[]string{"--clients", "x"}, "-clients"},
+		{[]string{"--nope"}, "-nope"},
+		{[]string{"extra"}, "extra"},
+	} {
+		var stderr bytes.Buffer
+		if code := Main(context.Background(), c.args, io.Discard, &stderr); code != 2 ||
+			strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%q: exit %d, stderr %q: want 2 and one line naming %s", c.args, code, stderr.String(), c.want)
+		}
+	}
+	for _, ok := range [][]string{{"--host", "0.0.0.0"}, {"--host", "::"}, {"--host", "localhost"}, {"--remote", "[::1]:7800"}, {"--mode", "ROUNDTRIP"}} {
+		if _, err := Parse(ok); err != nil {
+			t.Errorf("Parse(%q): %v", ok, err)
+		}
+	}
 	c, err := Parse([]string{"--mode", "RoundTrip", "--recvmode", "asyncpull", "--udp", "--size", "100000", "--frame", "24"})
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +116,9 @@ func TestInProcessRuns(t *testing.T) {
 			s := summaryOf(t, out.String())
 			if s.Impl != impl || s.Clients != 2 || s.Size != 512 || s.MsgsPerSec <= 0 {
 				t.Errorf("%v: summary %+v", args, s)
+			}
+			if s.SentBytes == 0 {
+				t.Errorf("%v: sentBytes 0", args)
 			}
 			if s.Mode == "roundtrip" && !(s.LatencyCount > 0 && s.P50 <= s.P95 && s.P95 <= s.P99 && s.P99 <= s.P999 && s.P999 <= s.Max) {
 				t.Errorf("%v: latency %+v", args, s)
@@ -138,6 +179,44 @@ func TestServerModeSteady(t *testing.T) {
 		if !strings.Contains(steady, want) {
 			t.Errorf("STEADY line lacks %q: %s", want, steady)
 		}
+	}
+}
+
+// A single-process run on a wildcard address prints a progress line a
+// second on stderr (not a terminal: plain lines) and the rates note.
+func TestInProcessProgressAndHost(t *testing.T) {
+	leakcheck.Check(t)
+	var out, errOut bytes.Buffer
+	args := []string{"--host", "0.0.0.0", "--mode", "roundtrip", "--seconds", "1.3", "--warmup", "0", "--clients", "1", "--size", "64"}
+	if code := Main(context.Background(), args, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "[client] 1/1 s") || strings.Contains(errOut.String(), "\r") {
+		t.Errorf("stderr %q: want a plain progress line", errOut.String())
+	}
+	if !strings.Contains(out.String(), "rates       : one request in flight") {
+		t.Errorf("no rates note in:\n%s", out.String())
+	}
+	if s := summaryOf(t, out.String()); s.SentBytes < uint64(s.LatencyCount)*64 {
+		t.Errorf("sentBytes %d for %d round trips", s.SentBytes, s.LatencyCount)
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := Main(context.Background(), append(args, "--json"), &out, &errOut); code != 0 || errOut.Len() != 0 {
+		t.Fatalf("--json: exit %d, stderr %q", code, errOut.String())
+	}
+}
+
+// A server that no client reaches says so and fails.
+func TestServerWithoutClientFails(t *testing.T) {
+	leakcheck.Check(t)
+	var out, errOut bytes.Buffer
+	code := Main(context.Background(), []string{"--server", "--port", "0", "--host", "127.0.0.1", "--first-client", "1"}, &out, &errOut)
+	if code != 1 || !strings.Contains(errOut.String(), "no client") || strings.Count(errOut.String(), "\n") != 1 {
+		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+	if !strings.HasPrefix(out.String(), "READY tcp://127.0.0.1:") || strings.Contains(out.String(), "STEADY") {
+		t.Fatalf("stdout %q", out.String())
 	}
 }
 

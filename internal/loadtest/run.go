@@ -23,8 +23,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lifenet load: %v\n", err)
 		return 2
 	}
-	if f, ok := stdout.(*os.File); ok && isTerminal(f) {
-		cfg.progressW = stderr
+	if !cfg.Server && !cfg.JSON {
+		cfg.progressW = stderr // a line a second: redrawn in place on a terminal
+		if f, ok := stderr.(*os.File); ok && isTerminal(f) {
+			cfg.progressTTY = true
+		}
 	}
 	if cfg.CPUProfile != "" {
 		f, err := os.Create(cfg.CPUProfile)
@@ -50,12 +53,12 @@ func run1(ctx context.Context, cfg Config, out io.Writer) error {
 	}
 	addr := cfg.Remote
 	if addr == "" { // both sides in this process
-		srv, err := startServer(&cfg, "127.0.0.1:0")
+		srv, err := startServer(&cfg, cfg.listenAddr(0))
 		if err != nil {
 			return err
 		}
 		defer srv.close()
-		addr = srv.addr.String()
+		addr = dialAddr(srv.addr)
 	}
 	if !cfg.JSON {
 		fmt.Fprintf(out, "=== lifenet load: %s %s, %d clients × %d B, recv %s, impl %s, warmup %gs, window %gs ===\n",

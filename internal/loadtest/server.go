@@ -5,6 +5,7 @@ import (
 
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -64,8 +65,8 @@ func serveLifenet(cfg *Config, addr string, hooks transport.Hooks) (*echoServer,
 }
 
 // loadServerConfig is the transport configuration of the lifenet load
-// servers. Like NewLife's benchmark servers (UseSession=false, seed 001)
-// they keep no index of sessions by ID.
+// servers. Like NewLife's benchmark servers (UseSession=false) they keep
+// no index of sessions by ID.
 func loadServerConfig(cfg *Config) transport.Config {
 	return transport.Config{SocketReceiveBuffer: cfg.RcvBuf, MaxConnsPerIP: maxClients + 1, MaxConns: maxClients + 1, NoSessionRegistry: true}
 }
@@ -86,16 +87,28 @@ func listenLifenet(cfg *Config, addr string, srv *transport.Server) (*echoServer
 	return es, nil
 }
 
+// ErrNoClient is RunServer's error when no client sent anything within
+// Config.FirstClient (or before ctx ended).
+var ErrNoClient = errors.New("no client sent anything")
+
 // RunServer is `lifenet load --server`: it prints READY, a line per second,
 // and once traffic has stopped for IdleExit the STEADY line, then returns.
+// If no traffic comes within FirstClient it says so and returns an error
+// wrapping ErrNoClient.
 func RunServer(ctx context.Context, cfg Config, out io.Writer) error {
-	srv, err := startServer(&cfg, fmt.Sprintf("127.0.0.1:%d", cfg.Port))
+	srv, err := startServer(&cfg, cfg.listenAddr(cfg.Port))
 	if err != nil {
 		return err
 	}
 	defer srv.close()
 	fmt.Fprintf(out, "READY %s://%s\n", cfg.protocol(), srv.addr)
 	st := measureServer(ctx, &cfg, srv, out)
+	if st.Samples == 0 {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w before the server was stopped", ErrNoClient)
+		}
+		return fmt.Errorf("%w in %v (--first-client)", ErrNoClient, cfg.FirstClient)
+	}
 	fmt.Fprintln(out, st.line(&cfg))
 	js, _ := json.Marshal(st)
 	fmt.Fprintf(out, "STEADY-JSON %s\n", js)
@@ -103,8 +116,8 @@ func RunServer(ctx context.Context, cfg Config, out io.Writer) error {
 }
 
 // measureServer samples the byte counter every second until traffic has
-// stopped (NetLoadTest: 3 idle seconds after at least one sample; 10 idle
-// seconds if nothing ever came). Unlike NetLoadTest it does not stop
+// stopped (NetLoadTest: 3 idle seconds after at least one sample; here
+// FirstClient if nothing ever came). Unlike NetLoadTest it does not stop
 // while TCP connections are still open, up to stalledExit: a connection
 // that the kernel holds back for a few seconds (a retransmission timeout
 // with backoff) would otherwise have its echoes cut off and counted as
@@ -121,7 +134,7 @@ func measureServer(ctx context.Context, cfg *Config, srv *echoServer, out io.Wri
 	for {
 		select {
 		case <-ctx.Done():
-			return Steady{Impl: cfg.Impl}
+			return Steady{Impl: cfg.Impl, Samples: len(samples)}
 		case <-tick.C:
 		}
 		cur := bytes()
@@ -129,7 +142,7 @@ func measureServer(ctx context.Context, cfg *Config, srv *echoServer, out io.Wri
 		last = cur
 		if delta == 0 {
 			idle += time.Second
-			if srv.idleDone(idle, len(samples) > 0, cfg.IdleExit) {
+			if srv.idleDone(idle, len(samples) > 0, cfg) {
 				break
 			}
 			continue
@@ -170,15 +183,17 @@ func measureServer(ctx context.Context, cfg *Config, srv *echoServer, out io.Wri
 // (drainPatience) so that the client gives up first and reports why.
 const stalledExit = drainPatience + 5*time.Second
 
-// idleDone reports whether the server has been idle long enough to stop.
-func (s *echoServer) idleDone(idle time.Duration, sampled bool, idleExit time.Duration) bool {
+// idleDone reports whether the server has been idle long enough to stop:
+// before any traffic, after FirstClient; after it, IdleExit once no
+// connection is open, stalledExit while one is.
+func (s *echoServer) idleDone(idle time.Duration, sampled bool, cfg *Config) bool {
 	switch {
 	case !sampled:
-		return idle >= 10*time.Second
+		return idle >= cfg.FirstClient
 	case s.open != nil && s.open() > 0:
 		return idle >= stalledExit
 	}
-	return idle >= idleExit
+	return idle >= cfg.IdleExit
 }
 
 func (st Steady) line(cfg *Config) string {

@@ -99,6 +99,7 @@ func TestServerWaitsForOpenConnections(t *testing.T) {
 	var open int64
 	s := &echoServer{open: func() int64 { return open }}
 	exit := 2 * time.Second
+	cfg := &Config{IdleExit: exit, FirstClient: 10 * time.Second}
 	cases := []struct {
 		idle    time.Duration
 		sampled bool
@@ -110,17 +111,18 @@ func TestServerWaitsForOpenConnections(t *testing.T) {
 		{exit, true, 3, false},
 		{stalledExit - time.Second, true, 1, false},
 		{stalledExit, true, 1, true},
-		{9 * time.Second, false, 0, false}, // nothing came yet: NetLoadTest's 10 s
+		{9 * time.Second, false, 0, false}, // nothing came yet: FirstClient
+		{9 * time.Second, false, 2, false},
 		{10 * time.Second, false, 0, true},
 	}
 	for _, c := range cases {
 		open = c.open
-		if got := s.idleDone(c.idle, c.sampled, exit); got != c.done {
+		if got := s.idleDone(c.idle, c.sampled, cfg); got != c.done {
 			t.Errorf("idle %v sampled %v open %d: done = %v, want %v", c.idle, c.sampled, c.open, got, c.done)
 		}
 	}
 	udp := &echoServer{} // no connections to wait for
-	if !udp.idleDone(exit, true, exit) {
+	if !udp.idleDone(exit, true, cfg) {
 		t.Error("UDP server did not stop after IdleExit")
 	}
 }

@@ -15,19 +15,22 @@ import (
 
 // Main runs `lifenet matrix` and returns the exit code: 0 when the report
 // was written (even if some runs failed: they are listed in it), 2 for bad
-// flags, 1 when the matrix could not run.
+// flags, 1 when the matrix could not run or was interrupted (Ctrl-C: the
+// report is written from the runs that finished and says it is partial).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lifenet matrix", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	quick := fs.Bool("quick", false, "short windows and a short scenario list (under 3 minutes)")
 	only := fs.String("only", "", "run only scenarios whose name matches this regexp")
 	out := fs.String("out", "", "output directory (default results/<timestamp>)")
-	procs := fs.Int("clientprocs", 1, "client processes per scenario")
+	procs := fs.Int("clientprocs", 1, "client processes per scenario (1…16)")
 	pin := fs.Bool("pin", false, "pin the server to CPU 0 and the clients to CPU 1 (taskset)")
-	rounds := fs.Int("rounds", 1, "lifenet/baseline pairs per scenario (raw std net; net/rpc for the rpc-* rows); the report gives medians")
+	rounds := fs.Int("rounds", 1, "lifenet/baseline pairs per scenario, 1…25 (raw std net; net/rpc for the rpc-* rows); the report gives medians")
 	from := fs.String("from", "", "run nothing: write the md/json/html reports again from DIR/results.json")
-	seconds := fs.Float64("seconds", 0, "measurement window per run (default 10, --quick 2)")
-	warmup := fs.Float64("warmup", -1, "warm-up before each window (default 2, --quick 0.5)")
+	// The window's and warm-up's defaults depend on --quick: the flags'
+	// own defaults are 0 and only an explicit value counts.
+	seconds := fs.Float64("seconds", 0, "measurement window per run, 0.1…600 s (default 10, with --quick 2)")
+	warmup := fs.Float64("warmup", 0, "warm-up before each window, 0…60 s (default 2, with --quick 0.5)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, "usage: lifenet matrix [flags]")
@@ -38,8 +41,27 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lifenet matrix: %v\n", err)
 		return 2
 	}
-	if fs.NArg() > 0 || *procs < 1 || *procs > 16 || *rounds < 1 || *rounds > 25 {
-		fmt.Fprintln(stderr, "lifenet matrix: --clientprocs wants 1…16, --rounds 1…25, and no extra arguments")
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var bad string
+	switch {
+	case fs.NArg() > 0:
+		bad = fmt.Sprintf("unexpected argument %q", fs.Arg(0))
+	case *procs < 1 || *procs > 16:
+		bad = fmt.Sprintf("--clientprocs %d: want 1…16", *procs)
+	case *rounds < 1 || *rounds > 25:
+		bad = fmt.Sprintf("--rounds %d: want 1…25", *rounds)
+	case set["seconds"] && (*seconds < 0.1 || *seconds > 600):
+		bad = fmt.Sprintf("--seconds %g: want 0.1…600", *seconds)
+	case set["warmup"] && (*warmup < 0 || *warmup > 60):
+		bad = fmt.Sprintf("--warmup %g: want 0…60", *warmup)
+	case set["from"] && *from == "":
+		bad = "--from wants a directory holding results.json"
+	case *from != "" && (set["quick"] || set["only"] || set["seconds"] || set["warmup"] || set["rounds"] || set["clientprocs"] || set["pin"] || set["out"]):
+		bad = "--from runs nothing: it takes no other flag"
+	}
+	if bad != "" {
+		fmt.Fprintf(stderr, "lifenet matrix: %s\n", bad)
 		return 2
 	}
 	if *from != "" {
@@ -56,14 +78,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *quick {
 		list, opts.Seconds, opts.Warmup, opts.IdleExit = Quick(), 2, 0.5, 1
 	}
-	if *seconds < 0 || *seconds > 600 || *warmup > 60 {
-		fmt.Fprintln(stderr, "lifenet matrix: --seconds wants 0…600 and --warmup at most 60")
-		return 2
-	}
-	if *seconds > 0 { // shorter windows: shorter idle wait before STEADY too
+	if set["seconds"] { // shorter windows: shorter idle wait before STEADY too
 		opts.Seconds, opts.IdleExit = *seconds, min(3, max(1, *seconds/3))
 	}
-	if *warmup >= 0 {
+	if set["warmup"] {
 		opts.Warmup = *warmup
 	}
 	list, err := Filter(list, *only)
@@ -101,7 +119,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "lifenet matrix: %d scenarios × lifenet and its baseline × %d rounds (%d runs), window %g s, into %s\n", len(list), *rounds, runs, opts.Seconds, opts.Out)
 	}
 	results := Run(ctx, opts, list)
-	if err := Write(opts.Out, NewReport(opts, results)); err != nil {
+	rep := NewReport(opts, results)
+	if ctx.Err() != nil {
+		rep.Partial = fmt.Sprintf("interrupted after %d of %d runs", len(results), runs)
+	}
+	if err := Write(opts.Out, rep); err != nil {
 		fmt.Fprintf(stderr, "lifenet matrix: %v\n", err)
 		return 1
 	}
@@ -110,6 +132,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if r.Error != "" {
 			failed++
 		}
+	}
+	if rep.Partial != "" {
+		fmt.Fprintf(stdout, "\nlifenet matrix: %s; partial report: %s (results.md, results.json, results.html); %d of them failed\n",
+			rep.Partial, opts.Out, failed)
+		return 1
 	}
 	fmt.Fprintf(stdout, "report: %s (results.md, results.json, results.html); %d of %d runs failed\n",
 		opts.Out, failed, len(results))

@@ -136,7 +136,7 @@ func TestRPCReport(t *testing.T) {
 	writeMarkdown(&md, rep)
 	got := md.String()
 	for _, want := range []string{
-		"## 4. RPC (seed 002): lifenet vs net/rpc",
+		"## 4. RPC: lifenet vs net/rpc",
 		"| scenario | call | conns×inflight | lifenet calls/s | net/rpc calls/s | **lifenet/net/rpc** | P50 µs lifenet / net/rpc | server CPU µs/call lifenet / net/rpc | server B/call lifenet / net/rpc | client B/call lifenet / net/rpc |",
 		"| rpc-noarg-c16 | noarg | 16×1 | 120.0 k | 100.0 k | **1.20×** | 120.5 / 150.0 | 6.25 / 9.50 | 0 / 312 | 48 / 400 |",
 		"| rpc-direct-noarg | noarg | 2 | 5.00 M | 0.31 | 0.38 | 0 |",

@@ -159,14 +159,68 @@ func TestPairsTakeMedians(t *testing.T) {
 }
 
 func TestMainRejectsBadFlags(t *testing.T) {
-	for _, args := range [][]string{
-		{"--rounds", "0"}, {"--rounds", "26"}, {"--clientprocs", "0"}, {"--seconds", "-1"},
-		{"--warmup", "61"}, {"--only", "["}, {"--bogus"}, {"extra"},
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rounds", "0"}, "--rounds"}, {[]string{"--rounds", "26"}, "--rounds"},
+		{[]string{"--clientprocs", "0"}, "--clientprocs"}, {[]string{"--clientprocs", "17"}, "--clientprocs"},
+		{[]string{"--seconds", "0"}, "--seconds"}, {[]string{"--seconds", "-1"}, "--seconds"},
+		{[]string{"--quick", "--seconds", "0"}, "--seconds"}, {[]string{"--seconds", "601"}, "--seconds"},
+		{[]string{"--warmup", "-1"}, "--warmup"}, {[]string{"--warmup", "61"}, "--warmup"},
+		{[]string{"--only", "["}, "--only"}, {[]string{"--only", "nothing-matches"}, "--only"},
+		{[]string{"--from", ""}, "--from"}, {[]string{"--from", "x", "--quick"}, "--from"},
+		{[]string{"--rounds", "x"}, "-rounds"}, {[]string{"--bogus"}, "-bogus"}, {[]string{"extra"}, "extra"},
 	} {
 		var stderr strings.Builder
-		if code := Main(context.Background(), args, io.Discard, &stderr); code != 2 || strings.Count(stderr.String(), "\n") != 1 {
-			t.Errorf("%v: exit %d, stderr %q; want 2 and one line", args, code, stderr.String())
+		if code := Main(context.Background(), c.args, io.Discard, &stderr); code != 2 ||
+			strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and one line naming %s", c.args, code, stderr.String(), c.want)
 		}
+	}
+	var help strings.Builder
+	if code := Main(context.Background(), []string{"-h"}, &help, io.Discard); code != 0 ||
+		strings.Contains(help.String(), "(default -1)") || strings.Count(help.String(), "default 2") != 1 {
+		t.Errorf("help: exit %d, %q: want each default once", code, help.String())
+	}
+}
+
+// cancelOn cancels a context when the matrix's progress reaches a line
+// containing mark.
+type cancelOn struct {
+	mark   string
+	cancel context.CancelFunc
+}
+
+func (c cancelOn) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), c.mark) {
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+// An interrupted matrix writes its report from the runs that finished,
+// says it is partial, and exits 1.
+func TestInterruptedMatrixWritesPartialReport(t *testing.T) {
+	t.Setenv("LIFENET_TEST_AS_CLI", "1")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := t.TempDir()
+	name := oneway("tcp", 1024, 2, "").Name
+	var stdout strings.Builder
+	args := []string{"--only", "^" + name + "$", "--seconds", "0.5", "--warmup", "0", "--out", dir}
+	code := Main(ctx, args, &stdout, cancelOn{"] 1/2", cancel})
+	if code != 1 || !strings.Contains(stdout.String(), "interrupted after 1 of 2 runs; partial report") {
+		t.Fatalf("exit %d, stdout %q", code, stdout.String())
+	}
+	rep, err := Read(dir)
+	if err != nil || len(rep.Results) != 1 || rep.Results[0].Error != "" || rep.Partial == "" {
+		t.Fatalf("results.json: %v, %+v", err, rep)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "results.md"))
+	page, _ := os.ReadFile(filepath.Join(dir, "results.html"))
+	if !strings.Contains(string(md), "**Partial report: interrupted after 1 of 2 runs.**") || !strings.Contains(string(page), "Partial report") {
+		t.Errorf("the reports do not say they are partial:\n%s", md)
 	}
 }
 

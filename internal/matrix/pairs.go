@@ -59,7 +59,7 @@ func pairs(rs []Result) []pair {
 }
 
 // rate is the figure a scenario is compared by: the server's packet rate
-// for one-way runs (the server's view, as in seed 000), calls/s for RPC
+// for one-way runs (the server's view: what arrived), calls/s for RPC
 // runs, the client's message rate otherwise.
 func (r *Result) rate() float64 {
 	if r != nil && r.Mode == "oneway" {

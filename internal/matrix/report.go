@@ -19,6 +19,7 @@ type Report struct {
 	Seconds float64  `json:"seconds"`
 	Warmup  float64  `json:"warmup"`
 	Rounds  int      `json:"rounds"`
+	Partial string   `json:"partial,omitempty"` // why some runs are missing (an interrupted matrix), or ""
 	Results []Result `json:"results"`
 }
 
@@ -96,6 +97,9 @@ func serverField(r *Result, f func(*Result) float64, format string) string {
 
 func writeMarkdown(w io.Writer, rep Report) {
 	fmt.Fprintf(w, "# lifenet socket matrix\n\n%s · window %g s · warm-up %g s · %s\n\n", rep.Date, rep.Seconds, rep.Warmup, rep.method())
+	if rep.Partial != "" {
+		fmt.Fprintf(w, "**Partial report: %s.** Only the runs that finished are below.\n\n", rep.Partial)
+	}
 	ps := pairs(rep.Results)
 	writeSummary(w, ps)
 	fmt.Fprintln(w, "## 1. Throughput (one-way: the server only counts)")
@@ -176,7 +180,7 @@ func rpcServerAlloc(s *rpctool.Summary) float64 { return s.ServerAlloc }
 func rpcClientAlloc(s *rpctool.Summary) float64 { return s.ClientAlloc }
 func rpcClientCPU(s *rpctool.Summary) float64   { return s.ClientCPU }
 
-// writeRPC writes the RPC section (seed 002), when the matrix had RPC rows:
+// writeRPC writes the RPC section, when the matrix had RPC rows:
 // the pairs against net/rpc, then the direct path.
 func writeRPC(w io.Writer, ps []pair) {
 	var paired, direct []pair
@@ -191,7 +195,7 @@ func writeRPC(w io.Writer, ps []pair) {
 	if len(paired)+len(direct) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\n## 4. RPC (seed 002): lifenet vs net/rpc")
+	fmt.Fprintln(w, "\n## 4. RPC: lifenet vs net/rpc")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "`lifenet serve` beside `lifenet serve --impl netrpc` (Go's net/rpc), one `lifenet rpcload` process each; "+
 		"conns×inflight = connections × calls in flight on each. Server CPU and bytes per call are the server process's "+
@@ -407,7 +411,7 @@ func writeHTML(w io.Writer, rep Report) {
 		}
 	}
 	if len(calls) > 0 {
-		body.WriteString(barChart("RPC calls/s: lifenet vs net/rpc (seed 002)", "calls/s", calls, []series{lc, nc}))
+		body.WriteString(barChart("RPC calls/s: lifenet vs net/rpc", "calls/s", calls, []series{lc, nc}))
 	}
 	var all []string
 	rat := series{name: "lifenet / raw", color: colorLifenet}
@@ -425,10 +429,14 @@ func writeHTML(w io.Writer, rep Report) {
 	body.WriteString(barChart(ratTitle, "ratio", all, []series{rat}))
 	var md strings.Builder
 	writeMarkdown(&md, rep)
+	partial := ""
+	if rep.Partial != "" {
+		partial = "<p><strong>Partial report: " + html.EscapeString(rep.Partial) + ".</strong> Only the runs that finished are shown.</p>"
+	}
 	fmt.Fprintf(w, `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>lifenet matrix %s</title>
 <style>body{font-family:system-ui,sans-serif;max-width:900px;margin:2em auto;padding:0 1em}h2{font-size:1.1em;margin-top:2em}.chart{overflow-x:auto}pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:12px}</style>
-</head><body><h1>lifenet socket matrix</h1><p>%s · window %g s · warm-up %g s · %s</p>%s<h2>Tables</h2><pre>%s</pre></body></html>
-`, html.EscapeString(rep.Date), html.EscapeString(rep.Date), rep.Seconds, rep.Warmup, html.EscapeString(rep.method()), body.String(), html.EscapeString(md.String()))
+</head><body><h1>lifenet socket matrix</h1><p>%s · window %g s · warm-up %g s · %s</p>%s%s<h2>Tables</h2><pre>%s</pre></body></html>
+`, html.EscapeString(rep.Date), html.EscapeString(rep.Date), rep.Seconds, rep.Warmup, html.EscapeString(rep.method()), partial, body.String(), html.EscapeString(md.String()))
 }
 
 // NewReport stamps a report.
@@ -445,7 +453,7 @@ func (rep Report) method() string {
 	}
 	for _, r := range rep.Results {
 		if r.isRPC() {
-			return how + " The RPC rows (rpc-*, seed 002) have Go's net/rpc as the baseline instead of `raw`, and the direct path none."
+			return how + " The RPC rows (rpc-*) have Go's net/rpc as the baseline instead of `raw`, and the direct path none."
 		}
 	}
 	return how

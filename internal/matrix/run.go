@@ -27,7 +27,7 @@ type Options struct {
 	Seconds     float64 // measurement window per run
 	Warmup      float64
 	IdleExit    float64 // server: idle seconds before STEADY
-	ClientProcs int     // client processes per scenario (seed 000 §5.2)
+	ClientProcs int     // client processes per scenario (their rates add up)
 	Rounds      int     // lifenet/raw pairs per scenario (medians are reported)
 	Pin         bool    // pin the server to CPU 0 and clients to CPU 1 (taskset)
 	Progress    io.Writer
@@ -71,7 +71,8 @@ func Filter(list []Scenario, only string) ([]Scenario, error) {
 // path), and returns the results in order. The two runs of a round are
 // back to back and take turns going first, so drift in the machine's load
 // favours neither. A failed run is recorded in its Result and the matrix
-// goes on.
+// goes on. When ctx ends, Run returns the runs that finished before it
+// (the one it cut short is left out).
 func Run(ctx context.Context, opts Options, list []Scenario) []Result {
 	var results []Result
 	rounds := max(opts.Rounds, 1)
@@ -101,13 +102,13 @@ func Run(ctx context.Context, opts Options, list []Scenario) []Result {
 				} else {
 					r.Server, r.Client, err = runOne(ctx, opts, sc, impl, &port)
 				}
+				if ctx.Err() != nil {
+					return results // this run was cut short: the report keeps the finished ones
+				}
 				if err != nil {
 					r.Error = err.Error()
 				}
 				results = append(results, r)
-				if ctx.Err() != nil {
-					return results
-				}
 			}
 		}
 	}
@@ -146,7 +147,8 @@ func runOne(ctx context.Context, opts Options, sc Scenario, impl string, port *i
 	for attempt := 0; attempt < 3; attempt++ {
 		serveP = *port
 		args := append([]string{"load", "--server", "--impl", impl, "--port", strconv.Itoa(serveP),
-			"--idle-exit", strconv.FormatFloat(opts.IdleExit, 'f', -1, 64)}, sc.commonArgs()...)
+			"--idle-exit", strconv.FormatFloat(opts.IdleExit, 'f', -1, 64),
+			"--first-client", strconv.FormatFloat(firstClient(opts), 'f', -1, 64)}, sc.commonArgs()...)
 		srv, lines, logf, err = startServer(ctx, opts, sc, impl, serveP, args)
 		if err == nil {
 			break
@@ -161,6 +163,12 @@ func runOne(ctx context.Context, opts Options, sc Scenario, impl string, port *i
 	steady, serr := waitSteady(srv, lines, 30*time.Second)
 	return steady, sum, errors.Join(cerr, serr)
 }
+
+// firstClient is how long a load server waits for its clients' first
+// traffic (after their warm-up) before it gives up: shorter than
+// waitSteady's bound, so that a run whose clients failed ends with the
+// server's own "no client" error.
+func firstClient(opts Options) float64 { return math.Ceil(opts.Warmup) + 20 }
 
 func (o Options) command(ctx context.Context, cpu string, args ...string) *exec.Cmd {
 	if o.Pin {

@@ -21,7 +21,7 @@ type Scenario struct {
 	UDPConnect bool   `json:"udpconnect,omitempty"`
 	Codec      string `json:"codec,omitempty"` // srmp or lengthfield: lifenet runs its codec, raw rawnet's per-message loop and client
 	Window     int    `json:"window,omitempty"`
-	// RPC rows (seed 002, Mode "rpc"): `lifenet serve` and `lifenet rpcload`,
+	// RPC rows (Mode "rpc"): `lifenet serve` and `lifenet rpcload`,
 	// lifenet beside Go's net/rpc. Clients is the connection count (for
 	// Direct, the calling goroutines; 0: rpcload's default, GOMAXPROCS).
 	Call     string `json:"call,omitempty"`     // call shape: noarg, echo16, echo2000, string16, string2000, multi
@@ -78,7 +78,7 @@ func rpcScenario(name, call string, conns, inflight int) Scenario {
 	return Scenario{Name: name, Mode: rpcMode, Proto: "tcp", Clients: conns, Call: call, Inflight: inflight}
 }
 
-// rpcScenarios are seed 002's RPC rows: each call shape at 1, 4, 16 and
+// rpcScenarios are the RPC rows: each call shape at 1, 4, 16 and
 // 32 concurrent calls (NewLife's RpcBenchmarks: a connection per caller,
 // one call in flight on each), 100 connections for throughput, 100
 // callers multiplexed over 4 connections, and the direct path.
@@ -149,7 +149,7 @@ func oneway(proto string, size, clients int, suffix string) Scenario {
 		Size: size, Clients: clients, RecvMode: "sync"}
 }
 
-// Full is the scenario list of run-matrix.ps1 (spec §C.5).
+// Full is the scenario list of NewLife NetLoadTest's run-matrix.ps1.
 func Full() []Scenario {
 	var l []Scenario
 	for _, n := range []int{32, kib, 64 * kib, mib} {
@@ -204,7 +204,7 @@ func Full() []Scenario {
 		l = append(l, roundtrip("udp", n, 1, "sync"))
 	}
 	l = append(l, roundtrip("udp", kib, 1, "event"))
-	// Codec echo (seed 001): 32-byte frames, serial and windowed.
+	// Codec echo: 32-byte frames, serial and windowed.
 	for _, c := range []string{"srmp", "lengthfield"} {
 		for _, conns := range []int{1, 16, 64} {
 			s := roundtrip("tcp", 32, conns, "sync")

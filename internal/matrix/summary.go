@@ -14,8 +14,8 @@ type group struct {
 	atParity, near int       // scenarios at ≥ 0.95× and ≥ 0.90×
 }
 
-// groupName names the kind of scenario a ratio belongs to, in seed 000's
-// terms.
+// groupName names the kind of scenario a ratio belongs to (TCP/UDP
+// one-way, echo pipeline, round trip, codec, RPC).
 func groupName(sc Scenario) string {
 	proto := "TCP"
 	if sc.Proto == "udp" {
