@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/lifenet/lifenet/bench/internal/grpcbench"
-	"github.com/lifenet/lifenet/internal/rpctool"
+	"github.com/lifenet/lifenet/internal/tool/rpctool"
 	"github.com/lifenet/lifenet/rpc"
 )
 

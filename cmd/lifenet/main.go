@@ -13,9 +13,9 @@ import (
 	"os/signal"
 	"runtime/debug"
 
-	"github.com/lifenet/lifenet/internal/loadtest"
-	"github.com/lifenet/lifenet/internal/matrix"
-	"github.com/lifenet/lifenet/internal/rpctool"
+	"github.com/lifenet/lifenet/internal/tool/loadtest"
+	"github.com/lifenet/lifenet/internal/tool/matrix"
+	"github.com/lifenet/lifenet/internal/tool/rpctool"
 )
 
 const usage = `usage: lifenet <command> [flags]

@@ -14,7 +14,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lifenet/lifenet/internal/rpctool"
+	"github.com/lifenet/lifenet/internal/tool/rpctool"
 )
 
 // columns are the table's figures, each a median over the rounds.

@@ -35,7 +35,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/lifenet/lifenet/bench/internal/grpcbench"
-	"github.com/lifenet/lifenet/internal/rpctool"
+	"github.com/lifenet/lifenet/internal/tool/rpctool"
 )
 
 // Limits that keep a typo from starting a runaway test (rpcload's).

@@ -19,7 +19,7 @@ package grpcbench
 
 import (
 	"context"
-	"github.com/lifenet/lifenet/internal/rpctool"
+	"github.com/lifenet/lifenet/internal/tool/rpctool"
 	"runtime"
 
 	"google.golang.org/grpc"
@@ -27,7 +27,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/lifenet/lifenet/internal/cpustat"
+	"github.com/lifenet/lifenet/internal/tool/cpustat"
 )
 
 // ServiceName is the gRPC service's full name.

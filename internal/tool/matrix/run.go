@@ -16,8 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lifenet/lifenet/internal/loadtest"
-	"github.com/lifenet/lifenet/internal/rpctool"
+	"github.com/lifenet/lifenet/internal/tool/loadtest"
+	"github.com/lifenet/lifenet/internal/tool/rpctool"
 )
 
 // Options configure a matrix run.

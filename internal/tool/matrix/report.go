@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lifenet/lifenet/internal/rpctool"
+	"github.com/lifenet/lifenet/internal/tool/rpctool"
 )
 
 // Report is what results.json holds.

@@ -17,7 +17,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/lifenet/lifenet/internal/cpustat"
+	"github.com/lifenet/lifenet/internal/tool/cpustat"
 	"github.com/lifenet/lifenet/rpc"
 	"github.com/lifenet/lifenet/transport"
 )

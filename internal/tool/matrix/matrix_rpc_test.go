@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lifenet/lifenet/internal/loadtest"
-	"github.com/lifenet/lifenet/internal/rpctool"
+	"github.com/lifenet/lifenet/internal/tool/loadtest"
+	"github.com/lifenet/lifenet/internal/tool/rpctool"
 )
 
 // Seed 002's RPC rows: six call shapes at 1/4/16/32, 100 connections for

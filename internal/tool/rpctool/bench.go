@@ -9,7 +9,7 @@ import (
 	"context"
 	"runtime"
 
-	"github.com/lifenet/lifenet/internal/cpustat"
+	"github.com/lifenet/lifenet/internal/tool/cpustat"
 	"github.com/lifenet/lifenet/rpc"
 )
 
