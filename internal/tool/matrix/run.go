@@ -137,24 +137,11 @@ func (o Options) progress(done, total int, start time.Time, what string) {
 // runOne starts the server process, waits for READY (three ports at most),
 // runs the client processes, waits for the server's STEADY, and parses both.
 func runOne(ctx context.Context, opts Options, sc Scenario, impl string, port *int) (*loadtest.Steady, *loadtest.Summary, error) {
-	var (
-		srv    *exec.Cmd
-		lines  <-chan string
-		logf   *os.File
-		err    error
-		serveP int
-	)
-	for attempt := 0; attempt < 3; attempt++ {
-		serveP = *port
-		args := append([]string{"load", "--server", "--impl", impl, "--port", strconv.Itoa(serveP),
+	srv, lines, logf, serveP, err := startOnFreePort(ctx, opts, sc, impl, port, func(p int) []string {
+		return append([]string{"load", "--server", "--impl", impl, "--port", strconv.Itoa(p),
 			"--idle-exit", strconv.FormatFloat(opts.IdleExit, 'f', -1, 64),
 			"--first-client", strconv.FormatFloat(firstClient(opts), 'f', -1, 64)}, sc.commonArgs()...)
-		srv, lines, logf, err = startServer(ctx, opts, sc, impl, serveP, args)
-		if err == nil {
-			break
-		}
-		*port++
-	}
+	})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -162,6 +149,22 @@ func runOne(ctx context.Context, opts Options, sc Scenario, impl string, port *i
 	sum, cerr := runClients(ctx, opts, sc, impl, serveP)
 	steady, serr := waitSteady(srv, lines, 30*time.Second)
 	return steady, sum, errors.Join(cerr, serr)
+}
+
+// startOnFreePort starts a server process with args(port) and waits for
+// its READY, trying the next port when one is taken (three ports at most).
+func startOnFreePort(ctx context.Context, opts Options, sc Scenario, impl string, port *int, args func(int) []string) (*exec.Cmd, <-chan string, *os.File, int, error) {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		p := *port
+		srv, lines, logf, serr := startServer(ctx, opts, sc, impl, p, args(p))
+		if serr == nil {
+			return srv, lines, logf, p, nil
+		}
+		err = serr
+		*port++
+	}
+	return nil, nil, nil, 0, err
 }
 
 // firstClient is how long a load server waits for its clients' first
@@ -321,21 +324,9 @@ func runRPC(ctx context.Context, opts Options, sc Scenario, impl string, port *i
 	// The server exits by itself after this should the matrix die without
 	// stopping it; rpcload gives up on a stuck call 20 s after its window.
 	bound := math.Ceil(opts.Warmup+opts.Seconds) + 60
-	var (
-		srv    *exec.Cmd
-		lines  <-chan string
-		logf   *os.File
-		err    error
-		serveP int
-	)
-	for attempt := 0; attempt < 3; attempt++ {
-		serveP = *port
-		srv, lines, logf, err = startServer(ctx, opts, sc, impl, serveP, sc.serveArgs(impl, serveP, bound))
-		if err == nil {
-			break
-		}
-		*port++
-	}
+	srv, lines, logf, serveP, err := startOnFreePort(ctx, opts, sc, impl, port, func(p int) []string {
+		return sc.serveArgs(impl, p, bound)
+	})
 	if err != nil {
 		return nil, err
 	}
