@@ -19,7 +19,6 @@ package codec_test
 //	go test -run '^$' -bench FrameEcho -benchmem -count 5 ./codec
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -387,105 +386,19 @@ func benchFrameEcho(b *testing.B, addr, format string) {
 	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(b.N), "ns/frame")
 }
 
-// stdFrameLen returns the length of the frame at the start of b, header
-// included, or 0 when b does not hold its header yet.
-func stdFrameLen(format string) func(b []byte) int {
-	if format == "srmp" { // 32-byte frames only: the short header form
-		return func(b []byte) int {
-			if len(b) < 4 {
-				return 0
-			}
-			return 4 + int(binary.LittleEndian.Uint16(b[2:]))
-		}
-	}
-	return func(b []byte) int {
-		if len(b) < 2 {
-			return 0
-		}
-		return 2 + int(binary.LittleEndian.Uint16(b))
-	}
-}
-
-// stdFrameHandler returns the echo handler of the std loop: the frame
-// back as it is (length field), or a reply with the request's flag,
-// sequence and payload (SRMP).
-func stdFrameHandler(format string) func(w *bufio.Writer, frame []byte) {
-	if format == "srmp" {
-		return func(w *bufio.Writer, frame []byte) {
-			if frame[0]>>6 != byte(codec.KindRequest) {
-				return
-			}
-			w.WriteByte(byte(codec.KindReply)<<6 | frame[0]&0x3F)
-			w.Write(frame[1:])
-		}
-	}
-	return func(w *bufio.Writer, frame []byte) { w.Write(frame) }
-}
-
-// startStdFrameServer starts the plain per-frame loop on loopback TCP and
-// returns its address; the benchmark's cleanup stops it and waits for its
-// goroutines.
+// startStdFrameServer starts the plain per-frame loop (internal/rawnet,
+// no lifenet code) on loopback TCP and returns its address; the
+// benchmark's cleanup stops it.
 func startStdFrameServer(b *testing.B, format string) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	frameLen, handle := stdFrameLen(format), stdFrameHandler(format)
-	wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() { serveStdFrames(c, frameLen, handle) })
-		}
-	})
-	b.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return l.Addr().String()
-}
-
-// serveStdFrames is the std per-frame loop on one connection.
-func serveStdFrames(c net.Conn, frameLen func([]byte) int, handle func(*bufio.Writer, []byte)) {
-	defer c.Close()
-	buf := make([]byte, 64<<10)
-	w := bufio.NewWriterSize(c, 64<<10)
-	have := 0
-	for {
-		n, err := c.Read(buf[have:])
-		have += n
-		off := 0
-		for {
-			k := frameLen(buf[off:have])
-			if k == 0 || k > have-off {
-				break
-			}
-			handle(w, buf[off:off+k])
-			off += k
-		}
-		if w.Buffered() > 0 {
-			if w.Flush() != nil {
-				return
-			}
-		}
-		have = copy(buf, buf[off:have]) // carry a partial frame
-		if err != nil {
-			return
-		}
+	f, err := rawnet.ParseFormat(format)
+	if err != nil {
+		b.Fatal(err)
 	}
+	srv := rawnet.ServeFrames(l, f, rawnet.Echo(f))
+	b.Cleanup(srv.Close)
+	return l.Addr().String()
 }
