@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,12 +17,13 @@ import (
 
 // Report is what results.json holds.
 type Report struct {
-	Date    string   `json:"date"`
-	Seconds float64  `json:"seconds"`
-	Warmup  float64  `json:"warmup"`
-	Rounds  int      `json:"rounds"`
-	Partial string   `json:"partial,omitempty"` // why some runs are missing (an interrupted matrix), or ""
-	Results []Result `json:"results"`
+	Date    string       `json:"date"`
+	Seconds float64      `json:"seconds"`
+	Warmup  float64      `json:"warmup"`
+	Rounds  int          `json:"rounds"`
+	Partial string       `json:"partial,omitempty"`     // why some runs are missing (an interrupted matrix), or ""
+	Env     *Environment `json:"environment,omitempty"` // nil in reports made before it was recorded
+	Results []Result     `json:"results"`
 }
 
 // Read loads dir/results.json.
@@ -96,20 +99,44 @@ func serverField(r *Result, f func(*Result) float64, format string) string {
 }
 
 func writeMarkdown(w io.Writer, rep Report) {
-	fmt.Fprintf(w, "# lifenet socket matrix\n\n%s · window %g s · warm-up %g s · %s\n\n", rep.Date, rep.Seconds, rep.Warmup, rep.method())
+	fmt.Fprintln(w, "# lifenet socket matrix")
+	fmt.Fprintln(w)
+	writeHeader(w, rep)
+	writeTables(w, rep)
+}
+
+// writeHeader writes what comes before the tables (and, in results.html,
+// the charts): the run's settings, the environment, how to read it.
+func writeHeader(w io.Writer, rep Report) {
+	fmt.Fprintf(w, "%s · window %g s · warm-up %g s · %s\n\n", rep.Date, rep.Seconds, rep.Warmup, rep.method())
 	if rep.Partial != "" {
 		fmt.Fprintf(w, "**Partial report: %s.** Only the runs that finished are below.\n\n", rep.Partial)
 	}
+	writeEnvironment(w, rep)
+	writeHowToRead(w, rep)
+}
+
+// writeTables writes the summary, the tables with their notes, and the
+// lists of failed and faulty runs.
+func writeTables(w io.Writer, rep Report) {
 	ps := pairs(rep.Results)
+	bad := troubled(rep.Results)
+	section := func(mode string) []pair {
+		var out []pair
+		for _, p := range ps {
+			if p.sc.Mode == mode {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
 	writeSummary(w, ps)
 	fmt.Fprintln(w, "## 1. Throughput (one-way: the server only counts)")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| scenario | proto | size | clients | lifenet Gbps | lifenet pkt/s | raw pkt/s | **lifenet/raw** | server CPU s/M msg lifenet / raw | server B/msg lifenet |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-	for _, p := range ps {
-		if p.sc.Mode != "oneway" {
-			continue
-		}
+	sec := section("oneway")
+	for _, p := range sec {
 		fmt.Fprintf(w, "| %s | %s | %d | %d | %s | %s | %s | **%s** | %s / %s | %s |\n", p.sc.Name, p.sc.Proto, p.sc.Size, p.sc.Clients,
 			serverField(p.lifenet, func(r *Result) float64 { return r.Server.Gbps }, "%.2f"),
 			rate(p.lifenet.pktps()), rate(p.raw.pktps()), p.ratioText(),
@@ -117,14 +144,13 @@ func writeMarkdown(w io.Writer, rep Report) {
 			serverField(p.raw, func(r *Result) float64 { return r.Server.CPUPerMsg }, "%.2f"),
 			serverField(p.lifenet, func(r *Result) float64 { return r.Server.AllocPerMsg }, "%.2f"))
 	}
+	writeNotes(w, sec, bad)
 	fmt.Fprintln(w, "\n## 2. Echo pipeline")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| scenario | size | clients | receive | lifenet msg/s | raw msg/s | **lifenet/raw** | integrity diff lifenet |")
 	fmt.Fprintln(w, "|---|---:|---:|---|---:|---:|---:|---:|")
-	for _, p := range ps {
-		if p.sc.Mode != "pipeline" {
-			continue
-		}
+	sec = section("pipeline")
+	for _, p := range sec {
 		diff := "–"
 		if p.lifenet != nil && p.lifenet.Client != nil && p.lifenet.Client.IntegrityDiff != nil {
 			diff = fmt.Sprint(*p.lifenet.Client.IntegrityDiff)
@@ -132,14 +158,13 @@ func writeMarkdown(w io.Writer, rep Report) {
 		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | **%s** | %s |\n", p.sc.Name, p.sc.Size, p.sc.Clients, p.sc.RecvMode,
 			rate(p.lifenet.clientRate()), rate(p.raw.clientRate()), p.ratioText(), diff)
 	}
+	writeNotes(w, sec, bad)
 	fmt.Fprintln(w, "\n## 3. Round-trip latency (µs, client-observed)")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| scenario | proto | size | clients | receive | lifenet P50 / P95 / P99 / P99.9 / max | raw P50 / P99 | lifenet rt/s | raw rt/s | **lifenet/raw** |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---|---:|---:|---:|---:|---:|")
-	for _, p := range ps {
-		if p.sc.Mode != "roundtrip" {
-			continue
-		}
+	sec = section("roundtrip")
+	for _, p := range sec {
 		lat, rawLat := "–", "–"
 		if c := clientOf(p.lifenet); c != nil {
 			lat = fmt.Sprintf("%.0f / %.0f / %.0f / %.0f / %.0f", c.P50, c.P95, c.P99, c.P999, c.Max)
@@ -150,7 +175,8 @@ func writeMarkdown(w io.Writer, rep Report) {
 		fmt.Fprintf(w, "| %s | %s | %d | %d | %s | %s | %s | %s | %s | **%s** |\n", p.sc.Name, p.sc.Proto, p.sc.Size, p.sc.Clients, p.sc.RecvMode,
 			lat, rawLat, rate(p.lifenet.clientRate()), rate(p.raw.clientRate()), p.ratioText())
 	}
-	writeRPC(w, ps)
+	writeNotes(w, sec, bad)
+	writeRPC(w, ps, bad)
 	var failed []string
 	for _, r := range rep.Results {
 		if r.Error != "" {
@@ -182,7 +208,7 @@ func rpcClientCPU(s *rpctool.Summary) float64   { return s.ClientCPU }
 
 // writeRPC writes the RPC section, when the matrix had RPC rows:
 // the pairs against net/rpc, then the direct path.
-func writeRPC(w io.Writer, ps []pair) {
+func writeRPC(w io.Writer, ps []pair, bad map[string]bool) {
 	var paired, direct []pair
 	for _, p := range ps {
 		switch {
@@ -212,6 +238,7 @@ func writeRPC(w io.Writer, ps []pair) {
 				rpcField(p.lifenet, rpcServerAlloc, "%.0f"), rpcField(p.raw, rpcServerAlloc, "%.0f"),
 				rpcField(p.lifenet, rpcClientAlloc, "%.0f"), rpcField(p.raw, rpcClientAlloc, "%.0f"))
 		}
+		writeNotes(w, paired, bad)
 	}
 	if len(direct) > 0 {
 		fmt.Fprintln(w, "\nDirect path: `Server.Process` called in one process, no sockets (lifenet only, no baseline).")
@@ -228,6 +255,7 @@ func writeRPC(w io.Writer, ps []pair) {
 			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", p.sc.Name, p.sc.Call, g, rate(p.lifenet.callRate()),
 				rpcField(p.lifenet, rpcP50, "%.2f"), rpcField(p.lifenet, rpcClientCPU, "%.2f"), rpcField(p.lifenet, rpcClientAlloc, "%.0f"))
 		}
+		writeNotes(w, direct, bad)
 	}
 }
 
@@ -292,8 +320,10 @@ type series struct {
 	values []float64
 }
 
-// barChart draws grouped bars as inline SVG: no scripts, no network.
-func barChart(title, unit string, labels []string, ss []series) string {
+// barChart draws grouped bars as inline SVG: no scripts, no network. A
+// ref above zero draws a dashed reference line at that value (1.0 on
+// ratio charts).
+func barChart(title, unit string, labels []string, ss []series, ref float64) string {
 	const h, left, bottom, top = 360, 70, 150, 30
 	// Wide enough that rotated labels do not overlap; the page scrolls it.
 	w := max(720, left+10+len(labels)*max(20, 12*len(ss)))
@@ -306,30 +336,52 @@ func barChart(title, unit string, labels []string, ss []series) string {
 	if peak == 0 || len(labels) == 0 {
 		return fmt.Sprintf("<h2>%s</h2><p>no data</p>", html.EscapeString(title))
 	}
+	ticks, decimals := niceTicks(max(peak, ref))
+	scale := ticks[len(ticks)-1]
+	small := scale < 10 // ratios and Gbps: decimals; rates: k and M
+	label := func(v float64) string {
+		if small {
+			return strconv.FormatFloat(v, 'f', decimals, 64)
+		}
+		if v == 0 {
+			return "0"
+		}
+		return rate(v)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<h2>%s</h2><div class="chart"><svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="%s">`, html.EscapeString(title), w, h, html.EscapeString(title))
 	plotW, plotH := float64(w-left-10), float64(h-bottom-top)
+	y := func(v float64) float64 { return float64(h-bottom) - plotH*v/scale }
 	group := plotW / float64(len(labels))
 	bar := group * 0.8 / float64(len(ss))
 	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#333"/>`, left, h-bottom, w-10, h-bottom)
-	for i := 0; i <= 4; i++ {
-		y := float64(h-bottom) - plotH*float64(i)/4
-		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/><text x="%d" y="%.1f" font-size="11" text-anchor="end">%s</text>`,
-			left, y, w-10, y, left-4, y+4, html.EscapeString(tick(peak*float64(i)/4, peak)))
+	for _, t := range ticks[1:] {
+		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>`, left, y(t), w-10, y(t))
+	}
+	for _, t := range ticks {
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" font-size="11" text-anchor="end">%s</text>`, left-4, y(t)+4, html.EscapeString(label(t)))
 	}
 	for gi, l := range labels {
 		x0 := float64(left) + group*float64(gi) + group*0.1
 		for si, s := range ss {
-			v := 0.0
-			if gi < len(s.values) {
-				v = s.values[gi]
+			if gi >= len(s.values) || s.values[gi] <= 0 {
+				continue // missing or zero: no bar, no "0 Gbps" tooltip
 			}
-			bh := plotH * v / peak
+			v := s.values[gi]
+			value := strconv.FormatFloat(v, 'f', 2, 64)
+			if !small {
+				value = rate(v)
+			}
 			fmt.Fprintf(&b, `<rect class="bar" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s %s: %s %s</title></rect>`,
-				x0+bar*float64(si), float64(h-bottom)-bh, bar-1, bh, s.color, html.EscapeString(s.name), html.EscapeString(l), tick(v, peak), html.EscapeString(unit))
+				x0+bar*float64(si), y(v), bar-1, plotH*v/scale, s.color, html.EscapeString(s.name), html.EscapeString(l), value, html.EscapeString(unit))
 		}
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="11" text-anchor="end" transform="rotate(-60 %.1f %d)">%s</text>`,
 			x0+group*0.4, h-bottom+14, x0+group*0.4, h-bottom+14, html.EscapeString(l))
+	}
+	if ref > 0 {
+		fmt.Fprintf(&b, `<line class="ref" x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#c0392b" stroke-width="1.5" stroke-dasharray="6 4"/>`+
+			`<text x="%d" y="%.1f" font-size="11" text-anchor="end" fill="#c0392b">%s× parity</text>`,
+			left, y(ref), w-10, y(ref), w-12, y(ref)-4, strconv.FormatFloat(ref, 'f', 1, 64))
 	}
 	for si, s := range ss {
 		fmt.Fprintf(&b, `<rect x="%d" y="8" width="12" height="12" fill="%s"/><text x="%d" y="18" font-size="12">%s</text>`, left+si*140, s.color, left+si*140+16, html.EscapeString(s.name))
@@ -338,13 +390,44 @@ func barChart(title, unit string, labels []string, ss []series) string {
 	return b.String()
 }
 
-// tick labels an axis value: with two decimals on small scales (ratios),
-// as a rate otherwise.
-func tick(v, peak float64) string {
-	if peak < 10 {
-		return fmt.Sprintf("%.2f", v)
+// niceTicks returns axis ticks from 0 at a round step (1, 2 or 5 × 10^k,
+// the smallest giving at most 5 steps) up to the first tick at or above
+// peak, and the decimals the step needs: 3.7 gives 0, 1, 2, 3, 4; 0.37
+// gives 0, 0.1, 0.2, 0.3, 0.4.
+func niceTicks(peak float64) ([]float64, int) {
+	if peak <= 0 || math.IsNaN(peak) || math.IsInf(peak, 0) {
+		return []float64{0, 1}, 0
 	}
-	return rate(v)
+	k := int(math.Floor(math.Log10(peak / 5)))
+	var m int
+	for {
+		for _, m = range []int{1, 2, 5} {
+			if pow10(m, k) >= peak/5 {
+				break
+			}
+		}
+		if pow10(m, k) >= peak/5 {
+			break
+		}
+		k++
+	}
+	n := int(math.Ceil(peak / pow10(m, k)))
+	for n > 0 && pow10(m*(n-1), k) >= peak { // float error in the division
+		n--
+	}
+	ticks := make([]float64, n+1)
+	for i := range ticks {
+		ticks[i] = pow10(m*i, k)
+	}
+	return ticks, max(0, -k)
+}
+
+// pow10 is m × 10^k, computed so that 3 × 10^-1 is exactly the float 0.3.
+func pow10(m, k int) float64 {
+	if k < 0 {
+		return float64(m) / math.Pow10(-k)
+	}
+	return float64(m) * math.Pow10(k)
 }
 
 const (
@@ -377,11 +460,11 @@ func writeHTML(w io.Writer, rep Report) {
 	labels, ss := pick(func(s Scenario) bool {
 		return s.Mode == "oneway" && s.Frame == 0 && !strings.Contains(s.Name, "-c") && !s.UDPConnect
 	}, gbps)
-	body.WriteString(barChart("Bandwidth vs packet size (one-way)", "Gbps", labels, ss))
+	body.WriteString(barChart("Bandwidth vs packet size (one-way)", "Gbps", labels, ss, 0))
 	labels, ss = pick(func(s Scenario) bool {
 		return s.Mode == "oneway" && (strings.Contains(s.Name, "-c") || s.Clients != 8 && s.Proto == "tcp")
 	}, (*Result).pktps)
-	body.WriteString(barChart("Packet rate vs concurrency (one-way)", "packets/s", labels, ss))
+	body.WriteString(barChart("Packet rate vs concurrency (one-way)", "packets/s", labels, ss, 0))
 	var lat []string
 	p50 := series{name: "lifenet P50", color: colorLifenet}
 	p99 := series{name: "lifenet P99", color: "#8e44ad"}
@@ -400,7 +483,7 @@ func writeHTML(w io.Writer, rep Report) {
 		}
 		p50.values, p99.values, raw50.values = append(p50.values, a), append(p99.values, b), append(raw50.values, c)
 	}
-	body.WriteString(barChart("Round-trip latency percentiles vs concurrency", "µs", lat, []series{p50, p99, raw50}))
+	body.WriteString(barChart("Round-trip latency percentiles vs concurrency", "µs", lat, []series{p50, p99, raw50}, 0))
 	var calls []string
 	lc := series{name: "lifenet", color: colorLifenet}
 	nc := series{name: "net/rpc", color: colorRaw}
@@ -411,7 +494,7 @@ func writeHTML(w io.Writer, rep Report) {
 		}
 	}
 	if len(calls) > 0 {
-		body.WriteString(barChart("RPC calls/s: lifenet vs net/rpc", "calls/s", calls, []series{lc, nc}))
+		body.WriteString(barChart("RPC calls/s: lifenet vs net/rpc", "calls/s", calls, []series{lc, nc}, 0))
 	}
 	var all []string
 	rat := series{name: "lifenet / raw", color: colorLifenet}
@@ -426,23 +509,129 @@ func writeHTML(w io.Writer, rep Report) {
 		rat.name = "lifenet / baseline"
 		ratTitle = "lifenet vs baseline (throughput ratio; 1.0 = parity; raw std net, net/rpc for the rpc-* rows)"
 	}
-	body.WriteString(barChart(ratTitle, "ratio", all, []series{rat}))
-	var md strings.Builder
-	writeMarkdown(&md, rep)
-	partial := ""
-	if rep.Partial != "" {
-		partial = "<p><strong>Partial report: " + html.EscapeString(rep.Partial) + ".</strong> Only the runs that finished are shown.</p>"
-	}
+	body.WriteString(barChart(ratTitle, "ratio", all, []series{rat}, 1))
+	var head, tables strings.Builder
+	writeHeader(&head, rep)
+	writeTables(&tables, rep)
 	fmt.Fprintf(w, `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>lifenet matrix %s</title>
-<style>body{font-family:system-ui,sans-serif;max-width:900px;margin:2em auto;padding:0 1em}h2{font-size:1.1em;margin-top:2em}.chart{overflow-x:auto}pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:12px}</style>
-</head><body><h1>lifenet socket matrix</h1><p>%s · window %g s · warm-up %g s · %s</p>%s%s<h2>Tables</h2><pre>%s</pre></body></html>
-`, html.EscapeString(rep.Date), html.EscapeString(rep.Date), rep.Seconds, rep.Warmup, html.EscapeString(rep.method()), partial, body.String(), html.EscapeString(md.String()))
+<style>body{font-family:system-ui,sans-serif;max-width:900px;margin:2em auto;padding:0 1em}h2{font-size:1.1em;margin-top:2em}.chart{overflow-x:auto}`+
+		`.table{overflow-x:auto}table{border-collapse:collapse;font-size:12px;margin:1em 0}th,td{border:1px solid #ddd;padding:2px 6px;text-align:left}th{background:#f6f6f6}.num{text-align:right}code{background:#f6f6f6}</style>
+</head><body><h1>lifenet socket matrix</h1>
+%s%s
+%s</body></html>
+`, html.EscapeString(rep.Date), markdownHTML(head.String()), body.String(), markdownHTML(tables.String()))
+}
+
+// markdownHTML turns the markdown the report writes into HTML: headings,
+// tables (as <table>, right-aligned where the markdown says so), lists
+// and paragraphs, with **bold** and `code`. It knows only that subset.
+func markdownHTML(md string) string {
+	var b strings.Builder
+	lines := strings.Split(md, "\n")
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		switch {
+		case strings.TrimSpace(line) == "":
+		case strings.HasPrefix(line, "## "):
+			fmt.Fprintf(&b, "<h2>%s</h2>\n", inlineHTML(line[3:]))
+		case strings.HasPrefix(line, "# "):
+			fmt.Fprintf(&b, "<h1>%s</h1>\n", inlineHTML(line[2:]))
+		case strings.HasPrefix(line, "|"):
+			j := i
+			for j < len(lines) && strings.HasPrefix(lines[j], "|") {
+				j++
+			}
+			b.WriteString(tableHTML(lines[i:j]))
+			i = j - 1
+		case strings.HasPrefix(line, "- "):
+			b.WriteString("<ul>\n")
+			for ; i < len(lines) && strings.HasPrefix(lines[i], "- "); i++ {
+				fmt.Fprintf(&b, "<li>%s</li>\n", inlineHTML(lines[i][2:]))
+			}
+			b.WriteString("</ul>\n")
+			i--
+		default:
+			fmt.Fprintf(&b, "<p>%s</p>\n", inlineHTML(line))
+		}
+	}
+	return b.String()
+}
+
+// tableHTML renders markdown table lines: a header row, the |---| row
+// (---: right-aligns a column), then the body rows.
+func tableHTML(rows []string) string {
+	cells := func(row string) []string {
+		row = strings.TrimSpace(row)
+		row = strings.TrimSuffix(strings.TrimPrefix(row, "|"), "|")
+		out := strings.Split(row, "|")
+		for i := range out {
+			out[i] = strings.TrimSpace(out[i])
+		}
+		return out
+	}
+	var right []bool
+	if len(rows) > 1 {
+		for _, c := range cells(rows[1]) {
+			right = append(right, strings.HasSuffix(c, ":"))
+		}
+	}
+	class := func(i int) string {
+		if i < len(right) && right[i] {
+			return ` class="num"`
+		}
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("<div class=\"table\"><table>\n<tr>")
+	for i, c := range cells(rows[0]) {
+		fmt.Fprintf(&b, "<th%s>%s</th>", class(i), inlineHTML(c))
+	}
+	b.WriteString("</tr>\n")
+	for _, row := range rows[min(2, len(rows)):] {
+		b.WriteString("<tr>")
+		for i, c := range cells(row) {
+			fmt.Fprintf(&b, "<td%s>%s</td>", class(i), inlineHTML(c))
+		}
+		b.WriteString("</tr>\n")
+	}
+	b.WriteString("</table></div>\n")
+	return b.String()
+}
+
+// inlineHTML escapes text and turns **bold** into <b> and `code` into
+// <code>.
+func inlineHTML(s string) string {
+	s = html.EscapeString(s)
+	for _, m := range []struct{ mark, open, close string }{{"**", "<b>", "</b>"}, {"`", "<code>", "</code>"}} {
+		var b strings.Builder
+		for n := 0; ; n++ {
+			before, after, ok := strings.Cut(s, m.mark)
+			b.WriteString(before)
+			if !ok {
+				break
+			}
+			if n%2 == 0 && !strings.Contains(after, m.mark) {
+				b.WriteString(m.mark) // unpaired: leave it
+				b.WriteString(after)
+				break
+			}
+			if n%2 == 0 {
+				b.WriteString(m.open)
+			} else {
+				b.WriteString(m.close)
+			}
+			s = after
+		}
+		s = b.String()
+	}
+	return s
 }
 
 // NewReport stamps a report.
 func NewReport(opts Options, results []Result) Report {
+	env := gatherEnvironment()
 	return Report{Date: time.Now().UTC().Format("2006-01-02 15:04 UTC"), Seconds: opts.Seconds, Warmup: opts.Warmup,
-		Rounds: max(opts.Rounds, 1), Results: results}
+		Rounds: max(opts.Rounds, 1), Env: &env, Results: results}
 }
 
 // method says how the numbers were taken.

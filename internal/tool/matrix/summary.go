@@ -3,7 +3,11 @@ package matrix
 import (
 	"fmt"
 	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
 	"slices"
+	"strings"
 )
 
 // group is one row of the report's summary: the scenarios of one kind and
@@ -102,4 +106,163 @@ func writeSummary(w io.Writer, ps []pair) {
 			median(g.ratios), g.ratios[0], g.ratios[len(g.ratios)-1], g.atParity, g.near)
 	}
 	fmt.Fprintln(w)
+}
+
+// Environment is the machine and build a report was made on, gathered
+// once when the report is made (see gatherEnvironment).
+type Environment struct {
+	CPU        string `json:"cpu"`              // /proc/cpuinfo "model name" on Linux, GOARCH otherwise
+	Cores      int    `json:"cores"`            // logical cores (runtime.NumCPU)
+	GOMAXPROCS int    `json:"gomaxprocs"`       // of the matrix process
+	OS         string `json:"os"`               // GOOS/GOARCH
+	Kernel     string `json:"kernel,omitempty"` // Linux: /proc/sys/kernel/osrelease
+	Go         string `json:"go"`               // runtime.Version
+	Commit     string `json:"commit"`           // vcs.revision (+ "-modified"), or "unknown"
+}
+
+// gatherEnvironment reads the environment of this process.
+func gatherEnvironment() Environment {
+	env := Environment{CPU: runtime.GOARCH, Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0),
+		OS: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version(), Commit: "unknown"}
+	if runtime.GOOS == "linux" {
+		if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+			if m := cpuModel(string(b)); m != "" {
+				env.CPU = m
+			}
+		}
+		if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+			env.Kernel = strings.TrimSpace(string(b))
+		}
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		env.Commit = commitOf(bi.Settings)
+	}
+	return env
+}
+
+// cpuModel is the first "model name" of a /proc/cpuinfo, or "".
+func cpuModel(cpuinfo string) string {
+	for line := range strings.Lines(cpuinfo) {
+		k, v, ok := strings.Cut(line, ":")
+		if ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// commitOf is the build's VCS revision, "-modified" when the tree had
+// changes, or "unknown".
+func commitOf(settings []debug.BuildSetting) string {
+	rev, modified := "", false
+	for _, s := range settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "unknown"
+	}
+	if modified {
+		rev += "-modified"
+	}
+	return rev
+}
+
+// writeEnvironment writes the report's "Environment" block.
+func writeEnvironment(w io.Writer, rep Report) {
+	fmt.Fprintln(w, "## Environment")
+	fmt.Fprintln(w)
+	e := rep.Env
+	if e == nil {
+		fmt.Fprintf(w, "- date: %s\n- machine and build: not recorded (results.json predates the environment block)\n\n", rep.Date)
+		return
+	}
+	osName := e.OS
+	if e.Kernel != "" {
+		osName += ", kernel " + e.Kernel
+	}
+	fmt.Fprintf(w, "- CPU: %s\n- logical cores: %d · GOMAXPROCS: %d\n- OS: %s\n- Go: %s\n- lifenet commit: %s\n- date: %s\n\n",
+		e.CPU, e.Cores, e.GOMAXPROCS, osName, e.Go, e.Commit, rep.Date)
+}
+
+// writeHowToRead writes the paragraph that says what the ratios mean.
+func writeHowToRead(w io.Writer, rep Report) {
+	baseline := "the raw std-net loop (`raw`: the same load on plain `net` connections)"
+	if rep.hasRPC() {
+		baseline += "; for the rpc-* rows, Go's net/rpc; the direct path has none"
+	}
+	fmt.Fprintln(w, "## How to read this")
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Every ratio is lifenet ÷ baseline, where the baseline is %s. "+
+		"For rates (Gbps, packets, messages, round trips, calls per second) higher is better and 1.00× is parity; "+
+		"for CPU, latency and bytes per message lower is better. "+
+		"One quick round on a shared machine is noisy, about ±30 %% per cell: read the medians of several rounds (`--rounds`), "+
+		"and treat a single-round ratio outside 0.5–2× as a reason to rerun, not a result. "+
+		"Notes under a table say why a cell stands out where the tool knows.\n\n", baseline)
+}
+
+func (rep Report) hasRPC() bool {
+	for _, r := range rep.Results {
+		if r.isRPC() {
+			return true
+		}
+	}
+	return false
+}
+
+// troubled names the scenarios with a failed run or with errors in one
+// (failed calls or connections, lost TCP echoes).
+func troubled(rs []Result) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range rs {
+		bad := r.Error != "" || r.RPC != nil && r.RPC.Errors > 0
+		if c := r.Client; c != nil {
+			bad = bad || c.ConnErrors > 0 || r.Proto == "tcp" && c.IntegrityDiff != nil && *c.IntegrityDiff != 0
+		}
+		if bad {
+			out[r.Name] = true
+		}
+	}
+	return out
+}
+
+// nagleSize is the message size below which lifenet's client keeps
+// Nagle's batching (transport.AutoNoDelaySize; NoDelayAuto).
+const nagleSize = 16 << 10
+
+// notes says why a scenario's cells stand out, where the tool knows.
+func notes(p pair, bad map[string]bool) []string {
+	var why []string
+	if p.sc.Proto == "tcp" && p.sc.Mode == "roundtrip" && p.sc.Clients == 1 && p.sc.Size < nagleSize {
+		why = append(why, "one connection: lifenet's client keeps Nagle's batching for messages under 16 KiB "+
+			"(NoDelayAuto) while the raw loop writes with TCP_NODELAY (Go's default), so a write can wait for the peer's ACK")
+	}
+	if bad[p.sc.Name] {
+		why = append(why, "a run failed or had errors (see the lists at the end)")
+	}
+	if p.rounds > 0 && (p.ratio < 0.5 || p.ratio > 2) {
+		if p.rounds == 1 {
+			why = append(why, fmt.Sprintf("check: one round, %.2f× is outside 0.5–2×; rerun with `--rounds`", p.ratio))
+		} else {
+			why = append(why, fmt.Sprintf("%.2f× is outside 0.5–2× over %d rounds (%.2f–%.2f)", p.ratio, p.rounds, p.lo, p.hi))
+		}
+	}
+	return why
+}
+
+// writeNotes writes the notes of a table's scenarios under it.
+func writeNotes(w io.Writer, ps []pair, bad map[string]bool) {
+	var lines []string
+	for _, p := range ps {
+		for _, n := range notes(p, bad) {
+			lines = append(lines, fmt.Sprintf("- %s: %s", p.sc.Name, n))
+		}
+	}
+	if len(lines) > 0 {
+		fmt.Fprintf(w, "\nNotes:\n\n%s\n", strings.Join(lines, "\n"))
+	}
 }
