@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/lifenet/lifenet/internal/leakcheck"
@@ -208,8 +209,14 @@ func TestPipeCloseReadReleasesEverything(t *testing.T) {
 	// leakcheck proves the packets above were released.
 }
 
+// The bubble's clock and synctest.Wait order the steps: "the writer stays
+// parked" is the writer durably blocked, not a sleep that is long enough.
 func TestPipeBackPressureHysteresis(t *testing.T) {
 	leakcheck.Check(t)
+	synctest.Test(t, testPipeBackPressureHysteresis)
+}
+
+func testPipeBackPressureHysteresis(t *testing.T) {
 	ctx := context.Background()
 	p := newPipe(t, packet.PipeConfig{PauseThreshold: 100, ResumeThreshold: 50})
 
@@ -223,20 +230,22 @@ func TestPipeBackPressureHysteresis(t *testing.T) {
 		}
 		close(wrote)
 	}()
-	waitFor(t, func() bool { return p.Paused() })
-	time.Sleep(20 * time.Millisecond) // the writer must stay parked
-	if n := p.Len(); n != 100 {
+	synctest.Wait() // the writer is parked
+	if n := p.Len(); !p.Paused() || n != 100 {
 		t.Fatalf("writer not held at the pause threshold: %d bytes buffered", n)
 	}
 	p.Read(ctx)
 	p.Advance(40, 40) // 60 left: above resume, still paused
-	time.Sleep(20 * time.Millisecond)
+	synctest.Wait()
 	if !p.Paused() || p.Len() != 60 {
 		t.Fatalf("resumed above the resume threshold: paused %v, len %d", p.Paused(), p.Len())
 	}
 	p.Read(ctx)
 	p.Advance(20, 20) // 40 left: below resume
-	waitFor(t, func() bool { return p.Len() > 40 })
+	synctest.Wait()   // the writer resumed and is parked again
+	if p.Len() <= 40 {
+		t.Fatalf("the writer did not resume below the resume threshold: len %d", p.Len())
+	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	for consumed := 60; consumed < 300; {
@@ -319,16 +328,5 @@ func TestPipeConfigValidate(t *testing.T) {
 	}
 	if _, err := packet.NewPipe(packet.PipeConfig{}); err != nil {
 		t.Errorf("disabled back-pressure rejected: %v", err)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 5s")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
