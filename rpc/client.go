@@ -327,11 +327,7 @@ func (c *Client) InvokeOneWay(ctx context.Context, action string, args any) erro
 
 // decodeReply turns a reply into result or an *ApiError.
 func decodeReply(reply *codec.Message, result any) error {
-	var payload []byte
-	if reply.Payload != nil {
-		payload = reply.PayloadBytes()
-	}
-	b, err := parseBody(payload, false)
+	b, err := parseBody(reply.PayloadBytes(), false)
 	if err != nil {
 		return err
 	}
@@ -349,7 +345,7 @@ func callError(action string, err error) error {
 	switch {
 	case perr != nil:
 		return perr
-	case b.code == codeOK || b.code == codeOK200:
+	case b.code == CodeOK || b.code == codeOK200:
 		return nil
 	}
 	return &ApiError{Code: int(b.code), Message: strings.Trim(string(b.data), `"`)}
@@ -361,11 +357,7 @@ func (c *Client) onPush(_ *codec.Conn, msg any) {
 	if !ok || m.IsReply() || c.cfg.OnPush == nil {
 		return // replies nobody waits for any more (timed out) are dropped
 	}
-	var payload []byte
-	if m.Payload != nil {
-		payload = m.PayloadBytes()
-	}
-	if b, err := parseBody(payload, false); err == nil {
+	if b, err := parseBody(m.PayloadBytes(), false); err == nil {
 		c.cfg.OnPush(string(b.action), b.data)
 	}
 }

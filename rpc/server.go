@@ -147,7 +147,7 @@ func (s *Server) onMessage(c *codec.Conn, msg any) {
 		return // servers originate no requests: a stray reply has no taker
 	}
 	ss := c.State().(*Session)
-	b, a, ok := s.route(ss, payloadOf(m))
+	b, a, ok := s.route(ss, m.PayloadBytes())
 	if !ok {
 		return
 	}
@@ -158,17 +158,6 @@ func (s *Server) onMessage(c *codec.Conn, msg any) {
 	}
 	ss.running.Add(1)
 	go s.serveKept(ss, m.Keep())
-}
-
-// payloadOf returns a message's payload as one slice.
-func payloadOf(m *codec.Message) []byte {
-	switch {
-	case m.Payload == nil:
-		return nil
-	case m.Payload.Next() != nil:
-		return m.PayloadBytes()
-	}
-	return m.Payload.Bytes()
 }
 
 // route decodes a request body and finds its action (nil: unknown, a 404);
@@ -186,7 +175,7 @@ func (s *Server) route(ss *Session, payload []byte) (body, *action, bool) {
 func (s *Server) serveKept(ss *Session, m *codec.Message) {
 	defer ss.running.Add(-1)
 	defer m.Release()
-	b, a, _ := s.route(ss, payloadOf(m)) // the same bytes routed before
+	b, a, _ := s.route(ss, m.PayloadBytes()) // the same bytes routed before
 	if a != nil && a.stream != nil {
 		s.serveStream(ss, m, b, a)
 		return

@@ -191,7 +191,7 @@ func (q *streamQueue) push(m *codec.Message, err error) bool {
 
 // endOfStream: a reply whose data is empty (NewLife's client stops there).
 func endOfStream(m *codec.Message) bool {
-	b, err := parseBody(payloadOf(m), false)
+	b, err := parseBody(m.PayloadBytes(), false)
 	return err != nil || len(b.data) == 0
 }
 

@@ -21,8 +21,7 @@ const (
 	// its encoder sizes the name prefix for one varint byte.
 	MaxActionLen = 127
 
-	codeOK    = 0
-	codeOK200 = 200
+	codeOK200 = 200 // NewLife ApiCode.Ok200: a success too
 )
 
 // API result codes (NewLife ApiCode).
