@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/pprof"
+
+	"github.com/lifenet/lifenet/internal/tool/cpustat"
 )
 
 // Main runs `lifenet load` with args and returns the process exit code:
@@ -29,17 +30,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			cfg.progressTTY = true
 		}
 	}
-	if cfg.CPUProfile != "" {
-		f, err := os.Create(cfg.CPUProfile)
-		if err == nil {
-			err = pprof.StartCPUProfile(f)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "lifenet load: --cpuprofile: %v\n", err)
-			return 2
-		}
-		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	stop, err := cpustat.StartProfile(cfg.CPUProfile)
+	if err != nil {
+		fmt.Fprintf(stderr, "lifenet load: %v\n", err)
+		return 2
 	}
+	defer stop()
 	if err := run1(ctx, cfg, stdout); err != nil {
 		fmt.Fprintf(stderr, "lifenet load: %v\n", err)
 		return 1

@@ -100,7 +100,7 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "rpcload", err)
 	}
-	stop, err := startProfile(c.cpuProfile)
+	stop, err := cpustat.StartProfile(c.cpuProfile)
 	if err != nil {
 		return usageError(stderr, "rpcload", err)
 	}

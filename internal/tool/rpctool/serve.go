@@ -8,11 +8,10 @@ import (
 	"io"
 	"net"
 	netrpc "net/rpc"
-	"os"
-	"runtime/pprof"
 	"strconv"
 	"time"
 
+	"github.com/lifenet/lifenet/internal/tool/cpustat"
 	"github.com/lifenet/lifenet/rpc"
 )
 
@@ -56,7 +55,7 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(c.seconds*float64(time.Second)))
 		defer cancel()
 	}
-	if stop, err := startProfile(c.cpuProfile); err != nil {
+	if stop, err := cpustat.StartProfile(c.cpuProfile); err != nil {
 		return usageError(stderr, "serve", err)
 	} else {
 		defer stop()
@@ -175,19 +174,4 @@ func usageError(stderr io.Writer, cmd string, err error) int {
 	}
 	fmt.Fprintf(stderr, "lifenet %s: %v\n", cmd, first)
 	return 2
-}
-
-// startProfile starts a CPU profile into path ("" for none).
-func startProfile(path string) (func(), error) {
-	if path == "" {
-		return func() {}, nil
-	}
-	f, err := os.Create(path)
-	if err == nil {
-		err = pprof.StartCPUProfile(f)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
