@@ -138,5 +138,11 @@ func (s *Server) Close() error {
 	return s.ts.Close()
 }
 
+// Range calls f for each open connection until f returns false. A
+// connection's OnOpen (and its SetState) has run before Range sees it.
+func (s *Server) Range(f func(c *Conn) bool) {
+	s.conns.Range(func(k, _ any) bool { return f(k.(*Conn)) })
+}
+
 // Transport returns the underlying transport server (sessions, counters).
 func (s *Server) Transport() *transport.Server { return s.ts }

@@ -26,9 +26,8 @@ type Server struct {
 	cancel  context.CancelFunc
 	started time.Time
 
-	closing  atomic.Bool
-	pushSeq  atomic.Uint32
-	sessions sync.Map // id → *Session
+	closing atomic.Bool
+	pushSeq atomic.Uint32
 
 	dropped, panics atomic.Uint64
 }
@@ -105,11 +104,19 @@ func (s *Server) Close() error {
 // would bounce its cache line between the cores on every call.)
 func (s *Server) spawned() int {
 	n := 0
-	s.sessions.Range(func(_, v any) bool {
-		n += int(v.(*Session).running.Load())
+	s.eachSession(func(ss *Session) { n += int(ss.running.Load()) })
+	return n
+}
+
+// eachSession calls f for each open session (the codec server keeps the
+// list of connections; each carries its session).
+func (s *Server) eachSession(f func(*Session)) {
+	s.cs.Range(func(c *codec.Conn) bool {
+		if ss, ok := c.State().(*Session); ok {
+			f(ss)
+		}
 		return true
 	})
-	return n
 }
 
 // Stats are a server's counters of unusual events.
@@ -127,12 +134,10 @@ func (s *Server) Stats() Stats {
 func (s *Server) onOpen(c *codec.Conn) {
 	ss := newSession(s, c)
 	c.SetState(ss)
-	s.sessions.Store(ss.ID(), ss)
 }
 
 func (s *Server) onClose(c *codec.Conn, _ error) {
 	if ss, ok := c.State().(*Session); ok {
-		s.sessions.Delete(ss.ID())
 		ss.cancel()
 	}
 }

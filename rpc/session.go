@@ -103,12 +103,10 @@ func (s *Server) PushAll(action string, args any) (int, error) {
 		return 0, err
 	}
 	n := 0
-	s.sessions.Range(func(_, v any) bool {
-		ss := v.(*Session)
+	s.eachSession(func(ss *Session) {
 		if ss.pushable() && ss.pushBody(body) == nil {
 			n++
 		}
-		return true
 	})
 	return n, nil
 }
