@@ -453,6 +453,9 @@ func (c *Conn) start(ctx context.Context, want Match, cb *callback, echo []byte,
 	if err := c.checkFormat(want); err != nil {
 		return 0, nil, err
 	}
+	if c.lead != nil { // before acquire, which holds the matcher's lock until register
+		c.lead.drain(c)
+	}
 	if want == MatchFIFO { // before acquire: its lock is held until register
 		c.fifoMu.Lock()
 		defer c.fifoMu.Unlock()

@@ -66,3 +66,32 @@ func (l *lead) readOnce(ctx context.Context, c *Conn, ch chan result) {
 	c.read(p)
 	p.Release()
 }
+
+// drainReads bounds how many reads drain makes, so a peer that keeps
+// sending cannot hold a request back.
+const drainReads = 16
+
+// drain runs what the connection has already received through the
+// pipeline before a request is registered. Bytes that arrived before the
+// request existed (a reply sent unasked at connect, a duplicated or late
+// reply) then meet no pending request with their number and are dropped and
+// counted as unknown, instead of waiting in the socket to be taken for the
+// new request's reply. It reads only while the turn is free: a goroutine
+// reading for others consumes such bytes as they come. A failed read needs
+// no handling: the request then fails on its send.
+func (l *lead) drain(c *Conn) {
+	select {
+	case <-l.turn:
+	default:
+		return
+	}
+	defer func() { l.turn <- struct{}{} }()
+	for range drainReads {
+		p, _ := l.tc.ReceiveBuffered()
+		if p == nil {
+			return
+		}
+		c.read(p)
+		p.Release()
+	}
+}

@@ -17,6 +17,7 @@ import (
 type syncReader struct {
 	mu  sync.Mutex     // one Receive at a time; guards everything below but watch*
 	buf *packet.Packet // read buffer, kept between calls unless handed out
+	now nowReader      // ReceiveBuffered's read without waiting
 
 	// The context whose cancellation interrupts the read. A context seen
 	// on two calls in a row stays armed between calls, so a loop that

@@ -1,0 +1,109 @@
+package codec_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/lifenet/lifenet/codec"
+	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/transport"
+)
+
+// A server that answers every sequence number before it is asked anything
+// (here: one reply per number, sent at connect) must not have those replies
+// taken for the requests that later get the same numbers. A ReceiveSync
+// client has no reader between requests, so the stale replies wait in its
+// socket; it drains them before each request (weakness 5 of issue 13). The
+// event-mode client drops them as they arrive. Every request gets its own
+// answer and the stale ones are counted as unknown, exactly.
+func TestRepliesSentBeforeTheRequestNeverMatchIt(t *testing.T) {
+	for _, m := range clientModes {
+		t.Run(m.name, func(t *testing.T) {
+			leakcheck.Check(t)
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			sent := make(chan struct{})
+			served := make(chan struct{})
+			go func() {
+				defer close(served)
+				c, err := l.Accept()
+				if err != nil {
+					close(sent)
+					return
+				}
+				defer c.Close()
+				unsolicited(c)
+				close(sent)
+				echoRaw(c)
+			}()
+			c := dialCodec(t, "tcp", l.Addr().String(), codec.Options{Pipeline: srmpPipeline()}, m.mode)
+			<-sent // on loopback a written byte is in the peer's socket once Write returns
+			if m.mode == transport.ReceiveEvent {
+				waitUnknown(t, c.Conn(), 256) // the receive goroutine drops them as they come
+			}
+			for i := range 512 {
+				want := fmt.Sprintf("request %d", i)
+				r, err := c.Request(context.Background(), request(want))
+				if got := replyText(t, r, err); got != want {
+					t.Fatalf("request %d got %q", i, got)
+				}
+			}
+			if got := c.Conn().Stats().Unknown; got != 256 {
+				t.Fatalf("unknown replies counted: %d, want 256", got)
+			}
+			c.Close()
+			<-served
+		})
+	}
+}
+
+// unsolicited writes a reply for each of the 256 sequence numbers.
+func unsolicited(c net.Conn) {
+	var b []byte
+	for seq := range 256 {
+		b = append(b, 0x80, byte(seq), 5, 0) // kind reply, flag 0, 5 bytes
+		b = append(b, "stale"...)
+	}
+	c.Write(b)
+}
+
+// waitUnknown waits until c has counted n unknown replies.
+func waitUnknown(t *testing.T, c *codec.Conn, n uint64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Stats().Unknown < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("unknown replies: %d after 10 s, want %d", c.Stats().Unknown, n)
+		}
+		runtime.Gosched()
+	}
+}
+
+// echoRaw answers each short SRMP request with its payload until the
+// connection ends.
+func echoRaw(c net.Conn) {
+	r := bufio.NewReader(c)
+	hdr := make([]byte, 4)
+	for {
+		if _, err := io.ReadFull(r, hdr); err != nil {
+			return
+		}
+		n := binary.LittleEndian.Uint16(hdr[2:])
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return
+		}
+		hdr[0] |= 0x80 // the reply flag
+		c.Write(append(hdr, body...))
+	}
+}

@@ -1,0 +1,71 @@
+//go:build linux || darwin
+
+package transport
+
+import (
+	"errors"
+	"syscall"
+)
+
+// nowReader reads a socket without waiting (recv with MSG_DONTWAIT through
+// the connection's RawConn). Its RawConn and callback are made once, so a
+// read allocates nothing. The caller serialises reads.
+type nowReader struct {
+	raw    syscall.RawConn // nil until the first read; see unsupported
+	fn     func(fd uintptr) bool
+	buf    []byte
+	n      int
+	err    error
+	failed bool // the connection has no RawConn (TLS): never read
+}
+
+// read reads what s's socket holds into b. read is false when nothing was
+// read: no bytes waiting, or no way to look without waiting.
+func (r *nowReader) read(s *Session, b []byte) (n int, read bool, err error) {
+	if r.raw == nil && !r.init(s) {
+		return 0, false, nil
+	}
+	r.buf = b
+	cerr := r.raw.Read(r.fn)
+	r.buf = nil
+	if cerr != nil { // a deadline in the past (a Wake, a cancelled context): leave it to Receive
+		return 0, false, nil
+	}
+	if errors.Is(r.err, syscall.EAGAIN) || errors.Is(r.err, syscall.EINTR) {
+		return 0, false, nil
+	}
+	if r.n < 0 {
+		r.n = 0
+	}
+	return r.n, true, r.err
+}
+
+func (r *nowReader) init(s *Session) bool {
+	if r.failed {
+		return false
+	}
+	sc, ok := s.conn.(syscall.Conn)
+	if !ok {
+		r.failed = true
+		return false
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		r.failed = true
+		return false
+	}
+	r.raw = raw
+	r.fn = func(fd uintptr) bool {
+		r.n, r.err = recvNow(int(fd), r.buf)
+		return true // done either way: never wait for readiness
+	}
+	return true
+}
+
+// recvNow is recv(2) with MSG_DONTWAIT. On a stream socket the kernel
+// gives no sender address, so nothing is decoded or allocated; a datagram
+// socket's sender address is decoded only when a datagram was waiting.
+func recvNow(fd int, b []byte) (int, error) {
+	n, _, err := syscall.Recvfrom(fd, b, syscall.MSG_DONTWAIT)
+	return n, err
+}

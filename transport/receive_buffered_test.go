@@ -1,0 +1,95 @@
+package transport_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"runtime"
+	"testing"
+
+	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/transport"
+)
+
+// ReceiveBuffered hands over what already waits in the socket without
+// blocking, returns nothing when nothing waits, and reports the peer's
+// close like Receive.
+func TestReceiveBufferedDoesNotWait(t *testing.T) {
+	leakcheck.Check(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := l.Accept()
+		if err == nil {
+			accepted <- c
+		}
+		close(accepted)
+	}()
+	c, err := transport.Dial(context.Background(), "tcp", l.Addr().String(),
+		transport.ClientConfig{Mode: transport.ReceiveSync}, transport.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	peer := <-accepted
+	if peer == nil {
+		t.Fatal("accept failed")
+	}
+	if p, err := c.ReceiveBuffered(); p != nil || err != nil {
+		t.Fatalf("nothing sent yet: %v, %v", p, err)
+	}
+	peer.Write([]byte("early")) // on loopback the bytes are in c's socket once Write returns
+	p, err := c.ReceiveBuffered()
+	if err != nil || p == nil || string(p.Bytes()) != "early" {
+		t.Fatalf("buffered bytes: %v, %v", p, err)
+	}
+	p.Release()
+	if p, err := c.ReceiveBuffered(); p != nil || err != nil {
+		t.Fatalf("after draining: %v, %v", p, err)
+	}
+	peer.Close()
+	for { // the FIN may take a moment to be seen
+		p, err := c.ReceiveBuffered()
+		if p != nil {
+			t.Fatalf("data after close: %q", p.Bytes())
+		}
+		if err != nil {
+			var ce *transport.CloseError
+			if !errors.As(err, &ce) || ce.Reason != transport.ReasonPeerClosed {
+				t.Fatalf("after the peer closed: %v", err)
+			}
+			break
+		}
+		runtime.Gosched()
+	}
+}
+
+// Only a ReceiveSync client reads on the caller's goroutine; in the other
+// modes ReceiveBuffered leaves the socket to the receive goroutine.
+func TestReceiveBufferedOnlyInSyncMode(t *testing.T) {
+	leakcheck.Check(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		if c, err := l.Accept(); err == nil {
+			c.Write([]byte("x"))
+			c.Close()
+		}
+	}()
+	c, err := transport.Dial(context.Background(), "tcp", l.Addr().String(),
+		transport.ClientConfig{Mode: transport.ReceivePull}, transport.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if p, err := c.ReceiveBuffered(); p != nil || err != nil {
+		t.Fatalf("pull mode: %v, %v", p, err)
+	}
+}
