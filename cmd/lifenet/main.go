@@ -16,6 +16,7 @@ import (
 	"github.com/lifenet/lifenet/internal/tool/loadtest"
 	"github.com/lifenet/lifenet/internal/tool/matrix"
 	"github.com/lifenet/lifenet/internal/tool/rpctool"
+	"github.com/lifenet/lifenet/internal/tool/soak"
 )
 
 const usage = `usage: lifenet <command> [flags]
@@ -30,6 +31,9 @@ commands:
   serve    an RPC server with NewLife's benchmark controller (--host --port --impl lifenet|netrpc)
   call     call an action of any SRMP/NewLife server: call [--http] [--list] ADDR ACTION [k=v … | JSON]
   rpcload  RPC load test (--remote --impl --conns --inflight --seconds --call --direct --goroutines)
+  soak     leak soak of an rpc and a codec server under churn and injected faults (--minutes --seconds
+           --conns --interval --sample --seed); exit 1 on an upward trend, a resource not back to baseline
+           or an unexplained error
   version  the module version, VCS commit and Go version of this binary
 
 <command> -h lists a command's flags and their defaults.
@@ -68,6 +72,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return rpctool.Call(ctx, args[1:], stdout, stderr)
 	case "rpcload":
 		return rpctool.Load(ctx, args[1:], stdout, stderr)
+	case "soak":
+		return soak.Main(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "lifenet: unknown command %q (lifenet help lists them)\n", args[0])
 	return 2

@@ -34,6 +34,8 @@ func TestCommands(t *testing.T) {
 		{[]string{"matrix", "extra"}, 2, "extra"},
 		{[]string{"serve", "--host", "nowhere"}, 2, "--host"},
 		{[]string{"rpcload", "--conns", "0"}, 2, "--conns"},
+		{[]string{"soak", "--conns", "1"}, 2, "--conns"},
+		{[]string{"soak", "--minutes", "1", "--seconds", "5"}, 2, "exclude"},
 		{[]string{"version", "extra"}, 2, "extra"},
 		{[]string{"version"}, 0, "lifenet "},
 	} {
