@@ -60,10 +60,11 @@ func (cb *callback) call(reply any, err error) (more bool) {
 	return false
 }
 
-// MatchStats counts what the matcher dropped.
+// MatchStats counts what the matcher dropped and what it holds.
 type MatchStats struct {
 	Unknown  uint64 // replies matching no pending request (late, duplicate, never asked); released
 	TimedOut uint64 // requests failed with ErrTimeout
+	InFlight int    // numbers (SRMP) or queue places (FIFO) taken now: pending requests, and timed-out ones still in quarantine
 }
 
 // Slot states.
@@ -554,5 +555,5 @@ func (m *matcher) close() {
 func (m *matcher) pending() bool { return m.queued.Load() > 0 }
 
 func (m *matcher) stats() MatchStats {
-	return MatchStats{Unknown: m.unknown.Load(), TimedOut: m.timedOut.Load()}
+	return MatchStats{Unknown: m.unknown.Load(), TimedOut: m.timedOut.Load(), InFlight: int(m.inFlight.Load())}
 }

@@ -58,8 +58,8 @@ func TestRepliesSentBeforeTheRequestNeverMatchIt(t *testing.T) {
 					t.Fatalf("request %d got %q", i, got)
 				}
 			}
-			if got := c.Conn().Stats().Unknown; got != 256 {
-				t.Fatalf("unknown replies counted: %d, want 256", got)
+			if got := c.Conn().Stats(); got.Unknown != 256 || got.InFlight != 0 {
+				t.Fatalf("counted %d unknown replies (want 256), %d in flight (want 0)", got.Unknown, got.InFlight)
 			}
 			c.Close()
 			<-served

@@ -260,6 +260,24 @@ func (c *Client) Invoke(ctx context.Context, action string, args, result any) er
 	return err
 }
 
+// Stats sums the matching counters of the client's current connections
+// (a connection that ended and was replaced takes its counts with it).
+func (c *Client) Stats() codec.MatchStats {
+	var st codec.MatchStats
+	for i := range c.slots {
+		sl := &c.slots[i]
+		sl.mu.Lock()
+		if sl.cc != nil {
+			s := sl.cc.Conn().Stats()
+			st.Unknown += s.Unknown
+			st.TimedOut += s.TimedOut
+			st.InFlight += s.InFlight
+		}
+		sl.mu.Unlock()
+	}
+	return st
+}
+
 // SetToken sets the token merged into later calls' arguments (a login
 // action's result, say).
 func (c *Client) SetToken(t string) { c.token.Store(&t) }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lifenet/lifenet/codec"
 	"github.com/lifenet/lifenet/packet"
+	"github.com/lifenet/lifenet/transport"
 )
 
 // Server is an RPC server wire-compatible with NewLife.Remoting's
@@ -125,6 +126,10 @@ type Stats struct {
 	Dropped  uint64 // requests dropped unanswered (bad body, empty or non-ASCII action)
 	Panics   uint64 // handler panics (each answered with a 500)
 }
+
+// Transport returns the transport server under s: its Stats count
+// connections by close reason (protocol violations, limits, timeouts).
+func (s *Server) Transport() *transport.Server { return s.cs.Transport() }
 
 // Stats returns the server's counters.
 func (s *Server) Stats() Stats {
