@@ -45,9 +45,9 @@ type counters struct {
 	n          [numKinds]atomic.Int64
 	bySize     [3]atomic.Int64 // echoes by payload size: 64 B, 4 KiB, 256 KiB
 	malformedC atomic.Int64    // malformed frames aimed at the codec server (its protocol closes must match)
-	inFlight   atomic.Int64
-	unknown    atomic.Int64 // replies the codec clients' matchers dropped (late replies to timed-out requests)
-	timeoutC   atomic.Int64 // timeouts of codec clients
+	malformedR atomic.Int64    // the same for the rpc server
+	unknown    atomic.Int64    // replies the codec clients' matchers dropped (late replies to timed-out requests)
+	timeoutC   atomic.Int64    // timeouts of codec clients
 
 	mu    sync.Mutex
 	first [numKinds]string // the first error of each unexpected kind
@@ -90,6 +90,7 @@ type Counts struct {
 	BySize           [3]int64         // echoes of 64 B, 4 KiB and 256 KiB
 	First            [numKinds]string // the first error of each unexpected kind
 	MalformedToCodec int64            // malformed frames sent to the codec server
+	MalformedToRPC   int64            // malformed frames sent to the rpc server
 	LateReplies      int64            // replies the codec clients dropped as matching no pending request
 	CodecTimeouts    int64            // timeouts of codec clients (each may bring one late reply)
 }
@@ -103,6 +104,7 @@ func (c *counters) snapshot() Counts {
 		s.BySize[i] = c.bySize[i].Load()
 	}
 	s.MalformedToCodec = c.malformedC.Load()
+	s.MalformedToRPC = c.malformedR.Load()
 	s.LateReplies = c.unknown.Load()
 	s.CodecTimeouts = c.timeoutC.Load()
 	c.mu.Lock()

@@ -51,16 +51,22 @@ func judge(r *Report) {
 	if r.ServerDropped != 0 {
 		fail("the rpc server dropped %d requests unanswered", r.ServerDropped)
 	}
-	if got := int64(r.CodecClosed[transport.ReasonProtocol]); got != c.MalformedToCodec {
-		fail("malformed frames: the codec server closed %d connections for protocol errors, %d bad frames were sent to it", got, c.MalformedToCodec)
-	}
-	// Reasons no well-behaved client of this load should cause. (Errors
-	// are left out: a late slow reply written as its client closes may
-	// meet a reset.)
-	for _, reason := range []transport.Reason{transport.ReasonIdle, transport.ReasonFirstByte, transport.ReasonSlowConsumer,
-		transport.ReasonWriteTimeout, transport.ReasonLimit} {
-		if n := r.CodecClosed[reason]; n > 0 {
-			fail("the codec server closed %d connections with reason %v", n, reason)
+	for _, srv := range []struct {
+		name      string
+		closed    *[transport.NumReasons]uint64
+		malformed int64
+	}{{"codec", &r.CodecClosed, c.MalformedToCodec}, {"rpc", &r.RPCClosed, c.MalformedToRPC}} {
+		if got := int64(srv.closed[transport.ReasonProtocol]); got != srv.malformed {
+			fail("malformed frames: the %s server closed %d connections for protocol errors, %d bad frames were sent to it", srv.name, got, srv.malformed)
+		}
+		// Reasons no well-behaved client of this load should cause.
+		// (Errors are left out: a late slow reply written as its client
+		// closes may meet a reset.)
+		for _, reason := range []transport.Reason{transport.ReasonIdle, transport.ReasonFirstByte, transport.ReasonSlowConsumer,
+			transport.ReasonWriteTimeout, transport.ReasonLimit} {
+			if n := srv.closed[reason]; n > 0 {
+				fail("the %s server closed %d connections with reason %v", srv.name, n, reason)
+			}
 		}
 	}
 	if r.BuffersAtClose > 0 {

@@ -15,11 +15,12 @@ func healthy() *Report {
 	r := &Report{Options: Options{Conns: 200}, Baseline: base, Final: base}
 	for i := range 12 {
 		r.Samples = append(r.Samples, Sample{At: time.Duration(i+1) * time.Second, Goroutines: 810, HeapLive: 40 * mib,
-			Buffers: 410, FDs: 411, Sessions: 200, InFlight: 3})
+			Buffers: 410, FDs: 411, Sessions: 200, Pending: 3})
 	}
 	r.Counts.ByKind[EchoRPC], r.Counts.ByKind[EchoCodec] = 1000, 1000
 	r.Counts.ByKind[Panicked], r.ServerPanics = 5, 5
 	r.Counts.MalformedToCodec, r.CodecClosed[transport.ReasonProtocol] = 2, 2
+	r.Counts.MalformedToRPC, r.RPCClosed[transport.ReasonProtocol] = 3, 3
 	r.Counts.CodecTimeouts, r.Counts.LateReplies = 10, 9
 	return r
 }
@@ -36,17 +37,20 @@ func TestJudgeNamesWhatFailed(t *testing.T) {
 				r.Samples[i].Goroutines = 800 + 20*i
 			}
 		}, []string{"goroutines trend upward"}},
-		// 5 → 16 in flight with 200 connections: a loaded machine, not stuck calls.
-		{"inflight doubling", func(r *Report) {
+		// 5 → 16 pending with 200 connections: a loaded machine, not
+		// stuck calls (the limit is 5 + 4 + 5 + 20 = 34).
+		{"pending doubling", func(r *Report) {
 			for i := range r.Samples {
-				r.Samples[i].InFlight = int64(5 + 11*(i/9))
+				r.Samples[i].Pending = 5 + 11*(i/9)
 			}
 		}, nil},
-		{"inflight stuck", func(r *Report) {
+		{"pending stuck", func(r *Report) {
 			for i := range r.Samples {
-				r.Samples[i].InFlight = int64(5 + 40*(i/9))
+				r.Samples[i].Pending = 5 + 40*(i/9)
 			}
-		}, []string{"inflight trend upward"}},
+		}, []string{"pending trend upward"}},
+		// One request number never given back by idle clients.
+		{"pending not drained", func(r *Report) { r.Final.Pending = 1 }, []string{"pending did not return to baseline"}},
 		{"heap not back", func(r *Report) { r.Final.HeapLive = 8 * mib }, []string{"heap did not return to baseline"}},
 		{"buffers rising and not back", func(r *Report) {
 			for i := range r.Samples {
@@ -66,8 +70,13 @@ func TestJudgeNamesWhatFailed(t *testing.T) {
 		{"panics uncounted", func(r *Report) { r.ServerPanics = 4 }, []string{"panics: the rpc server counted 4"}},
 		{"malformed not closed", func(r *Report) { r.CodecClosed[transport.ReasonProtocol] = 1 },
 			[]string{"malformed frames: the codec server closed 1"}},
+		{"rpc malformed not closed", func(r *Report) { r.RPCClosed[transport.ReasonProtocol] = 2 },
+			[]string{"malformed frames: the rpc server closed 2 connections for protocol errors, 3 bad frames"}},
+		{"rpc closes a frame too many", func(r *Report) { r.RPCClosed[transport.ReasonProtocol] = 4 },
+			[]string{"malformed frames: the rpc server closed 4"}},
 		{"late replies unexplained", func(r *Report) { r.Counts.LateReplies = 11 }, []string{"dropped 11 replies matching no request"}},
-		{"slow consumers", func(r *Report) { r.CodecClosed[transport.ReasonSlowConsumer] = 1 }, []string{"with reason slow consumer"}},
+		{"slow consumers", func(r *Report) { r.CodecClosed[transport.ReasonSlowConsumer] = 1 }, []string{"codec server closed 1 connections with reason slow consumer"}},
+		{"rpc idle closes", func(r *Report) { r.RPCClosed[transport.ReasonIdle] = 2 }, []string{"rpc server closed 2 connections with reason idle"}},
 		{"buffers after close", func(r *Report) { r.BuffersAtClose = 7 }, []string{"7 pooled buffers still outstanding"}},
 		{"no echo", func(r *Report) { r.Counts.ByKind[EchoRPC], r.Counts.ByKind[EchoCodec] = 0, 0 }, []string{"no echo call succeeded"}},
 	} {

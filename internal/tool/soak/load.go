@@ -37,6 +37,10 @@ type client interface {
 	echo(ctx context.Context, payload []byte) (Kind, error)
 	slow(ctx context.Context) error
 	panicCall(ctx context.Context) error
+	// pending is how many request numbers the client's matchers hold now
+	// (codec.MatchStats.InFlight): requests awaiting replies, and timed-out
+	// ones quarantined until their late reply comes.
+	pending() int
 	close(c *counters)
 }
 
@@ -48,6 +52,14 @@ type load struct {
 	pattern []byte // read-only source of payloads: each echo sends a slice of it at a random offset
 	stop    chan struct{}
 	wg      sync.WaitGroup
+
+	// live are the clients dialled and not yet closed, for pending: a
+	// churning worker replaces its client while the sampler reads them.
+	// Closing takes a client out first, under mu, so the sampler never
+	// reads one that is closing, and a closed client, which holds nothing,
+	// is never counted.
+	mu   sync.Mutex
+	live map[client]struct{}
 }
 
 func newLoad(o *Options, srv *servers, cnt *counters) *load {
@@ -56,7 +68,7 @@ func newLoad(o *Options, srv *servers, cnt *counters) *load {
 	for i := range p {
 		p[i] = byte(r.Uint32())
 	}
-	return &load{o: o, srv: srv, cnt: cnt, pattern: p, stop: make(chan struct{})}
+	return &load{o: o, srv: srv, cnt: cnt, pattern: p, stop: make(chan struct{}), live: map[client]struct{}{}}
 }
 
 // start dials every connection and starts its worker; it fails if a first
@@ -80,14 +92,64 @@ func (l *load) start(ctx context.Context) error {
 	return nil
 }
 
-// finish stops the workers and waits for them; each closes its connection.
+// finish stops the workers and closes their clients.
 func (l *load) finish() {
+	l.halt()
+	l.closeAll()
+}
+
+// halt stops the workers and waits for them. Their clients stay open, idle,
+// so that what their matchers still hold can be read (pending).
+func (l *load) halt() {
 	select {
 	case <-l.stop:
 	default:
 		close(l.stop)
 	}
 	l.wg.Wait()
+}
+
+// closeAll closes every live client.
+func (l *load) closeAll() {
+	l.mu.Lock()
+	cs := make([]client, 0, len(l.live))
+	for c := range l.live {
+		cs = append(cs, c)
+	}
+	clear(l.live)
+	l.mu.Unlock()
+	for _, c := range cs {
+		c.close(l.cnt)
+	}
+}
+
+// release closes one client.
+func (l *load) release(c client) {
+	l.mu.Lock()
+	delete(l.live, c)
+	l.mu.Unlock()
+	c.close(l.cnt)
+}
+
+// pending sums the request numbers held by the live clients' matchers: a
+// few atomic loads per client (an rpc.Client's also take its connection
+// slot's lock, which its calls hold only to pick a connection).
+func (l *load) pending() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for c := range l.live {
+		n += c.pending()
+	}
+	return n
+}
+
+// track adds a dialled client to live.
+func (l *load) track(c client) client {
+	l.mu.Lock()
+	l.live[c] = struct{}{}
+	l.mu.Unlock()
+	return c
 }
 
 func (l *load) dial(ctx context.Context, isRPC bool) (client, error) {
@@ -98,13 +160,13 @@ func (l *load) dial(ctx context.Context, isRPC bool) (client, error) {
 		if err != nil {
 			return nil, err
 		}
-		return rpcClient{c}, nil
+		return l.track(rpcClient{c}), nil
 	}
 	c, err := codec.Dial(ctx, "tcp", l.srv.codecAddr, transport.ClientConfig{}, codec.Options{Pipeline: srmpPipeline()})
 	if err != nil {
 		return nil, err
 	}
-	return codecClient{c}, nil
+	return l.track(codecClient{c}), nil
 }
 
 // worker drives one connection: an operation per Interval until stopped.
@@ -116,13 +178,9 @@ type worker struct {
 	rng   *rand.Rand
 }
 
+// run leaves its client open when it returns: load.closeAll closes it.
 func (w *worker) run() {
 	l := w.l
-	defer func() {
-		if w.c != nil {
-			w.c.close(l.cnt)
-		}
-	}()
 	timer := time.NewTimer(time.Duration(w.rng.Int64N(int64(l.o.Interval)))) // spread the first operations
 	defer timer.Stop()
 	next := time.Now()
@@ -132,12 +190,10 @@ func (w *worker) run() {
 			return
 		case <-timer.C:
 		}
-		l.cnt.inFlight.Add(1)
 		w.once()
 		if w.churn && i%l.o.ChurnEvery == 0 {
 			w.redial()
 		}
-		l.cnt.inFlight.Add(-1)
 		// Pace from a fixed schedule, but never make up for lost time in a
 		// burst: a worker that fell behind starts afresh from now.
 		next = next.Add(l.o.Interval)
@@ -149,7 +205,7 @@ func (w *worker) run() {
 }
 
 func (w *worker) redial() {
-	w.c.close(w.l.cnt)
+	w.l.release(w.c)
 	w.c = nil
 	c, err := w.l.dial(context.Background(), w.isRPC)
 	for err != nil {
@@ -192,6 +248,8 @@ func (w *worker) once() {
 		if toCodec {
 			addr = l.srv.codecAddr
 			l.cnt.malformedC.Add(1)
+		} else {
+			l.cnt.malformedR.Add(1)
 		}
 		k, err := sendMalformed(addr, w.rng.IntN(2) == 0)
 		l.cnt.add(k, err)
@@ -260,6 +318,8 @@ func (r rpcClient) slow(ctx context.Context) error { return r.c.Invoke(ctx, actS
 
 func (r rpcClient) panicCall(ctx context.Context) error { return r.c.Invoke(ctx, actPanic, nil, nil) }
 
+func (r rpcClient) pending() int { return r.c.Stats().InFlight }
+
 func (r rpcClient) close(*counters) { r.c.Close() }
 
 // codecClient is a codec.Client worker connection (SRMP).
@@ -287,6 +347,13 @@ func (cc codecClient) slow(ctx context.Context) error {
 
 func (cc codecClient) panicCall(context.Context) error {
 	return errors.New("soak: the codec server has no panicking handler")
+}
+
+func (cc codecClient) pending() int {
+	if conn := cc.c.Conn(); conn != nil {
+		return conn.Stats().InFlight
+	}
+	return 0
 }
 
 // close closes the client and adds up what its matcher dropped: the late

@@ -14,8 +14,8 @@ func sampleFields(s Sample) string {
 	if s.FDs >= 0 {
 		fds = fmt.Sprint(s.FDs)
 	}
-	return fmt.Sprintf("goroutines %d  heap %.1f MiB (live %.1f)  buffers %d  fds %s  sessions %d  inflight %d",
-		s.Goroutines, float64(s.HeapAlloc)/mib, float64(s.HeapLive)/mib, s.Buffers, fds, s.Sessions, s.InFlight)
+	return fmt.Sprintf("goroutines %d  heap %.1f MiB (live %.1f)  buffers %d  fds %s  sessions %d  pending %d",
+		s.Goroutines, float64(s.HeapAlloc)/mib, float64(s.HeapLive)/mib, s.Buffers, fds, s.Sessions, s.Pending)
 }
 
 // progressLine prints one sample: time, calls and their rate since the
@@ -50,9 +50,10 @@ func WriteSummary(w io.Writer, r *Report) {
 	}
 	fmt.Fprintf(w, "calls:   %d (%.0f/s); echoes %d: rpc %d, codec %d; 64 B %d, 4 KiB %d, 256 KiB %d\n",
 		calls, float64(calls)/max(r.Elapsed.Seconds(), 1e-9), echoes, c.ByKind[EchoRPC], c.ByKind[EchoCodec], c.BySize[0], c.BySize[1], c.BySize[2])
-	fmt.Fprintf(w, "faults:  timeouts %d (codec clients' %d brought %d late replies, dropped); panics %d (rpc server counted %d); malformed frames %d closed (%d to the codec server, which closed %d for protocol errors); redials %d\n",
-		c.ByKind[Timeout], c.CodecTimeouts, c.LateReplies, c.ByKind[Panicked], r.ServerPanics, c.ByKind[MalformedShut], c.MalformedToCodec,
-		r.CodecClosed[transport.ReasonProtocol], c.ByKind[Redial])
+	fmt.Fprintf(w, "faults:  timeouts %d (codec clients' %d brought %d late replies, dropped); panics %d (rpc server counted %d); redials %d\n",
+		c.ByKind[Timeout], c.CodecTimeouts, c.LateReplies, c.ByKind[Panicked], r.ServerPanics, c.ByKind[Redial])
+	fmt.Fprintf(w, "malformed frames: %d closed; %d to the codec server, which closed %d for protocol errors; %d to the rpc server, which closed %d\n",
+		c.ByKind[MalformedShut], c.MalformedToCodec, r.CodecClosed[transport.ReasonProtocol], c.MalformedToRPC, r.RPCClosed[transport.ReasonProtocol])
 	var bad []string
 	for k := range numKinds {
 		if !k.Expected() && c.ByKind[k] > 0 {
@@ -68,22 +69,33 @@ func WriteSummary(w io.Writer, r *Report) {
 		fmt.Fprintf(w, "cpu:     %.1f s over the load, %.0f%% of one core (clients and servers together)\n",
 			last.CPU-r.Baseline.CPU, (last.CPU-r.Baseline.CPU)/last.At.Seconds()*100)
 	}
-	var reasons []string
-	for i, n := range r.CodecClosed {
-		if n > 0 {
-			reasons = append(reasons, fmt.Sprintf("%v %d", transport.Reason(i), n))
-		}
+	held := "no request number held"
+	if r.Final.Pending > 0 {
+		held = fmt.Sprintf("%d request numbers STILL held", r.Final.Pending)
 	}
-	fmt.Fprintf(w, "codec server closes: %s\n", strings.Join(reasons, ", "))
+	fmt.Fprintf(w, "pending: %s by the idle clients %.1fs after the load stopped (timed-out requests' numbers wait for their late replies)\n",
+		held, r.PendingDrain.Seconds())
+	for _, srv := range []struct {
+		name   string
+		closed *[transport.NumReasons]uint64
+	}{{"codec", &r.CodecClosed}, {"rpc", &r.RPCClosed}} {
+		var reasons []string
+		for i, n := range srv.closed {
+			if n > 0 {
+				reasons = append(reasons, fmt.Sprintf("%v %d", transport.Reason(i), n))
+			}
+		}
+		fmt.Fprintf(w, "%s server closes: %s\n", srv.name, strings.Join(reasons, ", "))
+	}
 
-	fmt.Fprintf(w, "%8s %8s %10s %9s %8s %6s %8s %8s %9s\n", "t", "gorout", "heap MiB", "live MiB", "buffers", "fds", "sessions", "inflight", "calls")
+	fmt.Fprintf(w, "%8s %8s %10s %9s %8s %6s %8s %8s %9s\n", "t", "gorout", "heap MiB", "live MiB", "buffers", "fds", "sessions", "pending", "calls")
 	row := func(label string, s Sample) {
 		fds := "-"
 		if s.FDs >= 0 {
 			fds = fmt.Sprint(s.FDs)
 		}
 		fmt.Fprintf(w, "%8s %8d %10.1f %9.1f %8d %6s %8d %8d %9d\n", label, s.Goroutines, float64(s.HeapAlloc)/mib,
-			float64(s.HeapLive)/mib, s.Buffers, fds, s.Sessions, s.InFlight, s.Calls)
+			float64(s.HeapLive)/mib, s.Buffers, fds, s.Sessions, s.Pending, s.Calls)
 	}
 	row("base", r.Baseline)
 	for _, s := range r.Samples {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/lifenet/lifenet/codec"
 	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )
@@ -19,11 +20,16 @@ type Report struct {
 	Samples     []Sample      // every SampleEvery under load
 	Final       Sample        // after the drain (after forced GCs)
 	Drain       time.Duration // from stopping the load to Final
-	Counts      Counts
+	// PendingDrain is how long, once the workers stopped, their idle
+	// clients took to hold no request numbers (Final.Pending is what they
+	// held then, if the wait ran out).
+	PendingDrain time.Duration
+	Counts       Counts
 	// What the servers counted.
 	ServerPanics   uint64                       // rpc.Server.Stats().Panics
 	ServerDropped  uint64                       // rpc.Server.Stats().Dropped
 	CodecClosed    [transport.NumReasons]uint64 // the codec server's sessions ended under load, by reason
+	RPCClosed      [transport.NumReasons]uint64 // the same for the rpc server
 	BuffersAtClose int                          // pooled buffers outstanding once the servers closed
 	Verdicts       []Verdict
 	Failures       []string // one line each; empty: the run passed
@@ -65,9 +71,11 @@ func Run(ctx context.Context, o Options, progress io.Writer) (*Report, error) {
 		return nil, err
 	}
 	r := &Report{Options: o, Baseline: smp.collected()}
-	closedBefore := srv.codec.Transport().Stats().Closed
+	codecBefore := srv.codec.Transport().Stats().Closed
+	rpcBefore := srv.rpc.Transport().Stats().Closed
 
 	l := newLoad(&o, srv, cnt)
+	smp.pending = l.pending
 	smp.start = time.Now()
 	r.Baseline.At = 0
 	if err := l.start(ctx); err != nil {
@@ -94,16 +102,25 @@ func Run(ctx context.Context, o Options, progress io.Writer) (*Report, error) {
 	}()
 	r.Elapsed = time.Since(smp.start)
 	stopped := time.Now()
-	l.finish()
+	l.halt()
+	pending := drainPending(l, o.Settle)
+	r.PendingDrain = time.Since(stopped)
+	l.closeAll()
 	r.Final = drain(srv, smp, &r.Baseline, o.Settle)
+	r.Final.Pending = pending // closed clients hold nothing: judge what the open, idle ones held
 	r.Drain = time.Since(stopped)
-	fmt.Fprintf(progress, "soak drained in %.1fs: %s\n", r.Drain.Seconds(), sampleFields(r.Final))
+	fmt.Fprintf(progress, "soak drained in %.1fs (no request pending after %.1fs): %s\n",
+		r.Drain.Seconds(), r.PendingDrain.Seconds(), sampleFields(r.Final))
 
 	r.Counts = cnt.snapshot()
 	st := srv.rpc.Stats()
 	r.ServerPanics, r.ServerDropped = st.Panics, st.Dropped
+	// The warm-up's closes are not the load's.
 	for i, n := range srv.codec.Transport().Stats().Closed {
-		r.CodecClosed[i] = n - closedBefore[i] // the warm-up's closes are not the load's
+		r.CodecClosed[i] = n - codecBefore[i]
+	}
+	for i, n := range srv.rpc.Transport().Stats().Closed {
+		r.RPCClosed[i] = n - rpcBefore[i]
 	}
 	srv.close()
 	r.BuffersAtClose = settleBuffers(mark, 5*time.Second)
@@ -124,7 +141,7 @@ func warmUp(ctx context.Context, o *Options, srv *servers) error {
 		cctx, cancel := context.WithTimeout(ctx, callDeadline)
 		k, err := c.echo(cctx, l.pattern[:sizeMedium])
 		cancel()
-		c.close(&counters{})
+		l.release(c)
 		if err != nil || !k.Expected() {
 			return fmt.Errorf("soak: warm-up call: %v (%v)", err, k)
 		}
@@ -134,6 +151,29 @@ func warmUp(ctx context.Context, o *Options, srv *servers) error {
 	}
 	waitFor(5*time.Second, func() bool { return srv.sessions() == 0 })
 	return nil
+}
+
+// drainPending waits for the stopped workers' open clients to hold no
+// request number, and returns how many they still hold when it gives up.
+//
+// Every operation has returned by now, so what is left are the numbers of
+// timed-out requests, quarantined so that a late reply cannot be taken for
+// a newer request's. Each comes back when its late reply arrives — SlowFor
+// after the request, since both servers answer every slow call on a live
+// connection — or, failing that, when the quarantine ends, one request
+// timeout after the call gave up (codec.DefaultRequestTimeout, 30 s, for
+// the codec clients; the rpc clients' 15 s is shorter), plus a sweep. The
+// wait allows for the second path, plus settle for a loaded machine, so
+// that the judgement is exact (back to 0) rather than within a bound that
+// would hide a number or two lost for good; on a healthy run the late
+// replies come and the wait is about SlowFor.
+func drainPending(l *load, settle time.Duration) int {
+	n := 0
+	waitFor(codec.DefaultRequestTimeout+settle, func() bool {
+		n = l.pending()
+		return n == 0
+	})
+	return n
 }
 
 // drain waits, up to settle, for every judged metric to be back within

@@ -18,10 +18,14 @@ type Sample struct {
 	Buffers    int    // pooled buffers taken since the run began and not released
 	FDs        int    // open file descriptors (-1: not counted on this OS)
 	Sessions   int    // open connections of both servers
-	InFlight   int64  // operations in progress
-	Calls      int64  // operations completed so far
-	Errors     int64  // unexpected outcomes so far
-	CPU        float64
+	// Pending is the request numbers the live clients' matchers hold
+	// (codec.MatchStats.InFlight summed): requests awaiting replies and
+	// timed-out ones quarantined until their late reply. In Final it is
+	// read before the clients close (see drainPending).
+	Pending int
+	Calls   int64 // operations completed so far
+	Errors  int64 // unexpected outcomes so far
+	CPU     float64
 }
 
 // heapMetrics are read with runtime/metrics rather than ReadMemStats, which
@@ -49,10 +53,16 @@ type sampler struct {
 	start time.Time
 	srv   *servers
 	cnt   *counters
+	// pending reads the load's clients (nil before the load: none).
+	pending func() int
 }
 
 func (s *sampler) take() Sample {
 	alloc, live := readHeap()
+	pending := 0
+	if s.pending != nil {
+		pending = s.pending()
+	}
 	return Sample{
 		At:         time.Since(s.start),
 		Goroutines: runtime.NumGoroutine(),
@@ -61,7 +71,7 @@ func (s *sampler) take() Sample {
 		Buffers:    len(packet.Outstanding(s.mark)),
 		FDs:        openFDs(),
 		Sessions:   s.srv.sessions(),
-		InFlight:   s.cnt.inFlight.Load(),
+		Pending:    pending,
 		Calls:      s.cnt.calls(),
 		Errors:     s.cnt.unexpected(),
 		CPU:        cpustat.Seconds(),
@@ -107,10 +117,15 @@ var judged = []metric{
 		onlyWhen: func(s Sample) bool { return s.FDs >= 0 }},
 	{name: "sessions", of: func(s Sample) float64 { return float64(s.Sessions) },
 		trend: Tolerance{Abs: 8, Rel: 0.02}, drained: Tolerance{}},
-	// Operations in flight are at most one per connection, and their number
-	// is the call rate times the latency, so it follows the machine's load
+	// Pending requests are the call rate times the latency, plus the
+	// timeout rate times how long a timed-out number waits for its late
+	// reply (SlowFor less CallTimeout), so they follow the machine's load
 	// rather than any leak; a rise of a tenth of the connections on top of
-	// doubling means calls are getting stuck.
-	{name: "inflight", of: func(s Sample) float64 { return float64(s.InFlight) },
+	// doubling means calls are getting stuck or numbers are not coming
+	// back. They replace a count of the workers' operations in progress,
+	// which told nothing more: every operation is bounded by a deadline
+	// whose expiry is counted as an error, and once the workers stop it is
+	// 0 by construction, whereas the matchers' numbers can leak.
+	{name: "pending", of: func(s Sample) float64 { return float64(s.Pending) },
 		trend: Tolerance{Abs: 4, Rel: 1}, perConn: 0.1, drained: Tolerance{}},
 }
