@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 	"testing/synctest"
@@ -29,10 +30,42 @@ func flat(d packet.Segments) []byte {
 	return b
 }
 
+// shortCtx ends 30 ms from now. Inside a synctest bubble (its only use)
+// that is the bubble's clock: the deadline passes only once every other
+// goroutine of the bubble is parked, so a wait that ends with it has
+// really found nothing to do, however loaded the machine.
 func shortCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// readAsync runs read (Read or ReadAtLeast of a pipe) on its own
+// goroutine, the pipe's reader, and delivers the bytes it returned, or
+// its error.
+func readAsync(read func(context.Context) (packet.ReadResult, error)) <-chan readResult {
+	ch := make(chan readResult, 1)
+	go func() {
+		r, err := read(context.Background())
+		ch <- readResult{flat(r.Data), err}
+	}()
+	return ch
+}
+
+type readResult struct {
+	data []byte
+	err  error
+}
+
+// notYet fails the test if the read behind ch has returned. Call it after
+// synctest.Wait: the reader has then done all it can.
+func notYet(t *testing.T, ch <-chan readResult, when string) {
+	t.Helper()
+	select {
+	case r := <-ch:
+		t.Fatalf("%s: the read returned %q, %v; want it still waiting", when, r.data, r.err)
+	default:
+	}
 }
 
 func TestPipeAppendReadAdvance(t *testing.T) {
@@ -88,42 +121,45 @@ func TestPipeWriteCopiesAndPacksSmallWrites(t *testing.T) {
 	}
 }
 
+// Bytes the reader has examined do not wake it again: it waits for new
+// ones, however many times synctest.Wait lets everything else run.
 func TestPipeExaminedBytesDoNotRewakeReader(t *testing.T) {
 	leakcheck.Check(t)
-	ctx := context.Background()
-	p := newPipe(t, packet.DefaultPipeConfig())
-	p.Write(ctx, []byte("abc"))
-	p.Read(ctx)
-	if err := p.Advance(0, 3); err != nil { // looked at all, needs more
-		t.Fatal(err)
-	}
-	if _, err := p.Read(shortCtx(t)); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Read with nothing new = %v, want deadline", err)
-	}
-	p.Write(ctx, []byte("d"))
-	r, err := p.Read(ctx)
-	if err != nil || string(flat(r.Data)) != "abcd" {
-		t.Fatalf("Read after new data = %q, %v", flat(r.Data), err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		p := newPipe(t, packet.DefaultPipeConfig())
+		p.Write(ctx, []byte("abc"))
+		p.Read(ctx)
+		if err := p.Advance(0, 3); err != nil { // looked at all, needs more
+			t.Fatal(err)
+		}
+		got := readAsync(p.Read)
+		synctest.Wait()
+		notYet(t, got, "nothing new written")
+		p.Write(ctx, []byte("d"))
+		if r := <-got; r.err != nil || string(r.data) != "abcd" {
+			t.Fatalf("Read after new data = %q, %v", r.data, r.err)
+		}
+	})
 }
 
+// ReadAtLeast waits until the count is there: each one-byte write wakes it
+// and it parks again, until the tenth.
 func TestPipeReadAtLeast(t *testing.T) {
 	leakcheck.Check(t)
-	ctx := context.Background()
-	p := newPipe(t, packet.DefaultPipeConfig())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		p := newPipe(t, packet.DefaultPipeConfig())
+		got := readAsync(func(ctx context.Context) (packet.ReadResult, error) { return p.ReadAtLeast(ctx, 10) })
 		for i := range 10 {
-			p.Write(ctx, []byte{byte(i)})
-			time.Sleep(time.Millisecond)
+			synctest.Wait() // the reader has seen the i bytes written so far
+			notYet(t, got, fmt.Sprintf("%d of 10 bytes written", i))
+			p.Write(ctx, []byte{byte('0' + i)})
 		}
-	}()
-	r, err := p.ReadAtLeast(ctx, 10)
-	if err != nil || r.Data.Len() < 10 {
-		t.Fatalf("ReadAtLeast = %d bytes, %v", r.Data.Len(), err)
-	}
-	<-done
+		if r := <-got; r.err != nil || string(r.data) != "0123456789" {
+			t.Fatalf("ReadAtLeast(10) = %q, %v", r.data, r.err)
+		}
+	})
 }
 
 func TestPipeTakeFrame(t *testing.T) {
@@ -287,6 +323,10 @@ func TestPipeReaderReleasesPauseWhenStarved(t *testing.T) {
 
 func TestPipeCancellation(t *testing.T) {
 	leakcheck.Check(t)
+	synctest.Test(t, testPipeCancellation)
+}
+
+func testPipeCancellation(t *testing.T) {
 	ctx := context.Background()
 	p := newPipe(t, packet.PipeConfig{PauseThreshold: 4, ResumeThreshold: 2})
 	cctx, cancel := context.WithCancel(ctx)

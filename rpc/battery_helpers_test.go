@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/internal/memnet"
 	"github.com/lifenet/lifenet/rpc"
 )
 
@@ -108,8 +109,8 @@ type frame struct {
 	payload []byte
 }
 
-// rawConn is a plain TCP connection to a server, for writing hand-made
-// bytes and reading what comes back.
+// rawConn is a plain connection to a server (TCP, or in memory), for
+// writing hand-made bytes and reading what comes back.
 type rawConn struct {
 	t *testing.T
 	c net.Conn
@@ -119,6 +120,20 @@ type rawConn struct {
 func dialRaw(t *testing.T, addr string) *rawConn {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
+	must(t, err)
+	c.SetDeadline(time.Now().Add(testTimeout))
+	t.Cleanup(func() { c.Close() })
+	return &rawConn{t: t, c: c, r: bufio.NewReader(c)}
+}
+
+// dialMem is dialRaw over an in-memory connection to l (which a server
+// serves). net.Pipe is unbuffered: a write returns once the server has
+// read all of it, so a test reads each answer before its next write.
+func dialMem(t *testing.T, l *memnet.Listener) *rawConn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	c, err := l.Dial(ctx)
 	must(t, err)
 	c.SetDeadline(time.Now().Add(testTimeout))
 	t.Cleanup(func() { c.Close() })

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lifenet/lifenet/internal/memnet"
 	"github.com/lifenet/lifenet/rpc"
 )
 
@@ -231,11 +232,12 @@ func TestBatteryHTTPSRMPOnly(t *testing.T) {
 }
 
 // A connection whose first frame starts like "GET /" (first byte 0x47: a
-// one-way request, flag 7) is served as SRMP once the frame is there.
+// one-way request, flag 7) is served as SRMP once the frame is there,
+// although its first read, 100 bytes of it, looks like HTTP.
 func TestBatteryDetectSRMPThatLooksLikeGET(t *testing.T) {
 	name := "Odd/" + strings.Repeat("x", 43) // 47 bytes: the varint is '/'
 	got := make(chan int, 1)
-	_, addr := startServer(t, rpc.Config{}, func(srv *rpc.Server) {
+	srv, _ := startServer(t, rpc.Config{}, func(srv *rpc.Server) {
 		stdActions(t, srv)
 		must(t, rpc.Handle(srv, name, func(_ context.Context, b []byte) (int, error) {
 			got <- len(b)
@@ -250,8 +252,10 @@ func TestBatteryDetectSRMPThatLooksLikeGET(t *testing.T) {
 	if !bytes.HasPrefix(frame, []byte("GET /Odd/")) {
 		t.Fatalf("the frame starts %q", frame[:9])
 	}
-	rc := dialRaw(t, addr)
-	rc.write(frame[:100])
+	l := memnet.Listen("rpc")
+	must(t, srv.Serve(l))
+	rc := dialMem(t, l)
+	rc.write(frame[:100]) // in memory: the server reads these 100 bytes on their own
 	rc.write(frame[100:])
 	if n := recv(t, got, "the one-way call"); n != len(data) {
 		t.Errorf("handler got %d bytes, want %d", n, len(data))
@@ -262,14 +266,17 @@ func TestBatteryDetectSRMPThatLooksLikeGET(t *testing.T) {
 	}
 }
 
-// "GET " split across writes still becomes HTTP.
+// "GET " split across writes still becomes HTTP. The connections are
+// in memory: each write is a read of its own on the server (memnet's
+// guarantee), so the detection really sees the request in two parts.
 func TestBatteryDetectSplitGET(t *testing.T) {
-	_, addr := httpServer(t, rpc.Config{})
+	srv, _ := httpServer(t, rpc.Config{})
+	l := memnet.Listen("rpc")
+	must(t, srv.Serve(l))
 	for _, cut := range []int{1, 2, 3, 4, 5, 20} {
-		rc := dialRaw(t, addr)
+		rc := dialMem(t, l)
 		req := "GET /Bench/NoArg HTTP/1.1\r\nHost: x\r\n\r\n"
 		rc.write([]byte(req[:cut]))
-		time.Sleep(5 * time.Millisecond) // not synchronisation: only makes a separate read likely
 		rc.write([]byte(req[cut:]))
 		resp, got := rc.readHTTP()
 		if resp.StatusCode != 200 || got != `{"action":"Bench/NoArg","code":0,"data":42}` {

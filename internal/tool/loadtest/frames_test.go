@@ -9,6 +9,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/lifenet/lifenet/internal/leakcheck"
@@ -143,12 +144,12 @@ func TestRawCodecClientBothServers(t *testing.T) {
 					}
 				}
 				if s.Mode != "roundtrip" { // the server got the prime and every frame sent
+					// It counts what it reads on its own goroutines, which
+					// may still be reading when the client has returned
+					// (one-way runs get no echo to prove anything arrived).
 					want := s.SentBytes + uint64(primeCount(&Config{Size: size})*size)
-					for deadline := time.Now().Add(3 * time.Second); srv.bytes() != want && time.Now().Before(deadline); {
-						time.Sleep(5 * time.Millisecond)
-					}
-					if got := srv.bytes(); got != want {
-						t.Errorf("%s: server counted %d bytes, client sent %d (prime included)", name, got, want)
+					if !eventually(func() bool { return srv.bytes() == want }) {
+						t.Errorf("%s: server counted %d bytes, client sent %d (prime included)", name, srv.bytes(), want)
 					}
 				}
 				srv.close()
@@ -157,37 +158,29 @@ func TestRawCodecClientBothServers(t *testing.T) {
 	}
 }
 
-// lazyServer holds the replies back to check the raw client's window: the
-// first connection (the load's) must send exactly window frames and stop;
-// after k replies it must send exactly k more. Then it echoes as usual.
-// Later connections (the prime's) are echoed.
-func lazyServer(t *testing.T, window, size int, check func(c net.Conn, window, size int)) string {
+// windowRun is a raw client run with an SRMP window of window frames of
+// size bytes and a window of seconds, set up as RunClient sets it up
+// (the prime left out).
+func windowRun(t *testing.T, window, size int, seconds float64) *run {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	cfg, err := Parse([]string{"--impl", "raw", "--codec", "srmp", "--window", fmt.Sprint(window), "--size", fmt.Sprint(size),
+		"--clients", "1", "--seconds", fmt.Sprint(seconds), "--warmup", "0", "--json"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { l.Close(); wg.Wait() })
-	wg.Go(func() {
-		for i := 0; ; i++ {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() {
-				defer c.Close()
-				if i == 0 {
-					check(c, window, size)
-				}
-				io.Copy(c, c)
-			})
-		}
-	})
-	return l.Addr().String()
+	r := &run{cfg: &cfg, payload: bytes.Repeat([]byte{0x5A}, size)}
+	if !r.windowed() {
+		t.Fatalf("%+v is not a windowed run", cfg)
+	}
+	r.ring = newFrameRing(&cfg, r.payload, r.inFlight())
+	r.payload = r.ring.buf[:size]
+	return r
 }
 
-// quiet reports whether nothing arrives on c for a while.
+// quiet reports whether nothing arrives on c for 60 ms. Inside a synctest
+// bubble that is exact, not a guess: the bubble's clock moves only once
+// every goroutine is parked, and a client with anything left to send
+// would be parked in a Write this Read takes at once.
 func quiet(c net.Conn) bool {
 	c.SetReadDeadline(time.Now().Add(60 * time.Millisecond))
 	defer c.SetReadDeadline(time.Time{})
@@ -195,68 +188,95 @@ func quiet(c net.Conn) bool {
 	return n == 0
 }
 
+// The raw client keeps exactly its window in flight: it sends window
+// frames and stops; after k replies it sends exactly k more, and half a
+// reply earns nothing. The peer is the other end of a net.Pipe inside a
+// synctest bubble, so each of its writes is a read of its own on the
+// client (the half reply really arrives alone) and every "nothing more
+// comes" is checked when the client has done all it can. After its
+// checks the peer answers what is owed, takes the refill, and holds its
+// echoes until the run's window has closed: the client then sends
+// nothing more and drains them. Every count is therefore exact.
 func TestRawClientWindow(t *testing.T) {
 	leakcheck.Check(t)
-	const window, size = 8, 24
-	var failures []string
-	var mu sync.Mutex
-	fail := func(format string, a ...any) {
-		mu.Lock()
-		failures = append(failures, fmt.Sprintf(format, a...))
-		mu.Unlock()
+	synctest.Test(t, func(t *testing.T) {
+		const window, size, seconds = 8, 24, 2.0
+		r := windowRun(t, window, size, seconds)
+		client, peer := net.Pipe()
+		start := time.Now()
+		windowEnd := start.Add(time.Duration(seconds * float64(time.Second)))
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			defer peer.Close()
+			lazyPeer(t, peer, window, size, windowEnd)
+		})
+		r.pipeline(context.Background(), []clientConn{&rawConn{conn: client, buf: make([]byte, 64<<10)}})
+		elapsed := time.Since(start)
+		wg.Wait()
+
+		// 8 frames, 3+1+8 refills during the checks, 8 for the owed
+		// window: 28, every one answered.
+		const frames = window + 3 + 1 + window + window
+		s := r.summary(elapsed.Seconds())
+		if s.Window != window || s.SentBytes != frames*size || s.RecvBytes != frames*size || s.IntegrityDiff == nil || *s.IntegrityDiff != 0 || s.ConnErrors != 0 {
+			t.Errorf("summary %+v; want %d frames of %d bytes sent and answered in a window of %d", s, frames, size, window)
+		}
+		// The last echoes come a second after the window closed.
+		if s.DrainSeconds < 1 || s.DrainSeconds > 1.1 {
+			t.Errorf("drain %.3f s, want 1 s (the peer's hold)", s.DrainSeconds)
+		}
+	})
+}
+
+// lazyPeer is TestRawClientWindow's server side on c.
+func lazyPeer(t *testing.T, c net.Conn, window, size int, windowEnd time.Time) {
+	first := make([]byte, window*size)
+	if _, err := io.ReadFull(c, first); err != nil {
+		t.Errorf("first window: %v", err)
+		return
 	}
-	check := func(c net.Conn, window, size int) {
-		first := make([]byte, window*size)
-		if _, err := io.ReadFull(c, first); err != nil {
-			fail("first window: %v", err)
+	if !quiet(c) {
+		t.Errorf("more than the window (%d frames) sent before any reply", window)
+		return
+	}
+	for i := range window {
+		frame := first[i*size : (i+1)*size]
+		if frame[0] != 1 || int(frame[1]) != i+1 || int(binary.LittleEndian.Uint16(frame[2:])) != size-4 {
+			t.Errorf("frame %d: header % x", i, frame[:4])
+		}
+	}
+	var owed []byte
+	for _, k := range []int{3, 1, window} {
+		reply := make([]byte, k*size)
+		copy(reply, first)
+		// Reply in two pieces, cut inside a frame: the refill follows
+		// complete replies only.
+		c.Write(reply[:size/2])
+		if !quiet(c) {
+			t.Errorf("frames sent after half a reply")
+			return
+		}
+		c.Write(reply[size/2:])
+		more := make([]byte, k*size)
+		if _, err := io.ReadFull(c, more); err != nil {
+			t.Errorf("refill after %d replies: %v", k, err)
 			return
 		}
 		if !quiet(c) {
-			fail("more than the window (%d frames) sent before any reply", window)
+			t.Errorf("more than %d frames sent after %d replies", k, k)
 			return
 		}
-		for i := range window {
-			frame := first[i*size : (i+1)*size]
-			if frame[0] != 1 || int(frame[1]) != i+1 || int(binary.LittleEndian.Uint16(frame[2:])) != size-4 {
-				fail("frame %d: header % x", i, frame[:4])
-			}
-		}
-		var owed []byte
-		for _, k := range []int{3, 1, window} {
-			reply := make([]byte, k*size)
-			copy(reply, first)
-			// Reply in two pieces, cut inside a frame: the refill follows
-			// complete replies only.
-			c.Write(reply[:size/2])
-			time.Sleep(10 * time.Millisecond)
-			c.Write(reply[size/2:])
-			more := make([]byte, k*size)
-			if _, err := io.ReadFull(c, more); err != nil {
-				fail("refill after %d replies: %v", k, err)
-				return
-			}
-			if !quiet(c) {
-				fail("more than %d frames sent after %d replies", k, k)
-				return
-			}
-			owed = more
-		}
-		c.Write(owed) // the window still owed; io.Copy answers the rest
+		owed = more
 	}
-	addr := lazyServer(t, window, size, check)
-	args := []string{"--remote", addr, "--impl", "raw", "--codec", "srmp", "--window", fmt.Sprint(window), "--size", fmt.Sprint(size),
-		"--clients", "1", "--seconds", "0.8", "--warmup", "0", "--json"}
-	var out, errOut bytes.Buffer
-	if code := Main(context.Background(), args, &out, &errOut); code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut.String())
+	c.Write(owed) // the window still owed: the client refills it
+	refill := make([]byte, window*size)
+	if _, err := io.ReadFull(c, refill); err != nil {
+		t.Errorf("refill after the owed window: %v", err)
+		return
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	for _, f := range failures {
-		t.Error(f)
-	}
-	s := summaryOf(t, out.String())
-	if s.Window != window || s.IntegrityDiff == nil || *s.IntegrityDiff != 0 || s.RecvBytes != s.SentBytes || s.SentBytes < uint64(3*window*size) {
-		t.Errorf("summary %+v", s)
+	time.Sleep(time.Until(windowEnd) + time.Second) // the bubble's clock: the window closes meanwhile
+	c.Write(refill)
+	if n, _ := io.Copy(io.Discard, c); n != 0 { // until the client closes
+		t.Errorf("%d bytes sent after the window closed", n)
 	}
 }

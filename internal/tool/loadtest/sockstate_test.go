@@ -1,7 +1,6 @@
 package loadtest
 
 import (
-	"context"
 	"net"
 	"net/netip"
 	"os"
@@ -78,19 +77,19 @@ func TestDescribeStalledFindsHeldBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	idle := netip.MustParseAddrPort("127.0.0.1:1") // not a socket: ignored
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for ctx.Err() == nil {
-		out := describeStalled([]netip.AddrPort{addrPortOf(c.LocalAddr()), idle})
-		if strings.Contains(out, "server ") && strings.Contains(out, "unread 1000 B") {
-			if !strings.Contains(out, "client "+c.LocalAddr().String()) {
-				t.Fatalf("client end missing:\n%s", out)
-			}
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	// Write returns once the bytes are in the kernel; the table shows them
+	// in the server's receive queue a moment later, with no way to wait
+	// for that but to look again.
+	var out string
+	if !eventually(func() bool {
+		out = describeStalled([]netip.AddrPort{addrPortOf(c.LocalAddr()), idle})
+		return strings.Contains(out, "server ") && strings.Contains(out, "unread 1000 B")
+	}) {
+		t.Fatalf("the server end's 1000 unread bytes never showed:\n%s", out)
 	}
-	t.Fatalf("the server end's 1000 unread bytes never showed:\n%s", describeStalled([]netip.AddrPort{addrPortOf(c.LocalAddr())}))
+	if !strings.Contains(out, "client "+c.LocalAddr().String()) {
+		t.Fatalf("client end missing:\n%s", out)
+	}
 }
 
 // The server does not stop while TCP connections are open, unless they
