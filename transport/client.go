@@ -263,7 +263,7 @@ func (c *Client) dialUDP(ctx context.Context) (net.Conn, sender, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return conn, &datagramSender{conn: conn.(*net.UDPConn), connected: true}, nil
+		return conn, newDatagramSender(conn.(*net.UDPConn), true, netip.AddrPort{}), nil
 	}
 	local, err := net.ResolveUDPAddr(c.network, c.cfg.LocalAddr)
 	if err != nil {
@@ -273,7 +273,7 @@ func (c *Client) dialUDP(ctx context.Context) (net.Conn, sender, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return &boundUDP{UDPConn: conn, remote: remote}, &datagramSender{conn: conn, to: remote.AddrPort()}, nil
+	return &boundUDP{UDPConn: conn, remote: remote}, newDatagramSender(conn, false, remote.AddrPort()), nil
 }
 
 // boundUDP is an unconnected UDP socket that reports the client's remote.

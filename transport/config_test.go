@@ -27,6 +27,7 @@ func TestDefaultConfig(t *testing.T) {
 		WriteTimeout:        transport.DefaultWriteTimeout,
 		UDPPeerIdle:         transport.DefaultUDPPeerIdle,
 		MaxUDPPeers:         transport.DefaultMaxUDPPeers,
+		UDPReadBatch:        transport.DefaultUDPReadBatch,
 	}
 	if c != want {
 		t.Fatalf("DefaultConfig() =\n%+v\nwant\n%+v", c, want)
@@ -71,6 +72,7 @@ var negativeFields = map[string]func(*transport.Config){
 	"MaxConnsPerIP":       func(c *transport.Config) { c.MaxConnsPerIP = -1 },
 	"SendQueueBytes":      func(c *transport.Config) { c.SendQueueBytes = -1 },
 	"MaxUDPPeers":         func(c *transport.Config) { c.MaxUDPPeers = -1 },
+	"UDPReadBatch":        func(c *transport.Config) { c.UDPReadBatch = -1 },
 }
 
 // Validate names each negative field in an error matching ErrConfig, for a

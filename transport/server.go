@@ -34,6 +34,8 @@ type Server struct {
 	stopped chan struct{}  // closed when the server starts shutting down
 	once    sync.Once      // stop
 	closed  sync.Once      // releasing the clock
+
+	slotSize int // size of UDP receive buffers; 0: datagramBuffer (tests set less)
 }
 
 // NewServer returns a server with the given settings and hooks. It listens

@@ -11,6 +11,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/lifenet/lifenet/internal/leakcheck"
@@ -51,7 +52,7 @@ func dial(t *testing.T, network string, a net.Addr) net.Conn {
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second) // generous: a loaded machine, a -race build
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -186,38 +187,58 @@ func TestSlowConsumerClosesSession(t *testing.T) {
 	}
 }
 
-// The idle timeout closes a quiet session; a session that keeps talking
-// stays.
+// The first-byte timeout closes a silent connection, the idle timeout a
+// quiet session; a session that keeps talking stays. In a synctest bubble
+// over in-memory connections, so the timeouts run on the bubble's clock:
+// exact, and no real seconds spent waiting.
 func TestIdleAndFirstByteTimeouts(t *testing.T) {
 	leakcheck.Check(t)
-	reasons := make(chan transport.Reason, 4)
-	cfg := transport.Config{IdleTimeout: 600 * time.Millisecond, FirstByteTimeout: 300 * time.Millisecond}
-	srv, a := startServer(t, cfg, transport.Hooks{
-		OnClose: func(_ *transport.Session, e *transport.CloseError) { reasons <- e.Reason },
-	}, "tcp", "127.0.0.1:0")
+	synctest.Test(t, func(t *testing.T) {
+		reasons := make(chan transport.Reason, 4)
+		cfg := transport.Config{IdleTimeout: 600 * time.Millisecond, FirstByteTimeout: 300 * time.Millisecond}
+		srv, err := transport.NewServer(cfg, transport.Hooks{
+			OnClose: func(_ *transport.Session, e *transport.CloseError) { reasons <- e.Reason },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		l := newPipeListener()
+		if err := srv.Serve(l); err != nil {
+			t.Fatal(err)
+		}
 
-	silent := dial(t, "tcp", a)
-	_ = silent
-	if r := <-reasons; r != transport.ReasonFirstByte {
-		t.Fatalf("silent connection closed with %v", r)
-	}
-	quiet := dial(t, "tcp", a)
-	quiet.Write([]byte("hi"))
-	start := time.Now()
-	if r := <-reasons; r != transport.ReasonIdle {
-		t.Fatalf("quiet connection closed with %v", r)
-	}
-	if d := time.Since(start); d < 500*time.Millisecond {
-		t.Fatalf("idle close after %v, before the 600ms timeout", d)
-	}
-	chatty := dial(t, "tcp", a)
-	for range 10 {
-		chatty.Write([]byte("x"))
-		time.Sleep(150 * time.Millisecond)
-	}
-	if srv.SessionCount() != 1 {
-		t.Fatal("an active session was closed")
-	}
+		start := time.Now()
+		silent := l.dial()
+		defer silent.Close()
+		if r := <-reasons; r != transport.ReasonFirstByte {
+			t.Fatalf("silent connection closed with %v", r)
+		}
+		if d := time.Since(start); d != 300*time.Millisecond {
+			t.Errorf("first-byte close after %v, want 300ms", d)
+		}
+		quiet := l.dial()
+		defer quiet.Close()
+		quiet.Write([]byte("hi"))
+		start = time.Now()
+		if r := <-reasons; r != transport.ReasonIdle {
+			t.Fatalf("quiet connection closed with %v", r)
+		}
+		// The idle deadline moves on the coarse clock: 600 ms after the
+		// last read, plus up to two of its 250 ms ticks.
+		if d := time.Since(start); d < 600*time.Millisecond || d > 1100*time.Millisecond {
+			t.Fatalf("idle close after %v, want 600ms…1.1s", d)
+		}
+		chatty := l.dial()
+		defer chatty.Close()
+		for range 10 { // 1.5 s of traffic, never 600 ms apart
+			chatty.Write([]byte("x"))
+			time.Sleep(150 * time.Millisecond)
+		}
+		if srv.SessionCount() != 1 {
+			t.Fatal("an active session was closed")
+		}
+	})
 }
 
 // Connection limits: at the limit connections are served, one past it is
@@ -328,7 +349,7 @@ func TestRegistryChurn(t *testing.T) {
 func TestSessionBagAndState(t *testing.T) {
 	leakcheck.Check(t)
 	type appState struct{ n int }
-	done := make(chan int, 1)
+	done := make(chan int, 2)
 	_, a := startServer(t, transport.Config{}, transport.Hooks{
 		OnOpen: func(s *transport.Session) { s.SetState(&appState{}); s.Set("codec", "srmp") },
 		OnReceive: func(s *transport.Session, p *packet.Packet) {
@@ -336,7 +357,7 @@ func TestSessionBagAndState(t *testing.T) {
 			v, _ := s.Get("codec")
 			if ok && v == "srmp" {
 				st.n += p.Len()
-				if st.n >= 6 {
+				if st.n == 3 || st.n == 6 {
 					done <- st.n
 				}
 			}
@@ -344,8 +365,10 @@ func TestSessionBagAndState(t *testing.T) {
 	}, "tcp", "127.0.0.1:0")
 	c := dial(t, "tcp", a)
 	c.Write([]byte("abc"))
-	time.Sleep(10 * time.Millisecond)
-	c.Write([]byte("def"))
+	if n := <-done; n != 3 {
+		t.Fatalf("state counted %d bytes of the first write", n)
+	}
+	c.Write([]byte("def")) // a second OnReceive: the state carried over
 	if n := <-done; n != 6 {
 		t.Fatalf("state counted %d bytes", n)
 	}
@@ -355,12 +378,12 @@ func TestSessionBagAndState(t *testing.T) {
 // then closes the session with ReasonShutdown.
 func TestShutdownFinishesInFlightWork(t *testing.T) {
 	leakcheck.Check(t)
-	inHandler := make(chan struct{})
+	inHandler, release := make(chan struct{}), make(chan struct{})
 	reasons := make(chan transport.Reason, 1)
 	srv, a := startServer(t, transport.Config{}, transport.Hooks{
 		OnReceive: func(s *transport.Session, p *packet.Packet) {
 			close(inHandler)
-			time.Sleep(100 * time.Millisecond) // slow work in flight
+			<-release // slow work in flight
 			s.SendBytes([]byte("done"))
 		},
 		OnClose: func(_ *transport.Session, e *transport.CloseError) { reasons <- e.Reason },
@@ -368,7 +391,19 @@ func TestShutdownFinishesInFlightWork(t *testing.T) {
 	c := dial(t, "tcp", a)
 	c.Write([]byte("go"))
 	<-inHandler
-	if err := srv.Shutdown(context.Background()); err != nil {
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(context.Background()) }()
+	// Shutdown has begun once the listener refuses connections; only then
+	// does the handler finish.
+	waitUntil(t, "Shutdown to close the listener", func() bool {
+		c, err := net.Dial("tcp", a.String())
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	})
+	close(release)
+	if err := <-shut; err != nil {
 		t.Fatal(err)
 	}
 	reply, _ := io.ReadAll(c)
@@ -378,29 +413,43 @@ func TestShutdownFinishesInFlightWork(t *testing.T) {
 	if r := <-reasons; r != transport.ReasonShutdown {
 		t.Fatalf("closed with %v", r)
 	}
-	if _, err := net.Dial("tcp", a.String()); err == nil {
-		t.Fatal("still accepting after Shutdown")
-	}
 	srv.Close() // idempotent after Shutdown
 }
 
-// Shutdown honours its deadline: a handler that never finishes is cut off.
+// Shutdown honours its deadline: a handler that outlives it is cut off.
+// In a synctest bubble over an in-memory connection, so that the handler
+// ends (200 ms) strictly after the deadline (50 ms) on the bubble's clock.
 func TestShutdownDeadline(t *testing.T) {
 	leakcheck.Check(t)
-	release := make(chan struct{})
-	entered := make(chan struct{})
-	srv, a := startServer(t, transport.Config{}, transport.Hooks{
-		OnReceive: func(s *transport.Session, p *packet.Packet) { close(entered); <-release },
-	}, "tcp", "127.0.0.1:0")
-	c := dial(t, "tcp", a)
-	c.Write([]byte("x"))
-	<-entered
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	go func() { time.Sleep(200 * time.Millisecond); close(release) }()
-	if err := srv.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Shutdown = %v, want deadline exceeded", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		entered := make(chan struct{})
+		srv, err := transport.NewServer(transport.Config{}, transport.Hooks{
+			OnReceive: func(s *transport.Session, p *packet.Packet) { close(entered); <-release },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		l := newPipeListener()
+		if err := srv.Serve(l); err != nil {
+			t.Fatal(err)
+		}
+		c := l.dial()
+		defer c.Close()
+		c.Write([]byte("x"))
+		<-entered
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		go func() { time.Sleep(200 * time.Millisecond); close(release) }()
+		start := time.Now()
+		if err := srv.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Shutdown = %v, want deadline exceeded", err)
+		}
+		if d := time.Since(start); d < 50*time.Millisecond {
+			t.Fatalf("Shutdown returned after %v, before its deadline", d)
+		}
+	})
 }
 
 // A panicking handler closes its session with a PanicError, not the server.

@@ -29,7 +29,9 @@ type Hooks struct {
 	// BatchSends queues the sends made while OnReceive runs and writes
 	// them in one vectored write when it returns, instead of one write per
 	// send: for servers that answer many frames of one read from the
-	// receive goroutine (the codec layer sets it). Sends from other
+	// receive goroutine (the codec layer sets it). On UDP each send is
+	// still one datagram; on Linux those queued together leave in one
+	// sendmmsg. Sends from other
 	// goroutines during that time are written by the receive goroutine
 	// too, so leave it off where other goroutines stream large amounts
 	// (clients): the receive goroutine would stop reading while it writes.

@@ -16,7 +16,7 @@ type Stats struct {
 	BytesIn, BytesOut       uint64 // payload bytes received and written
 	MessagesIn, MessagesOut uint64 // reads/datagrams delivered; messages written (one per Send or SendBytes)
 
-	DatagramsDropped   uint64 // UDP datagrams dropped (peer limit, closed session, queue full)
+	DatagramsDropped   uint64 // UDP datagrams dropped (no session could take them, or the OS cut them short)
 	SendQueueOverflows uint64 // sends refused because a send queue was full
 }
 

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/lifenet/lifenet/packet"
@@ -14,52 +16,107 @@ import (
 // MaxDatagram is the largest UDP payload (IPv4: 65535 − 20 − 8).
 const MaxDatagram = 65507
 
+// datagramBuffer is the size of each receive slot of a UDP server: 64 KiB
+// holds the largest datagram of IPv4 (MaxDatagram) and of IPv6 (65527
+// bytes without jumbograms), so the kernel never cuts one short. A
+// datagram that arrives truncated all the same is dropped and counted in
+// Stats.DatagramsDropped: its head alone would hand a protocol half a
+// message.
+const datagramBuffer = 64 << 10
+
 // udpHousekeeping is how often a UDP loop expires idle peers and finishes
 // sessions closed by the application, even when no datagram arrives.
 const udpHousekeeping = time.Second
 
-// udpServer runs one datagram socket: one receive goroutine that keys
-// virtual sessions by the peer's address and delivers each datagram to the
-// peer's OnReceive. On a *net.UDPConn the key is the netip.AddrPort (no
-// strings, no allocation per datagram); any other net.PacketConn (an
-// in-memory one in tests, say) goes through ReadFrom/WriteTo.
+// udpServer runs one datagram socket: one receive goroutine that reads
+// batches of datagrams, keys virtual sessions by the peer's address and
+// delivers each datagram to the peer's OnReceive. On a *net.UDPConn the key
+// is the netip.AddrPort (no strings, no allocation per datagram); any other
+// net.PacketConn (an in-memory one in tests, say) is keyed by the text of
+// its addresses.
 type udpServer struct {
-	srv   *Server
-	pc    net.PacketConn
-	udp   *net.UDPConn         // pc, when it is a UDP socket: the allocation-free path
-	peers map[peerKey]*Session // owned by the receive goroutine
+	srv    *Server
+	pc     net.PacketConn
+	udp    *net.UDPConn    // pc, when it is a UDP socket
+	raw    syscall.RawConn // udp's, where sends can be batched (Linux); else nil
+	family int             // udp's address family, with raw
+	reader datagramReader
+	slots  []udpSlot
+
+	// Owned by the receive goroutine.
+	byAddr   map[netip.AddrPort]*Session // UDP peers
+	byName   map[string]*Session         // peers of other packet connections
+	lastAddr netip.AddrPort              // the peer of the last datagram, whose
+	lastSess *Session                    // session is found without a map lookup
+
+	reads   atomic.Uint64 // receive calls that returned datagrams (tests)
+	pending atomic.Bool   // closed holds sessions
 
 	mu      sync.Mutex
 	closed  []*Session // closed by the application, to be finished by the loop
 	stopped bool
 }
 
-// peerKey identifies a datagram peer: its AddrPort on UDP sockets, or the
-// network and text of its address on other packet connections.
-type peerKey struct {
-	ap    netip.AddrPort
-	other string
+// udpSlot is one datagram of a receive batch: a pooled buffer and, once
+// read, its length and sender.
+type udpSlot struct {
+	buf   *packet.Packet
+	n     int
+	addr  netip.AddrPort // the sender on UDP sockets (IPv4-mapped addresses unmapped)
+	from  net.Addr       // the sender on other packet connections
+	trunc bool           // the datagram did not fit buf
+}
+
+// datagramReader receives datagrams into slots.
+type datagramReader interface {
+	// read fills slots[:k] with k ≥ 1 datagrams, waiting for the first,
+	// or fails.
+	read(slots []udpSlot) (k int, err error)
 }
 
 // ServePacket serves datagrams from pc in a new goroutine until the server
 // is closed; the server closes pc then. A *net.UDPConn is served without
-// allocation per datagram; other packet connections cost one address
+// allocation per datagram, on Linux in batches of Config.UDPReadBatch
+// datagrams per system call; other packet connections cost one address
 // string per datagram (they key peers by it).
 func (s *Server) ServePacket(pc net.PacketConn) error {
-	u := &udpServer{srv: s, pc: pc, peers: make(map[peerKey]*Session)}
+	u := &udpServer{srv: s, pc: pc, byAddr: make(map[netip.AddrPort]*Session)}
+	batch := 1
 	if conn, ok := pc.(*net.UDPConn); ok {
 		u.udp = conn
+		u.raw, u.family = batchSocket(conn)
 		if b := s.ep.cfg.SocketReceiveBuffer; b > 0 {
 			conn.SetReadBuffer(b)
 		}
 		if b := s.ep.cfg.SocketSendBuffer; b > 0 {
 			conn.SetWriteBuffer(b)
 		}
+		if n := s.ep.cfg.UDPReadBatch; n > 1 {
+			if r := newBatchReader(conn, n); r != nil {
+				u.reader, batch = r, n
+			}
+		}
+		if u.reader == nil {
+			u.reader = &udpReader{conn: conn}
+		}
+	} else {
+		u.byName = make(map[string]*Session)
+		u.reader = &packetReader{pc: pc}
+	}
+	size := datagramBuffer
+	if s.slotSize > 0 {
+		size = s.slotSize
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
 		return ErrClosed
+	}
+	u.slots = make([]udpSlot, batch)
+	for i := range u.slots {
+		b := packet.Get(size)
+		b.Resize(b.Cap())
+		u.slots[i].buf = b
 	}
 	s.udp = append(s.udp, u)
 	s.wg.Add(1)
@@ -76,8 +133,12 @@ func (u *udpServer) stop() {
 
 func (u *udpServer) loop() {
 	defer u.srv.wg.Done()
-	buf := packet.Get(MaxDatagram)
-	defer func() { buf.Release() }()
+	defer func() {
+		for i := range u.slots {
+			u.slots[i].buf.Release()
+			u.slots[i].buf = nil
+		}
+	}()
 	var nextSweep int64
 	for {
 		if t := now(); t >= nextSweep {
@@ -85,7 +146,7 @@ func (u *udpServer) loop() {
 			u.sweep(t)
 			u.pc.SetReadDeadline(time.Unix(0, t).Add(udpHousekeeping + clockTick))
 		}
-		n, key, from, err := u.read(buf.Bytes())
+		k, err := u.reader.read(u.slots)
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				continue
@@ -97,50 +158,36 @@ func (u *udpServer) loop() {
 			u.srv.ep.reportError(err) // e.g. ICMP errors on some platforms: the socket stays usable
 			continue
 		}
-		u.datagram(key, from, buf, n)
-		if buf.RefCount() != 1 {
-			buf.Release()
-			buf = packet.Get(MaxDatagram)
-		} else {
-			buf.Resize(MaxDatagram)
+		u.reads.Add(1)
+		for i := range u.slots[:k] {
+			sl := &u.slots[i]
+			u.datagram(sl)
+			if sl.buf.RefCount() != 1 { // the handler kept a share: read into a fresh buffer
+				size := sl.buf.Cap()
+				sl.buf.Release()
+				sl.buf = packet.Get(size)
+			}
+			sl.buf.Resize(sl.buf.Cap())
+			sl.from = nil
 		}
-		u.finishClosed()
+		if u.pending.Load() {
+			u.finishClosed()
+		}
 	}
 }
 
-// read receives one datagram into b. from is nil on UDP sockets (the key
-// holds the address; a net.Addr is built only for a new session).
-func (u *udpServer) read(b []byte) (n int, key peerKey, from net.Addr, err error) {
-	if u.udp != nil {
-		var ap netip.AddrPort
-		n, ap, err = u.udp.ReadFromUDPAddrPort(b)
-		return n, peerKey{ap: unmapped(ap)}, nil, err
-	}
-	n, from, err = u.pc.ReadFrom(b)
-	if err != nil {
-		return n, key, from, err
-	}
-	if ua, ok := from.(*net.UDPAddr); ok {
-		return n, peerKey{ap: unmapped(ua.AddrPort())}, from, nil
-	}
-	return n, peerKey{other: from.Network() + "|" + from.String()}, from, nil
-}
-
-// unmapped turns an IPv4-mapped IPv6 address into plain IPv4, so one peer
-// has one key whichever socket family it arrived on.
-func unmapped(ap netip.AddrPort) netip.AddrPort {
-	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-}
-
-// datagram handles one datagram of n bytes from the peer key (address from,
-// or nil on UDP sockets).
-func (u *udpServer) datagram(key peerKey, from net.Addr, buf *packet.Packet, n int) {
-	sess := u.peers[key]
+// datagram handles one received datagram.
+func (u *udpServer) datagram(sl *udpSlot) {
+	sess := u.lookup(sl)
 	if sess != nil && sess.Reason() != ReasonNone {
 		u.end(sess) // closed meanwhile: this datagram starts a new session
 		sess = nil
 	}
-	if n == 0 { // NewLife convention: an empty datagram ends the peer's session
+	if sl.trunc {
+		u.srv.ep.stats.droppedDatagrams.Add(1)
+		return
+	}
+	if sl.n == 0 { // NewLife convention: an empty datagram ends the peer's session
 		if sess != nil {
 			sess.closeWith(ReasonPeerClosed, nil)
 			u.end(sess)
@@ -148,13 +195,31 @@ func (u *udpServer) datagram(key peerKey, from net.Addr, buf *packet.Packet, n i
 		return
 	}
 	if sess == nil {
-		if sess = u.open(key, from); sess == nil {
+		if sess = u.open(sl); sess == nil {
 			u.srv.ep.stats.droppedDatagrams.Add(1)
 			return
 		}
 	}
-	u.safeDeliver(sess, buf, n)
+	u.safeDeliver(sess, sl.buf, sl.n)
 }
+
+// lookup finds the session of the slot's sender, or nil.
+func (u *udpServer) lookup(sl *udpSlot) *Session {
+	if u.byName != nil {
+		return u.byName[nameOf(sl.from)]
+	}
+	if sl.addr == u.lastAddr && u.lastSess != nil {
+		return u.lastSess
+	}
+	sess := u.byAddr[sl.addr]
+	if sess != nil {
+		u.lastAddr, u.lastSess = sl.addr, sess
+	}
+	return sess
+}
+
+// nameOf keys a peer of a packet connection other than a UDP socket.
+func nameOf(a net.Addr) string { return a.Network() + "|" + a.String() }
 
 // safeDeliver runs OnReceive, closing the session if it panics.
 func (u *udpServer) safeDeliver(sess *Session, buf *packet.Packet, n int) {
@@ -167,16 +232,22 @@ func (u *udpServer) safeDeliver(sess *Session, buf *packet.Packet, n int) {
 	sess.deliver(buf, n)
 }
 
-// open starts a virtual session for a new peer, or returns nil when the
-// server is closing. At MaxUDPPeers the least recently active of a sample
-// of peers makes room (ReasonLimit): a flood of new source addresses,
-// which are easy to forge, pushes out peers that went quiet, not the
-// server's TCP connections (MaxConns is theirs alone) nor peers that keep
-// talking.
-func (u *udpServer) open(key peerKey, from net.Addr) *Session {
+// open starts a virtual session for the slot's sender, or returns nil when
+// the server is closing. At MaxUDPPeers the least recently active of a
+// sample of peers makes room (ReasonLimit): a flood of new source
+// addresses, which are easy to forge, pushes out peers that went quiet,
+// not the server's TCP connections (MaxConns is theirs alone) nor peers
+// that keep talking.
+func (u *udpServer) open(sl *udpSlot) *Session {
 	s := u.srv
-	if len(u.peers) >= s.ep.cfg.MaxUDPPeers && !u.evictOne() {
+	if u.peers() >= s.ep.cfg.MaxUDPPeers && !u.evictOne() {
 		return nil
+	}
+	out := &udpSender{u: u, addr: sl.addr, to: sl.from}
+	if u.byName != nil {
+		out.name = nameOf(sl.from)
+	} else {
+		out.to = net.UDPAddrFromAddrPort(sl.addr)
 	}
 	s.mu.Lock()
 	if s.closing {
@@ -184,24 +255,42 @@ func (u *udpServer) open(key peerKey, from net.Addr) *Session {
 		return nil
 	}
 	id := s.nextID.Add(1)
-	if from == nil {
-		from = net.UDPAddrFromAddrPort(key.ap)
-	}
-	out := &udpSender{u: u, key: key, to: from}
-	sess := newSession(&s.ep, id, nil, out, u.pc.LocalAddr(), from)
+	sess := newSession(&s.ep, id, nil, out, u.pc.LocalAddr(), out.to)
 	out.sess = sess
 	sess.datagram = true
 	sess.onEnd = s.forget
 	s.sessions.add(sess)
 	s.ep.stats.opened()
 	s.mu.Unlock()
-	u.peers[key] = sess
+	if u.byName != nil {
+		u.byName[out.name] = sess
+	} else {
+		u.byAddr[sl.addr] = sess
+		u.lastAddr, u.lastSess = sl.addr, sess
+	}
 	if err := sess.openSafely(); err != nil {
 		sess.closeWith(ReasonError, err)
 		u.end(sess)
 		return nil
 	}
 	return sess
+}
+
+// peers returns the number of live peer sessions.
+func (u *udpServer) peers() int { return len(u.byAddr) + len(u.byName) }
+
+// each calls f for every peer session until f returns false.
+func (u *udpServer) each(f func(*Session) bool) {
+	for _, sess := range u.byAddr {
+		if !f(sess) {
+			return
+		}
+	}
+	for _, sess := range u.byName {
+		if !f(sess) {
+			return
+		}
+	}
 }
 
 // evictSample is how many peers evictOne compares: a bounded cost per new
@@ -212,14 +301,13 @@ const evictSample = 64
 func (u *udpServer) evictOne() bool {
 	var victim *Session
 	n := 0
-	for _, sess := range u.peers {
+	u.each(func(sess *Session) bool {
 		if victim == nil || sess.lastRx.Load() < victim.lastRx.Load() {
 			victim = sess
 		}
-		if n++; n == evictSample {
-			break
-		}
-	}
+		n++
+		return n < evictSample
+	})
 	if victim == nil {
 		return false
 	}
@@ -230,21 +318,35 @@ func (u *udpServer) evictOne() bool {
 
 // end finishes a peer's session on the receive goroutine.
 func (u *udpServer) end(sess *Session) {
-	key := sess.out.(*udpSender).key
-	if u.peers[key] == sess {
-		delete(u.peers, key)
-		sess.finish()
+	out := sess.out.(*udpSender)
+	if u.lastSess == sess {
+		u.lastAddr, u.lastSess = netip.AddrPort{}, nil
 	}
+	if u.byName != nil {
+		if u.byName[out.name] != sess {
+			return
+		}
+		delete(u.byName, out.name)
+	} else {
+		if u.byAddr[out.addr] != sess {
+			return
+		}
+		delete(u.byAddr, out.addr)
+	}
+	sess.finish()
 }
 
 // sweep expires idle peers.
 func (u *udpServer) sweep(t int64) {
-	idle := u.srv.ep.cfg.UDPPeerIdle
-	if idle <= 0 {
-		return
-	}
-	for _, sess := range u.peers {
-		if t-sess.lastRx.Load() > int64(idle) {
+	if idle := u.srv.ep.cfg.UDPPeerIdle; idle > 0 {
+		var expired []*Session
+		u.each(func(sess *Session) bool {
+			if t-sess.lastRx.Load() > int64(idle) {
+				expired = append(expired, sess)
+			}
+			return true
+		})
+		for _, sess := range expired {
 			sess.closeWith(ReasonIdle, nil)
 			u.end(sess)
 		}
@@ -257,6 +359,7 @@ func (u *udpServer) finishClosed() {
 	u.mu.Lock()
 	list := u.closed
 	u.closed = nil
+	u.pending.Store(false)
 	u.mu.Unlock()
 	for _, sess := range list {
 		u.end(sess)
@@ -265,7 +368,12 @@ func (u *udpServer) finishClosed() {
 
 // endAll finishes every peer (the socket is gone).
 func (u *udpServer) endAll(r Reason) {
-	for _, sess := range u.peers {
+	var all []*Session
+	u.each(func(sess *Session) bool {
+		all = append(all, sess)
+		return true
+	})
+	for _, sess := range all {
 		sess.closeWith(r, nil)
 		u.end(sess)
 	}

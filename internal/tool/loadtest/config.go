@@ -35,6 +35,7 @@ type Config struct {
 	UDPConn     bool
 	RecvMode    string // "sync", "async" or "event"
 	RcvBuf      int
+	UDPBatch    int    // lifenet UDP server: datagrams per receive system call (0: transport's default)
 	Codec       string // "none", "srmp" or "lengthfield"
 	Window      int
 	Impl        string // "lifenet" or "raw"
@@ -48,9 +49,10 @@ type Config struct {
 
 // Limits on the flags, so a typo cannot ask for a runaway test.
 const (
-	maxClients = 4096
-	maxSize    = 64 << 20
-	maxSeconds = 3600
+	maxClients  = 4096
+	maxSize     = 64 << 20
+	maxSeconds  = 3600
+	maxUDPBatch = 1024 // each datagram of a batch has a 64 KiB buffer
 )
 
 // Parse reads NetLoadTest-style flags (`--name value`, `--bool`). For -h
@@ -111,6 +113,7 @@ func flagSet(c *Config) (*flag.FlagSet, *secondFlags) {
 	fs.BoolVar(&c.UDPConn, "udpconnect", false, "connect the UDP client socket")
 	fs.StringVar(&c.RecvMode, "recvmode", "sync", "sync, async or event (codec round trips: sync = the waiting request reads, otherwise a receive goroutine)")
 	fs.IntVar(&c.RcvBuf, "rcvbuf", 0, "SO_RCVBUF on both ends (0: OS default)")
+	fs.IntVar(&c.UDPBatch, "udpbatch", 0, "lifenet UDP server: datagrams per receive system call on Linux (0: the transport default, 1: one read per datagram, the portable loop)")
 	fs.StringVar(&c.Codec, "codec", "none", "none, srmp or lengthfield (frames of --size bytes, header included)")
 	fs.IntVar(&c.Window, "window", 0, "frames in flight per connection in codec pipeline mode (default: the codec's limit, srmp 255, lengthfield 256 for the raw client)")
 	fs.StringVar(&c.Impl, "impl", "lifenet", "lifenet or raw (std net baseline)")
@@ -147,6 +150,8 @@ func (c *Config) normalize() error {
 		return fmt.Errorf("--frame %d: want 0…%d", c.Frame, maxSize)
 	case c.RcvBuf < 0:
 		return fmt.Errorf("--rcvbuf %d is negative", c.RcvBuf)
+	case c.UDPBatch < 0 || c.UDPBatch > maxUDPBatch:
+		return fmt.Errorf("--udpbatch %d: want 0…%d", c.UDPBatch, maxUDPBatch)
 	case c.RecvMode != "sync" && c.RecvMode != "async" && c.RecvMode != "event":
 		return fmt.Errorf("--recvmode %q: want sync, async or event", c.RecvMode)
 	case c.Impl != "lifenet" && c.Impl != "raw":

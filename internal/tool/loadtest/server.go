@@ -28,6 +28,7 @@ type Steady struct {
 	CPUPerMsg    float64 `json:"cpuSecPerMillion"` // server CPU seconds per million messages
 	Samples      int     `json:"samples"`
 	Impl         string  `json:"impl"`
+	Received     uint64  `json:"received"` // bytes received in all: UDP loss is 1 − received/sent
 }
 
 // echoServer is a running server of either implementation.
@@ -68,7 +69,8 @@ func serveLifenet(cfg *Config, addr string, hooks transport.Hooks) (*echoServer,
 // servers. Like NewLife's benchmark servers (UseSession=false) they keep
 // no index of sessions by ID.
 func loadServerConfig(cfg *Config) transport.Config {
-	return transport.Config{SocketReceiveBuffer: cfg.RcvBuf, MaxConnsPerIP: maxClients + 1, MaxConns: maxClients + 1, NoSessionRegistry: true}
+	return transport.Config{SocketReceiveBuffer: cfg.RcvBuf, MaxConnsPerIP: maxClients + 1, MaxConns: maxClients + 1, NoSessionRegistry: true,
+		UDPReadBatch: cfg.UDPBatch}
 }
 
 // listenLifenet starts srv on addr. What it received is read from the
@@ -158,7 +160,7 @@ func measureServer(ctx context.Context, cfg *Config, srv *echoServer, out io.Wri
 	}
 	runtime.ReadMemStats(&ms)
 	total := bytes()
-	st := Steady{Samples: len(samples), GC: ms.NumGC - gc0, Impl: cfg.Impl}
+	st := Steady{Samples: len(samples), GC: ms.NumGC - gc0, Impl: cfg.Impl, Received: total}
 	if len(samples) == 0 || total == 0 {
 		return st
 	}
