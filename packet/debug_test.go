@@ -32,10 +32,14 @@ func TestUseAfterReleaseDetected(t *testing.T) {
 // In lifenet_debug builds freed storage is poisoned, so stale reads through
 // an escaped slice show it.
 func TestFreedStoragePoisoned(t *testing.T) {
-	p := packet.Get(4)
-	b := p.Bytes()
-	p.Release()
-	if b[0] != 0xDE {
-		t.Fatalf("freed byte = %#x, want poison 0xde", b[0])
+	for _, n := range []int{1, 4, 1000, 64 << 10} {
+		p := packet.Get(n)
+		b := p.Bytes()[:cap(p.Bytes())] // the whole storage, past the requested length
+		p.Release()
+		for i, v := range b {
+			if v != 0xDE {
+				t.Fatalf("Get(%d): freed byte %d of %d = %#x, want poison 0xde", n, i, len(b), v)
+			}
+		}
 	}
 }
