@@ -1,11 +1,8 @@
 package codec_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
 	"fmt"
-	"io"
 	"net"
 	"runtime"
 	"testing"
@@ -13,6 +10,7 @@ import (
 
 	"github.com/lifenet/lifenet/codec"
 	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/internal/rawnet"
 	"github.com/lifenet/lifenet/transport"
 )
 
@@ -44,7 +42,7 @@ func TestRepliesSentBeforeTheRequestNeverMatchIt(t *testing.T) {
 				defer c.Close()
 				unsolicited(c)
 				close(sent)
-				echoRaw(c)
+				rawnet.ServeConn(c, rawnet.SRMP, rawnet.Echo(rawnet.SRMP), nil)
 			}()
 			c := dialCodec(t, "tcp", l.Addr().String(), codec.Options{Pipeline: srmpPipeline()}, m.mode)
 			<-sent // on loopback a written byte is in the peer's socket once Write returns
@@ -86,24 +84,5 @@ func waitUnknown(t *testing.T, c *codec.Conn, n uint64) {
 			t.Fatalf("unknown replies: %d after 10 s, want %d", c.Stats().Unknown, n)
 		}
 		runtime.Gosched()
-	}
-}
-
-// echoRaw answers each short SRMP request with its payload until the
-// connection ends.
-func echoRaw(c net.Conn) {
-	r := bufio.NewReader(c)
-	hdr := make([]byte, 4)
-	for {
-		if _, err := io.ReadFull(r, hdr); err != nil {
-			return
-		}
-		n := binary.LittleEndian.Uint16(hdr[2:])
-		body := make([]byte, n)
-		if _, err := io.ReadFull(r, body); err != nil {
-			return
-		}
-		hdr[0] |= 0x80 // the reply flag
-		c.Write(append(hdr, body...))
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lifenet/lifenet/internal/memnet"
 	"github.com/lifenet/lifenet/internal/rawnet"
 	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
@@ -227,13 +228,13 @@ func benchChurn(b *testing.B, idle int, noRegistry bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	l := newPipeListener()
+	l := memnet.Listen("transport")
 	if err := srv.Serve(l); err != nil {
 		b.Fatal(err)
 	}
 	defer srv.Close()
 	for range idle {
-		c := l.dial()
+		c := dialMem(l)
 		defer c.Close()
 	}
 	for srv.SessionCount() < idle {
@@ -242,7 +243,7 @@ func benchChurn(b *testing.B, idle int, noRegistry bool) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		l.dial().Close()
+		dialMem(l).Close()
 		<-ended
 	}
 }

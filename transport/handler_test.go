@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/internal/memnet"
 	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )
@@ -291,7 +292,7 @@ func (l *failingListener) Accept() (net.Conn, error) {
 }
 
 func (l *failingListener) Close() error   { l.once.Do(func() { close(l.done) }); return nil }
-func (l *failingListener) Addr() net.Addr { return pipeAddr{} }
+func (l *failingListener) Addr() net.Addr { return memnet.Addr("failing") }
 
 // A failed Accept is reported to OnError; the server goes on accepting.
 func TestOnErrorReportsAcceptFailure(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/internal/memnet"
 	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )
@@ -203,13 +204,13 @@ func TestIdleAndFirstByteTimeouts(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer srv.Close()
-		l := newPipeListener()
+		l := memnet.Listen("transport")
 		if err := srv.Serve(l); err != nil {
 			t.Fatal(err)
 		}
 
 		start := time.Now()
-		silent := l.dial()
+		silent := dialMem(l)
 		defer silent.Close()
 		if r := <-reasons; r != transport.ReasonFirstByte {
 			t.Fatalf("silent connection closed with %v", r)
@@ -217,7 +218,7 @@ func TestIdleAndFirstByteTimeouts(t *testing.T) {
 		if d := time.Since(start); d != 300*time.Millisecond {
 			t.Errorf("first-byte close after %v, want 300ms", d)
 		}
-		quiet := l.dial()
+		quiet := dialMem(l)
 		defer quiet.Close()
 		quiet.Write([]byte("hi"))
 		start = time.Now()
@@ -229,7 +230,7 @@ func TestIdleAndFirstByteTimeouts(t *testing.T) {
 		if d := time.Since(start); d < 600*time.Millisecond || d > 1100*time.Millisecond {
 			t.Fatalf("idle close after %v, want 600ms…1.1s", d)
 		}
-		chatty := l.dial()
+		chatty := dialMem(l)
 		defer chatty.Close()
 		for range 10 { // 1.5 s of traffic, never 600 ms apart
 			chatty.Write([]byte("x"))
@@ -316,13 +317,13 @@ func TestRegistryChurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	l := newPipeListener()
+	l := memnet.Listen("transport")
 	if err := srv.Serve(l); err != nil {
 		t.Fatal(err)
 	}
 	const total, keep = 1500, 100
 	for range total {
-		c := l.dial()
+		c := dialMem(l)
 		defer c.Close()
 	}
 	waitUntil(t, "all sessions", func() bool { return srv.SessionCount() == total })
@@ -431,11 +432,11 @@ func TestShutdownDeadline(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer srv.Close()
-		l := newPipeListener()
+		l := memnet.Listen("transport")
 		if err := srv.Serve(l); err != nil {
 			t.Fatal(err)
 		}
-		c := l.dial()
+		c := dialMem(l)
 		defer c.Close()
 		c.Write([]byte("x"))
 		<-entered
@@ -500,7 +501,7 @@ func TestWriteTimeout(t *testing.T) {
 // An in-memory listener (net.Pipe) serves like a socket.
 func TestInMemoryListener(t *testing.T) {
 	leakcheck.Check(t)
-	l := newPipeListener()
+	l := memnet.Listen("transport")
 	srv, err := transport.NewServer(transport.Config{}, echoHooks())
 	if err != nil {
 		t.Fatal(err)
@@ -509,7 +510,7 @@ func TestInMemoryListener(t *testing.T) {
 	if err := srv.Serve(l); err != nil {
 		t.Fatal(err)
 	}
-	c := l.dial()
+	c := dialMem(l)
 	defer c.Close()
 	go c.Write([]byte("in memory"))
 	got := make([]byte, 9)
@@ -518,39 +519,15 @@ func TestInMemoryListener(t *testing.T) {
 	}
 }
 
-// pipeListener hands out the server ends of net.Pipe connections.
-type pipeListener struct {
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
-}
-
-func (l *pipeListener) dial() net.Conn {
-	client, server := net.Pipe()
-	l.conns <- server
-	return client
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
+// dialMem connects to the in-memory listener l (whose Dial fails only
+// once l is closed).
+func dialMem(l *memnet.Listener) net.Conn {
+	c, err := l.Dial(context.Background())
+	if err != nil {
+		panic(err)
 	}
+	return c
 }
-
-func (l *pipeListener) Close() error   { l.once.Do(func() { close(l.done) }); return nil }
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "pipe" }
 
 // Messages of mixed sizes — chained header+payload packets, small ones
 // staged into shared buffers, large ones written in place — from several
