@@ -64,6 +64,11 @@ func (c *Conn) flatRead(p *packet.Packet) {
 	b := p.Bytes()
 	f.ctx = &c.chain.ctxs[len(c.chain.ctxs)-1]
 	fr.inRead.Store(true)
+	defer func() {
+		if fr.inRead.Load() { // a handler panicked: the replies to the frames before it still go out
+			c.endRead()
+		}
+	}()
 	off := 0
 	for off < len(b) {
 		n, err := f.framer.frameLen(b[off:])

@@ -111,12 +111,12 @@ type matcher struct {
 	freed   chan struct{} // a slot was freed while requests waited for one
 
 	mu      sync.Mutex
-	slots   [256]waiter
-	free    int      // in-flight slots left: back-pressure, never overwrite
-	cap     int      // the slots there are
-	waiting int      // requests waiting in acquire for a free slot
-	next    int      // SRMP: the next sequence number to try
-	order   [256]int // FIFO: slot keys in request order, a ring
+	slots   *[256]waiter // made by the first acquire: a connection that never sends a request (most server connections) holds none
+	free    int          // in-flight slots left: back-pressure, never overwrite
+	cap     int          // the slots there are
+	waiting int          // requests waiting in acquire for a free slot
+	next    int          // SRMP: the next sequence number to try
+	order   *[256]int    // FIFO: slot keys in request order, a ring; made with slots
 	head    int
 	count   int
 	err     error // set when the connection closed
@@ -172,6 +172,12 @@ func (m *matcher) acquire(ctx context.Context) error {
 	if m.err != nil {
 		m.mu.Unlock()
 		return m.err
+	}
+	if m.slots == nil {
+		m.slots = new([256]waiter)
+		if m.fifo {
+			m.order = new([256]int)
+		}
 	}
 	m.free--
 	m.inFlight.Store(int32(m.cap - m.free))
@@ -295,6 +301,11 @@ func (m *matcher) freeSlot(key int) {
 // nothing is counted and dropped. seq is ignored for FIFO.
 func (m *matcher) deliver(seq int, reply any) {
 	m.mu.Lock()
+	if m.slots == nil { // no request was ever sent
+		m.mu.Unlock()
+		m.drop(reply)
+		return
+	}
 	key := seq & 0xFF
 	if m.fifo {
 		if m.count == 0 {
@@ -530,6 +541,19 @@ func (m *matcher) close() {
 	}
 	m.err = ErrConnClosed
 	close(m.stop)
+	if m.slots != nil { // nil: no request was ever sent, none can be pending
+		pending = m.failPending()
+	}
+	m.mu.Unlock()
+	for _, cb := range pending {
+		cb.call(nil, ErrConnClosed)
+	}
+}
+
+// failPending ends every request: blocking waiters get ErrConnClosed now,
+// asynchronous ones are returned for the caller to call outside m.mu.
+// Called with m.mu held.
+func (m *matcher) failPending() (pending []callback) {
 	for key := range m.slots {
 		w := &m.slots[key]
 		switch {
@@ -543,10 +567,7 @@ func (m *matcher) close() {
 			w.state = slotFree
 		}
 	}
-	m.mu.Unlock()
-	for _, cb := range pending {
-		cb.call(nil, ErrConnClosed)
-	}
+	return pending
 }
 
 // pending reports whether FIFO requests wait for replies: an atomic load,

@@ -67,12 +67,8 @@ func TestUDPPeerHeapCost(t *testing.T) {
 	if live != peers {
 		t.Fatalf("%d sessions live, want %d", live, peers)
 	}
-	if per > peerHeapBound {
-		// Found by this test: codec's request matcher (256 waiter slots and
-		// a 256-entry ring, ~18 KiB) is allocated for every connection, a
-		// server's UDP peers included, though a server connection needs it
-		// only if the server sends requests itself.
-		t.Skipf("bug: a UDP peer holds %d bytes of heap, past %d: codec allocates its ~18 KiB request matcher for every connection (remove this skip when it is made on first use)", per, peerHeapBound)
+	if per > peerHeapBound { // codec's request matcher (~18 KiB) once cost this much per peer
+		t.Fatalf("a UDP peer holds %d bytes of heap, past %d", per, peerHeapBound)
 	}
 }
 
