@@ -30,7 +30,12 @@ type Options struct {
 	// replies it makes to the frames of one read leave together when they
 	// are all handled (writes made through the Conn keep their order; a
 	// write straight to the transport session may overtake them). A
-	// handler that blocks stops its connection's reads.
+	// handler that blocks stops its connection's reads; it gets no
+	// cancellation signal, so one that may wait long should watch
+	// c.Session().Reason() or its own deadline (a server's Close waits for
+	// it). A panic in Handler ends its connection (transport.ReasonError,
+	// cause *transport.PanicError) after the replies already made go out;
+	// the connection's pending requests fail with ErrConnClosed.
 	Handler func(c *Conn, msg any)
 	// MaxPartialBytes caps, for a server, the bytes all its connections
 	// together hold in incomplete frames (default DefaultMaxPartialBytes;
