@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The one test command for lifenet: formatting, vet, staticcheck, and the
-# race-enabled test suite in both normal and lifenet_debug builds.
+# The one test command for lifenet: formatting, vet, staticcheck, the
+# race-enabled test suite in both normal and lifenet_debug builds, the
+# hostile battery at full size, a short fuzz of every target and a 2-minute
+# soak (about 12 minutes on 2 cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,3 +42,12 @@ go test -race -count=1 -tags lifenet_debug ./...
 
 step "go test -race"
 go test -race -count=1 ./...
+
+step "hostile battery at full size (the race builds above run some items scaled down)"
+go test -count=1 ./internal/hostile/...
+
+step "fuzz every target briefly on top of its seed corpus"
+FUZZTIME=${FUZZTIME:-5s} ./scripts/fuzz.sh
+
+step "soak: 2 minutes of mixed load, churn and faults; fails on growth or no return to baseline"
+go run ./cmd/lifenet soak --minutes 2
