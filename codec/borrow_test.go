@@ -314,12 +314,14 @@ func overwrite(t *testing.T, send func(i int, b []byte) error) {
 
 // A frame that spans reads is assembled by the framer and lent like any
 // other; the handler keeps it and the bytes stay intact. The server's
-// receive buffer is 1 KiB, and the client writes each frame in pieces.
+// receive buffer is 1 KiB, and the client writes each frame in pieces over
+// an in-memory pipe, where every write is a read of its own.
 func TestFrameSpanningReadsBorrowedAndKept(t *testing.T) {
 	leakcheck.Check(t)
 	var k kept
-	var handled atomic.Int32
-	_, addr := serveCfg(t, "tcp", transport.Config{ReadBufferSize: 1024}, codec.Options{Pipeline: srmpPipeline(),
+	sizes := []int{10, 700, 3000, 70000}
+	handled := make(chan struct{}, len(sizes))
+	srv, err := codec.NewServer(transport.Config{ReadBufferSize: 1024}, codec.Options{Pipeline: srmpPipeline(),
 		Handler: func(c *codec.Conn, msg any) {
 			m := msg.(*codec.Message)
 			if !m.Borrowed() {
@@ -331,37 +333,50 @@ func TestFrameSpanningReadsBorrowedAndKept(t *testing.T) {
 			k.msgs = append(k.msgs, m.Keep())
 			k.wants = append(k.wants, want)
 			k.mu.Unlock()
-			handled.Add(1)
+			handled <- struct{}{}
 		}})
-	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer srv.Close()
+	l := newPipeListener()
+	if err := srv.Serve(l); err != nil {
+		t.Fatal(err)
+	}
+	conn := l.dial()
 	defer conn.Close()
-	sizes := []int{10, 700, 3000, 70000}
+	replies := make(chan error, 1)
+	go func() { // a pipe write waits for its reader: read the replies meanwhile
+		r := bufioReader(conn)
+		for i, n := range sizes {
+			m, err := readSRMP(r)
+			if err != nil {
+				replies <- err
+				return
+			}
+			if m.Kind != codec.KindReply || m.Seq != uint8(i+1) || !bytes.Equal(m.PayloadBytes(), body(byte(i), n)) {
+				t.Errorf("reply %d: kind %d seq %d, %d bytes", i, m.Kind, m.Seq, len(m.PayloadBytes()))
+			}
+			m.Release()
+		}
+		replies <- nil
+	}()
 	for i, n := range sizes {
 		f := encodeSRMP(t, codec.KindRequest, codec.FlagBinary, uint8(i+1), body(byte(i), n))
-		for len(f) > 0 { // header split, then pieces in separate writes
+		for len(f) > 0 { // header split, then pieces in separate writes (reads)
 			k := min(len(f), 3+len(f)/5)
 			if _, err := conn.Write(f[:k]); err != nil {
 				t.Fatal(err)
 			}
 			f = f[k:]
-			time.Sleep(2 * time.Millisecond)
 		}
 	}
-	r := bufioReader(conn)
-	for i, n := range sizes {
-		m, err := readSRMP(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m.Kind != codec.KindReply || m.Seq != uint8(i+1) || !bytes.Equal(m.PayloadBytes(), body(byte(i), n)) {
-			t.Errorf("reply %d: kind %d seq %d, %d bytes", i, m.Kind, m.Seq, len(m.PayloadBytes()))
-		}
-		m.Release()
+	if err := <-replies; err != nil {
+		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return handled.Load() == int32(len(sizes)) })
+	for range sizes {
+		<-handled
+	}
 	k.check(t)
 }
 
@@ -372,6 +387,8 @@ func TestSyncClientCloseWhileReading(t *testing.T) {
 	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: echoSRMP})
 	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline()}, transport.ReceiveSync)
 	var wg sync.WaitGroup
+	var answered atomic.Int32
+	going := make(chan struct{}) // closed once the requests are well under way
 	for g := range 4 {
 		wg.Go(func() {
 			for i := 0; ; i++ {
@@ -380,10 +397,17 @@ func TestSyncClientCloseWhileReading(t *testing.T) {
 					return
 				}
 				r.Release()
+				if answered.Add(1) == 40 {
+					close(going)
+				}
 			}
 		})
 	}
-	time.Sleep(50 * time.Millisecond)
+	select {
+	case <-going:
+	case <-time.After(10 * time.Second):
+		t.Fatal("40 requests not answered in 10 s")
+	}
 	c.Close()
 	wg.Wait()
 	if _, err := c.Request(context.Background(), request("after")); err == nil {

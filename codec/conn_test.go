@@ -179,17 +179,22 @@ func TestSRMPConcurrentOutOfOrder(t *testing.T) {
 	}
 }
 
-// A timed-out request frees its sequence number; its late reply is counted
-// as unknown, released, and the connection stays in step.
+// A timed-out request's late reply is counted as unknown, released, and
+// the connection stays in step. The server holds the slow requests until
+// the test has seen both time out.
 func TestSRMPTimeoutAndLateReply(t *testing.T) {
 	for _, m := range clientModes {
 		t.Run(m.name, func(t *testing.T) {
 			leakcheck.Check(t)
+			type held struct {
+				c *codec.Conn
+				m *codec.Message
+			}
+			slow := make(chan held, 2)
 			_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
 				m := msg.(*codec.Message)
 				if string(m.PayloadBytes()) == "slow" {
-					k := m.Keep()
-					go func() { time.Sleep(300 * time.Millisecond); echoKept(c, k) }()
+					slow <- held{c, m.Keep()} // answered by the test, late
 					return
 				}
 				echoSRMP(c, m)
@@ -208,8 +213,12 @@ func TestSRMPTimeoutAndLateReply(t *testing.T) {
 			if got := replyText(t, r, err); got != "fast" {
 				t.Fatalf("after timeouts: %q", got)
 			}
-			time.Sleep(400 * time.Millisecond) // both late replies arrive
-			// In sync mode nothing reads between requests: this one reads them.
+			for range 2 { // the late replies, written before the next reply
+				h := <-slow
+				echoKept(h.c, h.m)
+			}
+			// Its reply follows the late ones (in sync mode, this request
+			// reads them).
 			r, err = c.Request(context.Background(), request("fast"))
 			if got := replyText(t, r, err); got != "fast" {
 				t.Fatalf("after late replies: %q", got)
@@ -228,8 +237,9 @@ func TestCloseFailsPendingRequests(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			leakcheck.Check(t)
 			sessions := make(chan *transport.Session, 1)
+			arrived := make(chan struct{}, 16)
 			_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(),
-				Handler: func(*codec.Conn, any) {}, // never answer
+				Handler: func(*codec.Conn, any) { arrived <- struct{}{} }, // never answer
 				OnOpen:  func(c *codec.Conn) { sessions <- c.Session() },
 			})
 			c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline()}, m.mode)
@@ -249,7 +259,9 @@ func TestCloseFailsPendingRequests(t *testing.T) {
 					errs <- err
 				}()
 			}
-			time.Sleep(50 * time.Millisecond)
+			for range async + blocking { // every request is pending: the server has it
+				<-arrived
+			}
 			(<-sessions).Close()
 			for range async + blocking {
 				if err := <-errs; !errors.Is(err, codec.ErrConnClosed) {
@@ -269,10 +281,14 @@ func TestSRMPInFlightLimitWaits(t *testing.T) {
 	var mu sync.Mutex
 	var held []*codec.Message
 	var conn *codec.Conn
+	allHeld := make(chan struct{})
 	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
 		mu.Lock()
 		conn = c
 		held = append(held, msg.(*codec.Message).Keep())
+		if len(held) == codec.MaxInFlightSRMP {
+			close(allHeld)
+		}
 		mu.Unlock()
 	}})
 	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline()})
@@ -290,7 +306,11 @@ func TestSRMPInFlightLimitWaits(t *testing.T) {
 	if err := c.RequestAsync(ctx, request("b"), func(*codec.Message, error) { t.Error("callback ran") }); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("request past the in-flight limit: %v", err)
 	}
-	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(held) == codec.MaxInFlightSRMP })
+	select {
+	case <-allHeld:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not get every request in flight")
+	}
 	mu.Lock()
 	for _, m := range held {
 		echoKept(conn, m)
@@ -301,17 +321,6 @@ func TestSRMPInFlightLimitWaits(t *testing.T) {
 		if err := <-replies; err != nil {
 			t.Fatal(err)
 		}
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 
@@ -354,10 +363,16 @@ func TestLengthFieldFIFOTimeoutKeepsStep(t *testing.T) {
 	for _, m := range clientModes {
 		t.Run(m.name, func(t *testing.T) {
 			leakcheck.Check(t)
+			var slow *packet.Packet // the handler's own: it runs on one goroutine
 			_, addr := serve(t, "tcp", codec.Options{Pipeline: lfPipeline(), Handler: func(c *codec.Conn, msg any) {
 				p := msg.(*packet.Packet)
 				if string(p.Bytes()) == "slow" {
-					time.Sleep(200 * time.Millisecond) // delays this and every later reply: in order
+					slow = p.Keep() // answered late: just before the next reply, in order
+					return
+				}
+				if slow != nil {
+					c.Write(slow)
+					slow = nil
 				}
 				c.Write(p)
 			}})

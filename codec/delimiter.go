@@ -36,7 +36,7 @@ func (c Delimiter) FrameLen(b []byte, maxFrame int) (int, error) {
 	if len(b) >= maxFrame {
 		return 0, fmt.Errorf("%w: no delimiter in %d bytes, limit %d", ErrFrameTooLarge, len(b), maxFrame)
 	}
-	return -(len(b) + delimiterScan), nil
+	return -min(len(b)+delimiterScan, maxFrame), nil // never ask for more than a line may hold
 }
 
 // Encode appends the delimiter to payload and returns it (ownership moves).

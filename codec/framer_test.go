@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/lifenet/lifenet/codec"
@@ -173,24 +174,33 @@ func TestFramerMaxFrame(t *testing.T) {
 	p.Release()
 }
 
+// A partial frame older than Expire fails the next feed. The framer reads
+// the clock, so the test runs in a synctest bubble, where sleeping moves
+// the fake clock at once.
 func TestFramerExpire(t *testing.T) {
 	leakcheck.Check(t)
-	f := codec.NewFramer(codec.SRMPSplitter{}, codec.FramerConfig{Expire: 30 * time.Millisecond})
-	feed := func(b []byte) error {
-		p := packet.Wrap(b)
-		defer p.Release()
-		return f.Feed(p, func(*packet.Packet) error { return nil })
-	}
-	if err := feed([]byte{1, 1, 4, 0, 'O'}); err != nil || f.Buffered() != 5 {
-		t.Fatalf("partial: %v, %d buffered", err, f.Buffered())
-	}
-	time.Sleep(60 * time.Millisecond)
-	if err := feed([]byte("pen")); !errors.Is(err, codec.ErrFrameExpired) || f.Buffered() != 0 {
-		t.Fatalf("stale partial: %v, %d buffered", err, f.Buffered())
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		f := codec.NewFramer(codec.SRMPSplitter{}, codec.FramerConfig{Expire: 30 * time.Millisecond})
+		feed := func(b []byte) error {
+			p := packet.Wrap(b)
+			defer p.Release()
+			return f.Feed(p, func(*packet.Packet) error { return nil })
+		}
+		if err := feed([]byte{1, 1, 4, 0, 'O'}); err != nil || f.Buffered() != 5 {
+			t.Fatalf("partial: %v, %d buffered", err, f.Buffered())
+		}
+		time.Sleep(30 * time.Millisecond) // exactly Expire: not yet past it
+		if f.Expired(time.Now().UnixNano()) {
+			t.Fatal("expired at exactly Expire")
+		}
+		time.Sleep(time.Millisecond)
+		if err := feed([]byte("pen")); !errors.Is(err, codec.ErrFrameExpired) || f.Buffered() != 0 {
+			t.Fatalf("stale partial: %v, %d buffered", err, f.Buffered())
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // Frames are lent: a frame that lies whole in one input is a borrowed view

@@ -35,9 +35,11 @@ func TestSyncClientRefusesRequestAsync(t *testing.T) {
 // on and their replies still arrive.
 func TestSyncClientReaderLeavesTurnToOthers(t *testing.T) {
 	leakcheck.Check(t)
+	asked := make(chan struct{}, 1)
 	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
 		m := msg.(*codec.Message)
 		if string(m.PayloadBytes()) == "never" {
+			asked <- struct{}{}
 			return
 		}
 		k := m.Keep() // answered after the handler returns
@@ -53,7 +55,11 @@ func TestSyncClientReaderLeavesTurnToOthers(t *testing.T) {
 			t.Errorf("abandoned request: %v", err)
 		}
 	})
-	time.Sleep(5 * time.Millisecond)
+	select { // the first request is sent and waiting: the others come after it
+	case <-asked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first request never reached the server")
+	}
 	for i := range 8 {
 		wg.Go(func() {
 			body := fmt.Sprint(i)

@@ -33,6 +33,11 @@ func TestServerShutdownFinishesInFlight(t *testing.T) {
 			c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline()}, m.mode)
 			r, err := c.Request(context.Background(), request("warm-up"))
 			replyText(t, r, err)
+			// An idle connection, which Shutdown closes at once: its end
+			// shows that Shutdown is under way.
+			idle := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline()})
+			r, err = idle.Request(context.Background(), request("idle"))
+			replyText(t, r, err)
 
 			type result struct {
 				text string
@@ -55,7 +60,11 @@ func TestServerShutdownFinishesInFlight(t *testing.T) {
 				defer cancel()
 				shut <- srv.Shutdown(ctx)
 			}()
-			time.Sleep(50 * time.Millisecond) // Shutdown is waiting for the handler
+			select {
+			case <-idle.Transport().Session().Done(): // Shutdown has begun, and waits for the handler
+			case <-time.After(10 * time.Second):
+				t.Fatal("Shutdown left an idle connection open")
+			}
 			select {
 			case err := <-shut:
 				t.Fatalf("Shutdown returned while a handler ran: %v", err)
@@ -72,15 +81,16 @@ func TestServerShutdownFinishesInFlight(t *testing.T) {
 				t.Error("a new connection was accepted after Shutdown")
 			}
 			// The server closed the connection: the client's next request
-			// fails (a sync client learns it when it reads).
-			waitFor(t, func() bool {
-				r, err := c.Request(context.Background(), request("after"))
-				if err == nil {
-					r.Release()
-					t.Fatal("request answered after Shutdown")
-				}
-				return errors.Is(err, codec.ErrConnClosed) || errors.Is(err, transport.ErrClosed)
-			})
+			// fails, whether the client has seen the end yet (not sent) or
+			// learns it waiting for the reply (a sync client, when it reads).
+			r, err = c.Request(context.Background(), request("after"))
+			if err == nil {
+				r.Release()
+				t.Fatal("request answered after Shutdown")
+			}
+			if !errors.Is(err, codec.ErrConnClosed) && !errors.Is(err, transport.ErrClosed) {
+				t.Fatalf("request after Shutdown: %v", err)
+			}
 		})
 	}
 }
@@ -93,6 +103,8 @@ func TestOnOpenOnCloseOncePerConnection(t *testing.T) {
 	var mu sync.Mutex
 	server := map[*codec.Conn]*counts{}
 	var closeErrs []error
+	const conns = 3
+	allClosed := make(chan struct{})
 	srv, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(),
 		OnOpen: func(c *codec.Conn) {
 			mu.Lock()
@@ -107,6 +119,9 @@ func TestOnOpenOnCloseOncePerConnection(t *testing.T) {
 			defer mu.Unlock()
 			server[c].close++
 			closeErrs = append(closeErrs, err)
+			if len(closeErrs) == conns {
+				close(allClosed)
+			}
 		},
 		Handler: func(c *codec.Conn, msg any) {
 			mu.Lock()
@@ -134,7 +149,6 @@ func TestOnOpenOnCloseOncePerConnection(t *testing.T) {
 			client[c].close++
 		},
 	}
-	const conns = 3
 	for i := range conns {
 		mode := clientModes[i%2].mode
 		c, err := codec.Dial(context.Background(), "tcp", addr, transport.ClientConfig{Mode: mode}, copts)
@@ -152,7 +166,11 @@ func TestOnOpenOnCloseOncePerConnection(t *testing.T) {
 		}
 		c.Close()
 	}
-	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(closeErrs) == conns })
+	select {
+	case <-allClosed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server's connections did not all end")
+	}
 	srv.Close()
 	mu.Lock()
 	defer mu.Unlock()
