@@ -29,6 +29,7 @@ type Summary struct {
 	Protocol      string  `json:"protocol"`
 	RecvMode      string  `json:"recvMode"`
 	Impl          string  `json:"impl"`
+	Client        string  `json:"client,omitempty"` // "raw" when the client is the raw one whatever Impl (UDP codec runs)
 	Codec         string  `json:"codec"`
 	Window        int     `json:"window,omitempty"`
 	Clients       int     `json:"clients"`
@@ -85,7 +86,7 @@ func RunClient(ctx context.Context, cfg Config, addr string, out io.Writer) (Sum
 	}
 	r.ring = newFrameRing(&cfg, r.payload, most)
 	r.payload = r.ring.buf[:cfg.Size]
-	useCodec := cfg.Codec != "none" && cfg.Impl == "lifenet"
+	useCodec := cfg.Codec != "none" && !cfg.rawClient()
 	var conns []clientConn
 	var codecClients []*codec.Client
 	if useCodec {
@@ -430,6 +431,9 @@ func (r *run) summary(elapsed float64) Summary {
 	cfg := r.cfg
 	s := Summary{Mode: cfg.modeName(), Protocol: cfg.protocol(), RecvMode: cfg.RecvMode, Impl: cfg.Impl, Codec: cfg.Codec, Window: cfg.Window,
 		Clients: cfg.Clients, Size: cfg.Size, Frame: cfg.Frame, Elapsed: round(elapsed, 3)}
+	if cfg.rawClient() && cfg.Impl != "raw" {
+		s.Client = "raw"
+	}
 	s.ConnErrors = r.failures.Load()
 	if err := r.firstErr.Load(); err != nil {
 		s.FirstError = (*err).Error()
@@ -516,7 +520,11 @@ func (r *run) progress(ctx context.Context, start time.Time) func() {
 // WriteSummary prints the human-readable result block and the SUMMARY line.
 func WriteSummary(out io.Writer, s Summary, human bool) {
 	if human {
-		fmt.Fprintf(out, "------- result (%s %s, %s, %d clients × %d B, impl %s) -------\n", s.Protocol, s.Mode, s.RecvMode, s.Clients, s.Size, s.Impl)
+		impl := s.Impl
+		if s.Client != "" {
+			impl += ", client " + s.Client
+		}
+		fmt.Fprintf(out, "------- result (%s %s, %s, %d clients × %d B, impl %s) -------\n", s.Protocol, s.Mode, s.RecvMode, s.Clients, s.Size, impl)
 		if s.LatencyCount > 0 {
 			fmt.Fprintf(out, "round trips : %d in %.2f s (%.0f/s), %d B sent\n", s.LatencyCount, s.Elapsed, s.MsgsPerSec, s.SentBytes)
 			fmt.Fprintf(out, "latency µs  : P50=%.1f  P95=%.1f  P99=%.1f  P99.9=%.1f  max=%.1f  mean=%.1f\n", s.P50, s.P95, s.P99, s.P999, s.Max, s.Avg)

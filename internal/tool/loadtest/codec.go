@@ -16,8 +16,10 @@ import (
 
 // Codec runs (--codec srmp|lengthfield with --impl lifenet): every message
 // is one frame of --size bytes (header included) through lifenet's codec on
-// both ends; the server replies to each request (or only counts, with
-// --oneway), and the client matches each reply to its request.
+// both ends over TCP; the server replies to each request (or only counts,
+// with --oneway), and the client matches each reply to its request. Over
+// UDP the server is the same codec server (one or more whole frames per
+// datagram, a reply datagram each) and the client the raw one (rawClient).
 
 // codecHeader is the frame header length of each codec.
 func codecHeader(name string) int {

@@ -29,7 +29,7 @@ type clientConn interface {
 // dial opens one connection to addr with cfg's implementation, protocol
 // and receive mode.
 func dial(ctx context.Context, cfg *Config, addr string) (clientConn, error) {
-	if cfg.Impl == "raw" {
+	if cfg.rawClient() {
 		return dialRaw(cfg, addr)
 	}
 	ccfg := transport.ClientConfig{Config: transport.Config{SocketReceiveBuffer: cfg.RcvBuf, ReadBufferSize: max(64<<10, cfg.Size)},

@@ -3,6 +3,7 @@ package loadtest
 import (
 	"context"
 	"encoding/binary"
+	"time"
 )
 
 // The raw client with --codec (the like-for-like driver of codec echo A/B
@@ -27,7 +28,7 @@ type frameRing struct {
 // newFrameRing builds the ring of cfg's messages from payload (--size
 // random bytes), for runs of up to most messages per write.
 func newFrameRing(cfg *Config, payload []byte, most int) frameRing {
-	if cfg.Codec == "none" || cfg.Impl != "raw" {
+	if cfg.Codec == "none" || !cfg.rawClient() {
 		return frameRing{buf: payload, size: len(payload), period: 1, most: 1}
 	}
 	size, hdr, period := cfg.Size, codecHeader(cfg.Codec), 1
@@ -64,7 +65,7 @@ func (f *frameRing) take(pos *int, k int) []byte {
 // windowed reports whether pipeline runs keep a window of frames in flight
 // (the raw client with a codec) rather than streaming.
 func (r *run) windowed() bool {
-	return r.cfg.Codec != "none" && r.cfg.Impl == "raw" && !r.cfg.OneWay && r.cfg.Mode == "pipeline"
+	return r.cfg.Codec != "none" && r.cfg.rawClient() && !r.cfg.OneWay && r.cfg.Mode == "pipeline"
 }
 
 // inFlight is the window: --window, or the codec's limit (SRMP 255
@@ -108,26 +109,65 @@ func (r *run) pipelineSender(ctx context.Context, c *connRun) (send func(), rece
 	return func() { r.windowLoop(ctx, c, credits, w) }, received
 }
 
+// udpStall is how long a UDP window waits without a reply before it takes
+// what it has in flight for lost and sends a whole window again: replies
+// to lost requests never come back to free their places.
+const udpStall = 250 * time.Millisecond
+
 // windowLoop writes the first w frames, then a refill for each credit,
-// until ctx ends; the pipeline then drains what is still owed.
+// until ctx ends; the pipeline then drains what is still owed. Over UDP
+// each frame is a datagram of its own (as lifenet's codec client sends
+// them), and a window that stalls for udpStall is sent again.
 func (r *run) windowLoop(ctx context.Context, c *connRun, credits <-chan int, w int) {
+	var stalled <-chan time.Time
+	var stall *time.Timer
+	if r.cfg.UDP {
+		stall = time.NewTimer(udpStall)
+		defer stall.Stop()
+		stalled = stall.C
+	}
 	pos, k := 0, w
 	for {
-		b := r.ring.take(&pos, k)
-		if err := c.send(b); err != nil {
+		if err := r.sendFrames(c, &pos, k); err != nil {
 			r.fail(c, "send", err)
 			return
 		}
-		c.sent.Add(uint64(len(b)))
-		r.sent.Add(uint64(len(b)))
 		if ctx.Err() != nil {
 			return
+		}
+		if stall != nil {
+			stall.Reset(udpStall) // no stale tick to drain: timers since Go 1.23
 		}
 		select {
 		case k = <-credits:
 			k = min(k, w)
+		case <-stalled:
+			k = w
 		case <-ctx.Done():
 			return
 		}
 	}
+}
+
+// sendFrames sends the next k frames of the ring: in one write over TCP,
+// a datagram each over UDP.
+func (r *run) sendFrames(c *connRun, pos *int, k int) error {
+	b := r.ring.take(pos, k)
+	if !r.cfg.UDP {
+		if err := c.send(b); err != nil {
+			return err
+		}
+		c.sent.Add(uint64(len(b)))
+		r.sent.Add(uint64(len(b)))
+		return nil
+	}
+	size := r.cfg.Size
+	for off := 0; off < len(b); off += size {
+		if err := c.send(b[off : off+size]); err != nil {
+			return err
+		}
+		c.sent.Add(uint64(size))
+		r.sent.Add(uint64(size))
+	}
+	return nil
 }

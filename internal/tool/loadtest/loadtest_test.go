@@ -20,7 +20,7 @@ func TestParseRejectsBadFlags(t *testing.T) {
 		{"--clients", "0"}, {"--clients", "100000"}, {"--size", "0"}, {"--seconds", "-1"},
 		{"--recvmode", "poll"}, {"--impl", "gnet"}, {"--nope"},
 		{"--server", "--remote", "127.0.0.1:1"}, {"extra"}, {"--clients", "x"}, {"--window", "16"},
-		{"--idle-exit", "0"}, {"--codec", "json"}, {"--codec", "srmp", "--udp"}, {"--codec", "srmp", "--size", "4"},
+		{"--idle-exit", "0"}, {"--codec", "json"}, {"--codec", "srmp", "--size", "4"}, {"--codec", "srmp", "--udp", "--size", "4"},
 		{"--codec", "srmp", "--window", "256"}, {"--codec", "lengthfield", "--size", "70000"},
 	} {
 		if _, err := Parse(args); err == nil {
@@ -60,7 +60,8 @@ func TestParseRejectsBadFlags(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q: want 2 and one line naming %s", c.args, code, stderr.String(), c.want)
 		}
 	}
-	for _, ok := range [][]string{{"--host", "0.0.0.0"}, {"--host", "::"}, {"--host", "localhost"}, {"--remote", "[::1]:7800"}, {"--mode", "ROUNDTRIP"}} {
+	for _, ok := range [][]string{{"--host", "0.0.0.0"}, {"--host", "::"}, {"--host", "localhost"}, {"--remote", "[::1]:7800"}, {"--mode", "ROUNDTRIP"},
+		{"--codec", "srmp", "--udp"}, {"--codec", "lengthfield", "--udp", "--impl", "raw", "--window", "16"}} {
 		if _, err := Parse(ok); err != nil {
 			t.Errorf("Parse(%q): %v", ok, err)
 		}

@@ -11,8 +11,21 @@ import (
 
 // startRawServer runs the std-net baseline: for TCP rawnet's byte loop, or
 // with --codec its per-message loop (each frame parsed and handed to the
-// echo, or only counted with --oneway), and a plain read/echo loop for UDP.
+// echo, or only counted with --oneway); for UDP a plain read/echo loop, or
+// with --codec rawnet's datagram loop (each frame of a datagram answered
+// by the same handlers, a datagram per reply).
 func startRawServer(cfg *Config, addr string) (*echoServer, error) {
+	var h rawnet.Handler
+	var f rawnet.Format
+	if cfg.Codec != "none" {
+		var err error
+		if f, err = rawnet.ParseFormat(cfg.Codec); err != nil {
+			return nil, err
+		}
+		if !cfg.OneWay {
+			h = rawnet.Echo(f)
+		}
+	}
 	if !cfg.UDP {
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -25,15 +38,6 @@ func startRawServer(cfg *Config, addr string) (*echoServer, error) {
 		if cfg.Codec == "none" {
 			s = rawnet.Serve(l, !cfg.OneWay)
 		} else {
-			f, err := rawnet.ParseFormat(cfg.Codec)
-			if err != nil {
-				l.Close()
-				return nil, err
-			}
-			var h rawnet.Handler
-			if !cfg.OneWay {
-				h = rawnet.Echo(f)
-			}
 			s = rawnet.ServeFrames(l, f, h)
 		}
 		return &echoServer{addr: l.Addr(), bytes: s.Bytes.Load, open: s.Open.Load, close: s.Close}, nil
@@ -48,6 +52,10 @@ func startRawServer(cfg *Config, addr string) (*echoServer, error) {
 	}
 	if cfg.RcvBuf > 0 {
 		conn.SetReadBuffer(cfg.RcvBuf)
+	}
+	if cfg.Codec != "none" {
+		s := rawnet.ServeDatagrams(conn, f, h)
+		return &echoServer{addr: s.Addr(), bytes: s.Bytes.Load, close: s.Close}, nil
 	}
 	var n atomic.Uint64 // one reading goroutine: the only writer, once per datagram
 	var wg sync.WaitGroup

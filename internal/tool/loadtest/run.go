@@ -57,8 +57,12 @@ func run1(ctx context.Context, cfg Config, out io.Writer) error {
 		addr = dialAddr(srv.addr)
 	}
 	if !cfg.JSON {
+		impl := cfg.Impl
+		if cfg.rawClient() && impl != "raw" {
+			impl += " (raw client)"
+		}
 		fmt.Fprintf(out, "=== lifenet load: %s %s, %d clients × %d B, recv %s, impl %s, warmup %gs, window %gs ===\n",
-			cfg.protocol(), cfg.modeName(), cfg.Clients, cfg.Size, cfg.RecvMode, cfg.Impl, cfg.Warmup, cfg.Seconds)
+			cfg.protocol(), cfg.modeName(), cfg.Clients, cfg.Size, cfg.RecvMode, impl, cfg.Warmup, cfg.Seconds)
 	}
 	s, err := RunClient(ctx, cfg, addr, out)
 	if err != nil {

@@ -28,10 +28,15 @@ func groupName(sc Scenario) string {
 	switch {
 	case sc.isRPC():
 		return rpcGroup
-	case sc.Codec != "" && sc.Mode == "pipeline":
-		return "codec echo, windowed"
 	case sc.Codec != "":
-		return "codec echo, serial requests"
+		kind := "codec echo, serial requests"
+		if sc.Mode == "pipeline" {
+			kind = "codec echo, windowed"
+		}
+		if sc.Proto == "udp" { // the TCP rows keep their names of before
+			kind = "UDP " + kind
+		}
+		return kind
 	case sc.Mode == "oneway":
 		return proto + " one-way"
 	case sc.Mode == "pipeline":
@@ -240,6 +245,9 @@ func notes(p pair, bad map[string]bool) []string {
 	if p.sc.Proto == "tcp" && p.sc.Mode == "roundtrip" && p.sc.Clients == 1 && p.sc.Size < nagleSize {
 		why = append(why, "one connection: lifenet's client keeps Nagle's batching for messages under 16 KiB "+
 			"(NoDelayAuto) while the raw loop writes with TCP_NODELAY (Go's default), so a write can wait for the peer's ACK")
+	}
+	if p.sc.Proto == "udp" && p.sc.Codec != "" {
+		why = append(why, "both runs send with the raw UDP client: the ratio compares the servers (lifenet's codec server, rawnet's datagram loop)")
 	}
 	if bad[p.sc.Name] {
 		why = append(why, "a run failed or had errors (see the lists at the end)")
