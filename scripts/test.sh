@@ -47,7 +47,7 @@ step "hostile battery at full size (the race builds above run some items scaled 
 go test -count=1 ./internal/hostile/...
 
 step "fuzz every target briefly on top of its seed corpus"
-FUZZTIME=${FUZZTIME:-5s} ./scripts/fuzz.sh
+./scripts/fuzz.sh 5s
 
 step "soak: 2 minutes of mixed load, churn and faults; fails on growth or no return to baseline"
 go run ./cmd/lifenet soak --minutes 2
