@@ -175,6 +175,9 @@ func TestBatteryHTTPErrors(t *testing.T) {
 			if resp.StatusCode != c.status {
 				t.Errorf("status %d, want %d", resp.StatusCode, c.status)
 			}
+			if !resp.Close { // the answer says what follows: the connection ends
+				t.Errorf("Connection: %q, want close", resp.Header.Get("Connection"))
+			}
 			rc.expectEOF()
 		})
 	}

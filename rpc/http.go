@@ -188,7 +188,7 @@ func (g *gateway) respond(c *codec.Context, action string, code int, k kind, val
 	default:
 		body = appendEnvelope(body, action, code, k, value)
 	}
-	return c.WriteBytes(httpHead(status, ctype, len(body)), body)
+	return c.WriteBytes(httpHead(status, ctype, len(body), true), body)
 }
 
 // appendEnvelope appends NewLife's HTTP answer {"action","code","data"}.
@@ -202,7 +202,9 @@ func appendEnvelope(dst []byte, action string, code int, k kind, value []byte) [
 	return append(dst, '}')
 }
 
-func httpHead(status int, ctype string, n int) []byte {
+// httpHead is a response's status line and headers; keepAlive says
+// whether the connection stays open after it.
+func httpHead(status int, ctype string, n int, keepAlive bool) []byte {
 	h := make([]byte, 0, 128)
 	h = append(h, "HTTP/1.1 "...)
 	h = strconv.AppendInt(h, int64(status), 10)
@@ -212,6 +214,9 @@ func httpHead(status int, ctype string, n int) []byte {
 	h = strconv.AppendInt(h, int64(n), 10)
 	h = append(h, "\r\nContent-Type: "...)
 	h = append(h, ctype...)
+	if !keepAlive {
+		return append(h, "\r\nConnection: close\r\n\r\n"...)
+	}
 	return append(h, "\r\nConnection: keep-alive\r\n\r\n"...)
 }
 
@@ -239,7 +244,7 @@ func appendJSONString(dst []byte, s string) []byte {
 // httpFail answers a request the gateway cannot serve and ends the
 // connection once the answer is written.
 func (g *gateway) httpFail(c *codec.Context, status int, msg string) error {
-	c.WriteBytes(httpHead(status, "text/plain; charset=utf-8", len(msg)), []byte(msg))
+	c.WriteBytes(httpHead(status, "text/plain; charset=utf-8", len(msg), false), []byte(msg)) // then the connection ends
 	g.ss.conn.Close()
 	g.buf = nil
 	return nil
