@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/lifenet/lifenet/codec"
 	"github.com/lifenet/lifenet/internal/leakcheck"
 	"github.com/lifenet/lifenet/internal/rawnet"
+	"github.com/lifenet/lifenet/internal/testwait"
 	"github.com/lifenet/lifenet/transport"
 )
 
@@ -78,11 +78,5 @@ func unsolicited(c net.Conn) {
 // waitUnknown waits until c has counted n unknown replies.
 func waitUnknown(t *testing.T, c *codec.Conn, n uint64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Stats().Unknown < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("unknown replies: %d after 10 s, want %d", c.Stats().Unknown, n)
-		}
-		runtime.Gosched()
-	}
+	testwait.For(t, 10*time.Second, fmt.Sprintf("%d unknown replies", n), func() bool { return c.Stats().Unknown >= n })
 }

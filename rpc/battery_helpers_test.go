@@ -14,6 +14,7 @@ import (
 
 	"github.com/lifenet/lifenet/internal/leakcheck"
 	"github.com/lifenet/lifenet/internal/memnet"
+	"github.com/lifenet/lifenet/internal/testwait"
 	"github.com/lifenet/lifenet/rpc"
 )
 
@@ -192,13 +193,7 @@ func (rc *rawConn) expectEOF() {
 // test's patience ends.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testwait.For(t, testTimeout, what, cond)
 }
 
 // recv receives from ch or fails the test after testTimeout.

@@ -3,11 +3,11 @@ package rpc_test
 import (
 	"context"
 	"net"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/internal/testwait"
 	"github.com/lifenet/lifenet/rpc"
 	"github.com/lifenet/lifenet/transport"
 )
@@ -59,11 +59,7 @@ func TestClientInFlightAndServerCloseReasons(t *testing.T) {
 	}
 	defer raw.Close()
 	raw.Write([]byte{0x01, 0x01, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F}) // an SRMP request declaring 2³¹−1 bytes
-	deadline := time.Now().Add(10 * time.Second)
-	for srv.Transport().Stats().Closed[transport.ReasonProtocol] != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("closed by reason: %v", srv.Transport().Stats().Closed)
-		}
-		runtime.Gosched()
-	}
+	testwait.For(t, 10*time.Second, "one protocol close", func() bool {
+		return srv.Transport().Stats().Closed[transport.ReasonProtocol] == 1
+	})
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/codec"
+	"github.com/lifenet/lifenet/internal/testwait"
 	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )
@@ -78,13 +79,7 @@ func echoSRMP(c *codec.Conn, msg any) {
 // generous bound of a condition that a loaded machine reaches late.
 func eventually(t *testing.T, wait time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v still waiting for %s", wait, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, wait, what, cond)
 }
 
 // ending is how and when the server ended one connection.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/codec"
+	"github.com/lifenet/lifenet/internal/testwait"
 	"github.com/lifenet/lifenet/transport"
 )
 
@@ -82,13 +83,7 @@ func index8(i int) []byte { return binary.BigEndian.AppendUint64(nil, uint64(i))
 // waitFor polls cond until it holds, failing the test after patience.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(patience)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, patience, what, cond)
 }
 
 // recv takes one value from ch, failing the test after patience.
