@@ -1,12 +1,18 @@
 package rpc_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
+	"io"
+	"net"
 	"net/http"
 	"testing"
 
+	"github.com/lifenet/lifenet/codec"
+	"github.com/lifenet/lifenet/internal/leakcheck"
 	"github.com/lifenet/lifenet/rpc"
 	"github.com/lifenet/lifenet/rpc/internal/ws"
 )
@@ -189,5 +195,80 @@ func TestBatteryWebSocketClient(t *testing.T) {
 	}
 	if p := recv(t, pushes, "the push"); p != "Notify:over ws" {
 		t.Errorf("push %q", p)
+	}
+}
+
+// The ws:// client answers a server's ping with a masked pong, and a
+// server's close ends the connection: the call waiting on it fails with
+// ErrConnClosed instead of hanging.
+func TestBatteryWebSocketClientPingAndClose(t *testing.T) {
+	leakcheck.Check(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	defer ln.Close()
+	pong := make(chan ws.Frame, 1)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		r := bufio.NewReader(c)
+		req, err := http.ReadRequest(r)
+		if err != nil {
+			return
+		}
+		c.Write(ws.AppendAccept(nil, req, "SRMP"))
+		c.Write(ws.AppendFrame(nil, ws.Ping, []byte("hi"), nil))
+		// The call's request may come before the pong (it follows the
+		// handshake at once): take both, in either order, then close.
+		var sawPong, sawCall bool
+		for !sawPong || !sawCall {
+			f, ok := readClientFrame(r)
+			if !ok {
+				return
+			}
+			switch f.Op {
+			case ws.Pong:
+				sawPong = true
+				pong <- f
+			case ws.Binary:
+				sawCall = true
+			}
+		}
+		c.Write(ws.AppendClose(nil, ws.CloseNormal, "bye", nil))
+		io.Copy(io.Discard, r)
+	}()
+	cl := dialClient(t, "ws://"+ln.Addr().String()+"/", rpc.ClientConfig{})
+	_, err = rpc.Call[int32](context.Background(), cl, "Bench/Add", addArgs{1, 2})
+	if !errors.Is(err, codec.ErrConnClosed) {
+		t.Errorf("call over a WebSocket the server closed: %v, want ErrConnClosed", err)
+	}
+	f := recv(t, pong, "the pong")
+	if !f.Masked || string(f.Payload) != "hi" {
+		t.Errorf("pong masked %v payload %q, want a masked %q", f.Masked, f.Payload, "hi")
+	}
+	cl.Close()
+	<-served
+}
+
+// readClientFrame reads the next frame from r.
+func readClientFrame(r *bufio.Reader) (ws.Frame, bool) {
+	var buf []byte
+	for {
+		b, err := r.ReadByte()
+		if err != nil {
+			return ws.Frame{}, false
+		}
+		buf = append(buf, b)
+		f, n, err := ws.Parse(buf, 1<<20)
+		if err != nil {
+			return ws.Frame{}, false
+		}
+		if n > 0 {
+			return f, true
+		}
 	}
 }

@@ -1,10 +1,10 @@
 package rpc
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/lifenet/lifenet/codec"
-	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/rpc/internal/ws"
 )
 
@@ -25,30 +25,8 @@ func (g *gateway) upgrade(c *codec.Context, req *http.Request, end int) error {
 // answered, a close is echoed and ends the connection. Client frames may
 // be masked or not (NewLife's v11 client does not mask).
 func (g *gateway) serveWS(c *codec.Context) error {
-	off := 0
-	defer func() { g.buf = g.buf[:copy(g.buf, g.buf[off:])] }()
-	for off < len(g.buf) {
-		f, n, err := ws.Parse(g.buf[off:], g.s.cfg.Framer.MaxFrame)
-		if err != nil {
-			// Close with 1002 once the close frame is written (returning the
-			// error would abort the connection and drop it).
-			c.WriteBytes(ws.AppendClose(nil, ws.CloseProtocolError, err.Error(), nil))
-			g.ss.conn.Close()
-			off = len(g.buf)
-			return nil
-		}
-		if n == 0 {
-			return nil
-		}
-		off += n
+	err := readWSFrames(c, &g.buf, g.s.cfg.Framer.MaxFrame, func(f ws.Frame) error {
 		switch f.Op {
-		case ws.Binary, ws.Text, ws.Continuation:
-			p := packet.Wrap(f.Payload)
-			err = c.FireRead(p)
-			p.Release()
-			if err != nil {
-				return err
-			}
 		case ws.Ping:
 			c.WriteBytes(ws.AppendFrame(nil, ws.Pong, f.Payload, nil))
 		case ws.Close:
@@ -58,8 +36,19 @@ func (g *gateway) serveWS(c *codec.Context) error {
 			}
 			c.WriteBytes(ws.AppendClose(nil, code, "", nil))
 			g.ss.conn.Close()
-			return nil
+			return errWSClosed
 		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errWSClosed):
+		return nil
+	case errors.Is(err, errBadWSFrame):
+		// Close with 1002 once the close frame is written (returning the
+		// error would abort the connection and drop it).
+		c.WriteBytes(ws.AppendClose(nil, ws.CloseProtocolError, err.Error(), nil))
+		g.ss.conn.Close()
+		return nil
 	}
-	return nil
+	return err
 }

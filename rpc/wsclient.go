@@ -69,30 +69,16 @@ func (w *wsClient) Read(c *codec.Context, msg any) error {
 		w.open = true
 		w.buf = w.buf[:copy(w.buf, w.buf[end:])]
 	}
-	off := 0
-	defer func() { w.buf = w.buf[:copy(w.buf, w.buf[off:])] }()
-	for off < len(w.buf) {
-		f, n, err := ws.Parse(w.buf[off:], codec.DefaultMaxFrame)
-		if err != nil || n == 0 {
-			return err
-		}
-		off += n
+	return readWSFrames(c, &w.buf, codec.DefaultMaxFrame, func(f ws.Frame) error {
 		switch f.Op {
-		case ws.Binary, ws.Text, ws.Continuation:
-			v := packet.Wrap(f.Payload)
-			err = c.FireRead(v)
-			v.Release()
-			if err != nil {
-				return err
-			}
 		case ws.Ping:
 			mask := newMask()
 			c.WriteBytes(ws.AppendFrame(nil, ws.Pong, f.Payload, &mask))
 		case ws.Close:
 			return fmt.Errorf("%w: the server closed the WebSocket", codec.ErrConnClosed)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // Write implements codec.Handler: one masked binary message per frame.
