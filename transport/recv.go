@@ -120,31 +120,16 @@ func (s *Session) deliver(buf *packet.Packet, n int) {
 	case s.handler != nil:
 		if ep.hooks.BatchSends {
 			s.cork()
-			defer s.handled() // also when the handler panics
+			defer s.uncork() // also when the handler panics
 		}
 		s.handler.Receive(s, buf)
 	case ep.hooks.OnReceive != nil:
 		if ep.hooks.BatchSends {
 			s.cork()
-			defer s.handled()
+			defer s.uncork()
 		}
 		ep.hooks.OnReceive(s, buf)
 	}
-}
-
-// handled ends the cork of a BatchSends delivery: the session writes what
-// its handler queued, or, as a peer of a UDP server that batches replies
-// (Linux), hands its queue to the server's receive batch, which sends the
-// replies to all its peers in one sendmmsg after the last delivery.
-func (s *Session) handled() {
-	if !s.uncorked() {
-		return
-	}
-	if s.replies != nil {
-		s.replies.hold(s)
-		return
-	}
-	s.flush()
 }
 
 // received counts a read (or datagram) of n bytes.

@@ -156,24 +156,15 @@ func (s *Session) cork() {
 
 // uncork writes what was queued while corked, once no cork is left.
 func (s *Session) uncork() error {
-	if !s.uncorked() {
-		return nil
-	}
-	return s.flush()
-}
-
-// uncorked drops a cork and reports whether the caller now owns the write
-// of the queue (s.writing set): no cork is left, no write is in progress
-// and something is queued.
-func (s *Session) uncorked() bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.corks--
 	if s.corks > 0 || s.writing || len(s.queue) == 0 {
-		return false
+		s.mu.Unlock()
+		return nil
 	}
 	s.writing = true
-	return true
+	s.mu.Unlock()
+	return s.flush()
 }
 
 // QueuedBytes returns the bytes waiting to be written: a view of the
@@ -187,57 +178,34 @@ func (s *Session) QueuedBytes() int {
 // flush writes queued batches until the queue is empty. Only the goroutine
 // that set s.writing runs it.
 func (s *Session) flush() error {
-	for {
+	s.mu.Lock()
+	for len(s.queue) > 0 && !s.finished && s.Reason() == ReasonNone {
+		s.sealStageLocked()
+		batch, msgs := s.queue, s.queuedMsgs
+		s.queue, s.spare, s.queued, s.queuedMsgs = s.spare, nil, 0, 0
+		s.mu.Unlock()
+
+		err := s.out.writeBatch(s, batch)
+		if err == nil {
+			s.io.messagesOut.Add(uint64(msgs)) // messages, not packets: SendBytes shares staging buffers
+		}
+		for i, p := range batch {
+			p.Release()
+			batch[i] = nil
+		}
 		s.mu.Lock()
-		batch, msgs := s.takeLocked()
-		if batch == nil {
+		s.spare = batch[:0]
+		if err != nil {
 			s.writing = false
 			s.mu.Unlock()
-			return nil
-		}
-		s.mu.Unlock()
-		if !s.settle(batch, msgs, s.out.writeBatch(s, batch)) {
+			s.closeWith(writeReason(err), err)
 			return s.closedErr() // names the reason that won, e.g. a slow consumer
+
 		}
 	}
-}
-
-// takeLocked takes the queue for writing, or returns nil when there is
-// nothing to write or the session is closing (finish releases the queue
-// then). Called with s.mu held by the owner of s.writing.
-func (s *Session) takeLocked() (batch []*packet.Packet, msgs int) {
-	if len(s.queue) == 0 || s.finished || s.Reason() != ReasonNone {
-		return nil, 0
-	}
-	s.sealStageLocked()
-	batch, msgs = s.queue, s.queuedMsgs
-	s.queue, s.spare, s.queued, s.queuedMsgs = s.spare, nil, 0, 0
-	return batch, msgs
-}
-
-// settle ends the write of a batch taken by takeLocked, which err says
-// failed or not: it counts the messages of a batch written, releases the
-// packets, and keeps the slice for the next batch. A failed write closes
-// the session and gives up s.writing; settle then returns false.
-func (s *Session) settle(batch []*packet.Packet, msgs int, err error) bool {
-	if err == nil {
-		s.io.messagesOut.Add(uint64(msgs)) // messages, not packets: SendBytes shares staging buffers
-	}
-	for i, p := range batch {
-		p.Release()
-		batch[i] = nil
-	}
-	s.mu.Lock()
-	s.spare = batch[:0]
-	if err != nil {
-		s.writing = false
-	}
+	s.writing = false
 	s.mu.Unlock()
-	if err != nil {
-		s.closeWith(writeReason(err), err)
-		return false
-	}
-	return true
+	return nil
 }
 
 // writeReason classifies a failed write.

@@ -31,9 +31,7 @@ type Hooks struct {
 	// send: for servers that answer many frames of one read from the
 	// receive goroutine (the codec layer sets it). On UDP each send is
 	// still one datagram; on Linux those queued together leave in one
-	// sendmmsg, and a UDP server that reads in batches (UDPReadBatch > 1)
-	// sends the replies to a whole batch, to all its peers, in one
-	// sendmmsg after the batch's last handler returns. Sends from other
+	// sendmmsg. Sends from other
 	// goroutines during that time are written by the receive goroutine
 	// too, so leave it off where other goroutines stream large amounts
 	// (clients): the receive goroutine would stop reading while it writes.
@@ -102,7 +100,6 @@ type Session struct {
 	handler  SessionHandler // from Hooks.NewHandler; set before the first receive
 	opened   bool           // open has run (receive goroutine, or Dial before it starts)
 	datagram bool           // UDP: each receive is one datagram
-	replies  *udpReplies    // a UDP server peer's: its handler's replies leave with the receive batch's
 
 	reason      atomic.Uint32 // Reason once closing has started
 	draining    atomic.Bool   // Shutdown: stop reading, flush, then close

@@ -35,14 +35,13 @@ const udpHousekeeping = time.Second
 // net.PacketConn (an in-memory one in tests, say) is keyed by the text of
 // its addresses.
 type udpServer struct {
-	srv     *Server
-	pc      net.PacketConn
-	udp     *net.UDPConn    // pc, when it is a UDP socket
-	raw     syscall.RawConn // udp's, where sends can be batched (Linux); else nil
-	family  int             // udp's address family, with raw
-	reader  datagramReader
-	slots   []udpSlot
-	replies *udpReplies // the replies of a receive batch, sent together; nil: each session sends its own
+	srv    *Server
+	pc     net.PacketConn
+	udp    *net.UDPConn    // pc, when it is a UDP socket
+	raw    syscall.RawConn // udp's, where sends can be batched (Linux); else nil
+	family int             // udp's address family, with raw
+	reader datagramReader
+	slots  []udpSlot
 
 	// Owned by the receive goroutine.
 	byAddr   map[netip.AddrPort]*Session // UDP peers
@@ -95,9 +94,6 @@ func (s *Server) ServePacket(pc net.PacketConn) error {
 		if n := s.ep.cfg.UDPReadBatch; n > 1 {
 			if r := newBatchReader(conn, n); r != nil {
 				u.reader, batch = r, n
-				if u.raw != nil && s.ep.hooks.BatchSends {
-					u.replies = &udpReplies{u: u, m: newMmsgSender()}
-				}
 			}
 		}
 		if u.reader == nil {
@@ -173,9 +169,6 @@ func (u *udpServer) loop() {
 			}
 			sl.buf.Resize(sl.buf.Cap())
 			sl.from = nil
-		}
-		if u.replies != nil {
-			u.replies.flush()
 		}
 		if u.pending.Load() {
 			u.finishClosed()
@@ -265,7 +258,6 @@ func (u *udpServer) open(sl *udpSlot) *Session {
 	sess := newSession(&s.ep, id, nil, out, u.pc.LocalAddr(), out.to)
 	out.sess = sess
 	sess.datagram = true
-	sess.replies = u.replies
 	sess.onEnd = s.forget
 	s.sessions.add(sess)
 	s.ep.stats.opened()

@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -172,174 +171,49 @@ func setNetPort(p *uint16, port uint16) {
 	b[0], b[1] = byte(port>>8), byte(port)
 }
 
-// mmsgSender is the scratch of sendmmsg batches: the datagrams of one or
-// more destinations, each destination's contiguous and in order. A
-// session's queue to its one peer takes one from a pool (sessions that
-// send batches share a few); a UDP server's receive goroutine keeps one
-// for the replies of each receive batch to many peers (udpReplies).
+// mmsgSender is the scratch of one sendmmsg batch, pooled: sessions that
+// send batches share a few instead of each keeping one.
 type mmsgSender struct {
 	hdrs  []mmsghdr
 	iovs  []unix.Iovec
-	names []unix.RawSockaddrInet6 // each destination's sockaddr, either family
-	dests []mmsgDest
-	flats []*packet.Packet // flattened chained packets, released by reset
-	off   int              // messages done: sent, or skipped with a failed destination
-	cur   int              // the destination of message off
+	name  unix.RawSockaddrInet6 // the destination, one for the whole batch
+	flats []*packet.Packet      // flattened chained packets, released after the send
+	off   int                   // messages sent so far
+	bytes int
+	errno syscall.Errno
 	fn    func(fd uintptr) bool
 }
 
-// mmsgDest is one destination of a batch and, once sent, its outcome.
-type mmsgDest struct {
-	end     int    // index past its last message
-	namelen uint32 // 0: the socket is connected
-	bytes   int
-	errno   syscall.Errno // the failure that cost it the rest of its messages
-}
-
-func newMmsgSender() *mmsgSender {
+var mmsgSenders = sync.Pool{New: func() any {
 	m := new(mmsgSender)
 	m.fn = m.send
 	return m
-}
-
-var mmsgSenders = sync.Pool{New: func() any { return newMmsgSender() }}
-
-// sendmmsgHook, when set (tests), runs before each sendmmsg of asked
-// messages: it returns how many of them the kernel may take (a partial
-// send), or an errno to return instead of calling the kernel.
-var sendmmsgHook atomic.Pointer[func(asked int) (limit int, errno syscall.Errno)]
-
-func sendmmsg(fd uintptr, hdrs []mmsghdr) (int, syscall.Errno) {
-	if f := sendmmsgHook.Load(); f != nil {
-		limit, e := (*f)(len(hdrs))
-		if e != 0 {
-			return 0, e
-		}
-		hdrs = hdrs[:max(1, min(limit, len(hdrs)))]
-	}
-	k, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&hdrs[0])), uintptr(len(hdrs)), 0, 0, 0)
-	return int(k), e
-}
+}}
 
 // send is the RawConn callback: it sends what is left of the batch,
-// returning false to wait until the socket is writable. sendmmsg stops at
-// the first message that fails (returning the count before it, or the
-// error when it is the first): that message's destination loses the rest
-// of its datagrams, as a failed write ends a session's, and the next
-// destination's go on.
+// returning false to wait until the socket is writable.
 func (m *mmsgSender) send(fd uintptr) bool {
 	for m.off < len(m.hdrs) {
-		k, e := sendmmsg(fd, m.hdrs[m.off:])
-		if e == 0 && k == 0 {
-			e = syscall.EIO // sendmmsg sends at least one message or fails
-		}
+		k, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&m.hdrs[m.off])), uintptr(len(m.hdrs)-m.off), 0, 0, 0)
 		switch e {
 		case 0:
-			for i := m.off; i < m.off+k; i++ {
-				m.dest(i).bytes += int(m.hdrs[i].n)
+			if k == 0 {
+				m.errno = syscall.EIO // sendmmsg sends at least one message or fails
+				return true
 			}
-			m.off += k
+			for _, h := range m.hdrs[m.off : m.off+int(k)] {
+				m.bytes += int(h.n)
+			}
+			m.off += int(k)
 		case unix.EINTR:
 		case unix.EAGAIN:
 			return false
 		default:
-			d := m.dest(m.off)
-			d.errno = e
-			m.off = d.end
+			m.errno = e
+			return true
 		}
 	}
 	return true
-}
-
-// dest returns the destination of message i ≥ m.off, moving m.cur to it.
-func (m *mmsgSender) dest(i int) *mmsgDest {
-	for m.dests[m.cur].end <= i {
-		m.cur++
-	}
-	return &m.dests[m.cur]
-}
-
-// add appends batch, one datagram per packet, for d and returns d's index
-// for result. It returns -1, adding nothing, when d cannot be reached
-// this way (an IPv6 zone, a family mismatch).
-func (m *mmsgSender) add(d udpDest, batch []*packet.Packet) int {
-	i := len(m.dests)
-	if i == len(m.names) {
-		m.names = append(m.names, unix.RawSockaddrInet6{})
-	}
-	var namelen uint32
-	if !d.connected {
-		if namelen = setName(&m.names[i], d); namelen == 0 {
-			return -1
-		}
-	}
-	for _, p := range batch {
-		b := p.Bytes()
-		if p.Next() != nil {
-			flat := p.Clone()
-			m.flats = append(m.flats, flat)
-			b = flat.Bytes()
-		}
-		var iov unix.Iovec
-		iov.Base = unsafe.SliceData(b)
-		iov.SetLen(len(b))
-		m.iovs = append(m.iovs, iov)
-	}
-	m.dests = append(m.dests, mmsgDest{end: len(m.iovs), namelen: namelen})
-	return i
-}
-
-// sendAll sends what was added through raw with as few sendmmsg calls as
-// the socket takes. Its error is the RawConn's (the socket closed, a
-// deadline); result tells each destination's outcome.
-func (m *mmsgSender) sendAll(raw syscall.RawConn) error {
-	n := len(m.iovs)
-	if cap(m.hdrs) < n {
-		m.hdrs = make([]mmsghdr, n)
-	}
-	m.hdrs = m.hdrs[:n]
-	m.off, m.cur = 0, 0
-	for i := range m.hdrs { // the slices have stopped growing: point into them now
-		d := m.dest(i)
-		h := &m.hdrs[i]
-		h.hdr = unix.Msghdr{Iov: &m.iovs[i]}
-		if d.namelen != 0 {
-			h.hdr.Name = (*byte)(unsafe.Pointer(&m.names[m.cur]))
-			h.hdr.Namelen = d.namelen
-		}
-		h.hdr.SetIovlen(1)
-		h.n = 0
-	}
-	m.cur = 0
-	return raw.Write(m.fn)
-}
-
-// result returns the bytes sent to destination i and, if not all its
-// datagrams left, why: its own failure, or err, sendAll's.
-func (m *mmsgSender) result(i int, err error) (int, error) {
-	d := &m.dests[i]
-	switch {
-	case d.errno != 0:
-		return d.bytes, os.NewSyscallError("sendmmsg", d.errno)
-	case d.end > m.off:
-		return d.bytes, err
-	}
-	return d.bytes, nil
-}
-
-// reset empties m for the next batch, releasing flattened packets and
-// dropping the pointers into the sent packets' buffers.
-func (m *mmsgSender) reset() {
-	for i, f := range m.flats {
-		f.Release()
-		m.flats[i] = nil
-	}
-	m.flats = m.flats[:0]
-	clear(m.iovs)
-	m.iovs = m.iovs[:0]
-	clear(m.hdrs)
-	m.hdrs = m.hdrs[:0]
-	m.dests = m.dests[:0]
 }
 
 // sendBatch sends each packet of batch as one datagram to d with as few
@@ -349,17 +223,53 @@ func (m *mmsgSender) reset() {
 func sendBatch(d udpDest, batch []*packet.Packet) (n int, done bool, err error) {
 	m := mmsgSenders.Get().(*mmsgSender)
 	defer mmsgSenders.Put(m)
-	if m.add(d, batch) < 0 {
-		return 0, false, nil
+	var name *byte
+	var namelen uint32
+	if !d.connected {
+		if namelen = m.setName(d); namelen == 0 {
+			return 0, false, nil
+		}
+		name = (*byte)(unsafe.Pointer(&m.name))
 	}
-	n, err = m.result(0, m.sendAll(d.raw))
-	m.reset()
+	if cap(m.hdrs) < len(batch) {
+		m.hdrs, m.iovs = make([]mmsghdr, len(batch)), make([]unix.Iovec, len(batch))
+	}
+	m.hdrs, m.iovs = m.hdrs[:len(batch)], m.iovs[:len(batch)]
+	for i, p := range batch {
+		b := p.Bytes()
+		if p.Next() != nil {
+			flat := p.Clone()
+			m.flats = append(m.flats, flat)
+			b = flat.Bytes()
+		}
+		m.iovs[i].Base = unsafe.SliceData(b)
+		m.iovs[i].SetLen(len(b))
+		h := &m.hdrs[i]
+		h.hdr = unix.Msghdr{Name: name, Namelen: namelen, Iov: &m.iovs[i]}
+		h.hdr.SetIovlen(1)
+		h.n = 0
+	}
+	m.off, m.bytes, m.errno = 0, 0, 0
+	err = d.raw.Write(m.fn)
+	if err == nil && m.errno != 0 {
+		err = os.NewSyscallError("sendmmsg", m.errno)
+	}
+	n = m.bytes
+	for i, f := range m.flats {
+		f.Release()
+		m.flats[i] = nil
+	}
+	m.flats = m.flats[:0]
+	clear(m.iovs) // drop the pointers into the batch's buffers
+	for i := range m.hdrs {
+		m.hdrs[i].hdr = unix.Msghdr{}
+	}
 	return n, true, err
 }
 
-// setName writes d's destination into sa as a sockaddr of the socket's
-// family and returns its length, or 0 if it has none.
-func setName(sa6 *unix.RawSockaddrInet6, d udpDest) uint32 {
+// setName writes d's destination as a sockaddr of the socket's family and
+// returns its length, or 0 if it has none.
+func (m *mmsgSender) setName(d udpDest) uint32 {
 	a := d.to.Addr()
 	if a.Zone() != "" || !a.IsValid() {
 		return 0
@@ -369,13 +279,13 @@ func setName(sa6 *unix.RawSockaddrInet6, d udpDest) uint32 {
 		if a = a.Unmap(); !a.Is4() {
 			return 0
 		}
-		sa := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa6))
+		sa := (*unix.RawSockaddrInet4)(unsafe.Pointer(&m.name))
 		*sa = unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: a.As4()}
 		setNetPort(&sa.Port, d.to.Port())
 		return unix.SizeofSockaddrInet4
 	case unix.AF_INET6:
-		*sa6 = unix.RawSockaddrInet6{Family: unix.AF_INET6, Addr: a.As16()}
-		setNetPort(&sa6.Port, d.to.Port())
+		m.name = unix.RawSockaddrInet6{Family: unix.AF_INET6, Addr: a.As16()}
+		setNetPort(&m.name.Port, d.to.Port())
 		return unix.SizeofSockaddrInet6
 	}
 	return 0
