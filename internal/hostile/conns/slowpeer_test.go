@@ -64,6 +64,27 @@ func dialRole(t *testing.T, addr string, role byte) net.Conn {
 	return c
 }
 
+// dialReaderAndNonReaders connects one reading peer and n that never read
+// and returns the reader's connection and the n+1 sessions as the server
+// announced them.
+func dialReaderAndNonReaders(t *testing.T, addr string, roles <-chan roled, n int) (net.Conn, []roled) {
+	t.Helper()
+	reader := dialRole(t, addr, roleReader)
+	for range n {
+		dialRole(t, addr, roleNonReader)
+	}
+	var sessions []roled
+	for range n + 1 {
+		select {
+		case r := <-roles:
+			sessions = append(sessions, r)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%d of %d sessions announced themselves", len(sessions), n+1)
+		}
+	}
+	return reader, sessions
+}
+
 // politePush sends total bytes in messages of size, waiting while the
 // session's queue is over half of limit: a producer that respects
 // back-pressure is never taken for a slow consumer's victim.
@@ -103,19 +124,7 @@ func TestSlowConsumers(t *testing.T) {
 	cfg := transport.Config{SendQueueBytes: queue, SocketSendBuffer: 16 << 10}
 	srv, addr, roles, ends := pushServer(t, cfg, slow+1)
 
-	reader := dialRole(t, addr, roleReader)
-	for range slow {
-		dialRole(t, addr, roleNonReader)
-	}
-	var sessions []roled
-	for range slow + 1 {
-		select {
-		case r := <-roles:
-			sessions = append(sessions, r)
-		case <-time.After(20 * time.Second):
-			t.Fatalf("%d of %d sessions announced themselves", len(sessions), slow+1)
-		}
-	}
+	reader, sessions := dialReaderAndNonReaders(t, addr, roles, slow)
 
 	var (
 		wg       sync.WaitGroup
@@ -212,19 +221,7 @@ func TestWriteTimeouts(t *testing.T) {
 	cfg := transport.Config{WriteTimeout: writeTimeout, SendQueueBytes: 64 << 20, SocketSendBuffer: 16 << 10}
 	srv, addr, roles, ends := pushServer(t, cfg, stuck+1)
 
-	reader := dialRole(t, addr, roleReader)
-	for range stuck {
-		dialRole(t, addr, roleNonReader)
-	}
-	var sessions []roled
-	for range stuck + 1 {
-		select {
-		case r := <-roles:
-			sessions = append(sessions, r)
-		case <-time.After(20 * time.Second):
-			t.Fatalf("%d of %d sessions announced themselves", len(sessions), stuck+1)
-		}
-	}
+	reader, sessions := dialReaderAndNonReaders(t, addr, roles, stuck)
 
 	type result struct {
 		r       roled

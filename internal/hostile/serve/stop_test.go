@@ -75,6 +75,25 @@ func collect(t *testing.T, ch <-chan outcome) []outcome {
 	return out
 }
 
+// releaseAndDrain opens the gate, checks that every request in flight
+// (named what) completed with its own answer, and waits for Shutdown's
+// result; it returns how many completed and how long Shutdown took after
+// the release.
+func releaseAndDrain(t *testing.T, g *gate, results <-chan outcome, shut <-chan error, what string) (done int, drained time.Duration, err error) {
+	t.Helper()
+	released := time.Now()
+	close(g.open)
+	for _, o := range collect(t, results) {
+		if o.err != nil || o.n != o.i {
+			t.Errorf("%s %d in flight: %d, %v; want %d", what, o.i, o.n, o.err, o.i)
+			continue
+		}
+		done++
+	}
+	err = recv(t, shut, "Shutdown")
+	return done, time.Since(released), err
+}
+
 // rpcSlowServer is an rpc server whose action Slow/Wait blocks until the
 // gate opens (answering its argument) or its caller's connection ends,
 // with inFlight calls of it running across four clients (an SRMP
@@ -168,18 +187,7 @@ func TestRPCShutdownCompletesInFlight(t *testing.T) {
 	default:
 	}
 
-	released := time.Now()
-	close(g.open)
-	done := 0
-	for _, o := range collect(t, results) {
-		if o.err != nil || o.n != o.i {
-			t.Errorf("call %d in flight: %d, %v; want %d", o.i, o.n, o.err, o.i)
-			continue
-		}
-		done++
-	}
-	err = recv(t, shut, "Shutdown")
-	drained := time.Since(released)
+	done, drained, err := releaseAndDrain(t, g, results, shut, "call")
 	_, after := rpc.Call[int](context.Background(), cls[1], "Quick/Echo", 3)
 	t.Logf("rpc Shutdown: %d of %d calls in flight completed; refused meanwhile: %v; Shutdown returned %v %v after the release; a call after it: %v; cancelled handlers %d",
 		done, inFlight, lateErr, err, drained.Round(time.Millisecond), after, g.cancelled.Load())
@@ -370,18 +378,7 @@ func TestCodecShutdownCompletesInFlight(t *testing.T) {
 	default:
 	}
 
-	released := time.Now()
-	close(g.open)
-	done := 0
-	for _, o := range collect(t, results) {
-		if o.err != nil || o.n != o.i {
-			t.Errorf("request %d in flight: %d, %v; want %d", o.i, o.n, o.err, o.i)
-			continue
-		}
-		done++
-	}
-	err := recv(t, shut, "Shutdown")
-	drained := time.Since(released)
+	done, drained, err := releaseAndDrain(t, g, results, shut, "request")
 	secondErr := recv(t, second, "the second request's end")
 	st := srv.Transport().Stats()
 	t.Logf("codec Shutdown: %d of %d requests in flight answered; Shutdown returned %v %v after the release; request sent during it: %v; accepted %d, closed with ReasonShutdown %d (probe connections before the listener closed: %d)",
