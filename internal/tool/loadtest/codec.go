@@ -188,26 +188,34 @@ func (r *run) codecWindow(ctx context.Context, c *codec.Client) error {
 	}
 	// Replies free slots on the receive goroutine; the requester takes all
 	// the freed ones at once and sends them in one batch (one write), as
-	// the raw client refills what one read answered in one write.
+	// the raw client refills what one read answered in one write. The free
+	// count is the only shared word per request: requests in flight are
+	// window-free, so the end waits for free to come back to window.
 	var free atomic.Int64
 	free.Store(int64(window))
 	wake := make(chan struct{}, 1)
-	var pending sync.WaitGroup
+	drained := make(chan struct{}, 1)
 	var failed atomic.Value
 	var received atomic.Uint64 // this connection's, summed into the run's once at the end
+	signal := func(ch chan struct{}) {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
 	done := func(err error) {
 		if err != nil {
 			failed.CompareAndSwap(nil, err)
 		} else {
 			received.Add(1)
 		}
-		if free.Add(1) == 1 {
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
+		n := free.Add(1)
+		if n == 1 {
+			signal(wake)
 		}
-		pending.Done()
+		if n == int64(window) {
+			signal(drained)
+		}
 	}
 	onMessage := func(_ *codec.Message, err error) { done(err) } // replies are borrowed: nothing to release
 	onPacket := func(_ *packet.Packet, err error) { done(err) }
@@ -219,14 +227,13 @@ func (r *run) codecWindow(ctx context.Context, c *codec.Client) error {
 		var sent uint64
 		defer func() { r.sent.Add(sent * size) }() // as it goes: the progress line reads it
 		for ; k > 0 && err == nil; k-- {
-			pending.Add(1)
 			if r.cfg.Codec == "srmp" { // the []byte forms: no pooled message or packet per request
 				err = conn.RequestBytesAsync(context.Background(), codec.FlagPacket, body, onMessage)
 			} else {
 				err = conn.RequestPacketAsync(context.Background(), packet.Wrap(body), onPacket)
 			}
 			if err != nil {
-				pending.Done()
+				free.Add(k) // this slot and the ones not used go back
 				return
 			}
 			sent++
@@ -243,7 +250,9 @@ func (r *run) codecWindow(ctx context.Context, c *codec.Client) error {
 		}
 		conn.Batch(func() { send(k) })
 	}
-	pending.Wait()
+	for free.Load() < int64(window) { // every callback comes: a reply, a timeout or the connection's end
+		<-drained
+	}
 	r.received.Add(received.Load() * size)
 	if err != nil {
 		return err
