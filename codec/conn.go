@@ -189,7 +189,7 @@ func (c *Conn) Closed(_ *transport.Session, e *transport.CloseError) {
 // rejects end the connection. p stays the caller's.
 func (c *Conn) read(p *packet.Packet) {
 	if err := c.chain.Read(p); err != nil {
-		c.sess.Abort(err)
+		c.sess.AbortAfterWrites(err) // the answers to the frames before the bad one still go out
 	}
 }
 

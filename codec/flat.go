@@ -90,7 +90,7 @@ func (c *Conn) flatRead(p *packet.Packet) {
 		f.framer.loan.End()
 		if err != nil {
 			c.endRead()
-			c.sess.Abort(err)
+			c.sess.AbortAfterWrites(err)
 			return
 		}
 		off += n

@@ -168,6 +168,7 @@ func Dial(ctx context.Context, network, address string, cfg ClientConfig, hooks 
 		c.ep.hooks.BatchSends = false // enqueue sends nothing, and may block
 	case ReceiveSync:
 		c.sync = &syncReader{} // Receive reads; nothing is delivered to hooks
+		c.ep.selfRead = true
 		c.ep.hooks.BatchSends = false
 	}
 	acquireClock()

@@ -73,11 +73,7 @@ func (s *Session) receiveStream(firstByte time.Duration) {
 		}
 		if s.draining.Load() {
 			s.drainSends()
-			r := Reason(s.drainReason.Load())
-			if r == ReasonNone {
-				r = ReasonShutdown
-			}
-			s.closeWith(r, nil)
+			s.endDrain()
 			return
 		}
 		if err != nil {

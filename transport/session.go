@@ -62,7 +62,10 @@ type endpoint struct {
 	cfg   Config
 	hooks Hooks
 	pull  func(*Session, *packet.Packet) // a pull-mode client's queue, in place of the hooks
-	stats counters
+	// selfRead: a ReceiveSync client, whose callers read; no receive loop
+	// ends a drain.
+	selfRead bool
+	stats    counters
 }
 
 // Session is one connection (or UDP peer) of a server, or a client's
@@ -94,6 +97,7 @@ type Session struct {
 	corks      int              // OnReceive (BatchSends) or Batch is running: queue sends, write them after it
 	finished   bool             // the receive side has ended; no more sends
 	cause      error
+	drainCause error // the cause a drain closes with (AbortAfterWrites)
 	items      map[any]any
 	state      any
 
@@ -204,9 +208,45 @@ func (s *Session) CloseAfterWrites() error {
 }
 
 // Abort ends the session because the peer broke the protocol
-// (ReasonProtocol), recording err as the cause. It does not wait.
+// (ReasonProtocol), recording err as the cause. It does not wait; what is
+// queued and not yet written is dropped.
 func (s *Session) Abort(err error) {
 	s.closeWith(ReasonProtocol, err)
+}
+
+// AbortAfterWrites ends the session as Abort does (ReasonProtocol, cause
+// err), but once what was sent before it has been written: the answers to
+// the peer's valid messages that came before the violation still reach it.
+// Reading stops at once. It is meant for the session's handler; a
+// ReceiveSync client's session, which no receive loop serves, is aborted
+// at once. It does not wait.
+func (s *Session) AbortAfterWrites(err error) {
+	if s.ep.selfRead {
+		s.Abort(err)
+		return
+	}
+	s.mu.Lock()
+	if s.drainCause == nil {
+		s.drainCause = err
+	}
+	s.mu.Unlock()
+	s.drainReason.Store(uint32(ReasonProtocol))
+	s.draining.Store(true)
+	if s.conn != nil {
+		s.conn.SetReadDeadline(interrupted)
+	}
+}
+
+// endDrain closes a drained session with the drain's reason and cause.
+func (s *Session) endDrain() {
+	r := Reason(s.drainReason.Load())
+	if r == ReasonNone {
+		r = ReasonShutdown
+	}
+	s.mu.Lock()
+	cause := s.drainCause
+	s.mu.Unlock()
+	s.closeWith(r, cause)
 }
 
 // closeWith starts closing with reason r unless closing already started;

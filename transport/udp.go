@@ -201,6 +201,10 @@ func (u *udpServer) datagram(sl *udpSlot) {
 		}
 	}
 	u.safeDeliver(sess, sl.buf, sl.n)
+	if sess.draining.Load() && sess.Reason() == ReasonNone { // AbortAfterWrites: the replies have left (deliver's flush)
+		sess.endDrain()
+		u.end(sess)
+	}
 }
 
 // lookup finds the session of the slot's sender, or nil.
