@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -118,17 +119,11 @@ func simpleEntry(b []byte) ([]byte, bool) {
 	i = skipSpace(b, i+1)
 	start := i
 	if i < len(b) && b[i] == '"' {
-		i++
-		for i < len(b) && b[i] != '"' {
-			if b[i] == '\\' || b[i] < 0x20 {
-				return nil, false // escapes and control bytes: the full parser
-			}
-			i++
+		end := plainStringEnd(b, i+1)
+		if end < 0 {
+			return nil, false // escapes and control bytes: the full parser
 		}
-		if i >= len(b) {
-			return nil, false
-		}
-		i++
+		i = end + 1
 	} else {
 		for i < len(b) && (b[i] == '-' || b[i] == '+' || b[i] == '.' || (b[i] >= '0' && b[i] <= '9') || (b[i] >= 'a' && b[i] <= 'z') || b[i] == 'E') {
 			i++
@@ -143,6 +138,32 @@ func simpleEntry(b []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return b[start:end], true
+}
+
+// plainStringEnd returns the index of the quote that ends the JSON string
+// whose contents start at b[i], or -1 when an escape or a control byte
+// comes first (or no quote does). It checks eight bytes at a time: a 2000-
+// byte argument was 12 % of a server's CPU per call byte by byte.
+func plainStringEnd(b []byte, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		q, e := x^('"'*ones), x^('\\'*ones)
+		// A byte that is zero in q or e, or below 0x20 in x, sets its high
+		// bit here (exact as a test for any; the byte loop finds which).
+		if ((q-ones)&^q|(e-ones)&^e|(x-0x20*ones)&^x)&highs != 0 {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			return i
+		case c == '\\' || c < 0x20:
+			return -1
+		}
+	}
+	return -1
 }
 
 func skipSpace(b []byte, i int) int {

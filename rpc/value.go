@@ -7,6 +7,7 @@ import (
 	"math"
 	"reflect"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -79,11 +80,49 @@ func appendValue(dst []byte, v any) ([]byte, kind, error) {
 	if rv := reflect.ValueOf(v); (rv.Kind() == reflect.Pointer || rv.Kind() == reflect.Map || rv.Kind() == reflect.Slice) && rv.IsNil() {
 		return dst, kindNull, nil
 	}
-	b, err := json.Marshal(v)
+	out, err := appendJSON(dst, v)
 	if err != nil {
 		return dst, kindNull, fmt.Errorf("rpc: encoding a %T result: %w", v, err)
 	}
-	return append(dst, b...), kindJSON, nil
+	return out, kindJSON, nil
+}
+
+// jsonAppender is a json.Encoder with the buffer it writes to.
+type jsonAppender struct {
+	b   []byte
+	enc *json.Encoder
+}
+
+func (a *jsonAppender) Write(p []byte) (int, error) {
+	a.b = append(a.b, p...)
+	return len(p), nil
+}
+
+var jsonAppenders = sync.Pool{New: func() any {
+	a := &jsonAppender{}
+	a.enc = json.NewEncoder(a)
+	return a
+}}
+
+// maxPooledJSON bounds the buffer a pooled encoder keeps.
+const maxPooledJSON = 64 << 10
+
+// appendJSON appends v as json.Marshal writes it, without the document
+// json.Marshal would allocate for it (a 2 KB argument cost 2 KB a call).
+// The encoder writes into its own pooled buffer, not into dst: dst is
+// often the caller's stack array, which must not escape.
+func appendJSON(dst []byte, v any) ([]byte, error) {
+	a := jsonAppenders.Get().(*jsonAppender)
+	a.b = a.b[:0]
+	err := a.enc.Encode(v) // writes nothing on an error
+	if err == nil {
+		dst = append(dst, a.b[:len(a.b)-1]...) // Encode ends the document with a newline
+	}
+	if cap(a.b) > maxPooledJSON {
+		a.b = nil
+	}
+	jsonAppenders.Put(a)
+	return dst, err
 }
 
 // appendFloat writes a float as .NET's shortest round-trip ToString does:
