@@ -33,6 +33,29 @@ func abortHooks(afterWrites bool, closed chan<- *transport.CloseError) transport
 	}
 }
 
+// sayHello dials a, sends "hello" and gives the connection 10 s to answer.
+func sayHello(t *testing.T, network string, a net.Addr) net.Conn {
+	t.Helper()
+	conn := dial(t, network, a)
+	conn.Write([]byte("hello"))
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	return conn
+}
+
+// wantProtocolClose waits for the session's end: ReasonProtocol, with
+// errBadInput as the cause.
+func wantProtocolClose(t *testing.T, closed <-chan *transport.CloseError) {
+	t.Helper()
+	select {
+	case e := <-closed:
+		if e.Reason != transport.ReasonProtocol || !errors.Is(e, errBadInput) {
+			t.Fatalf("closed with %v; want ReasonProtocol and the cause", e)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the session did not end")
+	}
+}
+
 // AbortAfterWrites writes what was sent before it, then ends the session
 // with ReasonProtocol and its cause; Abort drops what is still queued.
 func TestAbortAfterWritesSendsFirst(t *testing.T) {
@@ -45,28 +68,14 @@ func TestAbortAfterWritesSendsFirst(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			closed := make(chan *transport.CloseError, 1)
 			_, a := startServer(t, transport.Config{}, abortHooks(tc.afterWrites, closed), "tcp", "127.0.0.1:0")
-			conn, err := net.Dial("tcp", a.String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			conn.Write([]byte("hello"))
-			conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-			got, err := io.ReadAll(conn)
+			got, err := io.ReadAll(sayHello(t, "tcp", a))
 			if err != nil && !errors.Is(err, syscall.ECONNRESET) {
 				t.Fatalf("reading: %v", err)
 			}
 			if string(got) != tc.want {
 				t.Fatalf("the peer read %q; want %q", got, tc.want)
 			}
-			select {
-			case e := <-closed:
-				if e.Reason != transport.ReasonProtocol || !errors.Is(e, errBadInput) {
-					t.Fatalf("closed with %v; want ReasonProtocol and the cause", e)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("the session did not end")
-			}
+			wantProtocolClose(t, closed)
 		})
 	}
 }
@@ -76,26 +85,13 @@ func TestAbortAfterWritesUDPPeer(t *testing.T) {
 	leakcheck.Check(t)
 	closed := make(chan *transport.CloseError, 1)
 	srv, a := startServer(t, transport.Config{}, abortHooks(true, closed), "udp", "127.0.0.1:0")
-	conn, err := net.Dial("udp", a.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.Write([]byte("hello"))
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	conn := sayHello(t, "udp", a)
 	buf := make([]byte, 64)
 	n, err := conn.Read(buf)
 	if err != nil || string(buf[:n]) != "answer to hello" {
 		t.Fatalf("the peer read %q, %v", buf[:n], err)
 	}
-	select {
-	case e := <-closed:
-		if e.Reason != transport.ReasonProtocol || !errors.Is(e, errBadInput) {
-			t.Fatalf("closed with %v", e)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the peer session did not end")
-	}
+	wantProtocolClose(t, closed)
 	if got := srv.Stats().Closed[transport.ReasonProtocol]; got != 1 {
 		t.Fatalf("sessions closed with ReasonProtocol: %d; want 1", got)
 	}
