@@ -217,9 +217,10 @@ func (s *Session) Abort(err error) {
 // AbortAfterWrites ends the session as Abort does (ReasonProtocol, cause
 // err), but once what was sent before it has been written: the answers to
 // the peer's valid messages that came before the violation still reach it.
-// Reading stops at once. It is meant for the session's handler; a
-// ReceiveSync client's session, which no receive loop serves, is aborted
-// at once. It does not wait.
+// Reading stops at once; a peer that does not read holds the session at
+// most Config.WriteTimeout per write. It is meant for the session's
+// handler; a ReceiveSync client's session, which no receive loop serves,
+// is aborted at once. It does not wait.
 func (s *Session) AbortAfterWrites(err error) {
 	if s.ep.selfRead {
 		s.Abort(err)
