@@ -126,25 +126,32 @@ func TestUDPCutFrameAnswersWholeFrames(t *testing.T) {
 	whole := srmpRequests(t, "one", "two")
 	cut := srmpRequests(t, "three")[:5]
 	conn.Write(append(whole, cut...))
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	for i, want := range []string{"one", "two"} {
-		buf := make([]byte, 100)
-		n, err := conn.Read(buf)
-		if err != nil {
-			t.Fatalf("reply %d: %v", i+1, err)
-		}
-		m, err := codec.DecodeSRMP(payload(buf[:n]))
-		if err != nil || string(m.PayloadBytes()) != want || int(m.Seq) != i+1 {
-			t.Fatalf("reply %d: %q, %v", i+1, buf[:n], err)
-		}
-		m.Release()
-	}
+	readDatagramReplies(t, conn, "one", "two")
 	var e *transport.CloseError
 	if err := recvErr(t, closed); !errors.As(err, &e) || e.Reason != transport.ReasonProtocol || !errors.Is(e, codec.ErrTruncated) {
 		t.Fatalf("peer session closed with %v; want ReasonProtocol and ErrTruncated", err)
 	}
 	if n := srv.Transport().Stats().Closed[transport.ReasonProtocol]; n != 1 {
 		t.Fatalf("sessions closed with ReasonProtocol: %d; want 1", n)
+	}
+}
+
+// readDatagramReplies reads one SRMP reply per datagram, the i-th with
+// sequence number i+1 and payload want[i].
+func readDatagramReplies(t *testing.T, conn net.Conn, want ...string) {
+	t.Helper()
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for i, w := range want {
+		buf := make([]byte, 100)
+		n, err := conn.Read(buf)
+		if err != nil {
+			t.Fatalf("reply %d: %v", i+1, err)
+		}
+		m, err := codec.DecodeSRMP(payload(buf[:n]))
+		if err != nil || string(m.PayloadBytes()) != w || int(m.Seq) != i+1 {
+			t.Fatalf("reply %d: %q, %v; want %q", i+1, buf[:n], err, w)
+		}
+		m.Release()
 	}
 }
 

@@ -425,25 +425,7 @@ func TestUDPDatagramWithSeveralFrames(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	var dgram []byte
-	for i, s := range []string{"one", "two"} {
-		f, _ := codec.EncodeSRMP(codec.KindRequest, 1, uint8(i+1), payload([]byte(s)))
-		dgram = f.AppendTo(dgram)
-		f.Release()
-	}
-	conn.Write(dgram)
-	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	for _, want := range []string{"one", "two"} {
-		buf := make([]byte, 100)
-		n, err := conn.Read(buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := codec.DecodeSRMP(payload(buf[:n]))
-		if err != nil || string(m.PayloadBytes()) != want {
-			t.Fatalf("reply %q, %v", buf[:n], err)
-		}
-		m.Release()
-	}
+	conn.Write(srmpRequests(t, "one", "two"))
+	readDatagramReplies(t, conn, "one", "two")
 	conn.Write(nil) // end the peer session
 }
