@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -121,6 +122,7 @@ type matcher struct {
 	count   int
 	err     error // set when the connection closed
 	sweeper bool
+	due     int64 // no pending or quarantined slot's deadline is earlier: the sweeper scans the slots only from then on
 
 	// onExpire, if set, runs after the sweeper failed blocking requests:
 	// a synchronous client wakes the request reading for the others, which
@@ -132,7 +134,7 @@ type matcher struct {
 	unknown, timedOut atomic.Uint64
 	queued            atomic.Int32 // FIFO: count, readable without the lock
 	inFlight          atomic.Int32 // slots taken, readable without the lock
-	clock             atomic.Int64 // unix nanoseconds, set by the sweeper each tick: no clock read per request
+	clock             atomic.Int64 // unix nanoseconds, set by the sweeper each tick while it runs (register, starting one): no clock read per request
 }
 
 func newMatcher(fifo bool, timeout time.Duration) *matcher {
@@ -143,7 +145,7 @@ func newMatcher(fifo bool, timeout time.Duration) *matcher {
 	if timeout <= 0 {
 		timeout = DefaultRequestTimeout
 	}
-	return &matcher{fifo: fifo, timeout: timeout, free: n, cap: n, stop: make(chan struct{}), freed: make(chan struct{}, 1), next: 1}
+	return &matcher{fifo: fifo, timeout: timeout, free: n, cap: n, stop: make(chan struct{}), freed: make(chan struct{}, 1), next: 1, due: math.MaxInt64}
 }
 
 // acquire takes a free in-flight slot, waiting for one while all are in
@@ -203,7 +205,7 @@ func (m *matcher) passOn() {
 // may end it sooner (wait watches it).
 func (m *matcher) register(cb *callback, echo []byte) (int, chan result, error) {
 	now := m.clock.Load()
-	if now == 0 { // the first request: the sweeper starts below
+	if !m.sweeper { // the first request, or the first since the sweeper stopped: the clock is stale, and the sweeper starts below
 		now = time.Now().UnixNano()
 		m.clock.Store(now)
 	}
@@ -223,6 +225,7 @@ func (m *matcher) register(cb *callback, echo []byte) (int, chan result, error) 
 	}
 	w := &m.slots[key]
 	w.state, w.deadline, w.async = slotPending, deadline, cb != nil
+	m.due = min(m.due, deadline)
 	w.gen++
 	if len(echo) > 0 {
 		if m.echoes == nil {
@@ -282,6 +285,7 @@ func (m *matcher) giveUp(key int) {
 	default:
 		w.state = slotQuarantine
 		w.deadline = m.clock.Load() + int64(m.timeout+sweepEvery) // the clock runs: register started it
+		m.due = min(m.due, w.deadline)
 	}
 }
 
@@ -484,7 +488,9 @@ func (m *matcher) abandon(ctx context.Context, key int, ch chan result) (any, er
 	return nil, ctx.Err()
 }
 
-// sweep fails expired requests until the connection closes.
+// sweep fails expired requests until the connection closes or nothing is
+// left to expire: an idle connection then costs no wake-up a tick, and its
+// next request starts the sweeper again (register).
 func (m *matcher) sweep() {
 	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
@@ -494,33 +500,53 @@ func (m *matcher) sweep() {
 			return
 		case now := <-t.C:
 			m.clock.Store(now.UnixNano())
-			m.expire(now.UnixNano())
+			if m.expire(now.UnixNano()) {
+				return
+			}
 		}
 	}
 }
 
-func (m *matcher) expire(now int64) {
+// expire fails the requests whose deadline has passed and frees the
+// quarantined numbers whose late reply never came. It scans the slots only
+// once the earliest deadline is due, and then sets the next one: most ticks
+// find nothing due, and a scan of 256 slots, cold in the cache, showed in
+// the profile of a client with 100 connections. It reports whether nothing
+// is left to expire; the sweeper then stops (m.sweeper is cleared under
+// the same lock, so that the next register starts another).
+func (m *matcher) expire(now int64) (idle bool) {
 	var late []callback
 	woke := false
 	m.mu.Lock()
+	if now < m.due {
+		m.mu.Unlock()
+		return false
+	}
+	next := int64(math.MaxInt64)
 	for key := range m.slots {
 		w := &m.slots[key]
-		if w.state == slotQuarantine && w.deadline <= now {
+		switch {
+		case w.state == slotQuarantine && w.deadline <= now:
 			m.freeSlot(key) // no late reply came: the number is clean again
-			continue
-		}
-		if w.state != slotPending || w.deadline > now {
-			continue
-		}
-		m.timedOut.Add(1)
-		if w.async {
+		case w.state != slotPending || w.deadline > now:
+		case w.async:
+			m.timedOut.Add(1)
 			late = append(late, w.cb)
-			m.giveUp(key)
-		} else {
+			m.giveUp(key) // quarantined, with a deadline of its own
+		default:
+			m.timedOut.Add(1)
 			w.state = slotDone
 			w.ch <- result{err: ErrTimeout}
 			woke = true
 		}
+		if w.state == slotPending || w.state == slotQuarantine {
+			next = min(next, w.deadline)
+		}
+	}
+	m.due = next
+	idle = next == math.MaxInt64
+	if idle {
+		m.sweeper = false
 	}
 	m.mu.Unlock()
 	if woke && m.onExpire != nil {
@@ -529,6 +555,7 @@ func (m *matcher) expire(now int64) {
 	for _, cb := range late {
 		cb.call(nil, ErrTimeout)
 	}
+	return idle
 }
 
 // close fails every pending request with ErrConnClosed and refuses new ones.
