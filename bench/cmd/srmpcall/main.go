@@ -1,0 +1,216 @@
+// Command srmpcall is the plainest SRMP caller the standard library
+// allows: a goroutine per connection writes one request frame and reads
+// frames until the reply's has come, then writes the next; no
+// multiplexing, no matching, no pooling. Like lifenet rpcload it times
+// each call into a per-connection HDR histogram, so that the two clients
+// pay the same for measuring. bench/floor.sh drives the echo
+// servers and lifenet's server with it, so that they are compared under
+// one client, and its CPU per call is the floor for lifenet's client.
+//
+// The request is an RPC call with no arguments (NewLife's body: the
+// action's name, then a zero data length); an echo server answers it with
+// the same bytes, lifenet serve with the action's result. Any frame that
+// comes back counts as the reply, so any server that answers each request
+// with one frame will do.
+//
+//	srmpcall --remote HOST:PORT [--conns 100] [--seconds 4] [--warmup 1] [--action Bench/NoArg]
+package main
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+func main() {
+	remote := flag.String("remote", "", "server address (host:port)")
+	conns := flag.Int("conns", 100, "connections, one call in flight on each")
+	seconds := flag.Float64("seconds", 4, "measured window in seconds")
+	warmup := flag.Float64("warmup", 1, "seconds of calls before the window")
+	action := flag.String("action", "Bench/NoArg", "the action called")
+	flag.Parse()
+	switch {
+	case *remote == "":
+		fail(2, errors.New("--remote is required"))
+	case *conns < 1 || *conns > 10000:
+		fail(2, errors.New("--conns wants 1 to 10000"))
+	case *seconds <= 0 || *seconds > 3600 || *warmup < 0 || *warmup > 600:
+		fail(2, errors.New("--seconds wants (0, 3600], --warmup [0, 600]"))
+	case len(*action) == 0 || len(*action) > 255:
+		fail(2, errors.New("--action wants 1 to 255 bytes"))
+	}
+	sum, err := run(*remote, *conns, dur(*warmup), dur(*seconds), request(*action))
+	if err != nil {
+		fail(1, err)
+	}
+	line, _ := json.Marshal(sum)
+	fmt.Printf("SUMMARY: %s\n", line)
+}
+
+func round2(x float64) float64 { return math.Round(x*100) / 100 }
+
+func dur(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+func fail(code int, err error) {
+	fmt.Fprintln(os.Stderr, "srmpcall:", err)
+	os.Exit(code)
+}
+
+// request is the SRMP frame of an RPC call of action without arguments:
+// header (request, flag 1, sequence 1, length), the name with its length
+// byte, a zero data length.
+func request(action string) []byte {
+	n := 1 + len(action) + 4
+	f := []byte{0x01, 0x01, 0, 0}
+	binary.LittleEndian.PutUint16(f[2:], uint16(n))
+	f = append(f, byte(len(action)))
+	f = append(f, action...)
+	return append(f, 0, 0, 0, 0)
+}
+
+type summary struct {
+	Conns              int     `json:"conns"`
+	Calls              uint64  `json:"calls"`
+	CallsPerSec        float64 `json:"callsPerSec"`
+	ClientCPUUsPerCall float64 `json:"clientCpuUsPerCall"`
+	P50Us              float64 `json:"p50Us"`
+	P99Us              float64 `json:"p99Us"`
+}
+
+// newHistogram records call times in nanoseconds, up to a minute.
+func newHistogram() *hdrhistogram.Histogram { return hdrhistogram.New(1, 60_000_000_000, 3) }
+
+// run calls over conns connections for warm, then counts the calls and
+// the process's CPU over win. Every connection's reads and writes are
+// bounded by one deadline past the end of the run.
+func run(addr string, conns int, warm, win time.Duration, req []byte) (summary, error) {
+	end := time.Now().Add(warm + win + 5*time.Second)
+	cs := make([]net.Conn, 0, conns)
+	defer func() {
+		for _, c := range cs {
+			c.Close()
+		}
+	}()
+	for range conns {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			return summary{}, err
+		}
+		c.SetDeadline(end)
+		cs = append(cs, c)
+	}
+	var phase atomic.Int32 // 0 warm-up, 1 measuring, 2 stop
+	hists := make([]*hdrhistogram.Histogram, conns)
+	errs := make(chan error, conns)
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		hists[i] = newHistogram()
+		wg.Go(func() {
+			if err := callLoop(c, req, &phase, hists[i]); err != nil {
+				errs <- fmt.Errorf("connection %d: %w", i, err)
+			}
+		})
+	}
+	time.Sleep(warm)
+	r0 := cpu()
+	phase.Store(1)
+	start := time.Now()
+	time.Sleep(win)
+	phase.Store(2)
+	elapsed, used := time.Since(start), cpu()-r0
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return summary{}, err
+	}
+	all := newHistogram()
+	for _, h := range hists {
+		all.Merge(h)
+	}
+	s := summary{Conns: conns, Calls: uint64(all.TotalCount())}
+	if s.Calls == 0 {
+		return s, errors.New("no call completed in the window")
+	}
+	s.CallsPerSec = round2(float64(s.Calls) / elapsed.Seconds())
+	s.ClientCPUUsPerCall = round2(float64(used.Nanoseconds()) / 1e3 / float64(s.Calls))
+	s.P50Us = round2(float64(all.ValueAtQuantile(50)) / 1e3)
+	s.P99Us = round2(float64(all.ValueAtQuantile(99)) / 1e3)
+	return s, nil
+}
+
+// callLoop writes req and reads one whole frame back, over and over,
+// recording the time of the calls made while phase is 1 in h, until phase
+// is 2.
+func callLoop(c net.Conn, req []byte, phase *atomic.Int32, h *hdrhistogram.Histogram) error {
+	buf := make([]byte, 64<<10)
+	for {
+		p := phase.Load()
+		if p == 2 {
+			return nil
+		}
+		t0 := time.Now()
+		if _, err := c.Write(req); err != nil {
+			return err
+		}
+		if err := readFrame(c, buf); err != nil {
+			return err
+		}
+		if p == 1 {
+			h.RecordValue(int64(time.Since(t0)))
+		}
+	}
+}
+
+// readFrame reads until buf holds one whole SRMP frame (its short or long
+// header and the length it declares) and nothing more is expected: one
+// call is in flight, so nothing follows the reply.
+func readFrame(c net.Conn, buf []byte) error {
+	have := 0
+	for {
+		m, err := c.Read(buf[have:])
+		have += m
+		if size, ok := frameSize(buf[:have]); ok {
+			if have > size {
+				return fmt.Errorf("%d bytes after the reply: more than one frame came back", have-size)
+			}
+			if have == size {
+				return nil
+			}
+			if size > len(buf) {
+				return fmt.Errorf("a %d-byte reply: more than %d", size, len(buf))
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+	}
+}
+
+// frameSize is the whole size of the SRMP frame b starts with, once its
+// header is in.
+func frameSize(b []byte) (int, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	if n := binary.LittleEndian.Uint16(b[2:]); n != 0xFFFF {
+		return 4 + int(n), true
+	}
+	if len(b) < 8 {
+		return 0, false
+	}
+	return 8 + int(binary.LittleEndian.Uint32(b[4:])), true
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestRequest(t *testing.T) {
+	// SRMP request, flag 1, sequence 1, 16 bytes; name length 11, "Bench/NoArg", data length 0.
+	want := "01011000" + "0b" + hex.EncodeToString([]byte("Bench/NoArg")) + "00000000"
+	if got := hex.EncodeToString(request("Bench/NoArg")); got != want {
+		t.Fatalf("request = %s, want %s", got, want)
+	}
+}
+
+func TestFrameSize(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		size int
+		ok   bool
+	}{
+		{"", 0, false},
+		{"010110", 0, false},
+		{"01011000", 20, true},
+		{"0101ffff", 0, false},                // long header, length not in yet
+		{"0101ffff00000100", 8 + 65536, true}, // long header
+	} {
+		b, _ := hex.DecodeString(c.in)
+		if size, ok := frameSize(b); size != c.size || ok != c.ok {
+			t.Errorf("frameSize(%s) = %d, %v; want %d, %v", c.in, size, ok, c.size, c.ok)
+		}
+	}
+}
+
+// chunks is a connection whose reads return the parts given, one per read.
+type chunks struct {
+	net.Conn
+	parts [][]byte
+}
+
+func (c *chunks) Read(b []byte) (int, error) {
+	if len(c.parts) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(b, c.parts[0])
+	c.parts = c.parts[1:]
+	return n, nil
+}
+
+func TestReadFrame(t *testing.T) {
+	frame := request("Bench/NoArg")
+	buf := make([]byte, 64)
+	for split := range len(frame) + 1 {
+		c := &chunks{parts: [][]byte{frame[:split], frame[split:]}}
+		if err := readFrame(c, buf); err != nil {
+			t.Fatalf("split at %d: %v", split, err)
+		}
+	}
+	c := &chunks{parts: [][]byte{append(bytes.Clone(frame), 0x01)}}
+	if err := readFrame(c, buf); err == nil || !strings.Contains(err.Error(), "more than one frame") {
+		t.Fatalf("a byte past the reply: %v", err)
+	}
+	c = &chunks{parts: [][]byte{frame[:7]}}
+	if err := readFrame(c, buf); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("a cut reply: %v, want io.ErrUnexpectedEOF", err)
+	}
+	c = &chunks{parts: [][]byte{{0x81, 0x01, 0xff, 0xff, 0, 0, 1, 0}}}
+	if err := readFrame(c, buf); err == nil || !strings.Contains(err.Error(), "more than 64") {
+		t.Fatalf("a reply larger than the buffer: %v", err)
+	}
+}
+
+// TestRunAgainstEcho: run counts calls against a std echo server and
+// reports them.
+func TestRunAgainstEcho(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer ln.Close()
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() { io.Copy(c, c); c.Close() })
+		}
+	})
+	s, err := run(ln.Addr().String(), 3, 50*time.Millisecond, 200*time.Millisecond, request("Bench/NoArg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Conns != 3 || s.Calls == 0 || s.CallsPerSec <= 0 || s.P50Us <= 0 {
+		t.Fatalf("summary %+v: want calls counted", s)
+	}
+}
