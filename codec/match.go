@@ -120,9 +120,10 @@ type matcher struct {
 	order   *[256]int    // FIFO: slot keys in request order, a ring; made with slots
 	head    int
 	count   int
-	err     error // set when the connection closed
-	sweeper bool
-	due     int64 // no pending or quarantined slot's deadline is earlier: the sweeper scans the slots only from then on
+	err     error      // set when the connection closed
+	sweeper bool       // a sweeper runs: whenever a slot is pending or quarantined (see now)
+	due     int64      // no pending or quarantined slot's deadline is earlier: the sweeper scans the slots only from then on
+	chans   *sync.Pool // recycles blocking requests' result channels: resultChans (a test brings its own)
 
 	// onExpire, if set, runs after the sweeper failed blocking requests:
 	// a synchronous client wakes the request reading for the others, which
@@ -145,7 +146,7 @@ func newMatcher(fifo bool, timeout time.Duration) *matcher {
 	if timeout <= 0 {
 		timeout = DefaultRequestTimeout
 	}
-	return &matcher{fifo: fifo, timeout: timeout, free: n, cap: n, stop: make(chan struct{}), freed: make(chan struct{}, 1), next: 1, due: math.MaxInt64}
+	return &matcher{fifo: fifo, timeout: timeout, free: n, cap: n, stop: make(chan struct{}), freed: make(chan struct{}, 1), next: 1, due: math.MaxInt64, chans: &resultChans}
 }
 
 // acquire takes a free in-flight slot, waiting for one while all are in
@@ -204,14 +205,9 @@ func (m *matcher) passOn() {
 // The request's own timeout is the matcher's; a blocking request's context
 // may end it sooner (wait watches it).
 func (m *matcher) register(cb *callback, echo []byte) (int, chan result, error) {
-	now := m.clock.Load()
-	if !m.sweeper { // the first request, or the first since the sweeper stopped: the clock is stale, and the sweeper starts below
-		now = time.Now().UnixNano()
-		m.clock.Store(now)
-	}
 	// The coarse clock lags by up to a tick: adding one keeps every request
 	// waiting at least its timeout (it fails within two ticks after).
-	deadline := now + int64(m.timeout+sweepEvery)
+	deadline := m.now() + int64(m.timeout+sweepEvery)
 	defer m.mu.Unlock() // held since acquire
 	key := m.next
 	for m.slots[key].state != slotFree { // a slot taken in acquire guarantees one
@@ -236,13 +232,26 @@ func (m *matcher) register(cb *callback, echo []byte) (int, chan result, error) 
 	if cb != nil {
 		w.cb = *cb
 	} else {
-		w.ch = resultChans.Get().(chan result)
-	}
-	if !m.sweeper {
-		m.sweeper = true
-		go m.sweep()
+		w.ch = m.chans.Get().(chan result)
 	}
 	return key, w.ch, nil
+}
+
+// now is the coarse clock, for a deadline about to be set. It starts the
+// sweeper if none runs (the first request, or the first deadline since
+// the sweeper found nothing left to expire), reading the clock afresh:
+// the last tick's value is stale then. Every deadline is set through it,
+// so a sweeper runs whenever a slot is pending or quarantined. Called with
+// m.mu held.
+func (m *matcher) now() int64 {
+	if m.sweeper {
+		return m.clock.Load()
+	}
+	now := time.Now().UnixNano()
+	m.clock.Store(now)
+	m.sweeper = true
+	go m.sweep()
+	return now
 }
 
 // unregister undoes register when the request could not be sent. A FIFO
@@ -257,7 +266,7 @@ func (m *matcher) unregister(key int) {
 		return
 	}
 	if w.ch != nil {
-		resultChans.Put(w.ch) // nothing was sent: the request never left
+		m.chans.Put(w.ch) // nothing was sent: the request never left
 		w.ch = nil
 	}
 	if m.fifo && m.count > 0 && m.order[(m.head+m.count-1)%len(m.order)] == key {
@@ -284,7 +293,7 @@ func (m *matcher) giveUp(key int) {
 		w.state = slotAbandoned
 	default:
 		w.state = slotQuarantine
-		w.deadline = m.clock.Load() + int64(m.timeout+sweepEvery) // the clock runs: register started it
+		w.deadline = m.now() + int64(m.timeout+sweepEvery)
 		m.due = min(m.due, w.deadline)
 	}
 }
@@ -413,7 +422,7 @@ func (m *matcher) echoed(key int, reply *Message) bool {
 func (m *matcher) deliverStream(key int, reply any) {
 	w := &m.slots[key]
 	cb, gen := w.cb, w.gen
-	w.deadline = m.clock.Load() + int64(m.timeout+sweepEvery)
+	w.deadline = m.now() + int64(m.timeout+sweepEvery) // later than before: due stays a bound
 	m.mu.Unlock()
 	more := false
 	if re := replyError(reply); re != nil {
@@ -465,7 +474,7 @@ func (m *matcher) finish(key int, ch chan result, r result) (any, error) {
 		m.giveUp(key)
 	}
 	m.mu.Unlock()
-	resultChans.Put(ch)
+	m.chans.Put(ch)
 	return r.reply, r.err
 }
 
@@ -484,13 +493,14 @@ func (m *matcher) abandon(ctx context.Context, key int, ch chan result) (any, er
 		m.giveUp(key)
 	}
 	m.mu.Unlock()
-	resultChans.Put(ch) // empty, and no sender can reach it now
+	m.chans.Put(ch) // empty, and no sender can reach it now
 	return nil, ctx.Err()
 }
 
 // sweep fails expired requests until the connection closes or nothing is
-// left to expire: an idle connection then costs no wake-up a tick, and its
-// next request starts the sweeper again (register).
+// left to expire (no slot pending or quarantined): an idle connection then
+// costs no wake-up a tick, and the next deadline set starts the sweeper
+// again (now).
 func (m *matcher) sweep() {
 	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
@@ -513,7 +523,9 @@ func (m *matcher) sweep() {
 // find nothing due, and a scan of 256 slots, cold in the cache, showed in
 // the profile of a client with 100 connections. It reports whether nothing
 // is left to expire; the sweeper then stops (m.sweeper is cleared under
-// the same lock, so that the next register starts another).
+// the same lock, so that the next deadline set starts another). A blocking
+// request failed here is done, not pending: its waiter's finish
+// quarantines the number, through now.
 func (m *matcher) expire(now int64) (idle bool) {
 	var late []callback
 	woke := false

@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 )
 
 // newTestMatcher is an SRMP matcher whose clock stands at base and whose
-// sweeper never starts: the test calls expire itself, with its own times.
+// sweeper never starts (it is marked as running): the test calls expire
+// itself, with its own times.
 func newTestMatcher(t *testing.T, base int64) *matcher {
 	t.Helper()
 	m := newMatcher(false, time.Second)
@@ -32,11 +34,11 @@ func registerTest(t *testing.T, m *matcher, cb *callback) (int, chan result) {
 	return key, ch
 }
 
-// TestExpireSkipsUntilDue: the sweeper's tick scans nothing before the
-// earliest deadline, yet every request still fails at its own deadline,
-// including one registered after a tick that found nothing pending, and a
+// TestExpireDueBookkeeping: with the sweeper's scans held back until the
+// earliest deadline, every request still fails at its own deadline,
+// including one registered after a tick that found nothing left, and a
 // timed-out asynchronous request's number returns at its quarantine's end.
-func TestExpireSkipsUntilDue(t *testing.T) {
+func TestExpireDueBookkeeping(t *testing.T) {
 	const base = int64(1_000_000_000_000)
 	wait := int64(time.Second + sweepEvery) // a request's deadline is this far past the clock
 	m := newTestMatcher(t, base)
@@ -53,19 +55,20 @@ func TestExpireSkipsUntilDue(t *testing.T) {
 	if r := <-ch; !errors.Is(r.err, ErrTimeout) {
 		t.Fatalf("at its deadline the request got %v, want ErrTimeout", r.err)
 	}
-
-	// Nothing is left to expire: the tick set no deadline and stopped the
-	// sweeper; the next request brings its own deadline (and would start
-	// another sweeper: marked as running, the test goes on ticking by hand).
+	// The failed request is done, not pending (its waiter has not come
+	// back): nothing is left to expire, so the sweeper would stop.
 	if !idle || m.sweeper || m.due != math.MaxInt64 {
 		t.Fatalf("with nothing left expire = %v, sweeper %v, due %d; want the sweeper stopped, nothing due", idle, m.sweeper, m.due)
 	}
-	m.expire(base + 2*wait)
-	m.sweeper = true
+	m.sweeper = true // go on ticking by hand
+
 	later := base + 3*wait
 	m.clock.Store(later)
 	var got []error
 	key, _ := registerTest(t, m, &callback{msg: func(_ *Message, err error) { got = append(got, err) }})
+	if m.due != later+wait {
+		t.Fatalf("due = %d after a request on an idle matcher, want its deadline %d", m.due, later+wait)
+	}
 	m.expire(later + wait - 1)
 	if len(got) != 0 {
 		t.Fatal("an asynchronous request failed before its deadline")
@@ -75,10 +78,10 @@ func TestExpireSkipsUntilDue(t *testing.T) {
 	if len(got) != 1 || !errors.Is(got[0], ErrTimeout) {
 		t.Fatalf("at its deadline the callback got %v, want one ErrTimeout", got)
 	}
-	if m.slots[key].state != slotQuarantine {
-		t.Fatalf("the timed-out number is in state %d, want quarantined", m.slots[key].state)
+	end := later + 2*wait // the quarantine lasts a timeout, from the clock at expiry
+	if m.slots[key].state != slotQuarantine || m.due != end {
+		t.Fatalf("the timed-out number is in state %d, due %d; want quarantined until %d", m.slots[key].state, m.due, end)
 	}
-	end := later + 2*wait // its quarantine is a timeout long, from the clock at expiry
 	m.expire(end - 1)
 	if m.slots[key].state != slotQuarantine {
 		t.Fatal("the quarantine ended early")
@@ -88,36 +91,80 @@ func TestExpireSkipsUntilDue(t *testing.T) {
 	}
 }
 
-// TestSweeperStopsWhenIdle: once nothing is left to expire, a connection's
-// sweeper goroutine ends by itself (an idle pooled connection costs no
-// wake-up a tick); a later request starts another, with a fresh clock, and
-// still times out after its timeout, not sooner.
+// newBubbleMatcher is a matcher for a synctest bubble: its result channels
+// come from a pool of its own, so that none made in the bubble reaches
+// another test through resultChans.
+func newBubbleMatcher(timeout time.Duration) *matcher {
+	m := newMatcher(false, timeout)
+	m.chans = &sync.Pool{New: func() any { return make(chan result, 1) }}
+	return m
+}
+
+// sweeperRunning reads m.sweeper under the lock.
+func sweeperRunning(m *matcher) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sweeper
+}
+
+// TestSweeperStopsWhenIdle: a blocking request that times out has its
+// number quarantined when its waiter comes back, so the sweeper runs on
+// until the quarantine ends, frees the number and then ends by itself (an
+// idle connection costs no wake-up a tick). A later request starts another
+// sweeper, with a fresh clock, and still times out after its timeout.
 func TestSweeperStopsWhenIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := newMatcher(false, time.Second)
+		const timeout = time.Second
+		m := newBubbleMatcher(timeout)
 		defer m.close()
 		for round := range 2 {
 			start := time.Now()
-			_, ch := registerTest(t, m, nil)
+			key, ch := registerTest(t, m, nil)
 			r := <-ch
-			key := -1
-			for k := range m.slots {
-				if m.slots[k].ch == ch {
-					key = k
-				}
+			if waited := time.Since(start); !errors.Is(r.err, ErrTimeout) || waited < timeout || waited > timeout+2*sweepEvery {
+				t.Fatalf("round %d: %v after %v, want ErrTimeout after the %v timeout", round, r.err, waited, timeout)
 			}
-			m.finish(key, ch, r)
-			if waited := time.Since(start); !errors.Is(r.err, ErrTimeout) || waited < time.Second || waited > time.Second+2*sweepEvery {
-				t.Fatalf("round %d: %v after %v, want ErrTimeout after the 1 s timeout", round, r.err, waited)
+			m.finish(key, ch, r) // quarantines the number
+			if !sweeperRunning(m) || m.stats().InFlight != 1 {
+				t.Fatalf("round %d: after the timeout the sweeper runs: %v, in flight %d; want running, the number quarantined", round, sweeperRunning(m), m.stats().InFlight)
 			}
-			synctest.Wait() // the sweeper's tick that failed the request found nothing else: it returns
-			m.mu.Lock()
-			running := m.sweeper
-			m.mu.Unlock()
-			if running {
-				t.Fatalf("round %d: the sweeper still runs with nothing to expire", round)
+			time.Sleep(timeout + 3*sweepEvery)
+			synctest.Wait()
+			if sweeperRunning(m) || m.stats().InFlight != 0 {
+				t.Fatalf("round %d: after the quarantine the sweeper runs: %v, in flight %d; want stopped, the number free", round, sweeperRunning(m), m.stats().InFlight)
 			}
-			time.Sleep(10 * time.Second) // idle: no ticks in the bubble
+			time.Sleep(10 * time.Second) // idle: nothing ticks in the bubble
 		}
+	})
+}
+
+// TestTimedOutNumbersComeBack: when every number times out in the same
+// tick (a stalled peer), the quarantines end and a new request gets a
+// number again; it must not wait for a sweeper that nothing starts.
+func TestTimedOutNumbersComeBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = time.Second
+		m := newBubbleMatcher(timeout)
+		defer m.close()
+		keys := make([]int, 0, MaxInFlightSRMP)
+		chans := make([]chan result, 0, MaxInFlightSRMP)
+		for range MaxInFlightSRMP {
+			key, ch := registerTest(t, m, nil)
+			keys, chans = append(keys, key), append(chans, ch)
+		}
+		for i, ch := range chans {
+			r := <-ch
+			if !errors.Is(r.err, ErrTimeout) {
+				t.Fatalf("request %d: %v, want ErrTimeout", i, r.err)
+			}
+			m.finish(keys[i], ch, r)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*timeout)
+		defer cancel()
+		start := time.Now()
+		if err := m.acquire(ctx); err != nil {
+			t.Fatalf("a request after every number timed out: %v after %v, want a number once the quarantines end", err, time.Since(start))
+		}
+		m.mu.Unlock() // held by a successful acquire until register
 	})
 }
