@@ -35,12 +35,12 @@ while [ $# -gt 0 ]; do
 done
 [[ $conns =~ ^[1-9][0-9]*$ ]] || die2 "--conns $conns: want a positive integer"
 [[ $rounds =~ ^[1-9][0-9]*$ && $rounds -le 100 ]] || die2 "--rounds $rounds: want 1 to 100"
-[[ $seconds =~ ^[1-9][0-9]*$ && $seconds -ge 2 && $seconds -le 60 ]] || die2 "--seconds $seconds: want 2 to 60 whole seconds"
+[[ $seconds =~ ^[1-9][0-9]*$ && $seconds -ge 3 && $seconds -le 60 ]] || die2 "--seconds $seconds: want 3 to 60 whole seconds"
 [ "$(uname -s)" = Linux ] || die2 "needs Linux (/proc and epoll)"
 
 cd "$(dirname "$0")"
 tmp=$(mktemp -d)
-pids=()
+pids=() # the server and client running now: one of each at most
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
@@ -63,11 +63,12 @@ start() {
 	lifenet | lifenet/std) cmd=("$tmp/lifenet" serve --host 127.0.0.1 --port 0 --seconds 120) ;;
 	netrpc) cmd=("$tmp/lifenet" serve --impl netrpc --host 127.0.0.1 --port 0 --seconds 120) ;;
 	esac
+	: >"$tmp/server.out" # no READY line of an earlier run
 	"${cmd[@]}" >"$tmp/server.out" 2>"$tmp/server.err" & # $! is the server itself, whose CPU is read
 	p=$!
-	pids+=($p)
+	pids=("$p")
 	for _ in $(seq 100); do
-		a=$(awk '/^READY /{print $2; exit}' "$tmp/server.out")
+		a=$(awk '/^READY /{print $2; exit}' "$tmp/server.out" 2>/dev/null || true)
 		if [ -n "$a" ]; then
 			a=${a#tcp://}
 			return 0
@@ -83,6 +84,7 @@ start() {
 stop() {
 	kill "$p" 2>/dev/null || true
 	wait "$p" 2>/dev/null || true
+	pids=()
 }
 
 client() {
@@ -107,6 +109,7 @@ for r in $(seq "$rounds"); do
 		start "$name"
 		client "$name" >"$tmp/run.out" 2>"$tmp/run.err" &
 		c=$!
+		pids+=("$c")
 		sleep 2.5
 		t0=$(ticks "$p")
 		sleep "$span"
@@ -119,13 +122,19 @@ for r in $(seq "$rounds"); do
 		stop
 		rate=$(field callsPerSec)
 		ccpu=$(field clientCpuUsPerCall)
+		errs=$(field errors)
+		if [ -z "$rate" ] || [ -z "$ccpu" ] || [ "${errs:-0}" != 0 ]; then
+			echo "floor.sh: round $r $name: no calls/s or client CPU in its summary, or calls failed:" >&2
+			cat "$tmp/run.out" >&2
+			exit 1
+		fi
 		scpu=$(awk -v a="$t0" -v b="$t1" -v hz="$hz" -v r="$rate" -v s="$span" 'BEGIN{printf "%.2f", (b-a)/hz*1e6/(r*s)}')
 		echo "$name $rate $scpu $ccpu" >>"$tmp/runs"
 		printf 'round %d/%d %-11s %8.0f calls/s  server %5s µs/call  client %5s µs/call\n' "$r" "$rounds" "$name" "$rate" "$scpu" "$ccpu" >&2
 	done
 done
 
-echo "## 100-connection floor: $conns conns × 1 in flight, $rounds rounds of ${seconds}s; medians"
+echo "## the floor: $conns conns × 1 in flight, $rounds rounds of ${seconds}s; medians"
 echo
 awk '
 function median(name, col,   n, i, j, t, v) {

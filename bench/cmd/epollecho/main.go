@@ -6,7 +6,7 @@
 // the same client. It echoes every read back as it came and serves until
 // --seconds pass. Linux only.
 //
-//	epollecho [--host 127.0.0.1] [--port 0] [--loops 2] [--spin] [--seconds 600]
+//	epollecho [--host 127.0.0.1] [--port 0] [--loops GOMAXPROCS] [--spin] [--seconds 600]
 package main
 
 import (

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"unsafe"
 
@@ -12,10 +13,12 @@ import (
 
 // serve deals the connections ln accepts round-robin to loops event
 // loops until ln is closed, then stops the loops and closes their
-// connections.
+// connections. A loop that fails closes ln, and serve returns its error. A
+// connection that cannot join a loop is closed and reported on stderr.
 func serve(ln net.Listener, loops int, spin bool) error {
 	ls := make([]*loop, 0, loops)
 	var wg sync.WaitGroup
+	failed := make(chan error, loops)
 	defer func() {
 		for _, l := range ls {
 			l.stop()
@@ -31,18 +34,28 @@ func serve(ln net.Listener, loops int, spin bool) error {
 			return err
 		}
 		ls = append(ls, l)
-		wg.Go(func() { l.run(spin) })
+		wg.Go(func() {
+			if err := l.run(spin); err != nil {
+				failed <- err
+				ln.Close()
+			}
+		})
 	}
 	for i := 0; ; i++ {
 		c, err := ln.Accept()
 		if errors.Is(err, net.ErrClosed) {
-			return nil
+			select {
+			case err := <-failed:
+				return err
+			default:
+				return nil
+			}
 		}
 		if err != nil {
 			return err
 		}
 		if err := ls[i%loops].add(c.(*net.TCPConn)); err != nil {
-			return err
+			fmt.Fprintf(os.Stderr, "epollecho: a connection from %s not served: %v\n", c.RemoteAddr(), err)
 		}
 	}
 }
@@ -113,7 +126,8 @@ func (l *loop) add(c *net.TCPConn) error {
 // read that finds the socket empty, which the standard library's loop
 // makes once per message. A socket whose echo cannot be written at once in
 // full (its peer does not read) is closed: this probe keeps no send queue.
-func (l *loop) run(spin bool) {
+// run returns nil when stopped, or epoll_wait's error.
+func (l *loop) run(spin bool) error {
 	evs := make([]unix.EpollEvent, 256)
 	buf := make([]byte, 64<<10)
 	for {
@@ -127,13 +141,13 @@ func (l *loop) run(spin bool) {
 				if errors.Is(err, unix.EINTR) {
 					continue
 				}
-				return
+				return fmt.Errorf("epoll_wait: %w", err)
 			}
 		}
 		for _, e := range evs[:n] {
 			fd := int(e.Fd)
 			if fd == l.wake {
-				return
+				return nil
 			}
 			if !echo(fd, buf) {
 				l.drop(fd)

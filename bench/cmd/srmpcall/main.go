@@ -1,17 +1,17 @@
 // Command srmpcall is the plainest SRMP caller the standard library
-// allows: a goroutine per connection writes one request frame and reads
-// frames until the reply's has come, then writes the next; no
-// multiplexing, no matching, no pooling. Like lifenet rpcload it times
+// allows: a goroutine per connection writes one request frame, reads the
+// one frame that answers it, then writes the next; no multiplexing, no
+// matching, no pooling. Like lifenet rpcload it times
 // each call into a per-connection HDR histogram, so that the two clients
 // pay the same for measuring. bench/floor.sh drives the echo
 // servers and lifenet's server with it, so that they are compared under
 // one client, and its CPU per call is the floor for lifenet's client.
 //
-// The request is an RPC call with no arguments (NewLife's body: the
-// action's name, then a zero data length); an echo server answers it with
-// the same bytes, lifenet serve with the action's result. Any frame that
-// comes back counts as the reply, so any server that answers each request
-// with one frame will do.
+// The request is an RPC call with no arguments, as lifenet's client sends
+// it (NewLife's body: the action's name and nothing after it); an echo
+// server answers it with the same bytes, lifenet serve with the action's
+// result. Any frame but an error reply counts as the answer, so any server
+// that answers each request with one frame will do.
 //
 //	srmpcall --remote HOST:PORT [--conns 100] [--seconds 4] [--warmup 1] [--action Bench/NoArg]
 package main
@@ -47,8 +47,8 @@ func main() {
 		fail(2, errors.New("--conns wants 1 to 10000"))
 	case *seconds <= 0 || *seconds > 3600 || *warmup < 0 || *warmup > 600:
 		fail(2, errors.New("--seconds wants (0, 3600], --warmup [0, 600]"))
-	case len(*action) == 0 || len(*action) > 255:
-		fail(2, errors.New("--action wants 1 to 255 bytes"))
+	case !validAction(*action):
+		fail(2, errors.New("--action wants 1 to 127 printable ASCII bytes"))
 	}
 	sum, err := run(*remote, *conns, dur(*warmup), dur(*seconds), request(*action))
 	if err != nil {
@@ -67,16 +67,28 @@ func fail(code int, err error) {
 	os.Exit(code)
 }
 
+// validAction: a name whose length fits the body's one-byte (7-bit)
+// length prefix, in printable ASCII (docs/PROTOCOL.md §5.1).
+func validAction(a string) bool {
+	if len(a) == 0 || len(a) > 127 {
+		return false
+	}
+	for i := range len(a) {
+		if a[i] <= ' ' || a[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
 // request is the SRMP frame of an RPC call of action without arguments:
-// header (request, flag 1, sequence 1, length), the name with its length
-// byte, a zero data length.
+// header (request, flag 1, sequence 1, length), then the name after its
+// length byte.
 func request(action string) []byte {
-	n := 1 + len(action) + 4
 	f := []byte{0x01, 0x01, 0, 0}
-	binary.LittleEndian.PutUint16(f[2:], uint16(n))
+	binary.LittleEndian.PutUint16(f[2:], uint16(1+len(action)))
 	f = append(f, byte(len(action)))
-	f = append(f, action...)
-	return append(f, 0, 0, 0, 0)
+	return append(f, action...)
 }
 
 type summary struct {
@@ -95,7 +107,6 @@ func newHistogram() *hdrhistogram.Histogram { return hdrhistogram.New(1, 60_000_
 // the process's CPU over win. Every connection's reads and writes are
 // bounded by one deadline past the end of the run.
 func run(addr string, conns int, warm, win time.Duration, req []byte) (summary, error) {
-	end := time.Now().Add(warm + win + 5*time.Second)
 	cs := make([]net.Conn, 0, conns)
 	defer func() {
 		for _, c := range cs {
@@ -107,8 +118,11 @@ func run(addr string, conns int, warm, win time.Duration, req []byte) (summary, 
 		if err != nil {
 			return summary{}, err
 		}
-		c.SetDeadline(end)
 		cs = append(cs, c)
+	}
+	end := time.Now().Add(warm + win + 5*time.Second)
+	for _, c := range cs {
+		c.SetDeadline(end)
 	}
 	var phase atomic.Int32 // 0 warm-up, 1 measuring, 2 stop
 	hists := make([]*hdrhistogram.Histogram, conns)
@@ -173,8 +187,9 @@ func callLoop(c net.Conn, req []byte, phase *atomic.Int32, h *hdrhistogram.Histo
 }
 
 // readFrame reads until buf holds one whole SRMP frame (its short or long
-// header and the length it declares) and nothing more is expected: one
-// call is in flight, so nothing follows the reply.
+// header and the length it declares); one call is in flight, so nothing
+// may follow it. An error reply fails the run: the server refused the
+// call (an unknown --action, say), and counting it would measure that.
 func readFrame(c net.Conn, buf []byte) error {
 	have := 0
 	for {
@@ -185,6 +200,9 @@ func readFrame(c net.Conn, buf []byte) error {
 				return fmt.Errorf("%d bytes after the reply: more than one frame came back", have-size)
 			}
 			if have == size {
+				if buf[0]>>6 == kindError {
+					return fmt.Errorf("the server answered with an error reply: % x", buf[:min(have, 64)])
+				}
 				return nil
 			}
 			if size > len(buf) {
@@ -199,6 +217,9 @@ func readFrame(c net.Conn, buf []byte) error {
 		}
 	}
 }
+
+// kindError is an SRMP error reply's kind (the header's top two bits).
+const kindError = 3
 
 // frameSize is the whole size of the SRMP frame b starts with, once its
 // header is in.

@@ -13,10 +13,21 @@ import (
 )
 
 func TestRequest(t *testing.T) {
-	// SRMP request, flag 1, sequence 1, 16 bytes; name length 11, "Bench/NoArg", data length 0.
-	want := "01011000" + "0b" + hex.EncodeToString([]byte("Bench/NoArg")) + "00000000"
+	// SRMP request, flag 1, sequence 1, 12 bytes; name length 11, "Bench/NoArg" (no data: lifenet's client sends none).
+	want := "01010c00" + "0b" + hex.EncodeToString([]byte("Bench/NoArg"))
 	if got := hex.EncodeToString(request("Bench/NoArg")); got != want {
 		t.Fatalf("request = %s, want %s", got, want)
+	}
+}
+
+func TestValidAction(t *testing.T) {
+	for a, want := range map[string]bool{
+		"Bench/NoArg": true, "": false, "a b": false, "é": false,
+		strings.Repeat("a", 127): true, strings.Repeat("a", 128): false,
+	} {
+		if got := validAction(a); got != want {
+			t.Errorf("validAction(%q) = %v, want %v", a, got, want)
+		}
 	}
 }
 
@@ -70,6 +81,10 @@ func TestReadFrame(t *testing.T) {
 	c = &chunks{parts: [][]byte{frame[:7]}}
 	if err := readFrame(c, buf); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("a cut reply: %v, want io.ErrUnexpectedEOF", err)
+	}
+	c = &chunks{parts: [][]byte{{0xC1, 0x01, 0x01, 0x00, 0x00}}}
+	if err := readFrame(c, buf); err == nil || !strings.Contains(err.Error(), "error reply") {
+		t.Fatalf("an error reply: %v", err)
 	}
 	c = &chunks{parts: [][]byte{{0x81, 0x01, 0xff, 0xff, 0, 0, 1, 0}}}
 	if err := readFrame(c, buf); err == nil || !strings.Contains(err.Error(), "more than 64") {
