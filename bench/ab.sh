@@ -40,15 +40,7 @@ int='^[1-9][0-9]*$' num='^([0-9]+\.?[0-9]*|\.[0-9]+)$'
 case "$call" in noarg | echo16 | echo2000 | string16 | string2000 | multi) ;; *) die2 "--call $call: want noarg, echo16, echo2000, string16, string2000 or multi" ;; esac
 
 cd "$(dirname "$0")"
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+source ./lib.sh # $tmp, $pids, cleanup on exit, ready
 
 echo "building into $tmp" >&2
 go build -o "$tmp/lifenet" ../cmd/lifenet
@@ -61,16 +53,7 @@ start() {
 	shift
 	"$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
 	pids+=($!)
-	local pid=$!
-	for _ in $(seq 100); do
-		addr=$(awk '/^READY /{print $2; exit}' "$tmp/$name.out")
-		[ -n "$addr" ] && return 0
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	echo "ab.sh: the $name server did not start:" >&2
-	cat "$tmp/$name.err" >&2
-	exit 1
+	addr=$(ready "$name" $! "$tmp/$name.out" "$tmp/$name.err")
 }
 start lifenet "$tmp/lifenet" serve --host 127.0.0.1 --port 0
 a_lifenet=$addr

@@ -39,15 +39,7 @@ done
 [ "$(uname -s)" = Linux ] || die2 "needs Linux (/proc and epoll)"
 
 cd "$(dirname "$0")"
-tmp=$(mktemp -d)
-pids=() # the server and client running now: one of each at most
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+source ./lib.sh # $tmp, $pids (here the server and client running now), cleanup on exit, ready
 
 echo "building into $tmp" >&2
 go build -o "$tmp/lifenet" ../cmd/lifenet
@@ -67,18 +59,7 @@ start() {
 	"${cmd[@]}" >"$tmp/server.out" 2>"$tmp/server.err" & # $! is the server itself, whose CPU is read
 	p=$!
 	pids=("$p")
-	for _ in $(seq 100); do
-		a=$(awk '/^READY /{print $2; exit}' "$tmp/server.out" 2>/dev/null || true)
-		if [ -n "$a" ]; then
-			a=${a#tcp://}
-			return 0
-		fi
-		kill -0 "$p" 2>/dev/null || break
-		sleep 0.1
-	done
-	echo "floor.sh: the $1 server did not start:" >&2
-	cat "$tmp/server.err" >&2
-	exit 1
+	a=$(ready "$1" "$p" "$tmp/server.out" "$tmp/server.err")
 }
 # stop: end the server started last.
 stop() {
