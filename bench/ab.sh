@@ -52,8 +52,9 @@ start() {
 	local name=$1
 	shift
 	"$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
-	pids+=($!)
-	addr=$(ready "$name" $! "$tmp/$name.out" "$tmp/$name.err")
+	local pid=$!
+	pids+=("$pid")
+	addr=$(ready "$name" "$pid" "$tmp/$name.out" "$tmp/$name.err")
 }
 start lifenet "$tmp/lifenet" serve --host 127.0.0.1 --port 0
 a_lifenet=$addr

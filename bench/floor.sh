@@ -68,12 +68,14 @@ stop() {
 	pids=()
 }
 
+# client NAME: run NAME's client in place of the calling (sub)shell (exec:
+# started with &, $! is the client itself, which cleanup can then kill).
 client() {
 	local warm=(--seconds "$seconds" --warmup 1 --json)
 	case "$1" in
-	raw | epoll | lifenet/std) "$tmp/srmpcall" --remote "$a" --conns "$conns" --seconds "$seconds" --warmup 1 ;;
-	lifenet) "$tmp/lifenet" rpcload --remote "$a" --conns "$conns" --inflight 1 --call noarg "${warm[@]}" ;;
-	netrpc) "$tmp/lifenet" rpcload --impl netrpc --remote "$a" --conns "$conns" --inflight 1 --call noarg "${warm[@]}" ;;
+	raw | epoll | lifenet/std) exec "$tmp/srmpcall" --remote "$a" --conns "$conns" --seconds "$seconds" --warmup 1 ;;
+	lifenet) exec "$tmp/lifenet" rpcload --remote "$a" --conns "$conns" --inflight 1 --call noarg "${warm[@]}" ;;
+	netrpc) exec "$tmp/lifenet" rpcload --impl netrpc --remote "$a" --conns "$conns" --inflight 1 --call noarg "${warm[@]}" ;;
 	esac
 }
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # user + system clock ticks
@@ -95,7 +97,10 @@ for r in $(seq "$rounds"); do
 		t0=$(ticks "$p")
 		sleep "$span"
 		t1=$(ticks "$p")
-		if ! wait "$c"; then
+		failed=0
+		wait "$c" || failed=$?
+		pids=("$p") # the client has been reaped
+		if [ "$failed" != 0 ]; then
 			echo "floor.sh: round $r $name failed:" >&2
 			cat "$tmp/run.err" "$tmp/run.out" >&2
 			exit 1

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # lib.sh: what ab.sh and floor.sh share; sourced, not run. It makes $tmp,
 # kills the processes listed in $pids and removes $tmp on exit.
 

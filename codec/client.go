@@ -53,7 +53,7 @@ func Dial(ctx context.Context, network, address string, cfg transport.ClientConf
 		conn := c.Conn()
 		conn.lead = newLead(tc)
 		if conn.m != nil {
-			conn.m.onExpire = tc.Wake
+			conn.m.setOnExpire(tc.Wake)
 		}
 	}
 	return c, nil

@@ -127,7 +127,8 @@ type matcher struct {
 
 	// onExpire, if set, runs after the sweeper failed blocking requests:
 	// a synchronous client wakes the request reading for the others, which
-	// may be one of them (see Conn.lead).
+	// may be one of them (see Conn.lead). Set under mu (setOnExpire): a
+	// request sent from OnOpen may have started the sweeper already.
 	onExpire func()
 
 	echoes *[256][MaxEcho]byte // RequestBytesEcho's prefixes, made on first use
@@ -135,7 +136,7 @@ type matcher struct {
 	unknown, timedOut atomic.Uint64
 	queued            atomic.Int32 // FIFO: count, readable without the lock
 	inFlight          atomic.Int32 // slots taken, readable without the lock
-	clock             atomic.Int64 // unix nanoseconds, set by the sweeper each tick while it runs (register, starting one): no clock read per request
+	clock             atomic.Int64 // unix nanoseconds, set by the sweeper each tick while it runs (now, starting one): no clock read per request
 }
 
 func newMatcher(fifo bool, timeout time.Duration) *matcher {
@@ -560,14 +561,22 @@ func (m *matcher) expire(now int64) (idle bool) {
 	if idle {
 		m.sweeper = false
 	}
+	onExpire := m.onExpire
 	m.mu.Unlock()
-	if woke && m.onExpire != nil {
-		m.onExpire()
+	if woke && onExpire != nil {
+		onExpire()
 	}
 	for _, cb := range late {
 		cb.call(nil, ErrTimeout)
 	}
 	return idle
+}
+
+// setOnExpire sets onExpire.
+func (m *matcher) setOnExpire(f func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.onExpire = f
 }
 
 // close fails every pending request with ErrConnClosed and refuses new ones.

@@ -36,7 +36,8 @@ func registerTest(t *testing.T, m *matcher, cb *callback) (int, chan result) {
 
 // TestExpireDueBookkeeping: with the sweeper's scans held back until the
 // earliest deadline, every request still fails at its own deadline,
-// including one registered after a tick that found nothing left, and a
+// including one registered after a tick that found nothing left (its due
+// set afresh; the sweeper's restart is TestSweeperStopsWhenIdle's), and a
 // timed-out asynchronous request's number returns at its quarantine's end.
 func TestExpireDueBookkeeping(t *testing.T) {
 	const base = int64(1_000_000_000_000)
