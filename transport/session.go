@@ -201,9 +201,7 @@ func (s *Session) CloseAfterWrites() error {
 	if s.conn == nil || s.datagram {
 		return s.Close()
 	}
-	s.drainReason.Store(uint32(ReasonLocal))
-	s.draining.Store(true)
-	s.conn.SetReadDeadline(interrupted)
+	s.startDrain(ReasonLocal, nil)
 	return nil
 }
 
@@ -226,12 +224,21 @@ func (s *Session) AbortAfterWrites(err error) {
 		s.Abort(err)
 		return
 	}
-	s.mu.Lock()
-	if s.drainCause == nil {
-		s.drainCause = err
+	s.startDrain(ReasonProtocol, err)
+}
+
+// startDrain stops reading, so that the receive loop (for a UDP peer, the
+// datagram's delivery) writes what is queued and then closes the session
+// with r and cause (endDrain). The first cause given stays.
+func (s *Session) startDrain(r Reason, cause error) {
+	if cause != nil {
+		s.mu.Lock()
+		if s.drainCause == nil {
+			s.drainCause = cause
+		}
+		s.mu.Unlock()
 	}
-	s.mu.Unlock()
-	s.drainReason.Store(uint32(ReasonProtocol))
+	s.drainReason.Store(uint32(r))
 	s.draining.Store(true)
 	if s.conn != nil {
 		s.conn.SetReadDeadline(interrupted)
