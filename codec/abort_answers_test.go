@@ -9,6 +9,7 @@ import (
 
 	"github.com/lifenet/lifenet/codec"
 	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/internal/testwait"
 	"github.com/lifenet/lifenet/transport"
 )
 
@@ -103,7 +104,7 @@ func TestProtocolErrorAnswersEarlierRequests(t *testing.T) {
 				}
 			}
 			var e *transport.CloseError
-			if err := recvErr(t, closed); !errors.As(err, &e) || e.Reason != transport.ReasonProtocol || !errors.Is(e, codec.ErrFrameTooLarge) {
+			if err := testwait.Recv(t, closed, 10*time.Second, "the connection's end"); !errors.As(err, &e) || e.Reason != transport.ReasonProtocol || !errors.Is(e, codec.ErrFrameTooLarge) {
 				t.Fatalf("closed with %v; want ReasonProtocol and ErrFrameTooLarge", err)
 			}
 		})
@@ -128,7 +129,7 @@ func TestUDPCutFrameAnswersWholeFrames(t *testing.T) {
 	conn.Write(append(whole, cut...))
 	readDatagramReplies(t, conn, "one", "two")
 	var e *transport.CloseError
-	if err := recvErr(t, closed); !errors.As(err, &e) || e.Reason != transport.ReasonProtocol || !errors.Is(e, codec.ErrTruncated) {
+	if err := testwait.Recv(t, closed, 10*time.Second, "the connection's end"); !errors.As(err, &e) || e.Reason != transport.ReasonProtocol || !errors.Is(e, codec.ErrTruncated) {
 		t.Fatalf("peer session closed with %v; want ReasonProtocol and ErrTruncated", err)
 	}
 	if n := srv.Transport().Stats().Closed[transport.ReasonProtocol]; n != 1 {
@@ -162,16 +163,4 @@ func splitBytes(b []byte) [][]byte {
 		out[i] = b[i : i+1]
 	}
 	return out
-}
-
-// recvErr waits for an OnClose error.
-func recvErr(t *testing.T, ch <-chan error) error {
-	t.Helper()
-	select {
-	case err := <-ch:
-		return err
-	case <-time.After(10 * time.Second):
-		t.Fatal("the connection did not end")
-		return nil
-	}
 }

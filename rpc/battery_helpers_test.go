@@ -199,13 +199,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // recv receives from ch or fails the test after testTimeout.
 func recv[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(testTimeout):
-		t.Fatalf("timed out waiting for %s", what)
-		panic("unreachable")
-	}
+	return testwait.Recv(t, ch, testTimeout, what)
 }
 
 // apiCode returns the code of an *rpc.ApiError in err, or -1.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/internal/testwait"
 	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )
@@ -283,32 +284,21 @@ func TestSendBytesDatagramPerMessage(t *testing.T) {
 	}
 	c.SendBytes([]byte("hello"))
 	for _, want := range []string{"one", "two", "three", "four", "go"} {
-		if got := receiveWithin(t, clientGot); got != want {
+		if got := testwait.Recv(t, clientGot, 5*time.Second, "a datagram"); got != want {
 			t.Fatalf("client got datagram %q, want %q", got, want)
 		}
 	}
 	for _, want := range []string{"hello", "a", "bb", "ccc"} {
-		if got := receiveWithin(t, serverGot); got != want {
+		if got := testwait.Recv(t, serverGot, 5*time.Second, "a datagram"); got != want {
 			t.Fatalf("server got datagram %q, want %q", got, want)
 		}
 	}
 	c.SendBytes([]byte("x"))
 	c.Session().SendBytes([]byte("y"), []byte("z"))
 	for _, want := range []string{"x", "yz"} {
-		if got := receiveWithin(t, serverGot); got != want {
+		if got := testwait.Recv(t, serverGot, 5*time.Second, "a datagram"); got != want {
 			t.Fatalf("server got datagram %q, want %q", got, want)
 		}
-	}
-}
-
-func receiveWithin(t *testing.T, ch chan string) string {
-	t.Helper()
-	select {
-	case s := <-ch:
-		return s
-	case <-time.After(5 * time.Second):
-		t.Fatal("nothing received within 5s")
-		return ""
 	}
 }
 

@@ -89,13 +89,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 // recv takes one value from ch, failing the test after patience.
 func recv[T any](t testing.TB, ch <-chan T, what string) T {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(patience):
-		t.Fatalf("timed out waiting for %s", what)
-		panic("unreachable")
-	}
+	return testwait.Recv(t, ch, patience, what)
 }
 
 // heapAfterGC is the live heap: HeapAlloc right after a collection. It
