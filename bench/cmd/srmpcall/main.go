@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/lifenet/lifenet/internal/rawnet"
 )
 
 func main() {
@@ -195,7 +196,11 @@ func readFrame(c net.Conn, buf []byte) error {
 	for {
 		m, err := c.Read(buf[have:])
 		have += m
-		if size, ok := frameSize(buf[:have]); ok {
+		size, ferr := rawnet.FrameLen(rawnet.SRMP, buf[:have]) // 0 until the header is in
+		if ferr != nil {
+			return ferr
+		}
+		if size > 0 {
 			if have > size {
 				return fmt.Errorf("%d bytes after the reply: more than one frame came back", have-size)
 			}
@@ -220,18 +225,3 @@ func readFrame(c net.Conn, buf []byte) error {
 
 // kindError is an SRMP error reply's kind (the header's top two bits).
 const kindError = 3
-
-// frameSize is the whole size of the SRMP frame b starts with, once its
-// header is in.
-func frameSize(b []byte) (int, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	if n := binary.LittleEndian.Uint16(b[2:]); n != 0xFFFF {
-		return 4 + int(n), true
-	}
-	if len(b) < 8 {
-		return 0, false
-	}
-	return 8 + int(binary.LittleEndian.Uint32(b[4:])), true
-}

@@ -31,25 +31,6 @@ func TestValidAction(t *testing.T) {
 	}
 }
 
-func TestFrameSize(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		size int
-		ok   bool
-	}{
-		{"", 0, false},
-		{"010110", 0, false},
-		{"01011000", 20, true},
-		{"0101ffff", 0, false},                // long header, length not in yet
-		{"0101ffff00000100", 8 + 65536, true}, // long header
-	} {
-		b, _ := hex.DecodeString(c.in)
-		if size, ok := frameSize(b); size != c.size || ok != c.ok {
-			t.Errorf("frameSize(%s) = %d, %v; want %d, %v", c.in, size, ok, c.size, c.ok)
-		}
-	}
-}
-
 // chunks is a connection whose reads return the parts given, one per read.
 type chunks struct {
 	net.Conn
