@@ -2,6 +2,7 @@ package conns_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/internal/testwait"
 	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )
@@ -74,13 +76,8 @@ func dialReaderAndNonReaders(t *testing.T, addr string, roles <-chan roled, n in
 		dialRole(t, addr, roleNonReader)
 	}
 	var sessions []roled
-	for range n + 1 {
-		select {
-		case r := <-roles:
-			sessions = append(sessions, r)
-		case <-time.After(20 * time.Second):
-			t.Fatalf("%d of %d sessions announced themselves", len(sessions), n+1)
-		}
+	for i := range n + 1 {
+		sessions = append(sessions, testwait.Recv(t, roles, 20*time.Second, fmt.Sprintf("session %d of %d to announce itself", i+1, n+1)))
 	}
 	return reader, sessions
 }
