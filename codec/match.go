@@ -121,7 +121,7 @@ type matcher struct {
 	head    int
 	count   int
 	err     error      // set when the connection closed
-	sweeper bool       // a sweeper runs: whenever a slot is pending or quarantined (see now)
+	sweeper bool       // a sweeper runs: whenever a slot is pending or quarantined (see deadline)
 	due     int64      // no pending or quarantined slot's deadline is earlier: the sweeper scans the slots only from then on
 	chans   *sync.Pool // recycles blocking requests' result channels: resultChans (a test brings its own)
 
@@ -136,7 +136,7 @@ type matcher struct {
 	unknown, timedOut atomic.Uint64
 	queued            atomic.Int32 // FIFO: count, readable without the lock
 	inFlight          atomic.Int32 // slots taken, readable without the lock
-	clock             atomic.Int64 // unix nanoseconds, set by the sweeper each tick while it runs (now, starting one): no clock read per request
+	clock             atomic.Int64 // unix nanoseconds, set by the sweeper each tick while it runs (deadline, starting one): no clock read per request
 }
 
 func newMatcher(fifo bool, timeout time.Duration) *matcher {
@@ -208,7 +208,7 @@ func (m *matcher) passOn() {
 func (m *matcher) register(cb *callback, echo []byte) (int, chan result, error) {
 	// The coarse clock lags by up to a tick: adding one keeps every request
 	// waiting at least its timeout (it fails within two ticks after).
-	deadline := m.now() + int64(m.timeout+sweepEvery)
+	deadline := m.deadline()
 	defer m.mu.Unlock() // held since acquire
 	key := m.next
 	for m.slots[key].state != slotFree { // a slot taken in acquire guarantees one
@@ -222,7 +222,6 @@ func (m *matcher) register(cb *callback, echo []byte) (int, chan result, error) 
 	}
 	w := &m.slots[key]
 	w.state, w.deadline, w.async = slotPending, deadline, cb != nil
-	m.due = min(m.due, deadline)
 	w.gen++
 	if len(echo) > 0 {
 		if m.echoes == nil {
@@ -238,21 +237,25 @@ func (m *matcher) register(cb *callback, echo []byte) (int, chan result, error) 
 	return key, w.ch, nil
 }
 
-// now is the coarse clock, for a deadline about to be set. It starts the
-// sweeper if none runs (the first request, or the first deadline since
-// the sweeper found nothing left to expire), reading the clock afresh:
-// the last tick's value is stale then. Every deadline is set through it,
-// so a sweeper runs whenever a slot is pending or quarantined. Called with
-// m.mu held.
-func (m *matcher) now() int64 {
-	if m.sweeper {
-		return m.clock.Load()
+// deadline is the deadline of a slot that becomes pending, is quarantined
+// or waits on (a stream): a timeout from now, plus a tick since the coarse
+// clock lags by up to one. Every deadline is set through it, so it keeps
+// due a bound below them all, and it starts the sweeper if none runs (the
+// first request, or the first deadline since the sweeper found nothing
+// left to expire), reading the clock afresh: the last tick's value is
+// stale then. So a sweeper runs whenever a slot is pending or
+// quarantined. Called with m.mu held.
+func (m *matcher) deadline() int64 {
+	now := m.clock.Load()
+	if !m.sweeper {
+		now = time.Now().UnixNano()
+		m.clock.Store(now)
+		m.sweeper = true
+		go m.sweep()
 	}
-	now := time.Now().UnixNano()
-	m.clock.Store(now)
-	m.sweeper = true
-	go m.sweep()
-	return now
+	d := now + int64(m.timeout+sweepEvery)
+	m.due = min(m.due, d)
+	return d
 }
 
 // unregister undoes register when the request could not be sent. A FIFO
@@ -294,8 +297,7 @@ func (m *matcher) giveUp(key int) {
 		w.state = slotAbandoned
 	default:
 		w.state = slotQuarantine
-		w.deadline = m.now() + int64(m.timeout+sweepEvery)
-		m.due = min(m.due, w.deadline)
+		w.deadline = m.deadline()
 	}
 }
 
@@ -423,7 +425,7 @@ func (m *matcher) echoed(key int, reply *Message) bool {
 func (m *matcher) deliverStream(key int, reply any) {
 	w := &m.slots[key]
 	cb, gen := w.cb, w.gen
-	w.deadline = m.now() + int64(m.timeout+sweepEvery) // later than before: due stays a bound
+	w.deadline = m.deadline()
 	m.mu.Unlock()
 	more := false
 	if re := replyError(reply); re != nil {
@@ -526,7 +528,7 @@ func (m *matcher) sweep() {
 // is left to expire; the sweeper then stops (m.sweeper is cleared under
 // the same lock, so that the next deadline set starts another). A blocking
 // request failed here is done, not pending: its waiter's finish
-// quarantines the number, through now.
+// quarantines the number, through deadline.
 func (m *matcher) expire(now int64) (idle bool) {
 	var late []callback
 	woke := false
