@@ -13,7 +13,7 @@
 // result. Any frame but an error reply counts as the answer, so any server
 // that answers each request with one frame will do.
 //
-//	srmpcall --remote HOST:PORT [--conns 100] [--seconds 4] [--warmup 1] [--action Bench/NoArg]
+//	srmpcall --remote HOST:PORT [--conns 100] [--seconds 4] [--warmup 1] [--action Bench/NoArg] [--cpuprofile FILE]
 package main
 
 import (
@@ -26,6 +26,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +41,7 @@ func main() {
 	seconds := flag.Float64("seconds", 4, "measured window in seconds")
 	warmup := flag.Float64("warmup", 1, "seconds of calls before the window")
 	action := flag.String("action", "Bench/NoArg", "the action called")
+	profile := flag.String("cpuprofile", "", "write this process's CPU profile (warm-up and window) here")
 	flag.Parse()
 	switch {
 	case *remote == "":
@@ -51,12 +53,39 @@ func main() {
 	case !validAction(*action):
 		fail(2, errors.New("--action wants 1 to 127 printable ASCII bytes"))
 	}
+	stop, err := startProfile(*profile)
+	if err != nil {
+		fail(1, err)
+	}
 	sum, err := run(*remote, *conns, dur(*warmup), dur(*seconds), request(*action))
+	if perr := stop(); err == nil {
+		err = perr
+	}
 	if err != nil {
 		fail(1, err)
 	}
 	line, _ := json.Marshal(sum)
 	fmt.Printf("SUMMARY: %s\n", line)
+}
+
+// startProfile starts a CPU profile into path (none when path is empty)
+// and returns what ends it.
+func startProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 func round2(x float64) float64 { return math.Round(x*100) / 100 }
