@@ -468,7 +468,7 @@ func (r *run) summary(elapsed float64) Summary {
 		diff := int64(s.SentBytes/uint64(cfg.Size)) - int64(s.RecvBytes/uint64(cfg.Size))
 		s.IntegrityDiff = &diff
 		if cfg.UDP && s.SentBytes > 0 {
-			s.LossPct = round(100*float64(max(diff, 0))/(float64(s.SentBytes)/float64(cfg.Size)), 2)
+			s.LossPct = roundSignificant(100*float64(max(diff, 0))/(float64(s.SentBytes)/float64(cfg.Size)), 3)
 		}
 	}
 	return s
@@ -584,4 +584,13 @@ func sleep(ctx context.Context, seconds float64) {
 func round(v float64, places int) float64 {
 	p := math.Pow(10, float64(places))
 	return math.Round(v*p) / p
+}
+
+// roundSignificant rounds v to digits significant digits, so that a small
+// but real figure (4 datagrams lost of 90 000) does not round to 0.
+func roundSignificant(v float64, digits int) float64 {
+	if v == 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return v
+	}
+	return round(v, digits-1-int(math.Floor(math.Log10(math.Abs(v)))))
 }

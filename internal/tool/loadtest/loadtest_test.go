@@ -310,3 +310,13 @@ func TestUDPRoundTripLoss(t *testing.T) {
 		}
 	}
 }
+
+func TestRoundSignificantKeepsSmallLosses(t *testing.T) {
+	for _, c := range []struct{ in, want float64 }{
+		{0, 0}, {100 * 4.0 / 90000, 0.00444}, {12.3456, 12.3}, {99.96, 100}, {0.5, 0.5},
+	} {
+		if got := roundSignificant(c.in, 3); got != c.want {
+			t.Errorf("roundSignificant(%v, 3) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}
