@@ -7,9 +7,10 @@ import (
 	"io"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/lifenet/lifenet/internal/rawnet"
 )
 
 func TestRequest(t *testing.T) {
@@ -80,18 +81,8 @@ func TestRunAgainstEcho(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer ln.Close()
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() { io.Copy(c, c); c.Close() })
-		}
-	})
+	srv := rawnet.Serve(ln, true) // the std echo that floor.sh's raw run serves
+	defer srv.Close()
 	s, err := run(ln.Addr().String(), 3, 50*time.Millisecond, 200*time.Millisecond, request("Bench/NoArg"))
 	if err != nil {
 		t.Fatal(err)
