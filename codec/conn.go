@@ -160,10 +160,11 @@ func (c *Conn) Receive(_ *transport.Session, p *packet.Packet) {
 }
 
 // frameExpired reports whether a framing stage of the connection has held
-// an incomplete frame past its Expire (any goroutine may ask).
+// an incomplete frame past its Expire at now, a mono reading (any
+// goroutine may ask).
 func (c *Conn) frameExpired(now int64) bool {
 	for _, h := range c.chain.handlers {
-		if f := framingOf(h); f != nil && f.framer.Expired(now) {
+		if f := framingOf(h); f != nil && f.framer.expiredAt(now) {
 			return true
 		}
 	}

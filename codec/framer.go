@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lifenet/lifenet/internal/mono"
 	"github.com/lifenet/lifenet/packet"
 )
 
@@ -88,18 +89,23 @@ type Framer struct {
 	max     int
 	expire  time.Duration
 	partial *packet.Packet // bytes of an incomplete frame (owned)
-	since   atomic.Int64   // unix nanoseconds of the partial frame's first byte; 0 without one (read by sweepers)
+	since   atomic.Int64   // mono reading of the partial frame's first byte; 0 without one (read by sweepers)
 	budget  *budget        // a server's bytes for partial frames, shared by its connections; nil: none
 	held    int            // bytes of budget taken by partial
 	loan    packet.Loan    // the view of the frame being emitted
 }
 
 // Expired reports whether the framer has held an incomplete frame for
-// longer than its Expire at now (unix nanoseconds). Unlike the framer's
-// other methods it may be called from any goroutine: a server's sweeper
-// ends connections that went quiet in the middle of a frame, which no
-// later read would notice.
-func (f *Framer) Expired(now int64) bool {
+// longer than its Expire at now. The age is measured on the monotonic
+// clock (now must carry a monotonic reading, as time.Now's does), so a
+// wall-clock step neither expires frames early nor keeps them. Unlike the
+// framer's other methods it may be called from any goroutine: a server's
+// sweeper ends connections that went quiet in the middle of a frame, which
+// no later read would notice.
+func (f *Framer) Expired(now time.Time) bool { return f.expiredAt(mono.Of(now)) }
+
+// expiredAt is Expired at a mono reading.
+func (f *Framer) expiredAt(now int64) bool {
 	t := f.since.Load()
 	return t != 0 && f.expire > 0 && now-t > int64(f.expire)
 }
@@ -188,7 +194,7 @@ type frameFunc func(*packet.Packet) error
 func (f frameFunc) receiveFrame(frame *packet.Packet) error { return f(frame) }
 
 func (f *Framer) feed(p *packet.Packet, emit frameReceiver) error {
-	if f.partial != nil && f.Expired(time.Now().UnixNano()) {
+	if f.partial != nil && f.expiredAt(mono.Now()) {
 		f.Reset()
 		return ErrFrameExpired
 	}
@@ -263,7 +269,7 @@ func (f *Framer) keep(b []byte, want int) error {
 	f.partial = packet.Get(size)
 	f.partial.Resize(0)
 	f.partial.Write(b)
-	f.since.Store(time.Now().UnixNano())
+	f.since.Store(mono.Now())
 	return nil
 }
 
@@ -335,7 +341,7 @@ func (f *Framer) emitPartial(n int, emit frameReceiver) error {
 		p.Release()
 	} else {
 		p.Skip(n)
-		f.since.Store(time.Now().UnixNano()) // the rest starts the next frame
+		f.since.Store(mono.Now()) // the rest starts the next frame
 	}
 	return err
 }

@@ -190,7 +190,7 @@ func TestFramerExpire(t *testing.T) {
 			t.Fatalf("partial: %v, %d buffered", err, f.Buffered())
 		}
 		time.Sleep(30 * time.Millisecond) // exactly Expire: not yet past it
-		if f.Expired(time.Now().UnixNano()) {
+		if f.Expired(time.Now()) {
 			t.Fatal("expired at exactly Expire")
 		}
 		time.Sleep(time.Millisecond)

@@ -92,7 +92,7 @@ func runFramerCase(t *testing.T, tb frameTable, c frameCase, piece int) {
 		peak = max(peak, pooledBytes(mark))
 	}
 	buffered := f.Buffered()
-	expired := f.Expired(time.Now().Add(tb.cfg.Expire + time.Millisecond).UnixNano())
+	expired := f.Expired(time.Now().Add(tb.cfg.Expire + time.Millisecond))
 	closeErr := f.Close()
 	runtime.ReadMemStats(&after)
 

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lifenet/lifenet/internal/mono"
 	"github.com/lifenet/lifenet/packet"
 )
 
@@ -136,7 +137,7 @@ type matcher struct {
 	unknown, timedOut atomic.Uint64
 	queued            atomic.Int32 // FIFO: count, readable without the lock
 	inFlight          atomic.Int32 // slots taken, readable without the lock
-	clock             atomic.Int64 // unix nanoseconds, set by the sweeper each tick while it runs (deadline, starting one): no clock read per request
+	clock             atomic.Int64 // mono reading, set by the sweeper each tick while it runs (deadline, starting one): no clock read per request
 }
 
 func newMatcher(fifo bool, timeout time.Duration) *matcher {
@@ -248,7 +249,7 @@ func (m *matcher) register(cb *callback, echo []byte) (int, chan result, error) 
 func (m *matcher) deadline() int64 {
 	now := m.clock.Load()
 	if !m.sweeper {
-		now = time.Now().UnixNano()
+		now = mono.Now()
 		m.clock.Store(now)
 		m.sweeper = true
 		go m.sweep()
@@ -512,8 +513,9 @@ func (m *matcher) sweep() {
 		case <-m.stop:
 			return
 		case now := <-t.C:
-			m.clock.Store(now.UnixNano())
-			if m.expire(now.UnixNano()) {
+			ns := mono.Of(now)
+			m.clock.Store(ns)
+			if m.expire(ns) {
 				return
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lifenet/lifenet/internal/mono"
 	"github.com/lifenet/lifenet/transport"
 )
 
@@ -84,7 +85,7 @@ func (s *Server) sweep() {
 			s.sweeping.Store(false)
 			return
 		case now := <-t.C:
-			ns := now.UnixNano()
+			ns := mono.Of(now)
 			live := false
 			s.conns.Range(func(k, _ any) bool {
 				live = true

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lifenet/lifenet/internal/mono"
 )
 
 // clockTick is the resolution of the coarse clock that drives idle and write
@@ -13,7 +15,7 @@ const clockTick = 250 * time.Millisecond
 // coarse is a process-wide clock that ticks while at least one server or
 // client holds it, and stops (with its goroutine) when the last one lets go.
 var coarse struct {
-	now   atomic.Int64 // unix nanoseconds, updated every clockTick
+	now   atomic.Int64 // mono reading, updated every clockTick
 	mu    sync.Mutex
 	users int
 	stop  chan struct{}
@@ -28,7 +30,7 @@ func acquireClock() {
 	if coarse.users > 1 {
 		return
 	}
-	coarse.now.Store(time.Now().UnixNano())
+	coarse.now.Store(mono.Now())
 	stop, done := make(chan struct{}), make(chan struct{})
 	coarse.stop, coarse.done = stop, done
 	go func() {
@@ -38,7 +40,7 @@ func acquireClock() {
 		for {
 			select {
 			case now := <-t.C:
-				coarse.now.Store(now.UnixNano())
+				coarse.now.Store(mono.Of(now))
 			case <-stop:
 				return
 			}
@@ -58,5 +60,6 @@ func releaseClock() {
 	}
 }
 
-// now returns the coarse time in unix nanoseconds.
+// now returns the coarse time, a mono reading (deadlines from it go through
+// mono.Time, so they too are kept on the monotonic clock).
 func now() int64 { return coarse.now.Load() }

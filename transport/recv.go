@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lifenet/lifenet/internal/mono"
 	"github.com/lifenet/lifenet/packet"
 )
 
@@ -48,7 +49,7 @@ func (s *Session) receiveStream(firstByte time.Duration) {
 		if idle > 0 && gotFirst {
 			if t := now(); t != deadlineAt {
 				deadlineAt = t
-				s.conn.SetReadDeadline(time.Unix(0, t).Add(idle + clockTick))
+				s.conn.SetReadDeadline(mono.Time(t).Add(idle + clockTick))
 			}
 		}
 		n, err := s.conn.Read(buf.Bytes())

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/lifenet/lifenet/internal/mono"
 	"github.com/lifenet/lifenet/packet"
 )
 
@@ -294,7 +295,7 @@ func (w *streamSender) writeBatch(s *Session, batch []*packet.Packet) error {
 		// least timeout ahead of any write that starts.
 		if t := now(); t != w.deadlineAt {
 			w.deadlineAt = t
-			if err := w.conn.SetWriteDeadline(time.Unix(0, t).Add(w.timeout + clockTick)); err != nil {
+			if err := w.conn.SetWriteDeadline(mono.Time(t).Add(w.timeout + clockTick)); err != nil {
 				return err
 			}
 		}

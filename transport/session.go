@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lifenet/lifenet/internal/mono"
 	"github.com/lifenet/lifenet/packet"
 )
 
@@ -78,7 +79,7 @@ type Session struct {
 	local   net.Addr
 	remote  net.Addr
 	created time.Time
-	lastRx  atomic.Int64 // coarse unix nanoseconds of the last receive
+	lastRx  atomic.Int64 // coarse mono reading of the last receive
 	io      traffic      // this session's bytes and messages
 	retired bool         // io has been added to the owner's totals (owner's lock)
 	slot    int          // index in the server's session list (owner's lock)
@@ -140,7 +141,7 @@ func (s *Session) Created() time.Time { return s.created }
 
 // LastActive returns when the session last received bytes (to the
 // resolution of the coarse clock, 250 ms).
-func (s *Session) LastActive() time.Time { return time.Unix(0, s.lastRx.Load()) }
+func (s *Session) LastActive() time.Time { return mono.Time(s.lastRx.Load()) }
 
 // Done is closed when the session has ended and OnClose has run.
 func (s *Session) Done() <-chan struct{} { return s.done }

@@ -1,0 +1,30 @@
+// Package mono is the library's clock for instants that are stored and
+// compared later (partial-frame ages, request deadlines, idle sessions): a
+// count of nanoseconds on the monotonic clock. Wall time can step (NTP, a
+// virtual machine resuming, an operator); a timeout measured on it would
+// fire early, or late, by the size of the step.
+//
+// Readings fit an atomic.Int64 and are positive, so 0 can mean "no
+// instant"; inside a testing/synctest bubble, whose fake time has no
+// monotonic reading, they are negative, still distinct and still ordered.
+// They mean nothing outside this process.
+package mono
+
+import "time"
+
+// epoch is an hour before the package loaded: every reading is positive.
+// It carries a monotonic reading, so every Sub and Add below uses it.
+var epoch = time.Now().Add(-time.Hour)
+
+// Now reads the clock.
+func Now() int64 { return Of(time.Now()) }
+
+// Of returns the reading of t, which must carry a monotonic reading (as
+// time.Now's and a ticker's values do); a time without one is compared by
+// its wall clock.
+func Of(t time.Time) int64 { return int64(t.Sub(epoch)) }
+
+// Time returns the instant of a reading as a time.Time that carries a
+// monotonic reading, so that a deadline set from it is kept on the
+// monotonic clock too.
+func Time(ns int64) time.Time { return epoch.Add(time.Duration(ns)) }
