@@ -55,3 +55,39 @@ func TestCloseAfterWritesDeliversQueuedSends(t *testing.T) {
 		t.Errorf("reason %v, want ReasonLocal", r)
 	}
 }
+
+// A ReceiveSync client has no receive loop to carry out the drain:
+// CloseAfterWrites must still write what was sent and then end the
+// session, so the server sees the bytes and then the end of the stream,
+// and the client's next Receive reports the close (ReasonLocal).
+func TestCloseAfterWritesEndsASyncClient(t *testing.T) {
+	leakcheck.Check(t)
+	got := make(chan []byte, 1)
+	var seen []byte
+	_, a := startServer(t, transport.Config{}, transport.Hooks{
+		OnReceive: func(_ *transport.Session, p *packet.Packet) { seen = p.AppendTo(seen) },
+		OnClose:   func(*transport.Session, *transport.CloseError) { got <- seen },
+	}, "tcp", "127.0.0.1:0")
+	c := dialClient(t, "tcp", a, transport.ClientConfig{Mode: transport.ReceiveSync}, transport.Hooks{})
+	if err := c.SendBytes([]byte("last words")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Session().CloseAfterWrites(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case b := <-got:
+		if string(b) != "last words" {
+			t.Errorf("the server read %q before the end, want \"last words\"", b)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server's session did not end within 5 s of CloseAfterWrites")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := c.Receive(ctx)
+	var ce *transport.CloseError
+	if !errors.As(err, &ce) || ce.Reason != transport.ReasonLocal {
+		t.Errorf("Receive after CloseAfterWrites: %v, want a *CloseError with ReasonLocal", err)
+	}
+}

@@ -197,10 +197,20 @@ func (s *Session) Close() error {
 // CloseAfterWrites ends the session once what was sent so far has been
 // written (ReasonLocal): it stops reading, writes what is queued, then
 // closes — what a server does after an answer that ends the conversation.
-// It does not wait; see Done. A UDP peer session closes at once.
+// It does not wait; see Done. A UDP peer session closes at once. A
+// ReceiveSync client's session, which no receive loop serves, keeps
+// reading until it closes: a goroutine writes what is queued, then closes
+// it.
 func (s *Session) CloseAfterWrites() error {
 	if s.conn == nil || s.datagram {
 		return s.Close()
+	}
+	if s.ep.selfRead {
+		go func() {
+			s.drainSends()
+			s.closeWith(ReasonLocal, nil)
+		}()
+		return nil
 	}
 	s.startDrain(ReasonLocal, nil)
 	return nil
