@@ -2,8 +2,11 @@ package codec_test
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"io"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,4 +82,70 @@ func unsolicited(c net.Conn) {
 func waitUnknown(t *testing.T, c *codec.Conn, n uint64) {
 	t.Helper()
 	testwait.For(t, 10*time.Second, fmt.Sprintf("%d unknown replies", n), func() bool { return c.Stats().Unknown >= n })
+}
+
+// A busy ReceiveSync connection skips the drain (its callers read every
+// few microseconds), but one that has not been read for a while drains
+// again: replies a server sends unasked while the client is idle are
+// dropped as unknown, never taken for the next requests' replies.
+func TestIdleSyncClientDrainsStrayRepliesAgain(t *testing.T) {
+	leakcheck.Check(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	answered := make(chan struct{}) // the client has read the first reply
+	answer := sync.OnceFunc(func() { close(answered) })
+	defer answer() // also when the test fails before it
+	sent := make(chan struct{})
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		c, err := l.Accept()
+		if err != nil {
+			close(sent)
+			return
+		}
+		defer c.Close()
+		first := true
+		for {
+			var hdr [4]byte
+			if _, err := io.ReadFull(c, hdr[:]); err != nil {
+				return
+			}
+			body := make([]byte, binary.LittleEndian.Uint16(hdr[2:]))
+			if _, err := io.ReadFull(c, body); err != nil {
+				return
+			}
+			hdr[0] = 0x80 // the reply, same flag bits, sequence and length
+			c.Write(append(hdr[:], body...))
+			if first {
+				first = false
+				<-answered // else the stray replies could come with the first reply, in its read
+				unsolicited(c)
+				close(sent)
+			}
+		}
+	}()
+	c := dialCodec(t, "tcp", l.Addr().String(), codec.Options{Pipeline: srmpPipeline()}, transport.ReceiveSync)
+	r, err := c.Request(context.Background(), request("first"))
+	if got := replyText(t, r, err); got != "first" {
+		t.Fatalf("first request got %q", got)
+	}
+	answer()
+	<-sent
+	time.Sleep(5 * time.Millisecond) // idle past the drain's threshold (1 ms)
+	for i := range 512 {
+		want := fmt.Sprintf("request %d", i)
+		r, err := c.Request(context.Background(), request(want))
+		if got := replyText(t, r, err); got != want {
+			t.Fatalf("request %d got %q", i, got)
+		}
+	}
+	if got := c.Conn().Stats(); got.Unknown != 256 || got.InFlight != 0 {
+		t.Fatalf("counted %d unknown replies (want 256), %d in flight (want 0)", got.Unknown, got.InFlight)
+	}
+	c.Close()
+	<-served
 }
