@@ -528,13 +528,21 @@ func (m *matcher) sweep() {
 // find nothing due, and a scan of 256 slots, cold in the cache, showed in
 // the profile of a client with 100 connections. It reports whether nothing
 // is left to expire; the sweeper then stops (m.sweeper is cleared under
-// the same lock, so that the next deadline set starts another). A blocking
-// request failed here is done, not pending: its waiter's finish
-// quarantines the number, through deadline.
+// the same lock, so that the next deadline set starts another). That is
+// so at once when every slot is free (the last request had its reply):
+// the answered requests' deadlines need no tick. A blocking request failed
+// here is done, not pending: its waiter's finish quarantines the number,
+// through deadline.
 func (m *matcher) expire(now int64) (idle bool) {
 	var late []callback
 	woke := false
 	m.mu.Lock()
+	if m.free == m.cap {
+		m.due = math.MaxInt64
+		m.sweeper = false
+		m.mu.Unlock()
+		return true
+	}
 	if now < m.due {
 		m.mu.Unlock()
 		return false

@@ -169,3 +169,31 @@ func TestTimedOutNumbersComeBack(t *testing.T) {
 		m.mu.Unlock() // held by a successful acquire until register
 	})
 }
+
+// TestSweeperStopsSoonAfterTheLastReply: once the last request has its
+// reply and nothing is quarantined, nothing can expire, so the sweeper
+// ends within a tick or two instead of ticking on until the answered
+// request's deadline (a timeout later: 15 s by default, 20 wake-ups a
+// second on every idle connection).
+func TestSweeperStopsSoonAfterTheLastReply(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = 10 * time.Second
+		m := newBubbleMatcher(timeout)
+		defer m.close()
+		for round := range 2 {
+			key, ch := registerTest(t, m, nil)
+			m.deliver(key, NewMessage(KindReply, 0, uint8(key), nil))
+			r := <-ch
+			if r.err != nil {
+				t.Fatalf("round %d: %v, want the reply", round, r.err)
+			}
+			m.finish(key, ch, r)
+			r.reply.(*Message).Release()
+			time.Sleep(2 * sweepEvery)
+			synctest.Wait()
+			if sweeperRunning(m) || m.stats().InFlight != 0 {
+				t.Fatalf("round %d: %v after the last reply the sweeper runs: %v, in flight %d; want stopped, nothing in flight", round, 2*sweepEvery, sweeperRunning(m), m.stats().InFlight)
+			}
+		}
+	})
+}
