@@ -79,7 +79,7 @@ const drainReads = 16
 // drainIdle is how long after the last read of its socket a connection
 // drains again before a request. A busy connection, whose callers read
 // every few microseconds, then pays no extra system call per request
-// (about 1 µs of the client's CPU per call at 100 connections × 1 call).
+// (0.7–1 µs of the client's CPU per call at 100 connections × 1 call).
 // Stray bytes that arrive within drainIdle of a read can be taken by the
 // next request's read, as in the microseconds between a drain and a send.
 const drainIdle = time.Millisecond
