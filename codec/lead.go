@@ -2,10 +2,7 @@ package codec
 
 import (
 	"context"
-	"sync/atomic"
-	"time"
 
-	"github.com/lifenet/lifenet/internal/mono"
 	"github.com/lifenet/lifenet/transport"
 )
 
@@ -22,9 +19,8 @@ import (
 // matcher's sweeper, which then wakes the reader (transport.Client.Wake) in
 // case it was that request's own.
 type lead struct {
-	tc       *transport.Client
-	turn     chan struct{} // holds the one read turn while nobody reads
-	lastRead atomic.Int64  // mono reading of the last read of the socket; 0 before the first
+	tc   *transport.Client
+	turn chan struct{} // holds the one read turn while nobody reads
 }
 
 func newLead(tc *transport.Client) *lead {
@@ -67,7 +63,6 @@ func (l *lead) readOnce(ctx context.Context, c *Conn, ch chan result) {
 	if err != nil {
 		return
 	}
-	l.lastRead.Store(mono.Now())
 	c.read(p)
 	p.Release()
 }
@@ -76,35 +71,21 @@ func (l *lead) readOnce(ctx context.Context, c *Conn, ch chan result) {
 // sending cannot hold a request back.
 const drainReads = 16
 
-// drainIdle is how long after the last read of its socket a connection
-// drains again before a request. A busy connection, whose callers read
-// every few microseconds, then pays no extra system call per request
-// (0.7–1 µs of the client's CPU per call at 100 connections × 1 call).
-// Stray bytes that arrive within drainIdle of a read can be taken by the
-// next request's read, as in the microseconds between a drain and a send.
-const drainIdle = time.Millisecond
-
 // drain runs what the connection has already received through the
 // pipeline before a request is registered. Bytes that arrived before the
 // request existed (a reply sent unasked at connect, a duplicated or late
 // reply) then meet no pending request with their number and are dropped and
 // counted as unknown, instead of waiting in the socket to be taken for the
-// new request's reply. It runs before the first request and when the
-// socket was last read drainIdle ago or more. It reads only while the turn
-// is free: a goroutine reading for others consumes such bytes as they
-// come. A failed read needs no handling: the request then fails on its
-// send.
+// new request's reply. It reads only while the turn is free: a goroutine
+// reading for others consumes such bytes as they come. A failed read needs
+// no handling: the request then fails on its send.
 func (l *lead) drain(c *Conn) {
-	if t := l.lastRead.Load(); t != 0 && mono.Now()-t < int64(drainIdle) {
-		return
-	}
 	select {
 	case <-l.turn:
 	default:
 		return
 	}
 	defer func() { l.turn <- struct{}{} }()
-	defer func() { l.lastRead.Store(mono.Now()) }()
 	for range drainReads {
 		p, _ := l.tc.ReceiveBuffered()
 		if p == nil {

@@ -3,6 +3,7 @@ package codec_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -148,4 +149,47 @@ func TestIdleSyncClientDrainsStrayRepliesAgain(t *testing.T) {
 	}
 	c.Close()
 	<-served
+}
+
+// The drain before each request of a ReceiveSync client also reads the
+// end of the stream of a peer that closed after its last reply: the next
+// request fails as never sent (ErrNotSent, which rpc retries on a new
+// connection) instead of going out on the dead connection and failing as
+// a request that may have been served.
+func TestSyncClientSeesAPeerThatClosedBeforeItsNextRequest(t *testing.T) {
+	leakcheck.Check(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close() // on loopback the FIN is in the client's socket once Close returns
+		var hdr [4]byte
+		if _, err := io.ReadFull(c, hdr[:]); err != nil {
+			return
+		}
+		body := make([]byte, binary.LittleEndian.Uint16(hdr[2:]))
+		if _, err := io.ReadFull(c, body); err != nil {
+			return
+		}
+		hdr[0] = 0x80
+		c.Write(append(hdr[:], body...))
+	}()
+	c := dialCodec(t, "tcp", l.Addr().String(), codec.Options{Pipeline: srmpPipeline()}, transport.ReceiveSync)
+	r, err := c.Request(context.Background(), request("only"))
+	if got := replyText(t, r, err); got != "only" {
+		t.Fatalf("first request got %q", got)
+	}
+	<-closed
+	_, err = c.Request(context.Background(), request("after the close"))
+	if !errors.Is(err, codec.ErrConnClosed) || !errors.Is(err, codec.ErrNotSent) {
+		t.Fatalf("a request after the peer closed: %v, want ErrConnClosed and ErrNotSent", err)
+	}
 }
