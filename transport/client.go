@@ -168,7 +168,7 @@ func Dial(ctx context.Context, network, address string, cfg ClientConfig, hooks 
 		c.ep.hooks.BatchSends = false // enqueue sends nothing, and may block
 	case ReceiveSync:
 		c.sync = &syncReader{} // Receive reads; nothing is delivered to hooks
-		c.ep.selfRead = true
+		c.ep.selfRead = c.sync
 		c.ep.hooks.BatchSends = false
 	}
 	acquireClock()
@@ -446,7 +446,7 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 	close(c.stop)
 	if c.sync != nil {
-		c.closeSync(sess)
+		c.sync.close(sess)
 	} else {
 		sess.closeWith(ReasonLocal, nil)
 	}

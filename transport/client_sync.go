@@ -217,11 +217,12 @@ func (r *syncReader) takeWoken() bool {
 	return true
 }
 
-// closeSync closes a ReceiveSync client's session and finishes it once any
-// Receive in progress has returned.
-func (c *Client) closeSync(s *Session) {
+// close closes a ReceiveSync client's session (ReasonLocal, unless it was
+// closing already) and finishes it once any Receive in progress has
+// returned.
+func (r *syncReader) close(s *Session) {
 	s.closeWith(ReasonLocal, nil)
-	c.sync.mu.Lock()
-	c.sync.end(s)
-	c.sync.mu.Unlock()
+	r.mu.Lock()
+	r.end(s)
+	r.mu.Unlock()
 }

@@ -59,7 +59,8 @@ func TestCloseAfterWritesDeliversQueuedSends(t *testing.T) {
 // A ReceiveSync client has no receive loop to carry out the drain:
 // CloseAfterWrites must still write what was sent and then end the
 // session, so the server sees the bytes and then the end of the stream,
-// and the client's next Receive reports the close (ReasonLocal).
+// the client's session is finished (Done, OnClose) and its next Receive
+// reports the close (ReasonLocal).
 func TestCloseAfterWritesEndsASyncClient(t *testing.T) {
 	leakcheck.Check(t)
 	got := make(chan []byte, 1)
@@ -82,6 +83,14 @@ func TestCloseAfterWritesEndsASyncClient(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the server's session did not end within 5 s of CloseAfterWrites")
+	}
+	select {
+	case <-c.Session().Done(): // finished (OnClose run) without a Receive or Close to do it
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client's session was not finished within 5 s of CloseAfterWrites")
+	}
+	if r := c.Session().Reason(); r != transport.ReasonLocal {
+		t.Errorf("the client's session ended with %v, want ReasonLocal", r)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

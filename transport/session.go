@@ -63,9 +63,9 @@ type endpoint struct {
 	cfg   Config
 	hooks Hooks
 	pull  func(*Session, *packet.Packet) // a pull-mode client's queue, in place of the hooks
-	// selfRead: a ReceiveSync client, whose callers read; no receive loop
-	// ends a drain.
-	selfRead bool
+	// selfRead: a ReceiveSync client's reader, whose callers read; nil
+	// otherwise. No receive loop ends its session's drain or finishes it.
+	selfRead *syncReader
 	stats    counters
 }
 
@@ -200,15 +200,15 @@ func (s *Session) Close() error {
 // It does not wait; see Done. A UDP peer session closes at once. A
 // ReceiveSync client's session, which no receive loop serves, keeps
 // reading until it closes: a goroutine writes what is queued, then closes
-// it.
+// and finishes it.
 func (s *Session) CloseAfterWrites() error {
 	if s.conn == nil || s.datagram {
 		return s.Close()
 	}
-	if s.ep.selfRead {
+	if r := s.ep.selfRead; r != nil {
 		go func() {
 			s.drainSends()
-			s.closeWith(ReasonLocal, nil)
+			r.close(s)
 		}()
 		return nil
 	}
@@ -231,7 +231,7 @@ func (s *Session) Abort(err error) {
 // handler; a ReceiveSync client's session, which no receive loop serves,
 // is aborted at once. It does not wait.
 func (s *Session) AbortAfterWrites(err error) {
-	if s.ep.selfRead {
+	if s.ep.selfRead != nil {
 		s.Abort(err)
 		return
 	}

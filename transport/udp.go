@@ -2,6 +2,7 @@ package transport
 
 import (
 	"errors"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -140,7 +141,7 @@ func (u *udpServer) loop() {
 			u.slots[i].buf = nil
 		}
 	}()
-	var nextSweep int64
+	nextSweep := int64(math.MinInt64) // at once: readings are negative in a synctest bubble
 	for {
 		if t := now(); t >= nextSweep {
 			nextSweep = t + int64(udpHousekeeping)

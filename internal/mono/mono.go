@@ -24,7 +24,11 @@ func Now() int64 { return Of(time.Now()) }
 // its wall clock.
 func Of(t time.Time) int64 { return int64(t.Sub(epoch)) }
 
-// Time returns the instant of a reading as a time.Time that carries a
-// monotonic reading, so that a deadline set from it is kept on the
-// monotonic clock too.
-func Time(ns int64) time.Time { return epoch.Add(time.Duration(ns)) }
+// Time returns the instant of a reading as a time.Time: the current time
+// less the reading's age. Its wall clock is today's (a wall-clock step
+// since the package loaded does not shift it), and it carries a monotonic
+// reading, so that a deadline set from it is kept on the monotonic clock.
+func Time(ns int64) time.Time {
+	now := time.Now()
+	return now.Add(time.Duration(ns - Of(now)))
+}
