@@ -53,16 +53,7 @@ func TestRepliesSentBeforeTheRequestNeverMatchIt(t *testing.T) {
 			if m.mode == transport.ReceiveEvent {
 				waitUnknown(t, c.Conn(), 256) // the receive goroutine drops them as they come
 			}
-			for i := range 512 {
-				want := fmt.Sprintf("request %d", i)
-				r, err := c.Request(context.Background(), request(want))
-				if got := replyText(t, r, err); got != want {
-					t.Fatalf("request %d got %q", i, got)
-				}
-			}
-			if got := c.Conn().Stats(); got.Unknown != 256 || got.InFlight != 0 {
-				t.Fatalf("counted %d unknown replies (want 256), %d in flight (want 0)", got.Unknown, got.InFlight)
-			}
+			requestEach(t, c, 512, 256)
 			c.Close()
 			<-served
 		})
@@ -85,10 +76,9 @@ func waitUnknown(t *testing.T, c *codec.Conn, n uint64) {
 	testwait.For(t, 10*time.Second, fmt.Sprintf("%d unknown replies", n), func() bool { return c.Stats().Unknown >= n })
 }
 
-// A busy ReceiveSync connection skips the drain (its callers read every
-// few microseconds), but one that has not been read for a while drains
-// again: replies a server sends unasked while the client is idle are
-// dropped as unknown, never taken for the next requests' replies.
+// Not only at connect: replies a server sends unasked between two requests
+// of a ReceiveSync client are drained before the next request, dropped as
+// unknown and never taken for the next requests' replies.
 func TestIdleSyncClientDrainsStrayRepliesAgain(t *testing.T) {
 	leakcheck.Check(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -110,17 +100,7 @@ func TestIdleSyncClientDrainsStrayRepliesAgain(t *testing.T) {
 		}
 		defer c.Close()
 		first := true
-		for {
-			var hdr [4]byte
-			if _, err := io.ReadFull(c, hdr[:]); err != nil {
-				return
-			}
-			body := make([]byte, binary.LittleEndian.Uint16(hdr[2:]))
-			if _, err := io.ReadFull(c, body); err != nil {
-				return
-			}
-			hdr[0] = 0x80 // the reply, same flag bits, sequence and length
-			c.Write(append(hdr[:], body...))
+		for echoOne(c) == nil {
 			if first {
 				first = false
 				<-answered // else the stray replies could come with the first reply, in its read
@@ -136,17 +116,7 @@ func TestIdleSyncClientDrainsStrayRepliesAgain(t *testing.T) {
 	}
 	answer()
 	<-sent
-	time.Sleep(5 * time.Millisecond) // idle past the drain's threshold (1 ms)
-	for i := range 512 {
-		want := fmt.Sprintf("request %d", i)
-		r, err := c.Request(context.Background(), request(want))
-		if got := replyText(t, r, err); got != want {
-			t.Fatalf("request %d got %q", i, got)
-		}
-	}
-	if got := c.Conn().Stats(); got.Unknown != 256 || got.InFlight != 0 {
-		t.Fatalf("counted %d unknown replies (want 256), %d in flight (want 0)", got.Unknown, got.InFlight)
-	}
+	requestEach(t, c, 512, 256)
 	c.Close()
 	<-served
 }
@@ -171,16 +141,7 @@ func TestSyncClientSeesAPeerThatClosedBeforeItsNextRequest(t *testing.T) {
 			return
 		}
 		defer c.Close() // on loopback the FIN is in the client's socket once Close returns
-		var hdr [4]byte
-		if _, err := io.ReadFull(c, hdr[:]); err != nil {
-			return
-		}
-		body := make([]byte, binary.LittleEndian.Uint16(hdr[2:]))
-		if _, err := io.ReadFull(c, body); err != nil {
-			return
-		}
-		hdr[0] = 0x80
-		c.Write(append(hdr[:], body...))
+		echoOne(c)
 	}()
 	c := dialCodec(t, "tcp", l.Addr().String(), codec.Options{Pipeline: srmpPipeline()}, transport.ReceiveSync)
 	r, err := c.Request(context.Background(), request("only"))
@@ -191,5 +152,38 @@ func TestSyncClientSeesAPeerThatClosedBeforeItsNextRequest(t *testing.T) {
 	_, err = c.Request(context.Background(), request("after the close"))
 	if !errors.Is(err, codec.ErrConnClosed) || !errors.Is(err, codec.ErrNotSent) {
 		t.Fatalf("a request after the peer closed: %v, want ErrConnClosed and ErrNotSent", err)
+	}
+}
+
+// echoOne reads one SRMP request from c and writes it back as its reply
+// (the same flag bits, sequence number and payload).
+func echoOne(c net.Conn) error {
+	var hdr [4]byte
+	if _, err := io.ReadFull(c, hdr[:]); err != nil {
+		return err
+	}
+	body := make([]byte, binary.LittleEndian.Uint16(hdr[2:]))
+	if _, err := io.ReadFull(c, body); err != nil {
+		return err
+	}
+	hdr[0] = 0x80 // kind reply
+	_, err := c.Write(append(hdr[:], body...))
+	return err
+}
+
+// requestEach makes n requests, each of which must get its own answer,
+// and checks that exactly unknown replies were dropped as unknown and none
+// is left in flight.
+func requestEach(t *testing.T, c *codec.Client, n int, unknown uint64) {
+	t.Helper()
+	for i := range n {
+		want := fmt.Sprintf("request %d", i)
+		r, err := c.Request(context.Background(), request(want))
+		if got := replyText(t, r, err); got != want {
+			t.Fatalf("request %d got %q", i, got)
+		}
+	}
+	if got := c.Conn().Stats(); got.Unknown != unknown || got.InFlight != 0 {
+		t.Fatalf("counted %d unknown replies (want %d), %d in flight (want 0)", got.Unknown, unknown, got.InFlight)
 	}
 }
