@@ -29,26 +29,13 @@ func TestRepliesSentBeforeTheRequestNeverMatchIt(t *testing.T) {
 	for _, m := range clientModes {
 		t.Run(m.name, func(t *testing.T) {
 			leakcheck.Check(t)
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
 			sent := make(chan struct{})
-			served := make(chan struct{})
-			go func() {
-				defer close(served)
-				c, err := l.Accept()
-				if err != nil {
-					close(sent)
-					return
-				}
-				defer c.Close()
+			addr, served := serveOnce(t, func(c net.Conn) {
 				unsolicited(c)
 				close(sent)
 				rawnet.ServeConn(c, rawnet.SRMP, rawnet.Echo(rawnet.SRMP), nil)
-			}()
-			c := dialCodec(t, "tcp", l.Addr().String(), codec.Options{Pipeline: srmpPipeline()}, m.mode)
+			})
+			c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline()}, m.mode)
 			<-sent // on loopback a written byte is in the peer's socket once Write returns
 			if m.mode == transport.ReceiveEvent {
 				waitUnknown(t, c.Conn(), 256) // the receive goroutine drops them as they come
@@ -81,24 +68,11 @@ func waitUnknown(t *testing.T, c *codec.Conn, n uint64) {
 // unknown and never taken for the next requests' replies.
 func TestIdleSyncClientDrainsStrayRepliesAgain(t *testing.T) {
 	leakcheck.Check(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
 	answered := make(chan struct{}) // the client has read the first reply
 	answer := sync.OnceFunc(func() { close(answered) })
 	defer answer() // also when the test fails before it
 	sent := make(chan struct{})
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		c, err := l.Accept()
-		if err != nil {
-			close(sent)
-			return
-		}
-		defer c.Close()
+	addr, served := serveOnce(t, func(c net.Conn) {
 		first := true
 		for echoOne(c) == nil {
 			if first {
@@ -108,8 +82,8 @@ func TestIdleSyncClientDrainsStrayRepliesAgain(t *testing.T) {
 				close(sent)
 			}
 		}
-	}()
-	c := dialCodec(t, "tcp", l.Addr().String(), codec.Options{Pipeline: srmpPipeline()}, transport.ReceiveSync)
+	})
+	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline()}, transport.ReceiveSync)
 	r, err := c.Request(context.Background(), request("first"))
 	if got := replyText(t, r, err); got != "first" {
 		t.Fatalf("first request got %q", got)
@@ -128,22 +102,8 @@ func TestIdleSyncClientDrainsStrayRepliesAgain(t *testing.T) {
 // a request that may have been served.
 func TestSyncClientSeesAPeerThatClosedBeforeItsNextRequest(t *testing.T) {
 	leakcheck.Check(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	closed := make(chan struct{})
-	go func() {
-		defer close(closed)
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close() // on loopback the FIN is in the client's socket once Close returns
-		echoOne(c)
-	}()
-	c := dialCodec(t, "tcp", l.Addr().String(), codec.Options{Pipeline: srmpPipeline()}, transport.ReceiveSync)
+	addr, closed := serveOnce(t, func(c net.Conn) { echoOne(c) }) // on loopback the FIN is in the client's socket once Close returns
+	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline()}, transport.ReceiveSync)
 	r, err := c.Request(context.Background(), request("only"))
 	if got := replyText(t, r, err); got != "only" {
 		t.Fatalf("first request got %q", got)
@@ -186,4 +146,27 @@ func requestEach(t *testing.T, c *codec.Client, n int, unknown uint64) {
 	if got := c.Conn().Stats(); got.Unknown != unknown || got.InFlight != 0 {
 		t.Fatalf("counted %d unknown replies (want %d), %d in flight (want 0)", got.Unknown, unknown, got.InFlight)
 	}
+}
+
+// serveOnce listens on loopback and runs serve on the first connection,
+// which it closes after; done is closed once that has happened. serve
+// never runs if the listener fails first (it is closed when the test ends).
+func serveOnce(t *testing.T, serve func(c net.Conn)) (addr string, done <-chan struct{}) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		serve(c)
+	}()
+	return l.Addr().String(), ended
 }
