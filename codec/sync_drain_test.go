@@ -66,7 +66,7 @@ func waitUnknown(t *testing.T, c *codec.Conn, n uint64) {
 // Not only at connect: replies a server sends unasked between two requests
 // of a ReceiveSync client are drained before the next request, dropped as
 // unknown and never taken for the next requests' replies.
-func TestIdleSyncClientDrainsStrayRepliesAgain(t *testing.T) {
+func TestSyncClientDrainsStrayRepliesBetweenRequests(t *testing.T) {
 	leakcheck.Check(t)
 	answered := make(chan struct{}) // the client has read the first reply
 	answer := sync.OnceFunc(func() { close(answered) })

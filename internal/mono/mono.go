@@ -13,7 +13,7 @@ package mono
 import "time"
 
 // epoch is an hour before the package loaded: every reading is positive.
-// It carries a monotonic reading, so every Sub and Add below uses it.
+// It carries a monotonic reading, so Of compares monotonic readings.
 var epoch = time.Now().Add(-time.Hour)
 
 // Now reads the clock.
