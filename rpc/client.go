@@ -250,14 +250,21 @@ func (c *Client) pick(ctx context.Context) (*codec.Conn, error) {
 // retries once.
 func (c *Client) Invoke(ctx context.Context, action string, args, result any) error {
 	err := c.invoke(ctx, action, args, result)
-	var ae *ApiError
-	if c.cfg.Login != nil && errors.As(err, &ae) && ae.Code == CodeUnauthorized {
+	if err != nil && c.cfg.Login != nil && isUnauthorized(err) {
 		if lerr := c.cfg.Login(ctx, c); lerr != nil {
 			return errors.Join(err, lerr)
 		}
 		err = c.invoke(ctx, action, args, result)
 	}
 	return err
+}
+
+// isUnauthorized reports a server's 401 reply. It is a function of its
+// own so that the *ApiError errors.As fills is allocated on failed calls
+// only, not on every call.
+func isUnauthorized(err error) bool {
+	var ae *ApiError
+	return errors.As(err, &ae) && ae.Code == CodeUnauthorized
 }
 
 // Stats sums the matching counters of the client's current connections

@@ -182,7 +182,15 @@ func decodeText(data []byte, dst any) error {
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("rpc: result must be a non-nil pointer, not %T", dst)
 	}
-	if ok, err := setPrimitive(rv.Elem(), trimText(data)); ok {
+	if v := rv.Elem(); v.Kind() == reflect.String {
+		v.SetString(trimText(data))
+		return nil
+	}
+	t, escaped := unquote(data)
+	if escaped {
+		t = []byte(trimText(data))
+	}
+	if ok, err := setScalar(rv.Elem(), t); ok {
 		return err
 	}
 	return unmarshalLenient(data, dst)
@@ -191,49 +199,70 @@ func decodeText(data []byte, dst any) error {
 // setPrimitive parses text into a bool, number or string value; ok is
 // false for other kinds.
 func setPrimitive(v reflect.Value, text string) (ok bool, err error) {
-	switch v.Kind() {
-	case reflect.String:
+	if v.Kind() == reflect.String {
 		v.SetString(text)
+		return true, nil
+	}
+	return setScalar(v, []byte(text))
+}
+
+// setScalar parses b into a bool or number value; ok is false for other
+// kinds, strings included. It keeps no reference to b and, for texts of
+// up to 32 bytes, allocates nothing (the conversions to string below do
+// not escape): a call's int or bool result decodes without garbage.
+func setScalar(v reflect.Value, b []byte) (ok bool, err error) {
+	switch v.Kind() {
 	case reflect.Bool:
-		var b bool
-		b, err = strconv.ParseBool(text)
-		v.SetBool(b)
+		var x bool
+		x, err = strconv.ParseBool(string(b))
+		v.SetBool(x)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		var n int64
-		n, err = strconv.ParseInt(text, 10, v.Type().Bits())
+		n, err = strconv.ParseInt(string(b), 10, v.Type().Bits())
 		v.SetInt(n)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		var n uint64
-		n, err = strconv.ParseUint(text, 10, v.Type().Bits())
+		n, err = strconv.ParseUint(string(b), 10, v.Type().Bits())
 		v.SetUint(n)
 	case reflect.Float32, reflect.Float64:
 		var f float64
-		f, err = strconv.ParseFloat(text, v.Type().Bits())
+		f, err = strconv.ParseFloat(string(b), v.Type().Bits())
 		v.SetFloat(f)
 	default:
 		return false, nil
 	}
 	if err != nil {
-		return true, fmt.Errorf("%w: %q as %s: %v", ErrArgs, text, v.Type(), err)
+		return true, fmt.Errorf("%w: %q as %s: %v", ErrArgs, string(b), v.Type(), err)
 	}
 	return true, nil
+}
+
+// unquote returns b without surrounding space and, when no escape is
+// inside, without its JSON quotes; escaped reports quotes around escapes,
+// which trimText undoes.
+func unquote(b []byte) (t []byte, escaped bool) {
+	b = bytes.TrimSpace(b)
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return b, false
+	}
+	if bytes.IndexByte(b, '\\') >= 0 {
+		return b, true
+	}
+	return b[1 : len(b)-1], false
 }
 
 // trimText is a value's text without surrounding space and JSON quotes (a
 // NewLife client trims quotes from texts too).
 func trimText(b []byte) string {
-	b = bytes.TrimSpace(b)
-	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' && bytes.IndexByte(b, '\\') < 0 {
-		return string(b[1 : len(b)-1]) // no escapes: the quotes are all there is to undo
-	}
-	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' {
+	t, escaped := unquote(b)
+	if escaped {
 		var s string
-		if json.Unmarshal(b, &s) == nil {
+		if json.Unmarshal(t, &s) == nil {
 			return s
 		}
-		b = b[1 : len(b)-1]
+		t = t[1 : len(t)-1]
 	}
-	return string(b)
+	return string(t)
 }
 
 func parseTime(s string) (time.Time, error) {

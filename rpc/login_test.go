@@ -1,0 +1,81 @@
+package rpc_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/lifenet/lifenet/rpc"
+)
+
+// loginServer answers Doc/Read with "secret" to a session whose token is
+// "t1" and refuses others with 401, Doc/Gone with 404 to anyone, and
+// Doc/Hello with "hi" (a call whose Token argument sets the session's).
+func loginServer(t *testing.T) string {
+	t.Helper()
+	_, addr := startServer(t, rpc.Config{}, func(srv *rpc.Server) {
+		must(t, rpc.Handle(srv, "Doc/Read", func(ctx context.Context, _ struct{}) (string, error) {
+			if rpc.SessionFrom(ctx).Token() != "t1" {
+				return "", rpc.NewError(rpc.CodeUnauthorized, "who are you")
+			}
+			return "secret", nil
+		}))
+		must(t, rpc.Handle(srv, "Doc/Hello", func(context.Context, struct{}) (string, error) { return "hi", nil }))
+		must(t, rpc.Handle(srv, "Doc/Gone", func(context.Context, struct{}) (string, error) {
+			return "", rpc.NewError(404, "gone")
+		}))
+	})
+	return addr
+}
+
+// A call refused with 401 runs Login once and is retried once. A no-arg
+// call carries no token (NewLife); the session keeps the one the login's
+// call brought.
+func TestLoginRunsOnUnauthorizedAndRetriesOnce(t *testing.T) {
+	addr := loginServer(t)
+	var logins atomic.Int32
+	cl := dialClient(t, addr, rpc.ClientConfig{Login: func(ctx context.Context, c *rpc.Client) error {
+		logins.Add(1)
+		c.SetToken("t1")
+		return c.Invoke(ctx, "Doc/Hello", struct{}{}, nil)
+	}})
+	ctx := context.Background()
+	if s, err := rpc.Call[string](ctx, cl, "Doc/Read", nil); err != nil || s != "secret" {
+		t.Fatalf("Doc/Read: %q, %v; want secret after a login", s, err)
+	}
+	if s, err := rpc.Call[string](ctx, cl, "Doc/Read", nil); err != nil || s != "secret" {
+		t.Fatalf("Doc/Read again: %q, %v", s, err)
+	}
+	if _, err := rpc.Call[string](ctx, cl, "Doc/Gone", nil); apiCode(err) != 404 {
+		t.Fatalf("Doc/Gone: %v, want 404", err)
+	}
+	if n := logins.Load(); n != 1 {
+		t.Errorf("Login ran %d times, want once (for the first 401 only)", n)
+	}
+}
+
+// A Login that fails returns both errors; one that does not help leaves the
+// retry's 401, and Login is not run a second time for the same call.
+func TestLoginFailureAndUselessLogin(t *testing.T) {
+	addr := loginServer(t)
+	errLogin := errors.New("no credentials")
+	cl := dialClient(t, addr, rpc.ClientConfig{Login: func(context.Context, *rpc.Client) error { return errLogin }})
+	_, err := rpc.Call[string](context.Background(), cl, "Doc/Read", nil)
+	var ae *rpc.ApiError
+	if !errors.Is(err, errLogin) || !errors.As(err, &ae) || ae.Code != rpc.CodeUnauthorized {
+		t.Fatalf("Doc/Read with a failing Login: %v, want the 401 joined with the login's error", err)
+	}
+
+	var logins atomic.Int32
+	cl = dialClient(t, addr, rpc.ClientConfig{Login: func(context.Context, *rpc.Client) error {
+		logins.Add(1)
+		return nil // the token stays wrong
+	}})
+	if _, err := rpc.Call[string](context.Background(), cl, "Doc/Read", nil); apiCode(err) != rpc.CodeUnauthorized {
+		t.Fatalf("Doc/Read after a useless Login: %v, want 401", err)
+	}
+	if n := logins.Load(); n != 1 {
+		t.Errorf("Login ran %d times for one call, want 1", n)
+	}
+}
