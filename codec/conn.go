@@ -75,10 +75,11 @@ var (
 	// KindRequest (use Write for one-way messages).
 	ErrNotRequest = errors.New("codec: Request needs a message of KindRequest")
 	// ErrNotSent wraps, with ErrConnClosed, the error of a request that
-	// found its connection ended before it was written: it never reached
-	// the peer, so a new connection may carry it again. (A request pending
-	// when its connection ends fails with ErrConnClosed alone: it may have
-	// been served.)
+	// found its connection ended before it was written, or whose write
+	// failed before any of its bytes left: it never reached the peer, so a
+	// new connection may carry it again. (A request pending when its
+	// connection ends, or whose write failed part way, fails with
+	// ErrConnClosed alone: it may have been served.)
 	ErrNotSent = errors.New("codec: request not sent")
 	// ErrAsyncNeedsEvents: RequestAsync on a ReceiveSync client, where only
 	// a waiting Request reads and nothing would read the replies of
@@ -479,11 +480,7 @@ func (c *Conn) start(ctx context.Context, want Match, cb *callback, echo []byte,
 	c.flushReplies()
 	if err := c.sendCoalesced(key, cb == nil, send); err != nil {
 		c.m.unregister(key)
-		if errors.Is(err, transport.ErrClosed) {
-			// The connection had ended: the request never left.
-			err = fmt.Errorf("%w (%w): %w", ErrConnClosed, ErrNotSent, err)
-		}
-		return 0, nil, err
+		return 0, nil, sendError(err)
 	}
 	return key, ch, nil
 }
@@ -495,6 +492,21 @@ func (c *Conn) start(ctx context.Context, want Match, cb *callback, echo []byte,
 // requests leave in the same write instead of one system call each. A lone
 // request, an asynchronous one (its caller may be the reading goroutine, or
 // pipelining) and one inside Batch are written at once.
+// sendError classifies a request's failed send on a connection that ended:
+// ErrNotSent when none of its bytes left (the connection had ended, or the
+// write failed before its first byte), so a new connection may carry it;
+// else ErrConnClosed alone, since a write that failed part way may have
+// delivered the whole request.
+func sendError(err error) error {
+	switch {
+	case !errors.Is(err, transport.ErrClosed):
+		return err
+	case errors.Is(err, transport.ErrNotWritten):
+		return fmt.Errorf("%w (%w): %w", ErrConnClosed, ErrNotSent, err)
+	}
+	return fmt.Errorf("%w: %w", ErrConnClosed, err)
+}
+
 func (c *Conn) sendCoalesced(key int, blocking bool, send func(int) error) error {
 	if !blocking || c.m.inFlight.Load() <= 1 || c.batches.Load() > 0 || c.lead != nil || c.chain.Datagram {
 		return send(key)

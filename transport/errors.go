@@ -15,7 +15,26 @@ var (
 	// ErrReceiveTimeout is returned by Receive when ClientConfig.ReceiveTimeout
 	// passed without data; the connection stays open.
 	ErrReceiveTimeout = errors.New("transport: receive timed out")
+	// ErrNotWritten is matched by the error of a Send or SendBytes none of
+	// whose bytes left: the session was closing, the send queue was full
+	// (ErrSlowConsumer), the message was too large for a datagram
+	// (ErrDatagramTooLarge), or the write that carried it failed before its
+	// first byte. A Send error without it came from a write that may have
+	// carried some or all of the bytes: a request sent so may have run.
+	ErrNotWritten = errors.New("transport: nothing written")
+	// ErrDatagramTooLarge is returned by Send on a datagram (UDP) session
+	// for a message larger than one datagram carries (MaxDatagram; 65527
+	// bytes to an IPv6 peer). The session stays open.
+	ErrDatagramTooLarge = errors.New("transport: message too large for a datagram")
 )
+
+// notWritten marks err as the error of a send none of whose bytes left
+// (ErrNotWritten), keeping its text and what it wraps.
+type notWritten struct{ err error }
+
+func (e notWritten) Error() string        { return e.err.Error() }
+func (e notWritten) Unwrap() error        { return e.err }
+func (e notWritten) Is(target error) bool { return target == ErrNotWritten }
 
 // ErrWoken is returned by Receive in ReceiveSync mode when Wake cut it
 // short. The connection stays open and the next Receive reads on.

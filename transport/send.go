@@ -2,6 +2,7 @@ package transport
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"time"
@@ -61,15 +62,28 @@ func (s *Session) SendBytes(parts ...[]byte) error {
 func (s *Session) admitLocked(n int) error {
 	if s.finished || s.Reason() != ReasonNone {
 		s.mu.Unlock()
-		return s.closedErr()
+		return notWritten{s.closedErr()}
+	}
+	if s.datagram && n > MaxDatagram && n > s.maxDatagram() {
+		s.mu.Unlock()
+		return notWritten{fmt.Errorf("%w: %d bytes", ErrDatagramTooLarge, n)}
 	}
 	if s.queued > 0 && s.queued+n > s.ep.cfg.SendQueueBytes {
 		s.mu.Unlock()
 		s.ep.stats.overflows.Add(1)
 		s.closeWith(ReasonSlowConsumer, ErrSlowConsumer)
-		return ErrSlowConsumer
+		return notWritten{ErrSlowConsumer}
 	}
 	return nil
+}
+
+// maxDatagram is the largest message one datagram to this session's peer
+// carries: MaxDatagram, or 65527 bytes to an IPv6 peer.
+func (s *Session) maxDatagram() int {
+	if u, ok := s.remote.(*net.UDPAddr); ok && u.IP.To4() == nil {
+		return maxDatagram6
+	}
+	return MaxDatagram
 }
 
 // stageLocked returns n bytes at the end of the staging buffer, the last
@@ -177,15 +191,18 @@ func (s *Session) QueuedBytes() int {
 }
 
 // flush writes queued batches until the queue is empty. Only the goroutine
-// that set s.writing runs it.
+// that set s.writing runs it. Its caller's own bytes are in the first
+// batch: a failure there before any byte left is ErrNotWritten, any later
+// one may have carried them.
 func (s *Session) flush() error {
 	s.mu.Lock()
-	for len(s.queue) > 0 && !s.finished && s.Reason() == ReasonNone {
+	for first := true; len(s.queue) > 0 && !s.finished && s.Reason() == ReasonNone; first = false {
 		s.sealStageLocked()
 		batch, msgs := s.queue, s.queuedMsgs
 		s.queue, s.spare, s.queued, s.queuedMsgs = s.spare, nil, 0, 0
 		s.mu.Unlock()
 
+		sent := s.io.bytesOut.Load() // only this goroutine writes meanwhile
 		err := s.out.writeBatch(s, batch)
 		if err == nil {
 			s.io.messagesOut.Add(uint64(msgs)) // messages, not packets: SendBytes shares staging buffers
@@ -200,8 +217,11 @@ func (s *Session) flush() error {
 			s.writing = false
 			s.mu.Unlock()
 			s.closeWith(writeReason(err), err)
-			return s.closedErr() // names the reason that won, e.g. a slow consumer
-
+			cerr := s.closedErr() // names the reason that won, e.g. a slow consumer
+			if first && s.io.bytesOut.Load() == sent {
+				return notWritten{cerr}
+			}
+			return cerr
 		}
 	}
 	s.writing = false

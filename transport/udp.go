@@ -18,6 +18,9 @@ import (
 // MaxDatagram is the largest UDP payload (IPv4: 65535 − 20 − 8).
 const MaxDatagram = 65507
 
+// maxDatagram6 is the largest UDP payload to an IPv6 peer (65535 − 8).
+const maxDatagram6 = 65527
+
 // datagramBuffer is the size of each receive slot of a UDP server: 64 KiB
 // holds the largest datagram of IPv4 (MaxDatagram) and of IPv6 (65527
 // bytes without jumbograms), so the kernel never cuts one short. A
