@@ -381,19 +381,38 @@ func (c *Conn) RequestBytesAsync(ctx context.Context, flag uint8, payload []byte
 	return err
 }
 
+// StreamStep is what a RequestStream callback wants after a reply.
+type StreamStep uint8
+
+const (
+	// StreamMore keeps the stream open for its next reply.
+	StreamMore StreamStep = iota
+	// StreamDone ends the stream at its last reply: the peer sends no
+	// more, and the sequence number is free at once.
+	StreamDone
+	// StreamLeave ends the stream before its last reply. The peer may go
+	// on sending, so the sequence number stays out of use until the peer
+	// has sent nothing for a timeout; what it sends meanwhile is dropped
+	// and counted in MatchStats.Unknown.
+	StreamLeave
+)
+
 // RequestStream sends an SRMP request with flag and a copy of payload that
 // may have many replies, all with its sequence number (NewLife's
-// server-streaming calls). cb gets each reply, borrowed, on the reading
-// goroutine, and returns whether it wants more; the request ends when cb
-// returns false or gets an error: ErrTimeout when no reply came within the
-// timeout since the last one, ErrConnClosed. The sequence number stays
-// taken until then. cb must not block. A ReceiveSync client refuses it
-// (ErrAsyncNeedsEvents).
-func (c *Conn) RequestStream(ctx context.Context, flag uint8, payload []byte, cb func(reply *Message, err error) (more bool)) error {
+// server-streaming calls). Like RequestBytesEcho, it takes only replies
+// that start with the first echo bytes of payload. cb gets each reply,
+// borrowed, on the reading goroutine, and returns what it wants next; the
+// request ends when cb returns StreamDone or StreamLeave, or gets an error
+// (its step then does not matter): an error reply, ErrTimeout when no
+// reply came within the timeout since the last one, ErrConnClosed. The
+// sequence number stays taken until then, and after a timeout or
+// StreamLeave as StreamLeave says. cb must not block. A ReceiveSync client
+// refuses it (ErrAsyncNeedsEvents).
+func (c *Conn) RequestStream(ctx context.Context, flag uint8, payload []byte, echo int, cb func(reply *Message, err error) StreamStep) error {
 	if c.lead != nil {
 		return ErrAsyncNeedsEvents
 	}
-	_, _, err := c.startBytes(ctx, flag, payload, &callback{stream: cb}, nil)
+	_, _, err := c.startBytes(ctx, flag, payload, &callback{stream: cb}, payload[:min(echo, MaxEcho, len(payload))])
 	return err
 }
 

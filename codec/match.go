@@ -42,7 +42,7 @@ const sweepEvery = 50 * time.Millisecond
 type callback struct {
 	msg    func(*Message, error)
 	pkt    func(*packet.Packet, error)
-	stream func(*Message, error) bool
+	stream func(*Message, error) StreamStep
 }
 
 // call runs the callback with a borrowed reply or an error; more is false
@@ -50,7 +50,7 @@ type callback struct {
 func (cb *callback) call(reply any, err error) (more bool) {
 	if cb.stream != nil {
 		m, _ := reply.(*Message)
-		return cb.stream(m, err) && err == nil
+		return cb.stream(m, err) == StreamMore && err == nil
 	}
 	if cb.msg != nil {
 		m, _ := reply.(*Message)
@@ -76,6 +76,7 @@ const (
 	slotDone       // a blocking waiter's result is in ch; the waiter frees the slot
 	slotAbandoned  // FIFO only: timed out or canceled, still queued so its late reply lines up
 	slotQuarantine // SRMP only: timed out or canceled; its number is not reused until its late reply comes or the quarantine ends
+	slotLeft       // SRMP streams only: left before their end (by the consumer or a timeout); late replies are dropped and each moves the quarantine's end on
 )
 
 type waiter struct {
@@ -290,12 +291,16 @@ func (m *matcher) unregister(key int) {
 // that reply arrives, or after another timeout). Called with m.mu held.
 func (m *matcher) giveUp(key int) {
 	w := &m.slots[key]
+	stream := w.cb.stream != nil
 	w.cb, w.async, w.echo = callback{}, false, 0
 	switch {
 	case m.err != nil:
 		m.freeSlot(key)
 	case m.fifo:
 		w.state = slotAbandoned
+	case stream: // the peer may go on sending: one late reply does not end it
+		w.state = slotLeft
+		w.deadline = m.deadline()
 	default:
 		w.state = slotQuarantine
 		w.deadline = m.deadline()
@@ -343,6 +348,11 @@ func (m *matcher) deliver(seq int, reply any) {
 			m.drop(reply) // an earlier request's late or repeated reply: this one waits on
 			return
 		}
+	case slotLeft: // a left stream's reply: the number waits until the peer has been quiet a timeout
+		w.deadline = m.deadline()
+		m.mu.Unlock()
+		m.drop(reply)
+		return
 	case slotAbandoned, slotQuarantine: // the late reply came: now the number can go
 		m.freeSlot(key)
 		fallthrough
@@ -422,24 +432,30 @@ func (m *matcher) echoed(key int, reply *Message) bool {
 
 // deliverStream hands one reply of a stream to its callback (m.mu held on
 // entry, released inside). The slot stays the stream's, its deadline moved
-// on, until the callback wants no more.
+// on, until the callback wants no more: then its number is free, or left
+// in quarantine when the stream did not end (StreamLeave).
 func (m *matcher) deliverStream(key int, reply any) {
 	w := &m.slots[key]
 	cb, gen := w.cb, w.gen
 	w.deadline = m.deadline()
 	m.mu.Unlock()
-	more := false
+	step := StreamDone
 	if re := replyError(reply); re != nil {
 		cb.call(nil, re) // an error reply ends the stream
 	} else {
-		more = cb.call(reply, nil)
+		m, _ := reply.(*Message)
+		step = cb.stream(m, nil)
 	}
-	if more {
+	if step == StreamMore {
 		return
 	}
 	m.mu.Lock()
 	if w.gen == gen && w.state == slotPending {
-		m.freeSlot(key)
+		if step == StreamLeave {
+			m.giveUp(key)
+		} else {
+			m.freeSlot(key)
+		}
 	}
 	m.mu.Unlock()
 }
@@ -551,7 +567,7 @@ func (m *matcher) expire(now int64) (idle bool) {
 	for key := range m.slots {
 		w := &m.slots[key]
 		switch {
-		case w.state == slotQuarantine && w.deadline <= now:
+		case (w.state == slotQuarantine || w.state == slotLeft) && w.deadline <= now:
 			m.freeSlot(key) // no late reply came: the number is clean again
 		case w.state != slotPending || w.deadline > now:
 		case w.async:
@@ -564,7 +580,7 @@ func (m *matcher) expire(now int64) (idle bool) {
 			w.ch <- result{err: ErrTimeout}
 			woke = true
 		}
-		if w.state == slotPending || w.state == slotQuarantine {
+		if w.state == slotPending || w.state == slotQuarantine || w.state == slotLeft {
 			next = min(next, w.deadline)
 		}
 	}
@@ -623,7 +639,7 @@ func (m *matcher) failPending() (pending []callback) {
 		case w.state == slotPending:
 			w.state = slotDone
 			w.ch <- result{err: ErrConnClosed}
-		case w.state == slotAbandoned || w.state == slotQuarantine:
+		case w.state == slotAbandoned || w.state == slotQuarantine || w.state == slotLeft:
 			w.state = slotFree
 		}
 	}

@@ -158,27 +158,29 @@ func (c *Client) openStream(ctx context.Context, action string, args any) (*stre
 		return nil, err
 	}
 	q := &streamQueue{ready: make(chan struct{}, 1)}
-	err = cn.RequestStream(ctx, FlagRPC, body, q.push)
+	err = cn.RequestStream(ctx, FlagRPC, body, nameLen(action), q.push)
 	return q, err
 }
 
-// push takes one reply (borrowed) on the reading goroutine.
-func (q *streamQueue) push(m *codec.Message, err error) bool {
+// push takes one reply (borrowed) on the reading goroutine. A stream left
+// before its end (the consumer gone, or past MaxStreamBuffer) leaves its
+// sequence number in quarantine: the server may still be sending.
+func (q *streamQueue) push(m *codec.Message, err error) codec.StreamStep {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	more := true
+	step := codec.StreamMore
 	switch {
 	case q.dropped:
-		return false
+		return codec.StreamLeave
 	case err != nil:
-		q.err, more = callError("stream", err), false
+		q.err, step = callError("stream", err), codec.StreamDone
 		if q.err == nil {
 			q.err = errStreamEnd
 		}
 	case endOfStream(m):
-		q.err, more = errStreamEnd, false
+		q.err, step = errStreamEnd, codec.StreamDone
 	case len(q.items) >= MaxStreamBuffer:
-		q.err, more = ErrStreamOverflow, false
+		q.err, step = ErrStreamOverflow, codec.StreamLeave
 	default:
 		q.items = append(q.items, m.Keep())
 	}
@@ -186,7 +188,7 @@ func (q *streamQueue) push(m *codec.Message, err error) bool {
 	case q.ready <- struct{}{}:
 	default:
 	}
-	return more
+	return step
 }
 
 // endOfStream: a reply whose data is empty (NewLife's client stops there).

@@ -1,0 +1,71 @@
+package rpc_test
+
+import (
+	"context"
+	"iter"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lifenet/lifenet/rpc"
+)
+
+// A stream the consumer leaves early goes on at the server (SRMP cannot
+// cancel it). Its items must not reach a later stream on the same
+// sequence number, whether of another action (the reply names its action)
+// or of the same one (the number stays out of use while they come).
+func TestLeftStreamsItemsNeverReachALaterStream(t *testing.T) {
+	_, addr := startServer(t, rpc.Config{}, func(s *rpc.Server) {
+		must(t, rpc.HandleStream(s, "Feed/A", func(ctx context.Context, _ struct{}) iter.Seq2[int, error] {
+			return func(yield func(int, error) bool) {
+				tick := time.NewTicker(2 * time.Millisecond)
+				defer tick.Stop()
+				for i := 1; yield(i, nil); i++ {
+					select {
+					case <-ctx.Done():
+						return
+					case <-tick.C:
+					}
+				}
+			}
+		}))
+		must(t, rpc.HandleStream(s, "Feed/B", func(ctx context.Context, _ struct{}) iter.Seq2[int, error] {
+			return func(yield func(int, error) bool) {
+				select {
+				case <-ctx.Done():
+				case <-time.After(50 * time.Millisecond): // A's items arrive meanwhile
+					yield(-1000, nil)
+				}
+			}
+		}))
+		must(t, rpc.Handle(s, "Bench/Void", func(context.Context, struct{}) (struct{}, error) { return struct{}{}, nil }))
+	})
+	cl := dialClient(t, addr, rpc.ClientConfig{})
+	ctx := context.Background()
+	// items takes a stream's first n items and leaves it.
+	items := func(action string, n int) (got []int) {
+		for v, err := range rpc.Stream[int](ctx, cl, action, nil) {
+			must(t, err)
+			if got = append(got, v); len(got) == n {
+				break // leaving: Feed/A goes on at the server
+			}
+		}
+		return got
+	}
+	items("Feed/A", 1)
+	time.Sleep(20 * time.Millisecond) // Feed/A's later items reach the client
+	for _, c := range []struct {
+		action string
+		want   []int
+	}{{"Feed/B", []int{-1000}}, {"Feed/A", []int{1, 2, 3, 4, 5}}} {
+		for range 255 { // the sequence numbers come round to the left stream's
+			must(t, cl.Invoke(ctx, "Bench/Void", nil, nil))
+		}
+		if got := items(c.action, len(c.want)); !slices.Equal(got, c.want) {
+			t.Fatalf("%s yielded %v, want %v: items of the left Feed/A stream came in", c.action, got, c.want)
+		}
+	}
+	if st := cl.Stats(); st.Unknown == 0 {
+		t.Errorf("%v: want the left stream's later items dropped and counted", st)
+	}
+}
