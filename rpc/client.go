@@ -213,7 +213,7 @@ func (c *Client) dial(ctx context.Context, u *url.URL) (*codec.Client, error) {
 		network = "udp"
 		opts.Pipeline = codec.NewPipeline(codec.SRMP(c.cfg.Framer))
 	case "ws":
-		opts.Pipeline = codec.NewPipeline(wsClientStage(u), codec.SRMP(c.cfg.Framer))
+		opts.Pipeline = codec.NewPipeline(wsClientStage(u, c.cfg.Framer.MaxFrame), codec.SRMP(c.cfg.Framer))
 	default:
 		opts.Pipeline = codec.NewPipeline(codec.SRMP(c.cfg.Framer))
 	}
@@ -247,17 +247,22 @@ func (c *Client) pick(ctx context.Context) (*codec.Conn, error) {
 // need be; ErrNoServer when none answers) and goes out on the new one; a
 // call pending when its connection ends fails with codec.ErrConnClosed and
 // is not retried, since it may have run. A 401 runs ClientConfig.Login and
-// retries once.
+// retries once; calls Login makes (with the context it gets) do not run
+// Login again.
 func (c *Client) Invoke(ctx context.Context, action string, args, result any) error {
 	err := c.invoke(ctx, action, args, result)
-	if err != nil && c.cfg.Login != nil && isUnauthorized(err) {
-		if lerr := c.cfg.Login(ctx, c); lerr != nil {
+	if err != nil && c.cfg.Login != nil && ctx.Value(inLogin{}) == nil && isUnauthorized(err) {
+		if lerr := c.cfg.Login(context.WithValue(ctx, inLogin{}, true), c); lerr != nil {
 			return errors.Join(err, lerr)
 		}
 		err = c.invoke(ctx, action, args, result)
 	}
 	return err
 }
+
+// inLogin marks the context of a Login run: a login call refused with 401
+// fails instead of running Login again, for ever.
+type inLogin struct{}
 
 // isUnauthorized reports a server's 401 reply. It is a function of its
 // own so that the *ApiError errors.As fills is allocated on failed calls

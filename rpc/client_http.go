@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
+	"sync/atomic"
 
 	"github.com/lifenet/lifenet/codec"
 )
@@ -27,6 +29,7 @@ func (c *Client) invokeHTTP(ctx context.Context, action string, args, result any
 		}
 		body = mergeKeys(b, 0, "", c.cfg.Headers)
 	}
+	caller := ctx
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
@@ -35,29 +38,37 @@ func (c *Client) invokeHTTP(ctx context.Context, action string, args, result any
 	var last error
 	for range c.addrs {
 		k := int(c.server.Load()) % len(c.addrs)
-		resp, err := c.post(ctx, k, action, body)
-		if err == nil {
+		resp, sent, err := c.post(ctx, k, action, body)
+		switch {
+		case err == nil:
 			return decodeHTTP(resp, action, result, c.cfg.Framer.MaxFrame)
+		case caller.Err() != nil:
+			return fmt.Errorf("rpc: %s: %w", action, caller.Err())
+		case ctx.Err() != nil: // the client's Timeout
+			return fmt.Errorf("rpc: %s: %w", action, codec.ErrTimeout)
+		case sent: // the server may have run it: no other server gets it again
+			return fmt.Errorf("rpc: %s: %w: %w", action, codec.ErrConnClosed, err)
 		}
 		last = err
-		if ctx.Err() != nil {
-			return fmt.Errorf("rpc: %s: %w", action, codec.ErrTimeout)
-		}
 		c.server.CompareAndSwap(uint32(k), uint32(k+1))
 	}
 	return fmt.Errorf("%w: %w", ErrNoServer, last)
 }
 
-func (c *Client) post(ctx context.Context, k int, action string, body []byte) (*http.Response, error) {
+// post sends one call to server k; sent reports whether the request was
+// written, so that a failure after it may have run the call.
+func (c *Client) post(ctx context.Context, k int, action string, body []byte) (resp *http.Response, sent bool, err error) {
 	u := *c.addrs[k]
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + action
 	method, rd := http.MethodGet, io.Reader(nil)
 	if body != nil {
 		method, rd = http.MethodPost, bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	var wrote atomic.Bool // set on the transport's writing goroutine
+	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) }}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), method, u.String(), rd)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -65,7 +76,8 @@ func (c *Client) post(ctx context.Context, k int, action string, body []byte) (*
 	if t := c.Token(); t != "" {
 		req.Header.Set("Authorization", "Bearer "+t)
 	}
-	return c.web.Do(req)
+	resp, err = c.web.Do(req)
+	return resp, wrote.Load(), err
 }
 
 // decodeHTTP reads an HTTP answer: the envelope, or a raw body.

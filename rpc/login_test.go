@@ -79,3 +79,23 @@ func TestLoginFailureAndUselessLogin(t *testing.T) {
 		t.Errorf("Login ran %d times for one call, want 1", n)
 	}
 }
+
+// A Login whose own call is refused with 401 fails that call; it does not
+// run Login again (for ever, with a context that never ends).
+func TestLoginRefusedDoesNotRecurse(t *testing.T) {
+	addr := loginServer(t)
+	var logins atomic.Int32
+	cl := dialClient(t, addr, rpc.ClientConfig{Login: func(ctx context.Context, c *rpc.Client) error {
+		if logins.Add(1) > 5 {
+			return errors.New("test: Login recursed")
+		}
+		return c.Invoke(ctx, "Doc/Read", struct{}{}, nil) // refused: the token is still wrong
+	}})
+	_, err := rpc.Call[string](context.Background(), cl, "Doc/Read", nil)
+	if apiCode(err) != rpc.CodeUnauthorized {
+		t.Errorf("Doc/Read: %v, want 401", err)
+	}
+	if n := logins.Load(); n != 1 {
+		t.Errorf("Login ran %d times for one call, want 1", n)
+	}
+}

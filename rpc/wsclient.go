@@ -25,11 +25,12 @@ type wsClient struct {
 	key        string
 	open       bool   // the 101 arrived (reading goroutine only)
 	buf        []byte // inbound bytes not yet handled
+	maxFrame   int    // the largest WebSocket message taken (ClientConfig.Framer.MaxFrame)
 }
 
-func wsClientStage(u *url.URL) func() codec.Handler {
+func wsClientStage(u *url.URL, maxFrame int) func() codec.Handler {
 	path := u.RequestURI()
-	return func() codec.Handler { return &wsClient{host: u.Host, path: path} }
+	return func() codec.Handler { return &wsClient{host: u.Host, path: path, maxFrame: maxFrame} }
 }
 
 // Open implements codec.Opener: the handshake request.
@@ -69,7 +70,7 @@ func (w *wsClient) Read(c *codec.Context, msg any) error {
 		w.open = true
 		w.buf = w.buf[:copy(w.buf, w.buf[end:])]
 	}
-	return readWSFrames(c, &w.buf, codec.DefaultMaxFrame, func(f ws.Frame) error {
+	return readWSFrames(c, &w.buf, w.maxFrame, func(f ws.Frame) error {
 		switch f.Op {
 		case ws.Ping:
 			mask := newMask()

@@ -1,0 +1,83 @@
+package rpc_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lifenet/lifenet/codec"
+	"github.com/lifenet/lifenet/rpc"
+)
+
+// An HTTP call that reached a server which then failed is not posted to
+// the next server, where it would run twice: it fails with
+// ErrConnClosed. A server that cannot be reached is failed over.
+func TestHTTPFailoverOnlyWhenTheRequestNeverLeft(t *testing.T) {
+	var ran1, ran2 atomic.Int32
+	s1 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		ran1.Add(1)
+		if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			c.Close() // gone before answering
+		}
+	}))
+	defer s1.Close()
+	s2 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		ran2.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"action":"Pay/Order","code":0,"data":true}`)
+	}))
+	defer s2.Close()
+	ctx := context.Background()
+	cl, err := rpc.Dial(ctx, s1.URL+","+s2.URL, rpc.ClientConfig{Timeout: testTimeout})
+	must(t, err)
+	defer cl.Close()
+	var ok bool
+	err = cl.Invoke(ctx, "Pay/Order", map[string]int{"amount": 100}, &ok)
+	if !errors.Is(err, codec.ErrConnClosed) || ran1.Load() != 1 || ran2.Load() != 0 {
+		t.Fatalf("a call the first server took and dropped: %v; ran %d and %d times, want ErrConnClosed, once and not at all", err, ran1.Load(), ran2.Load())
+	}
+
+	cl, err = rpc.Dial(ctx, "http://"+closedAddr(t)+","+s2.URL, rpc.ClientConfig{Timeout: testTimeout})
+	must(t, err)
+	defer cl.Close()
+	if err := cl.Invoke(ctx, "Pay/Order", map[string]int{"amount": 100}, &ok); err != nil || !ok || ran2.Load() != 1 {
+		t.Fatalf("failing over from a server that is down: %v, %v; ran %d times on the second", err, ok, ran2.Load())
+	}
+}
+
+// An HTTP call cut short by its context returns the context's error; the
+// client's own Timeout is codec.ErrTimeout.
+func TestHTTPCallEndsWithItsContextsError(t *testing.T) {
+	release := make(chan struct{})
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer s.Close()
+	defer close(release)
+	cl, err := rpc.Dial(context.Background(), s.URL, rpc.ClientConfig{Timeout: 100 * time.Millisecond})
+	must(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	if err := cl.Invoke(ctx, "Slow/Op", nil, nil); !errors.Is(err, context.Canceled) || errors.Is(err, codec.ErrTimeout) {
+		t.Errorf("a cancelled HTTP call: %v, want context.Canceled", err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := cl.Invoke(ctx, "Slow/Op", nil, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("an HTTP call past its context's deadline: %v, want context.DeadlineExceeded", err)
+	}
+	if err := cl.Invoke(context.Background(), "Slow/Op", nil, nil); !errors.Is(err, codec.ErrTimeout) {
+		t.Errorf("an HTTP call past the client's Timeout: %v, want codec.ErrTimeout", err)
+	}
+}
