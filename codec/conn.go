@@ -486,13 +486,14 @@ func (c *Conn) start(ctx context.Context, want Match, cb *callback, echo []byte,
 		c.fifoMu.Lock()
 		defer c.fifoMu.Unlock()
 	}
-	if err := c.m.acquire(ctx); err != nil {
+	waited, err := c.m.acquire(ctx)
+	if err != nil {
 		if errors.Is(err, ErrConnClosed) {
 			err = fmt.Errorf("%w (%w)", ErrConnClosed, ErrNotSent)
 		}
 		return 0, nil, err
 	}
-	key, ch, err := c.m.register(cb, echo)
+	key, ch, err := c.m.register(cb, echo, waited)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -153,18 +153,30 @@ func newMatcher(fifo bool, timeout time.Duration) *matcher {
 }
 
 // acquire takes a free in-flight slot, waiting for one while all are in
-// use (back-pressure: never overwrite). On success it returns with m.mu
-// held; register then claims the slot.
-func (m *matcher) acquire(ctx context.Context) error {
+// use (back-pressure: never overwrite), for at most the timeout
+// (ErrTimeout): the wait is part of the request's time, and waited, which
+// register subtracts from its deadline, says how long it was. On success it
+// returns with m.mu held; register then claims the slot.
+func (m *matcher) acquire(ctx context.Context) (waited time.Duration, err error) {
 	m.mu.Lock()
+	var start time.Time
+	var expired <-chan time.Time
 	for m.free == 0 && m.err == nil {
+		if expired == nil { // the first wait: only a full matcher pays for the timer
+			start = time.Now()
+			t := time.NewTimer(m.timeout)
+			defer t.Stop()
+			expired = t.C
+		}
 		m.waiting++
 		m.mu.Unlock()
-		var err error
 		select {
 		case <-m.freed:
 		case <-ctx.Done():
 			err = ctx.Err()
+		case <-expired:
+			m.timedOut.Add(1)
+			err = ErrTimeout
 		case <-m.stop:
 		}
 		m.mu.Lock()
@@ -172,12 +184,15 @@ func (m *matcher) acquire(ctx context.Context) error {
 		if err != nil {
 			m.passOn()
 			m.mu.Unlock()
-			return err
+			return 0, err
 		}
 	}
 	if m.err != nil {
 		m.mu.Unlock()
-		return m.err
+		return 0, m.err
+	}
+	if expired != nil {
+		waited = time.Since(start)
 	}
 	if m.slots == nil {
 		m.slots = new([256]waiter)
@@ -188,7 +203,7 @@ func (m *matcher) acquire(ctx context.Context) error {
 	m.free--
 	m.inFlight.Store(int32(m.cap - m.free))
 	m.passOn()
-	return nil
+	return waited, nil
 }
 
 // passOn wakes another waiting request if a slot is still free (one wake
@@ -205,12 +220,12 @@ func (m *matcher) passOn() {
 
 // register claims the slot acquire took (m.mu held) and returns its key:
 // the SRMP sequence number, or a FIFO slot.
-// The request's own timeout is the matcher's; a blocking request's context
-// may end it sooner (wait watches it).
-func (m *matcher) register(cb *callback, echo []byte) (int, chan result, error) {
+// The request's own timeout is the matcher's, less what acquire waited; a
+// blocking request's context may end it sooner (wait watches it).
+func (m *matcher) register(cb *callback, echo []byte, waited time.Duration) (int, chan result, error) {
 	// The coarse clock lags by up to a tick: adding one keeps every request
 	// waiting at least its timeout (it fails within two ticks after).
-	deadline := m.deadline()
+	deadline := m.deadline() - int64(waited)
 	defer m.mu.Unlock() // held since acquire
 	key := m.next
 	for m.slots[key].state != slotFree { // a slot taken in acquire guarantees one

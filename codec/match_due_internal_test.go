@@ -24,10 +24,11 @@ func newTestMatcher(t *testing.T, base int64) *matcher {
 
 func registerTest(t *testing.T, m *matcher, cb *callback) (int, chan result) {
 	t.Helper()
-	if err := m.acquire(context.Background()); err != nil {
+	waited, err := m.acquire(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
-	key, ch, err := m.register(cb, nil)
+	key, ch, err := m.register(cb, nil, waited)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,13 +161,51 @@ func TestTimedOutNumbersComeBack(t *testing.T) {
 			}
 			m.finish(keys[i], ch, r)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*timeout)
-		defer cancel()
-		start := time.Now()
-		if err := m.acquire(ctx); err != nil {
-			t.Fatalf("a request after every number timed out: %v after %v, want a number once the quarantines end", err, time.Since(start))
+		time.Sleep(timeout + 3*sweepEvery) // the quarantines end
+		if waited, err := m.acquire(context.Background()); err != nil || waited != 0 {
+			t.Fatalf("a request once the quarantines ended: %v after waiting %v, want a number at once", err, waited)
 		}
 		m.mu.Unlock() // held by a successful acquire until register
+	})
+}
+
+// A request that finds every number taken waits for one for at most the
+// timeout (ErrTimeout, counted), and one that got a number after a wait
+// has only the rest of its timeout left.
+func TestWaitForANumberIsPartOfTheTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = time.Second
+		m := newBubbleMatcher(timeout)
+		defer m.close()
+		keys := make([]int, 0, MaxInFlightSRMP)
+		for range MaxInFlightSRMP {
+			key, _ := registerTest(t, m, &callback{msg: func(*Message, error) {}})
+			keys = append(keys, key)
+		}
+		start := time.Now()
+		if _, err := m.acquire(context.Background()); !errors.Is(err, ErrTimeout) || time.Since(start) != timeout {
+			t.Fatalf("waiting for a number: %v after %v, want ErrTimeout after %v", err, time.Since(start), timeout)
+		}
+		if n := m.stats().TimedOut; n != 1 {
+			t.Errorf("TimedOut %d, want 1", n)
+		}
+
+		m = newBubbleMatcher(timeout)
+		defer m.close()
+		keys = keys[:0]
+		for range MaxInFlightSRMP {
+			key, _ := registerTest(t, m, &callback{msg: func(*Message, error) {}})
+			keys = append(keys, key)
+		}
+		go func() {
+			time.Sleep(timeout / 4)
+			m.deliver(keys[0], &Message{Kind: KindReply}) // a number comes free
+		}()
+		start = time.Now()
+		_, ch := registerTest(t, m, nil)
+		if r := <-ch; !errors.Is(r.err, ErrTimeout) || time.Since(start) > timeout+2*sweepEvery {
+			t.Fatalf("a request that waited for its number: %v after %v, want ErrTimeout within its %v timeout", r.err, time.Since(start), timeout)
+		}
 	})
 }
 
