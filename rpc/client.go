@@ -100,9 +100,22 @@ type Client struct {
 	web    *http.Client // for http:// servers
 }
 
+// slot is one of the client's connections: the live one, or the dial that
+// will replace it. The dial runs outside mu, so calls on the slot are never
+// held up by it beyond their own context.
 type slot struct {
-	mu sync.Mutex
-	cc *codec.Client
+	mu     sync.Mutex
+	cc     *codec.Client
+	dialer *dialing // the dial in progress, if any
+}
+
+// dialing is one dial of a slot: the calls that find it in progress wait
+// for it (or their context) and share its result.
+type dialing struct {
+	done   chan struct{} // closed when the dial ends; err and cut are set before
+	err    error
+	cut    bool               // err came from the dialing call's context, not the servers
+	cancel context.CancelFunc // Close ends the dial at once
 }
 
 // Dial returns a client of servers, a comma-separated list of addresses
@@ -165,28 +178,76 @@ func parseServers(servers string) ([]*url.URL, error) {
 
 func isHTTP(u *url.URL) bool { return u.Scheme == "http" || u.Scheme == "https" }
 
-// conn returns slot i's live connection, connecting when it has none.
+// conn returns slot i's live connection, connecting when it has none: one
+// call dials, the others wait for its result or their context's end.
 func (c *Client) conn(ctx context.Context, i int) (*codec.Conn, error) {
 	sl := &c.slots[i]
+	for {
+		sl.mu.Lock()
+		if c.closed.Load() {
+			sl.mu.Unlock()
+			return nil, ErrClosed
+		}
+		if sl.cc != nil {
+			if cn := sl.cc.Conn(); !ended(cn) {
+				sl.mu.Unlock()
+				return cn, nil
+			}
+			sl.cc.Close()
+			sl.cc = nil
+		}
+		d := sl.dialer
+		if d == nil {
+			return c.redial(ctx, sl) // unlocks sl.mu
+		}
+		sl.mu.Unlock()
+		select {
+		case <-d.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if d.err != nil && !d.cut {
+			return nil, d.err // the servers are down: do not sweep them again at once
+		}
+		// The dial connected, or only the dialing call's context ended: look again.
+	}
+}
+
+// redial connects slot sl to the first server that answers, trying them
+// in turn from the current one (failover). Called with sl.mu held, which
+// it releases for the dial.
+func (c *Client) redial(ctx context.Context, sl *slot) (*codec.Conn, error) {
+	dctx, cancel := context.WithCancel(ctx)
+	d := &dialing{done: make(chan struct{}), cancel: cancel}
+	sl.dialer = d
+	sl.mu.Unlock()
+	cc, err := c.dialAny(dctx)
+	cancel()
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
-	if c.closed.Load() {
-		return nil, ErrClosed
+	sl.dialer = nil
+	if err == nil && c.closed.Load() {
+		cc.Close()
+		err = ErrClosed
 	}
-	if sl.cc != nil {
-		if cn := sl.cc.Conn(); !ended(cn) {
-			return cn, nil
-		}
-		sl.cc.Close()
-		sl.cc = nil
+	d.err, d.cut = err, err != nil && ctx.Err() != nil
+	close(d.done)
+	if err != nil {
+		return nil, err
 	}
+	sl.cc = cc
+	return cc.Conn(), nil
+}
+
+// dialAny dials the servers in turn from the current one until one
+// answers (failover), or ctx ends.
+func (c *Client) dialAny(ctx context.Context) (*codec.Client, error) {
 	var last error
 	for range c.addrs {
 		k := int(c.server.Load()) % len(c.addrs)
 		cc, err := c.dial(ctx, c.addrs[k])
 		if err == nil {
-			sl.cc = cc
-			return cc.Conn(), nil
+			return cc, nil
 		}
 		last = err
 		if ctx.Err() != nil {
@@ -401,6 +462,9 @@ func (c *Client) Close() error {
 	for i := range c.slots {
 		sl := &c.slots[i]
 		sl.mu.Lock()
+		if sl.dialer != nil {
+			sl.dialer.cancel() // its connection, if it makes one, is closed as it lands
+		}
 		if sl.cc != nil {
 			errs = append(errs, sl.cc.Close())
 			sl.cc = nil
