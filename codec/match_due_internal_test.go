@@ -169,6 +169,16 @@ func TestTimedOutNumbersComeBack(t *testing.T) {
 	})
 }
 
+// fillWithPending takes every number of m with a request that waits for
+// its reply, and returns their keys.
+func fillWithPending(t *testing.T, m *matcher) (keys []int) {
+	for range MaxInFlightSRMP {
+		key, _ := registerTest(t, m, &callback{msg: func(*Message, error) {}})
+		keys = append(keys, key)
+	}
+	return keys
+}
+
 // A request that finds every number taken waits for one for at most the
 // timeout (ErrTimeout, counted), and one that got a number after a wait
 // has only the rest of its timeout left.
@@ -177,11 +187,7 @@ func TestWaitForANumberIsPartOfTheTimeout(t *testing.T) {
 		const timeout = time.Second
 		m := newBubbleMatcher(timeout)
 		defer m.close()
-		keys := make([]int, 0, MaxInFlightSRMP)
-		for range MaxInFlightSRMP {
-			key, _ := registerTest(t, m, &callback{msg: func(*Message, error) {}})
-			keys = append(keys, key)
-		}
+		fillWithPending(t, m)
 		start := time.Now()
 		if _, err := m.acquire(context.Background()); !errors.Is(err, ErrTimeout) || time.Since(start) != timeout {
 			t.Fatalf("waiting for a number: %v after %v, want ErrTimeout after %v", err, time.Since(start), timeout)
@@ -192,11 +198,7 @@ func TestWaitForANumberIsPartOfTheTimeout(t *testing.T) {
 
 		m = newBubbleMatcher(timeout)
 		defer m.close()
-		keys = keys[:0]
-		for range MaxInFlightSRMP {
-			key, _ := registerTest(t, m, &callback{msg: func(*Message, error) {}})
-			keys = append(keys, key)
-		}
+		keys := fillWithPending(t, m)
 		go func() {
 			time.Sleep(timeout / 4)
 			m.deliver(keys[0], &Message{Kind: KindReply}) // a number comes free
