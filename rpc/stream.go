@@ -177,8 +177,11 @@ func (q *streamQueue) push(m *codec.Message, err error) codec.StreamStep {
 		if q.err == nil {
 			q.err = errStreamEnd
 		}
-	case endOfStream(m):
-		q.err, step = errStreamEnd, codec.StreamDone
+	case q.ended(m):
+		step = codec.StreamDone
+		if !errors.Is(q.err, errStreamEnd) { // a reply that is not a body: the stream is broken
+			step = codec.StreamLeave
+		}
 	case len(q.items) >= MaxStreamBuffer:
 		q.err, step = ErrStreamOverflow, codec.StreamLeave
 	default:
@@ -191,10 +194,18 @@ func (q *streamQueue) push(m *codec.Message, err error) codec.StreamStep {
 	return step
 }
 
-// endOfStream: a reply whose data is empty (NewLife's client stops there).
-func endOfStream(m *codec.Message) bool {
+// ended reports whether reply m ends the stream, setting q.err: a reply
+// whose data is empty ends it (NewLife's client stops there), and one that
+// is not a reply body at all ends it with that error. Called with q.mu held.
+func (q *streamQueue) ended(m *codec.Message) bool {
 	b, err := parseBody(m.PayloadBytes(), false)
-	return err != nil || len(b.data) == 0
+	switch {
+	case err != nil:
+		q.err = fmt.Errorf("rpc: stream: %w", err)
+	case len(b.data) == 0:
+		q.err = errStreamEnd
+	}
+	return q.err != nil
 }
 
 // next returns the next reply (owned) or the stream's end.

@@ -2,6 +2,7 @@ package rpc_test
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"slices"
 	"testing"
@@ -67,5 +68,28 @@ func TestLeftStreamsItemsNeverReachALaterStream(t *testing.T) {
 	}
 	if st := cl.Stats(); st.Unknown == 0 {
 		t.Errorf("%v: want the left stream's later items dropped and counted", st)
+	}
+}
+
+// A stream reply that is not a reply body (stray bytes after the action
+// name) ends the stream with ErrBody, not as if it were its clean end.
+func TestMalformedStreamReplyEndsTheStreamWithAnError(t *testing.T) {
+	addr := fakeServer(t, func(f frame) []byte {
+		item := srmp(b0Reply, f.seq, body(t, "Feed/X", 7))
+		bad := srmp(b0Reply, f.seq, append(body(t, "Feed/X", nil), 1, 2)) // the name, then 2 stray bytes
+		return append(item, bad...)
+	})
+	cl := dialClient(t, addr, rpc.ClientConfig{})
+	var got []int
+	var end error
+	for v, err := range rpc.Stream[int](context.Background(), cl, "Feed/X", nil) {
+		if err != nil {
+			end = err
+			break
+		}
+		got = append(got, v)
+	}
+	if !slices.Equal(got, []int{7}) || !errors.Is(end, rpc.ErrBody) {
+		t.Fatalf("items %v, end %v; want [7] then ErrBody", got, end)
 	}
 }
