@@ -94,12 +94,17 @@ func (s *Server) runStream(ctx context.Context, a *action, data []byte, send fun
 }
 
 // ErrStreamOverflow: a stream's consumer fell more than MaxStreamBuffer
-// replies behind; the stream ends with it.
+// replies, or MaxStreamBufferBytes of them, behind; the stream ends with it.
 var ErrStreamOverflow = errors.New("rpc: stream consumer too slow")
 
 // MaxStreamBuffer is how many replies of a stream a client holds for a
 // consumer that has not taken them yet.
 const MaxStreamBuffer = 1024
+
+// MaxStreamBufferBytes bounds the bytes of the replies a client holds for
+// a stream's consumer (replies of up to Framer.MaxFrame each would
+// otherwise allow 1024 × 10 MiB).
+const MaxStreamBufferBytes = 64 << 20
 
 // Stream calls a streaming action and returns its items in order (NewLife
 // InvokeStreamAsync). The sequence ends after the server's last item, or
@@ -140,6 +145,7 @@ var errStreamEnd = errors.New("rpc: end of stream")
 type streamQueue struct {
 	mu      sync.Mutex
 	items   []*codec.Message
+	bytes   int   // the payload bytes of items
 	err     error // the stream's end
 	ready   chan struct{}
 	dropped bool // the consumer left
@@ -182,9 +188,10 @@ func (q *streamQueue) push(m *codec.Message, err error) codec.StreamStep {
 		if !errors.Is(q.err, errStreamEnd) { // a reply that is not a body: the stream is broken
 			step = codec.StreamLeave
 		}
-	case len(q.items) >= MaxStreamBuffer:
+	case len(q.items) >= MaxStreamBuffer || q.bytes+payloadLen(m) > MaxStreamBufferBytes:
 		q.err, step = ErrStreamOverflow, codec.StreamLeave
 	default:
+		q.bytes += payloadLen(m) // before Keep, which may take the payload from m
 		q.items = append(q.items, m.Keep())
 	}
 	select {
@@ -192,6 +199,13 @@ func (q *streamQueue) push(m *codec.Message, err error) codec.StreamStep {
 	default:
 	}
 	return step
+}
+
+func payloadLen(m *codec.Message) int {
+	if m.Payload == nil {
+		return 0
+	}
+	return m.Payload.Total()
 }
 
 // ended reports whether reply m ends the stream, setting q.err: a reply
@@ -215,6 +229,7 @@ func (q *streamQueue) next(ctx context.Context) (*codec.Message, error) {
 		if len(q.items) > 0 {
 			m := q.items[0]
 			q.items = q.items[1:]
+			q.bytes -= payloadLen(m)
 			q.mu.Unlock()
 			return m, nil
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"iter"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,5 +92,42 @@ func TestMalformedStreamReplyEndsTheStreamWithAnError(t *testing.T) {
 	}
 	if !slices.Equal(got, []int{7}) || !errors.Is(end, rpc.ErrBody) {
 		t.Fatalf("items %v, end %v; want [7] then ErrBody", got, end)
+	}
+}
+
+// A consumer that falls behind by more than MaxStreamBufferBytes ends its
+// stream with ErrStreamOverflow: the client holds no more than that.
+func TestStreamBufferIsBoundedInBytes(t *testing.T) {
+	const item = 1 << 20
+	var yielded atomic.Int32
+	_, addr := startServer(t, rpc.Config{}, func(s *rpc.Server) {
+		must(t, rpc.HandleStream(s, "Feed/Big", func(ctx context.Context, _ struct{}) iter.Seq2[[]byte, error] {
+			return func(yield func([]byte, error) bool) {
+				b := make([]byte, item)
+				for range 2 * rpc.MaxStreamBufferBytes / item {
+					if !yield(b, nil) {
+						return
+					}
+					yielded.Add(1)
+				}
+			}
+		}))
+	})
+	cl := dialClient(t, addr, rpc.ClientConfig{Timeout: time.Minute})
+	n := 0
+	var end error
+	for _, err := range rpc.Stream[[]byte](context.Background(), cl, "Feed/Big", nil) {
+		if err != nil {
+			end = err
+			break
+		}
+		if n++; n == 1 { // fall behind until the server has sent it all: more than the buffer holds
+			waitFor(t, "the server to send every item", func() bool {
+				return int(yielded.Load()) == 2*rpc.MaxStreamBufferBytes/item
+			})
+		}
+	}
+	if !errors.Is(end, rpc.ErrStreamOverflow) || n > rpc.MaxStreamBufferBytes/item+1 {
+		t.Fatalf("after %d items: %v, want ErrStreamOverflow after at most %d", n, end, rpc.MaxStreamBufferBytes/item+1)
 	}
 }
