@@ -73,7 +73,8 @@ func (s *Server) Serve(l net.Listener) error { return s.cs.Serve(l) }
 // ErrShutdown), waits for the calls in progress to finish and their replies
 // to be written, then closes every connection. Direct Process calls are
 // the caller's to wait for. It returns ctx's error if
-// ctx ends first, and then closes everything at once.
+// ctx ends first, and then cancels the calls' contexts and closes
+// everything at once.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
 	t := time.NewTicker(5 * time.Millisecond)
@@ -86,17 +87,19 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+	stop := context.AfterFunc(ctx, s.cancel) // ctx's end must reach inline handlers before the transport waits for them
+	defer stop()
 	err := s.cs.Shutdown(ctx)
 	s.cancel()
 	return err
 }
 
-// Close closes every listener and connection at once.
+// Close cancels the contexts of the calls in progress and closes every
+// listener and connection at once.
 func (s *Server) Close() error {
 	s.closing.Store(true)
-	err := s.cs.Close()
-	s.cancel()
-	return err
+	s.cancel() // first: an inline handler waiting on its ctx holds the reading goroutine cs.Close waits for
+	return s.cs.Close()
 }
 
 // spawned counts the calls running on goroutines of their own. (A call
