@@ -39,7 +39,8 @@ type Config struct {
 	MaxHTTPHeader int
 	// Authorize, if set, runs before every action but the built-in Api/*
 	// ones; an error it returns is the call's reply (an *ApiError's code,
-	// else 500). It runs on the call's goroutine.
+	// else 500). It runs on the call's goroutine; a panic in it is a 500,
+	// counted and logged like a handler's.
 	Authorize func(ctx context.Context, s *Session, action string) error
 	// Log receives handler panics (once each, with the stack) and dropped
 	// requests (default slog.Default()).

@@ -107,10 +107,7 @@ func (g *gateway) streamSSE(c *codec.Context, action string, a *action, data []b
 		return c.WriteBytes(append(b, "\n\n"...))
 	}
 	s := g.s
-	err := s.authorize(g.ss.ctx, g.ss, a)
-	if err == nil {
-		err = s.runStream(g.ss.ctx, a, data, func(item []byte, k kind) error { return event(CodeOK, k, item) })
-	}
+	err := s.runStream(g.ss, a, data, func(item []byte, k kind) error { return event(CodeOK, k, item) })
 	if err != nil {
 		code, msg := errorCode(err)
 		event(int(code), kindText, []byte(msg))

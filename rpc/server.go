@@ -265,7 +265,8 @@ func (s *Server) call(ctx context.Context, ss *Session, b body, a *action, dst [
 // (the direct path).
 var errStreamHere = &ApiError{Code: 501, Message: "a streaming action needs an SRMP, WebSocket or HTTP call"}
 
-// exec runs action a (nil: unknown name), turning a panic into a 500.
+// exec runs action a (nil: unknown name), turning a panic of Authorize or
+// of the handler into a 500.
 func (s *Server) exec(ctx context.Context, ss *Session, name []byte, a *action, data, dst []byte) (out []byte, k kind, err error) {
 	switch {
 	case s.closing.Load():
@@ -275,13 +276,15 @@ func (s *Server) exec(ctx context.Context, ss *Session, name []byte, a *action, 
 	case a.stream != nil:
 		return dst, kindNull, errStreamHere
 	}
+	defer s.recoverCall(a, &err) // Authorize is the application's code too: a panic in it is a 500
 	if err := s.authorize(ctx, ss, a); err != nil {
 		return dst, kindNull, err
 	}
-	defer s.recoverCall(a, &err)
 	return a.invoke(ctx, data, dst)
 }
 
+// authorize runs Config.Authorize for a call of a; callers recover its
+// panics (recoverCall).
 func (s *Server) authorize(ctx context.Context, ss *Session, a *action) error {
 	if auth := s.cfg.Authorize; auth != nil && !builtin(a.name) {
 		return auth(ctx, ss, a.name)
@@ -289,7 +292,8 @@ func (s *Server) authorize(ctx context.Context, ss *Session, a *action) error {
 	return nil
 }
 
-// recoverCall turns a handler panic into a 500 error (deferred).
+// recoverCall turns a panic of a handler or of Authorize into a 500 error
+// (deferred), counted and logged once.
 func (s *Server) recoverCall(a *action, err *error) {
 	if r := recover(); r != nil {
 		s.panics.Add(1)

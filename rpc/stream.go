@@ -66,12 +66,9 @@ func (s *Server) serveStream(ss *Session, m *codec.Message, b body, a *action) {
 		}
 		return ss.conn.ReplyBytes(m, out)
 	}
-	err := s.authorize(ss.ctx, ss, a)
-	if err == nil && s.closing.Load() {
-		err = ErrShutdown
-	}
-	if err == nil {
-		err = s.runStream(ss.ctx, a, b.data, send)
+	err := ErrShutdown
+	if !s.closing.Load() {
+		err = s.runStream(ss, a, b.data, send)
 	}
 	if oneWay {
 		return
@@ -88,9 +85,14 @@ func (s *Server) serveStream(ss *Session, m *codec.Message, b body, a *action) {
 	ss.conn.ReplyBytes(m, appendNameBytes(out[:0], b.action))
 }
 
-func (s *Server) runStream(ctx context.Context, a *action, data []byte, send func([]byte, kind) error) (err error) {
+// runStream authorizes and runs a stream of session ss, turning a panic of
+// Authorize or of the action into a 500.
+func (s *Server) runStream(ss *Session, a *action, data []byte, send func([]byte, kind) error) (err error) {
 	defer s.recoverCall(a, &err)
-	return a.stream(ctx, data, send)
+	if err := s.authorize(ss.ctx, ss, a); err != nil {
+		return err
+	}
+	return a.stream(ss.ctx, data, send)
 }
 
 // ErrStreamOverflow: a stream's consumer fell more than MaxStreamBuffer
