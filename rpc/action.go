@@ -17,11 +17,12 @@ type invoker func(ctx context.Context, data, dst []byte) ([]byte, kind, error)
 
 // action is one registered action.
 type action struct {
-	name   string
-	invoke invoker
-	sig    string // for Api/All: "Result Name(Param)"
-	inline bool   // runs on the connection's reading goroutine (Inline)
-	stream streamer
+	name    string
+	invoke  invoker
+	sig     string // for Api/All: "Result Name(Param)"
+	inline  bool   // runs on the connection's reading goroutine (Inline)
+	builtin bool   // one of the server's own actions (Api/All, Api/Info): Authorize does not apply
+	stream  streamer
 }
 
 // HandleOption adjusts an action registered with Handle.

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"strings"
 	"time"
 )
 
@@ -17,11 +16,14 @@ const (
 	actionInfo = "Api/Info"
 )
 
-func builtin(name string) bool { return strings.HasPrefix(name, "Api/") }
+// builtinAction marks the server's own actions, which Config.Authorize
+// does not guard: by this flag, not by name, so an application action
+// named Api/… (a controller called ApiController, say) is guarded.
+func builtinAction(a *action) { a.builtin = true }
 
 func (s *Server) registerBuiltins() {
-	_ = Handle(s, actionAll, func(context.Context, struct{}) ([]string, error) { return s.reg.all(), nil })
-	_ = Handle(s, actionInfo, s.info)
+	_ = Handle(s, actionAll, func(context.Context, struct{}) ([]string, error) { return s.reg.all(), nil }, builtinAction)
+	_ = Handle(s, actionInfo, s.info, builtinAction)
 }
 
 // info answers Api/Info with the facts NewLife's ApiController gives.

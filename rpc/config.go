@@ -37,9 +37,10 @@ type Config struct {
 	UseHTTPStatus bool
 	// MaxHTTPHeader bounds an HTTP request's header (default 64 KiB).
 	MaxHTTPHeader int
-	// Authorize, if set, runs before every action but the built-in Api/*
-	// ones; an error it returns is the call's reply (an *ApiError's code,
-	// else 500). It runs on the call's goroutine; a panic in it is a 500,
+	// Authorize, if set, runs before every action but the built-in Api/All
+	// and Api/Info (an application's own Api/… actions included); an
+	// error it returns is the call's reply (an *ApiError's code, else
+	// 500). It runs on the call's goroutine; a panic in it is a 500,
 	// counted and logged like a handler's.
 	Authorize func(ctx context.Context, s *Session, action string) error
 	// Log receives handler panics (once each, with the stack) and dropped

@@ -286,7 +286,7 @@ func (s *Server) exec(ctx context.Context, ss *Session, name []byte, a *action, 
 // authorize runs Config.Authorize for a call of a; callers recover its
 // panics (recoverCall).
 func (s *Server) authorize(ctx context.Context, ss *Session, a *action) error {
-	if auth := s.cfg.Authorize; auth != nil && !builtin(a.name) {
+	if auth := s.cfg.Authorize; auth != nil && !a.builtin {
 		return auth(ctx, ss, a.name)
 	}
 	return nil

@@ -81,3 +81,34 @@ func TestAuthorizePanicIsA500(t *testing.T) {
 	}
 	expectPanic("HTTP Guarded/Stream")
 }
+
+type ApiController struct{}
+
+func (ApiController) DropTables() string { return "dropped" }
+
+// Authorize guards every action but the server's own Api/All and Api/Info:
+// an application action whose name starts with Api/ (a controller named
+// ApiController, Handle("Api/…")) is guarded too. It used to be skipped by
+// its name's prefix.
+func TestAuthorizeGuardsApplicationApiActions(t *testing.T) {
+	cfg := rpc.Config{Authorize: func(context.Context, *rpc.Session, string) error {
+		return rpc.NewError(403, "forbidden")
+	}}
+	_, addr := startServer(t, cfg, func(srv *rpc.Server) {
+		must(t, srv.Register(ApiController{}))
+		must(t, rpc.Handle(srv, "Api/Admin", func(context.Context, struct{}) (string, error) { return "admin", nil }))
+	})
+	cl := dialClient(t, addr, rpc.ClientConfig{})
+	ctx := context.Background()
+	for _, action := range []string{"Api/DropTables", "Api/Admin"} {
+		if got, err := rpc.Call[string](ctx, cl, action, nil); apiCode(err) != 403 {
+			t.Errorf("%s: %q, %v; want 403 from Authorize", action, got, err)
+		}
+	}
+	if _, err := rpc.Call[[]string](ctx, cl, "Api/All", nil); err != nil {
+		t.Errorf("Api/All: %v, want it served without Authorize", err)
+	}
+	if _, err := rpc.Call[map[string]any](ctx, cl, "Api/Info", nil); err != nil {
+		t.Errorf("Api/Info: %v, want it served without Authorize", err)
+	}
+}
