@@ -92,31 +92,47 @@ func (g *gateway) answerHTTP(c *codec.Context, req *http.Request, body []byte) e
 	return g.respond(c, action, CodeOK, k, out)
 }
 
+// sseHead is the head of an SSE response: it has no length, so the
+// connection closes after the last event.
+const sseHead = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n"
+
 // streamSSE answers a streaming action over HTTP as server-sent events
-// (NewLife's form): a `data: {"action","code","data"}` event per item, an
-// error as one event with its code, then the end event `data: ` (empty);
-// the response has no length, so the connection closes after it.
+// (NewLife's form). The stream runs on a goroutine of its own, counted
+// like an SRMP stream (MaxInFlight, Shutdown), so that each event leaves
+// as it is yielded (the reading goroutine's writes are held until its read
+// is handled) and the reading goroutine goes on reading: a client that
+// leaves ends the session, which cancels the stream's ctx. The response
+// is delimited by the connection's end, so the connection answers nothing
+// after it: bytes that follow the request (a pipelined request) are read
+// and ignored, and the connection closes after the last event.
 func (g *gateway) streamSSE(c *codec.Context, action string, a *action, data []byte) error {
-	head := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n"
-	if err := c.WriteBytes([]byte(head)); err != nil {
-		return err
+	g.mode.Store(modeClosing)
+	g.s.begin(g.ss)
+	go g.runSSE(c, action, a, bytes.Clone(data)) // data may be a view of g.buf
+	return nil
+}
+
+// runSSE writes an SSE stream's head, a `data: {"action","code","data"}`
+// event per item, an error as one event with its code, then the end event
+// `data: ` (empty), and closes the connection once they are written.
+func (g *gateway) runSSE(c *codec.Context, action string, a *action, data []byte) {
+	defer g.s.end(g.ss)
+	defer g.ss.conn.Close()
+	if c.WriteBytes([]byte(sseHead)) != nil {
+		return
 	}
+	var b []byte // the goroutine's own: WriteBytes copies it
 	event := func(code int, k kind, v []byte) error {
-		b := append([]byte(nil), "data: "...)
-		b = appendEnvelope(b, action, code, k, v)
+		b = appendEnvelope(append(b[:0], "data: "...), action, code, k, v)
 		return c.WriteBytes(append(b, "\n\n"...))
 	}
-	s := g.s
-	err := s.runStream(g.ss, a, data, func(item []byte, k kind) error { return event(CodeOK, k, item) })
+	err := g.s.runStream(g.ss, a, data, func(item []byte, k kind) error { return event(CodeOK, k, item) })
 	if err != nil {
 		code, msg := errorCode(err)
 		event(int(code), kindText, []byte(msg))
-	} else {
-		c.WriteBytes([]byte("data: \n\n"))
+		return
 	}
-	g.ss.conn.Close()
-	g.mode.Store(modeClosing)
-	return nil
+	c.WriteBytes([]byte("data: \n\n"))
 }
 
 // httpArgs turns a request's query or body into the call's data: a JSON

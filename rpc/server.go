@@ -169,9 +169,15 @@ func (s *Server) onMessage(c *codec.Conn, msg any) {
 		s.serve(ss, m, b, a)
 		return
 	}
-	ss.running.Add(1)
+	s.begin(ss)
 	go s.serveKept(ss, m.Keep())
 }
+
+// begin counts a call or stream about to run on a goroutine of its own
+// (MaxInFlight, Shutdown); end, deferred by that goroutine, uncounts it.
+func (s *Server) begin(ss *Session) { ss.running.Add(1) }
+
+func (s *Server) end(ss *Session) { ss.running.Add(-1) }
 
 // route decodes a request body and finds its action (nil: unknown, a 404);
 // ok is false for a request NewLife drops unanswered (counted).
@@ -186,7 +192,7 @@ func (s *Server) route(ss *Session, payload []byte) (body, *action, bool) {
 
 // serveKept runs an owned request on its own goroutine.
 func (s *Server) serveKept(ss *Session, m *codec.Message) {
-	defer ss.running.Add(-1)
+	defer s.end(ss)
 	defer m.Release()
 	b, a, _ := s.route(ss, m.PayloadBytes()) // the same bytes routed before
 	if a != nil && a.stream != nil {
