@@ -29,6 +29,10 @@ type Server struct {
 
 	closing atomic.Bool
 	pushSeq atomic.Uint32
+	// spawned counts the calls and streams running on goroutines of their
+	// own, server-wide, whether or not their connection is still open:
+	// Shutdown waits for them all.
+	spawned atomic.Int64
 
 	dropped, panics atomic.Uint64
 }
@@ -79,7 +83,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
-	for s.spawned() > 0 {
+	for s.spawned.Load() > 0 {
 		select {
 		case <-ctx.Done():
 			s.Close()
@@ -100,16 +104,6 @@ func (s *Server) Close() error {
 	s.closing.Store(true)
 	s.cancel() // first: an inline handler waiting on its ctx holds the reading goroutine cs.Close waits for
 	return s.cs.Close()
-}
-
-// spawned counts the calls running on goroutines of their own. (A call
-// running on its connection's reading goroutine is waited for by the
-// transport's shutdown; counting every call in one server-wide counter
-// would bounce its cache line between the cores on every call.)
-func (s *Server) spawned() int {
-	n := 0
-	s.eachSession(func(ss *Session) { n += int(ss.running.Load()) })
-	return n
 }
 
 // eachSession calls f for each open session (the codec server keeps the
@@ -173,11 +167,21 @@ func (s *Server) onMessage(c *codec.Conn, msg any) {
 	go s.serveKept(ss, m.Keep())
 }
 
-// begin counts a call or stream about to run on a goroutine of its own
-// (MaxInFlight, Shutdown); end, deferred by that goroutine, uncounts it.
-func (s *Server) begin(ss *Session) { ss.running.Add(1) }
+// begin counts a call or stream about to run on a goroutine of its own:
+// in its session, for MaxInFlight, and server-wide, for Shutdown (a
+// call's connection may end before the call does, and Shutdown still
+// waits for it). A call on a reading goroutine is not counted: the
+// transport's shutdown waits for it. end, deferred by that goroutine,
+// uncounts it.
+func (s *Server) begin(ss *Session) {
+	ss.running.Add(1)
+	s.spawned.Add(1)
+}
 
-func (s *Server) end(ss *Session) { ss.running.Add(-1) }
+func (s *Server) end(ss *Session) {
+	ss.running.Add(-1)
+	s.spawned.Add(-1)
+}
 
 // route decodes a request body and finds its action (nil: unknown, a 404);
 // ok is false for a request NewLife drops unanswered (counted).

@@ -3,6 +3,7 @@ package rpc_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,5 +66,51 @@ func TestCloseEndsInlineHandler(t *testing.T) {
 			go func() { done <- srv.Close() }()
 			recv(t, done, "Close to return")
 		})
+	}
+}
+
+// notYet is how long a test watches for an event that must not happen
+// (a negative can only be watched for a while; the bug it guards against
+// shows within microseconds).
+const notYet = 200 * time.Millisecond
+
+// Shutdown waits for every call running on a goroutine of its own, also
+// one whose caller has hung up: it used to count only the calls of live
+// connections, and returned with the handler still running (say, still
+// writing to a database the application closes next).
+func TestShutdownWaitsForCallsOfClosedConnections(t *testing.T) {
+	g := newGate(t, 1)
+	var running atomic.Int32
+	srv, addr := startServer(t, rpc.Config{}, func(srv *rpc.Server) {
+		must(t, rpc.Handle(srv, "Slow/Work", func(context.Context, struct{}) (int, error) {
+			running.Add(1)
+			defer running.Add(-1)
+			return 1, g.wait(context.Background()) // work that does not watch ctx (a commit, say)
+		}))
+	})
+	t.Cleanup(g.open)
+	rc := dialRaw(t, addr)
+	rc.write(srmp(b0Request, 1, body(t, "Slow/Work", nil)))
+	recv(t, g.entered, "the handler to start")
+	rc.c.Close() // the caller goes away
+	waitFor(t, "the server to see the connection end", func() bool { return srv.Stats().Sessions == 0 })
+
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		done <- srv.Shutdown(ctx)
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned (%v) with %d call(s) still running", err, running.Load())
+	case <-time.After(notYet):
+	}
+	g.open()
+	if err := recv(t, done, "Shutdown after the call ended"); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if n := running.Load(); n != 0 {
+		t.Fatalf("Shutdown returned with %d call(s) running", n)
 	}
 }
