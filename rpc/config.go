@@ -24,9 +24,10 @@ type Config struct {
 	// default each request runs on its own goroutine and replies leave as
 	// they are ready.
 	Serial bool
-	// MaxInFlight caps the requests one connection may have running at
-	// once (default 256); past it, the connection's next request runs on
-	// its reading goroutine, which stops reading it until that one is done.
+	// MaxInFlight caps the calls and streams one connection may have
+	// running at once (default 256); past it, the connection's next call
+	// runs on its reading goroutine, which stops reading it until that one
+	// is done, and its next stream gets a 503 error reply (ErrBusy).
 	MaxInFlight int
 	// NoHTTP and NoWebSocket turn off the HTTP and WebSocket forms of the
 	// port (by default a connection's first bytes decide which it speaks).

@@ -144,10 +144,16 @@ func (s *Server) onClose(c *codec.Conn, _ error) {
 	}
 }
 
+// ErrBusy: a connection asked for a stream while it had MaxInFlight calls
+// and streams running; the request gets a 503 error reply naming it (a
+// stream cannot run on the reading goroutine, as a call past the cap does).
+var ErrBusy = errors.New("rpc: too many calls in flight on this connection")
+
 // onMessage takes a connection's inbound SRMP message (borrowed) and runs
 // it: on the reading goroutine when its action is Inline (or unknown), the
 // server is Serial or the connection has MaxInFlight calls running; else
-// on a goroutine of its own. Streams always get their own goroutine.
+// on a goroutine of its own. Streams always get their own goroutine, and
+// a 503 (ErrBusy) past MaxInFlight.
 func (s *Server) onMessage(c *codec.Conn, msg any) {
 	m, ok := msg.(*codec.Message)
 	if !ok || m.IsReply() {
@@ -158,13 +164,42 @@ func (s *Server) onMessage(c *codec.Conn, msg any) {
 	if !ok {
 		return
 	}
-	stream := a != nil && a.stream != nil
-	if !stream && (a == nil || a.inline || s.cfg.Serial || ss.running.Load() >= int32(s.cfg.MaxInFlight)) {
+	full := ss.running.Load() >= int32(s.cfg.MaxInFlight)
+	switch {
+	case a != nil && a.stream != nil && full:
+		s.refuse(ss, m, b.action, ErrBusy)
+	case a != nil && a.stream != nil:
+		s.spawn(ss, m)
+	case a == nil || a.inline || s.cfg.Serial || full:
 		s.serve(ss, m, b, a)
-		return
+	default:
+		s.spawn(ss, m)
 	}
+}
+
+// spawn runs a request on a goroutine of its own, counted (begin).
+func (s *Server) spawn(ss *Session, m *codec.Message) {
 	s.begin(ss)
 	go s.serveKept(ss, m.Keep())
+}
+
+// refuse answers a request with a 503 error reply naming err, or drops a
+// one-way request (counted), without running it.
+func (s *Server) refuse(ss *Session, m *codec.Message, action []byte, err error) {
+	if m.Kind == codec.KindOneWay {
+		s.drop(ss, action, err)
+		return
+	}
+	replyError(ss, m, action, CodeUnavailable, err.Error())
+}
+
+// replyError answers m with an error reply: action, code and msg.
+func replyError(ss *Session, m *codec.Message, action []byte, code int32, msg string) {
+	out := appendCode(appendNameBytes(nil, action), code)
+	out = append(appendDataLen(out, len(msg)), msg...)
+	p := packet.Get(len(out))
+	copy(p.Bytes(), out)
+	ss.conn.ReplyError(m, p)
 }
 
 // begin counts a call or stream about to run on a goroutine of its own:

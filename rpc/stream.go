@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/lifenet/lifenet/codec"
-	"github.com/lifenet/lifenet/packet"
 )
 
 // streamer runs one call of a streaming action: it binds data, then hands
@@ -22,8 +21,8 @@ type streamer func(ctx context.Context, data []byte, send func(item []byte, k ki
 // with only the action name ends the stream. An error fn yields ends it
 // with an error reply (an *ApiError's code, else 500). ctx is cancelled
 // when the caller's connection ends. Streams always run on a goroutine of
-// their own; over HTTP they answer as
-// server-sent events (one `data: {"action","code","data"}` event per item,
+// their own, counted against Config.MaxInFlight (past it the call gets a
+// 503 naming ErrBusy); over HTTP they answer as server-sent events (one `data: {"action","code","data"}` event per item,
 // written as it is yielded, then `data: ` empty) and the connection closes
 // after the last (a request pipelined after a streaming one is not
 // answered).
@@ -77,11 +76,7 @@ func (s *Server) serveStream(ss *Session, m *codec.Message, b body, a *action) {
 	}
 	if err != nil {
 		code, msg := errorCode(err)
-		out = appendCode(appendNameBytes(out[:0], b.action), code)
-		out = append(appendDataLen(out, len(msg)), msg...)
-		p := packet.Get(len(out))
-		copy(p.Bytes(), out)
-		ss.conn.ReplyError(m, p)
+		replyError(ss, m, b.action, code, msg)
 		return
 	}
 	ss.conn.ReplyBytes(m, appendNameBytes(out[:0], b.action))
