@@ -72,7 +72,7 @@ func (g *gateway) Read(c *codec.Context, msg any) error {
 		g.ss, _ = c.Conn().State().(*Session)
 	}
 	if c.Conn().Session().Datagram() {
-		g.mode.Store(modeSRMP)
+		g.setMode(modeSRMP)
 		return c.FireRead(p)
 	}
 	if len(g.buf) == 0 {
@@ -95,13 +95,25 @@ func (g *gateway) Read(c *codec.Context, msg any) error {
 
 // enter switches to mode m and hands it the bytes read so far (borrowed).
 func (g *gateway) enter(c *codec.Context, m int32, p *packet.Packet) error {
-	g.mode.Store(m)
+	g.setMode(m)
 	if m == modeSRMP {
 		return c.FireRead(p)
 	}
-	g.ss.http.Store(true)
 	g.buf = p.AppendTo(g.buf[:0])
 	return g.serveHTTP(c)
+}
+
+// setMode switches the connection to mode m and tells its session what it
+// now speaks (where pushes may go): in that order, so that a push sent
+// once the session says SRMP meets a Write that wraps it for WebSocket.
+func (g *gateway) setMode(m int32) {
+	g.mode.Store(m)
+	switch m {
+	case modeSRMP, modeWS:
+		g.ss.proto.Store(protoSRMP)
+	case modeHTTP:
+		g.ss.proto.Store(protoHTTP)
+	}
 }
 
 // detect decides the protocol of a connection that starts with b, or

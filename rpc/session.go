@@ -26,9 +26,18 @@ type Session struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	running atomic.Int32 // calls running on their own goroutines
-	http    atomic.Bool  // the connection speaks HTTP: nowhere to push
+	proto   atomic.Int32 // protoUndecided, protoSRMP or protoHTTP: where pushes may go
 	token   atomic.Pointer[string]
 }
+
+// What a session's connection speaks, as far as pushes go: until its
+// client's first bytes show it, a push could land in front of an HTTP
+// response or a WebSocket handshake.
+const (
+	protoUndecided int32 = iota
+	protoSRMP            // raw SRMP, SRMP in WebSocket, or UDP: pushes go out
+	protoHTTP            // plain HTTP: nowhere to put a push
+)
 
 type sessionKey struct{}
 
@@ -36,6 +45,9 @@ func newSession(s *Server, c *codec.Conn) *Session {
 	ss := &Session{srv: s, conn: c}
 	ctx, cancel := context.WithCancel(s.ctx)
 	ss.ctx, ss.cancel = context.WithValue(ctx, sessionKey{}, ss), cancel
+	if s.cfg.NoHTTP && s.cfg.NoWebSocket {
+		ss.proto.Store(protoSRMP) // no gateway: nothing else to speak
+	}
 	return ss
 }
 
@@ -76,10 +88,10 @@ func (s *Session) Close() error { return s.conn.Close() }
 
 // Push sends the caller a one-way request (NewLife IApiSession.InvokeOneWay):
 // a server push, which the client's OnPush sees. args are encoded like a
-// call's arguments.
+// call's arguments. It fails with ErrPushHTTP on an HTTP connection.
 func (s *Session) Push(action string, args any) error {
-	if s.http.Load() {
-		return ErrPushHTTP
+	if !s.pushable() {
+		return ErrPushHTTP // a session reaches the application (SessionFrom) only once its protocol is known
 	}
 	body, err := appendRequest(nil, action, args, "", nil)
 	if err != nil {
@@ -96,7 +108,8 @@ func (s *Session) pushBody(body []byte) error {
 }
 
 // PushAll sends a one-way request to every SRMP and WebSocket session
-// (NewLife ApiServer.InvokeAll) and returns how many it went to.
+// (NewLife ApiServer.InvokeAll) and returns how many it went to. A
+// connection whose client has not yet shown its protocol gets none.
 func (s *Server) PushAll(action string, args any) (int, error) {
 	body, err := appendRequest(nil, action, args, "", nil)
 	if err != nil {
@@ -111,10 +124,11 @@ func (s *Server) PushAll(action string, args any) (int, error) {
 	return n, nil
 }
 
-// pushable reports whether the session speaks SRMP (raw or in WebSocket):
-// an HTTP connection has nowhere to put a push.
+// pushable reports whether the session is known to speak SRMP (raw or
+// in WebSocket): an HTTP connection has nowhere to put a push, and one
+// still undecided may turn out to be HTTP.
 func (s *Session) pushable() bool {
-	return !s.http.Load()
+	return s.proto.Load() == protoSRMP
 }
 
 // takeToken sets the session's token from an argument object's Token

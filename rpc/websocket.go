@@ -14,8 +14,7 @@ func (g *gateway) upgrade(c *codec.Context, req *http.Request, end int) error {
 	if err := c.WriteBytes(ws.AppendAccept(nil, req, "SRMP")); err != nil {
 		return err
 	}
-	g.ss.http.Store(false)
-	g.mode.Store(modeWS)
+	g.setMode(modeWS)
 	g.buf = g.buf[:copy(g.buf, g.buf[end:])]
 	return g.serveWS(c)
 }
