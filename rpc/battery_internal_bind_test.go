@@ -182,7 +182,12 @@ func TestBatteryDetect(t *testing.T) {
 		{"\x01\x01\x1b\x00", modeSRMP},
 		{"get / HTTP/1.1\r\n", modeSRMP},
 		{string(frameGET), modeSRMP},
-		{"GET " + strings.Repeat("a", detectLimit), modeSRMP},
+		{"GET /\x00", modeSRMP},
+		{"GET /x\rGET", modeSRMP},
+		{"GET /\tx HTTP/1.1\r\n", modeHTTP}, // not a valid line, but HTTP's to refuse (400)
+		{"GET /" + strings.Repeat("a", 9000), modeDetect},
+		{"GET /" + strings.Repeat("a", defaultMaxHTTPHeader), modeHTTP}, // past the header limit: 431
+		{"GET /" + strings.Repeat("a", defaultMaxHTTPHeader) + " HTTP/1.0\r\n", modeHTTP},
 	}
 	for _, c := range cases {
 		if got := g.detect([]byte(c.in)); got != c.want {
@@ -219,13 +224,13 @@ func FuzzDetect(f *testing.F) {
 		default:
 			t.Fatalf("detect %q: mode %d", b, got)
 		}
-		if got == modeDetect && len(b) >= detectLimit {
+		if got == modeDetect && len(b) > defaultMaxHTTPHeader {
 			t.Fatalf("still detecting after %d bytes", len(b))
 		}
-		if got == modeHTTP && !bytes.Contains(b, []byte("\r\n")) {
+		if got == modeHTTP && !bytes.Contains(b, []byte("\r\n")) && len(b) <= defaultMaxHTTPHeader {
 			t.Fatalf("HTTP without a whole request line: %q", b)
 		}
-		if len(b) < detectLimit && int(cut) <= len(b) {
+		if int(cut) <= len(b) {
 			if early := g.detect(b[:cut]); early != modeDetect && early != got {
 				t.Fatalf("%q decided %d on its first %d bytes but %d on all of them", b, early, cut, got)
 			}

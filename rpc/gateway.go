@@ -20,11 +20,12 @@ import (
 //
 // Detection looks at the start of the connection only, never again, so a
 // binary SRMP stream is never taken for HTTP later (NewLife probes every
-// packet). The first bytes are HTTP only when they are a request line:
-// a method, a space, a target and " HTTP/1.x" then CRLF. While they could
-// still become one, the gateway waits for more, but never past one whole
-// SRMP frame: an SRMP request that happens to start like "GET " is served
-// as SRMP as soon as its frame is complete.
+// packet). The first bytes are HTTP when they are a request line: a
+// method, a space, a target and " HTTP/1.x" then CRLF. While they could
+// still become one, the gateway waits for more, up to MaxHTTPHeader (a
+// longer line gets 431). An SRMP request that happens to start like
+// "GET " is told apart by its binary bytes (the data block's length has a
+// zero byte), which no request line holds.
 type gateway struct {
 	s    *Server
 	ss   *Session
@@ -39,9 +40,6 @@ const (
 	modeWS
 	modeClosing // an answer that ends the connection was written: the rest is ignored
 )
-
-// detectLimit bounds how far the gateway looks for a request line.
-const detectLimit = 8 << 10
 
 var httpMethods = [...]string{"GET ", "POST ", "PUT ", "DELETE ", "HEAD ", "OPTIONS ", "PATCH "}
 
@@ -117,45 +115,55 @@ func (g *gateway) setMode(m int32) {
 }
 
 // detect decides the protocol of a connection that starts with b, or
-// returns modeDetect while more bytes are needed.
+// returns modeDetect while more bytes are needed. Its decision depends only
+// on the bytes up to the point where it makes it, so any split of the same
+// bytes into reads decides alike. Bytes that start with a method and a
+// space stay candidates for HTTP until a byte no request line holds (a
+// control byte: binary, so SRMP) or the line's end; a line longer than
+// MaxHTTPHeader is HTTP, which answers it with 431.
 func (g *gateway) detect(b []byte) int32 {
 	if g.s.cfg.NoHTTP && g.s.cfg.NoWebSocket {
 		return modeSRMP
 	}
-	method := false
+	switch n := methodLen(b); {
+	case n < 0:
+		return modeSRMP
+	case n == 0:
+		return modeDetect
+	}
+	limit := g.s.cfg.MaxHTTPHeader
+	for i, c := range b[:min(len(b), limit)] {
+		switch {
+		case c == '\r' && i+1 == len(b):
+			return modeDetect // the line may end with the next byte
+		case c == '\r' && b[i+1] == '\n':
+			if bytes.HasSuffix(b[:i], []byte(" HTTP/1.1")) || bytes.HasSuffix(b[:i], []byte(" HTTP/1.0")) {
+				return modeHTTP
+			}
+			return modeSRMP
+		case c < ' ' && c != '\t' || c == 0x7F:
+			return modeSRMP
+		}
+	}
+	if len(b) > limit {
+		return modeHTTP
+	}
+	return modeDetect
+}
+
+// methodLen returns the length of the HTTP method and space b starts with,
+// 0 while b is a prefix of one, or -1 when it starts with none.
+func methodLen(b []byte) int {
 	for _, m := range httpMethods {
 		n := min(len(b), len(m))
 		if string(b[:n]) == m[:n] {
 			if n < len(m) {
-				return g.unlessFrame(b, modeDetect)
+				return 0
 			}
-			method = true
-			break
+			return n
 		}
 	}
-	if !method {
-		return modeSRMP
-	}
-	i := bytes.Index(b, []byte("\r\n"))
-	if i < 0 {
-		if len(b) >= detectLimit {
-			return modeSRMP
-		}
-		return g.unlessFrame(b, modeDetect)
-	}
-	line := b[:i]
-	if bytes.HasSuffix(line, []byte(" HTTP/1.1")) || bytes.HasSuffix(line, []byte(" HTTP/1.0")) {
-		return modeHTTP
-	}
-	return modeSRMP
-}
-
-// unlessFrame returns SRMP when b already holds a whole SRMP frame, else m.
-func (g *gateway) unlessFrame(b []byte, m int32) int32 {
-	if n, err := (codec.SRMPSplitter{}).FrameLen(b, g.s.cfg.Framer.MaxFrame); err == nil && n > 0 && n <= len(b) {
-		return modeSRMP
-	}
-	return m
+	return -1
 }
 
 // Write implements codec.Handler: on a WebSocket connection each outbound
