@@ -68,7 +68,7 @@ func (g *gateway) answerHTTP(c *codec.Context, req *http.Request, body []byte) e
 	action := strings.TrimPrefix(req.URL.Path, "/")
 	data, err := httpArgs(req, body)
 	if err != nil {
-		return g.respond(c, action, CodeBadRequest, kindText, []byte(err.Error()))
+		return g.respond(c, req, action, CodeBadRequest, kindText, []byte(err.Error()))
 	}
 	if t := httpToken(req); t != "" {
 		g.ss.SetToken(t)
@@ -76,20 +76,23 @@ func (g *gateway) answerHTTP(c *codec.Context, req *http.Request, body []byte) e
 		g.ss.takeToken(data)
 	}
 	if !validAction([]byte(action)) {
-		return g.respond(c, action, CodeNotFound, kindText, []byte(notFound([]byte(action)).Message))
+		return g.respond(c, req, action, CodeNotFound, kindText, []byte(notFound([]byte(action)).Message))
 	}
 	s := g.s
 	name := []byte(action)
 	a := s.reg.find(name)
 	if a != nil && a.stream != nil && !s.closing.Load() {
+		if req.Method == http.MethodHead {
+			return g.headSSE(c)
+		}
 		return g.streamSSE(c, action, a, data)
 	}
 	out, k, err := s.exec(g.ss.ctx, g.ss, name, a, data, nil)
 	if err != nil {
 		code, msg := errorCode(err)
-		return g.respond(c, action, int(code), kindText, []byte(msg))
+		return g.respond(c, req, action, int(code), kindText, []byte(msg))
 	}
-	return g.respond(c, action, CodeOK, k, out)
+	return g.respond(c, req, action, CodeOK, k, out)
 }
 
 // sseHead is the head of an SSE response: it has no length, so the
@@ -110,6 +113,16 @@ func (g *gateway) streamSSE(c *codec.Context, action string, a *action, data []b
 	g.s.begin(g.ss)
 	go g.runSSE(c, action, a, bytes.Clone(data)) // data may be a view of g.buf
 	return nil
+}
+
+// headSSE answers HEAD of a streaming action: the head a GET would get,
+// without running the stream, then the connection's end (the response is
+// delimited by it, as a GET's is).
+func (g *gateway) headSSE(c *codec.Context) error {
+	g.mode.Store(modeClosing)
+	err := c.WriteBytes([]byte(sseHead))
+	g.ss.conn.Close()
+	return err
 }
 
 // runSSE writes an SSE stream's head, a `data: {"action","code","data"}`
@@ -180,11 +193,13 @@ func httpToken(req *http.Request) string {
 	return ""
 }
 
-// respond writes an HTTP response: {"action","code","data"} with status
-// 200 (NewLife's default), or with UseHTTPStatus the code as the status
-// and the bare value as the body. A null result has no body, a []byte
-// result is sent as it is.
-func (g *gateway) respond(c *codec.Context, action string, code int, k kind, value []byte) error {
+// respond writes the HTTP response to req: {"action","code","data"} with
+// status 200 (NewLife's default), or with UseHTTPStatus the code as the
+// status and the bare value as the body. A null result has no body, a
+// []byte result is sent as it is. The response to HEAD has the head GET's
+// would have (its Content-Length too) and no body (RFC 9110 9.3.2, as
+// net/http answers): a body would be read as the next response.
+func (g *gateway) respond(c *codec.Context, req *http.Request, action string, code int, k kind, value []byte) error {
 	status, ctype := http.StatusOK, "application/json"
 	var body []byte
 	switch {
@@ -201,7 +216,11 @@ func (g *gateway) respond(c *codec.Context, action string, code int, k kind, val
 	default:
 		body = appendEnvelope(body, action, code, k, value)
 	}
-	return c.WriteBytes(httpHead(status, ctype, len(body), true), body)
+	head := httpHead(status, ctype, len(body), true)
+	if req.Method == http.MethodHead {
+		return c.WriteBytes(head)
+	}
+	return c.WriteBytes(head, body)
 }
 
 // appendEnvelope appends NewLife's HTTP answer {"action","code","data"}.

@@ -1,0 +1,43 @@
+package rpc_test
+
+import (
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/lifenet/lifenet/rpc"
+)
+
+// HEAD is answered with the head GET would get (Content-Length included)
+// and no body, as net/http answers it: the body used to follow, and on a
+// keep-alive connection the client read it as the next response.
+func TestHEADHasNoBody(t *testing.T) {
+	_, addr := startServer(t, rpc.Config{}, func(srv *rpc.Server) {
+		stdActions(t, srv)
+		must(t, rpc.HandleStream(srv, "Bench/Count", countTo))
+	})
+	rc := dialRaw(t, addr)
+	rc.write([]byte("HEAD /Bench/NoArg HTTP/1.1\r\nHost: x\r\n\r\n"))
+	head, err := http.ReadResponse(rc.r, &http.Request{Method: http.MethodHead})
+	must(t, err)
+	head.Body.Close()
+	const get = `{"action":"Bench/NoArg","code":0,"data":42}`
+	if head.StatusCode != http.StatusOK || head.ContentLength != int64(len(get)) {
+		t.Errorf("HEAD: %d, Content-Length %d; want 200, %d (the GET's)", head.StatusCode, head.ContentLength, len(get))
+	}
+	if resp, b := rc.httpDo("GET /Bench/NoArg HTTP/1.1\r\nHost: x\r\n\r\n"); resp.StatusCode != http.StatusOK || b != get {
+		t.Fatalf("the GET after a HEAD on the same connection: %d %q", resp.StatusCode, b)
+	}
+
+	// HEAD of a streaming action: the event stream's head, no events, the end.
+	sc := dialRaw(t, addr)
+	sc.write([]byte("HEAD /Bench/Count?n=2 HTTP/1.1\r\nHost: x\r\n\r\n"))
+	resp, err := http.ReadResponse(sc.r, &http.Request{Method: http.MethodHead})
+	must(t, err)
+	if resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Errorf("HEAD of a stream: %v", resp.Header)
+	}
+	if rest, err := io.ReadAll(sc.r); err != nil || len(rest) > 0 {
+		t.Fatalf("after the head of a stream: %q, %v; want the connection's end", rest, err)
+	}
+}
