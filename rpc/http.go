@@ -216,7 +216,7 @@ func (g *gateway) respond(c *codec.Context, req *http.Request, action string, co
 	default:
 		body = appendEnvelope(body, action, code, k, value)
 	}
-	head := httpHead(status, ctype, len(body), true)
+	head := httpHead(status, ctype, len(body), !req.Close) // serveHTTP closes after a request that asked to
 	if req.Method == http.MethodHead {
 		return c.WriteBytes(head)
 	}

@@ -41,3 +41,25 @@ func TestHEADHasNoBody(t *testing.T) {
 		t.Fatalf("after the head of a stream: %q, %v; want the connection's end", rest, err)
 	}
 }
+
+// A request that ends its connection (Connection: close, or HTTP/1.0
+// without keep-alive) is answered with Connection: close, then the
+// connection closes; it used to be answered with Connection: keep-alive.
+func TestConnectionCloseIsAnsweredWithClose(t *testing.T) {
+	_, addr := startServer(t, rpc.Config{}, func(srv *rpc.Server) { stdActions(t, srv) })
+	for _, req := range []string{
+		"GET /Bench/NoArg HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+		"GET /Bench/NoArg HTTP/1.0\r\n\r\n",
+	} {
+		rc := dialRaw(t, addr)
+		resp, b := rc.httpDo(req)
+		if !resp.Close || b != `{"action":"Bench/NoArg","code":0,"data":42}` {
+			t.Errorf("%q: Close %v (Connection %q), body %q; want Connection: close", req, resp.Close, resp.Header.Get("Connection"), b)
+		}
+		rc.expectEOF()
+	}
+	rc := dialRaw(t, addr) // HTTP/1.0 asking for keep-alive keeps it
+	if resp, _ := rc.httpDo("GET /Bench/NoArg HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"); resp.Close {
+		t.Error("HTTP/1.0 with Connection: keep-alive was answered with Connection: close")
+	}
+}
