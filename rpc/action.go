@@ -33,7 +33,8 @@ type HandleOption func(*action)
 // replies to the other requests of the same read in one write: the fastest
 // form, for handlers that never block (no I/O, no waiting on locks or
 // channels). While an inline handler runs, its connection reads nothing
-// more; other connections are not affected.
+// more; other connections are not affected, but for UDP peers, which
+// share their listener's one reading goroutine, all peers wait.
 func Inline() HandleOption { return func(a *action) { a.inline = true } }
 
 // registry maps action names to actions. Lookups read an immutable snapshot

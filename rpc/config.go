@@ -22,12 +22,16 @@ type Config struct {
 	// Serial handles each connection's requests one at a time on its
 	// reading goroutine, replies in order (NewLife Multiplex=false). By
 	// default each request runs on its own goroutine and replies leave as
-	// they are ready.
+	// they are ready. It does not hold for UDP peers: datagrams carry no
+	// order, and their listener's one reading goroutine reads for every
+	// peer.
 	Serial bool
 	// MaxInFlight caps the calls and streams one connection may have
 	// running at once (default 256); past it, the connection's next call
 	// runs on its reading goroutine, which stops reading it until that one
-	// is done, and its next stream gets a 503 error reply (ErrBusy).
+	// is done, and its next stream gets a 503 error reply (ErrBusy). A UDP
+	// peer's next call gets the 503 too: its reading goroutine is every
+	// peer's.
 	MaxInFlight int
 	// NoHTTP and NoWebSocket turn off the HTTP and WebSocket forms of the
 	// port (by default a connection's first bytes decide which it speaks).

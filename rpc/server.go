@@ -145,15 +145,14 @@ func (s *Server) onClose(c *codec.Conn, _ error) {
 }
 
 // ErrBusy: a connection asked for a stream while it had MaxInFlight calls
-// and streams running; the request gets a 503 error reply naming it (a
-// stream cannot run on the reading goroutine, as a call past the cap does).
+// and streams running (over UDP: for any call); the request gets a 503
+// error reply naming it. A call past the cap on a stream connection runs
+// on its reading goroutine instead (back-pressure), which a stream cannot,
+// and which for a UDP peer would stop every peer of its listener.
 var ErrBusy = errors.New("rpc: too many calls in flight on this connection")
 
 // onMessage takes a connection's inbound SRMP message (borrowed) and runs
-// it: on the reading goroutine when its action is Inline (or unknown), the
-// server is Serial or the connection has MaxInFlight calls running; else
-// on a goroutine of its own. Streams always get their own goroutine, and
-// a 503 (ErrBusy) past MaxInFlight.
+// it where place says.
 func (s *Server) onMessage(c *codec.Conn, msg any) {
 	m, ok := msg.(*codec.Message)
 	if !ok || m.IsReply() {
@@ -164,17 +163,42 @@ func (s *Server) onMessage(c *codec.Conn, msg any) {
 	if !ok {
 		return
 	}
-	full := ss.running.Load() >= int32(s.cfg.MaxInFlight)
-	switch {
-	case a != nil && a.stream != nil && full:
-		s.refuse(ss, m, b.action, ErrBusy)
-	case a != nil && a.stream != nil:
-		s.spawn(ss, m)
-	case a == nil || a.inline || s.cfg.Serial || full:
+	switch s.place(ss, a) {
+	case runHere:
 		s.serve(ss, m, b, a)
-	default:
+	case runSpawned:
 		s.spawn(ss, m)
+	default:
+		s.refuse(ss, m, b.action, ErrBusy)
 	}
+}
+
+// Where a request runs.
+const (
+	runHere    = iota // on the reading goroutine
+	runSpawned        // on a goroutine of its own, counted
+	runRefused        // nowhere: a 503 (ErrBusy)
+)
+
+// place decides where a request for a (nil: unknown) runs: an unknown
+// action (a quick 404) and an Inline one (which never blocks, by contract)
+// run on the reading goroutine; so do a Serial server's calls and, for
+// back-pressure, calls past MaxInFlight; the rest get a goroutine of their
+// own. A stream cannot run on the reading goroutine, nor may a call of a
+// UDP peer, whose listener's one reading goroutine reads for every peer
+// (datagrams carry no order, so Serial does not hold there): past
+// MaxInFlight those are refused.
+func (s *Server) place(ss *Session, a *action) int {
+	mustSpawn := a != nil && a.stream != nil || ss.shared
+	switch {
+	case a == nil || a.inline:
+		return runHere
+	case ss.running.Load() < int32(s.cfg.MaxInFlight) && (mustSpawn || !s.cfg.Serial):
+		return runSpawned
+	case mustSpawn:
+		return runRefused
+	}
+	return runHere
 }
 
 // spawn runs a request on a goroutine of its own, counted (begin).
