@@ -51,7 +51,12 @@ type Config struct {
 	// Log receives handler panics (once each, with the stack) and dropped
 	// requests (default slog.Default()).
 	Log *slog.Logger
-	// PushTimeout bounds a push to one session (default 15 s).
+	// PushTimeout has no effect: a push never waits (Session.Push and
+	// PushAll queue it on the connection), and a peer that does not read
+	// its pushes is closed by the transport's limits (SendQueueBytes,
+	// WriteTimeout). It is still validated (not negative).
+	//
+	// Deprecated: set transport.Config.SendQueueBytes and WriteTimeout.
 	PushTimeout time.Duration
 }
 
