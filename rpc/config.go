@@ -17,7 +17,10 @@ type Config struct {
 	// Transport holds the connection settings (limits, timeouts, buffers).
 	Transport transport.Config
 	// Framer bounds the frames a connection may send (default 10 MiB;
-	// partial frames expire after 5 s).
+	// partial frames expire after 5 s). The same bounds hold for an HTTP
+	// request (header and body) and a WebSocket frame: one not complete
+	// Expire after its first byte ends the connection, as do first bytes
+	// that do not yet show the connection's protocol.
 	Framer codec.FramerConfig
 	// Serial handles each connection's requests one at a time on its
 	// reading goroutine, replies in order (NewLife Multiplex=false). By
@@ -77,6 +80,9 @@ const (
 func (c *Config) fill() {
 	if c.Framer.MaxFrame == 0 {
 		c.Framer.MaxFrame = codec.DefaultMaxFrame
+	}
+	if c.Framer.Expire == 0 {
+		c.Framer.Expire = codec.DefaultExpire // the gateway's partial requests expire too
 	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = defaultMaxInFlight

@@ -3,8 +3,10 @@ package rpc
 import (
 	"bytes"
 	"sync/atomic"
+	"time"
 
 	"github.com/lifenet/lifenet/codec"
+	"github.com/lifenet/lifenet/internal/mono"
 	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/rpc/internal/ws"
 )
@@ -26,12 +28,24 @@ import (
 // longer line gets 431). An SRMP request that happens to start like
 // "GET " is told apart by its binary bytes (the data block's length has a
 // zero byte), which no request line holds.
+//
+// The bytes the gateway holds of an incomplete unit (the first bytes while
+// detecting, an HTTP request, a WebSocket frame) are in no codec framer,
+// so the gateway expires them itself, as the codec does a partial frame:
+// a connection whose unit is not complete Framer.Expire after its first
+// byte ends with codec.ErrFrameExpired.
 type gateway struct {
-	s    *Server
-	ss   *Session
-	mode atomic.Int32
-	buf  []byte // bytes held while detecting, or of an HTTP request or WebSocket frame in progress
+	s     *Server
+	ss    *Session
+	mode  atomic.Int32
+	buf   []byte       // bytes held while detecting, or of an HTTP request or WebSocket frame in progress
+	since atomic.Int64 // mono instant the incomplete unit in buf began; 0: none
+	timer *time.Timer  // expires it (made on the first one; the reading goroutine's)
 }
+
+// keepBuf is the largest buffer an empty gateway keeps for its next unit:
+// a connection that once sent a large request does not hold its size.
+const keepBuf = 64 << 10
 
 const (
 	modeDetect int32 = iota
@@ -54,6 +68,14 @@ func (g *gateway) Read(c *codec.Context, msg any) error {
 	if !ok {
 		return c.FireRead(msg)
 	}
+	in := len(g.buf) + p.Total()
+	err := g.read(c, p)
+	g.track(c, len(g.buf) < in)
+	return err
+}
+
+// read handles p by the connection's mode.
+func (g *gateway) read(c *codec.Context, p *packet.Packet) error {
 	switch g.mode.Load() {
 	case modeSRMP:
 		return c.FireRead(p)
@@ -185,5 +207,44 @@ func (g *gateway) Write(c *codec.Context, msg any) error {
 	return err
 }
 
+// track starts the clock of the incomplete unit the gateway holds after a
+// read (anew when the read completed a unit: what is left is the next
+// one's), or stops it when nothing is held. progress says whether the read
+// consumed held bytes.
+func (g *gateway) track(c *codec.Context, progress bool) {
+	expire := g.s.cfg.Framer.Expire
+	switch {
+	case len(g.buf) == 0 || expire < 0:
+		if cap(g.buf) > keepBuf {
+			g.buf = nil
+		}
+		if g.since.Load() != 0 {
+			g.since.Store(0)
+		}
+	case progress || g.since.Load() == 0:
+		g.since.Store(mono.Now()) // before the timer is set: when it fires, the age is at least expire
+		if g.timer == nil {
+			g.timer = time.AfterFunc(expire, func() { g.expire(c, expire) })
+		} else {
+			g.timer.Reset(expire)
+		}
+	}
+}
+
+// expire ends the connection if the unit held when the timer was set is
+// still incomplete (runs on the timer's goroutine; a newer unit has set
+// the timer again).
+func (g *gateway) expire(c *codec.Context, expire time.Duration) {
+	if since := g.since.Load(); since != 0 && time.Duration(mono.Now()-since) >= expire {
+		c.Conn().Session().Abort(codec.ErrFrameExpired)
+	}
+}
+
 // Close implements codec.Closer.
-func (g *gateway) Close(*codec.Context, error) { g.buf = nil }
+func (g *gateway) Close(*codec.Context, error) {
+	g.buf = nil
+	g.since.Store(0)
+	if g.timer != nil {
+		g.timer.Stop()
+	}
+}

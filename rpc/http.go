@@ -56,9 +56,12 @@ func (g *gateway) serveHTTP(c *codec.Context) error {
 		}
 		g.buf = g.buf[:copy(g.buf, g.buf[n:])]
 		if req.Close {
+			g.mode.Store(modeClosing)
 			g.ss.conn.Close()
-			return nil
 		}
+	}
+	if g.mode.Load() == modeClosing {
+		g.buf = nil // the answer ends the connection: what follows is ignored, not held
 	}
 	return nil
 }

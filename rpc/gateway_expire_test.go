@@ -1,0 +1,96 @@
+package rpc_test
+
+import (
+	"context"
+	"io"
+	"iter"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lifenet/lifenet/codec"
+	"github.com/lifenet/lifenet/rpc"
+	"github.com/lifenet/lifenet/rpc/internal/ws"
+	"github.com/lifenet/lifenet/transport"
+)
+
+// expireCfg is a server config whose partial units expire after 50 ms.
+func expireCfg() rpc.Config {
+	return rpc.Config{Framer: codec.FramerConfig{Expire: 50 * time.Millisecond}}
+}
+
+// The bytes the gateway holds of an incomplete unit (the first bytes while
+// the protocol is undecided, an HTTP header or body, a WebSocket frame)
+// expire like a partial SRMP frame: the connection ends Framer.Expire
+// after the unit's first byte, counted as an expired frame. They used to
+// be in no framer, so a client that sent part of a request and stalled
+// kept the connection and its buffer until the idle timeout (20 min).
+func TestGatewayPartialsExpire(t *testing.T) {
+	cases := []struct {
+		name    string
+		ws      bool
+		partial string
+	}{
+		{"srmp frame", false, string(srmp(b0Request, 1, make([]byte, 100))[:50])}, // the codec's own, for comparison
+		{"undecided", false, "GE"},
+		{"http header", false, "GET /Api/Info HTTP/1.1\r\nHost: x\r\n"},
+		{"http body", false, "POST /Api/Info HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{"},
+		{"ws frame", true, "\x82\x7e\x03\xe8" + strings.Repeat("\x00", 10)}, // announces 1000 bytes, 10 sent
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv, addr := startServer(t, expireCfg(), nil)
+			rc := dialRaw(t, addr)
+			if c.ws {
+				rc = wsOpen(t, addr)
+			}
+			rc.write([]byte(c.partial))
+			if _, err := io.ReadAll(rc.r); err != nil {
+				t.Fatalf("the connection still holds a partial unit %v later: %v", testTimeout, err)
+			}
+			waitFor(t, "the close to be counted", func() bool {
+				return srv.Transport().Stats().Closed[transport.ReasonProtocol] == 1
+			})
+		})
+	}
+}
+
+// Only incomplete units expire: a keep-alive connection idle between
+// requests, a WebSocket connection idle between frames and an SSE stream
+// longer than Expire (with a request pipelined after it, which is
+// ignored, not held) all live on.
+func TestGatewayWholeUnitsDoNotExpire(t *testing.T) {
+	g := newGate(t, 1)
+	_, addr := startServer(t, expireCfg(), func(srv *rpc.Server) {
+		stdActions(t, srv)
+		must(t, rpc.HandleStream(srv, "Events/Held", func(ctx context.Context, _ struct{}) iter.Seq2[int, error] {
+			return func(yield func(int, error) bool) {
+				if g.wait(ctx) == nil {
+					yield(1, nil)
+				}
+			}
+		}))
+	})
+	t.Cleanup(g.open)
+	const get = "GET /Bench/NoArg HTTP/1.1\r\nHost: x\r\n\r\n"
+	keep := dialRaw(t, addr)
+	keep.httpDo(get)
+	wsc := wsOpen(t, addr)
+	sse := dialRaw(t, addr)
+	sse.write([]byte("GET /Events/Held HTTP/1.1\r\nHost: x\r\n\r\n" + get[:10]))
+	recv(t, g.entered, "the stream to start")
+
+	time.Sleep(4 * 50 * time.Millisecond) // a negative: nothing may expire meanwhile
+
+	if resp, b := keep.httpDo(get); resp.StatusCode != 200 || !strings.Contains(b, `"data":42`) {
+		t.Errorf("keep-alive connection after an idle while: %d %q", resp.StatusCode, b)
+	}
+	wsc.write(ws.AppendFrame(nil, ws.Binary, srmp(b0Request, 1, body(t, "Bench/NoArg", nil)), &testMask))
+	if f := wsc.readWS(); len(f.Payload) == 0 {
+		t.Error("WebSocket connection after an idle while: empty answer")
+	}
+	g.open()
+	if _, b := sse.readHTTP(); !strings.Contains(b, `"data":1`) { // read to the connection's end
+		t.Errorf("SSE stream longer than Expire: %q", b)
+	}
+}
