@@ -91,6 +91,9 @@ func (g *gateway) answerHTTP(c *codec.Context, req *http.Request, body []byte) e
 		return g.streamSSE(c, action, a, data)
 	}
 	out, k, err := s.exec(g.ss.ctx, g.ss, name, a, data, nil)
+	if s.stopped.Load() {
+		return nil // cut short by Close: it fails with its connection
+	}
 	if err != nil {
 		code, msg := errorCode(err)
 		return g.respond(c, req, action, int(code), kindText, []byte(msg))
@@ -143,12 +146,15 @@ func (g *gateway) runSSE(c *codec.Context, action string, a *action, data []byte
 		return c.WriteBytes(append(b, "\n\n"...))
 	}
 	err := g.s.runStream(g.ss, a, data, func(item []byte, k kind) error { return event(CodeOK, k, item) })
-	if err != nil {
+	switch {
+	case g.s.stopped.Load():
+		return // cut short by Close: it ends with its connection
+	case err != nil:
 		code, msg := errorCode(err)
 		event(int(code), kindText, []byte(msg))
-		return
+	default:
+		c.WriteBytes([]byte("data: \n\n"))
 	}
-	c.WriteBytes([]byte("data: \n\n"))
 }
 
 // httpArgs turns a request's query or body into the call's data: a JSON

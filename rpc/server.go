@@ -28,6 +28,9 @@ type Server struct {
 	started time.Time
 
 	closing atomic.Bool
+	// stopped: Close (or Shutdown past its ctx) began; calls cut short end
+	// unanswered, failing with their connections (see stop).
+	stopped atomic.Bool
 	pushSeq atomic.Uint32
 	// spawned counts the calls and streams running on goroutines of their
 	// own, server-wide, whether or not their connection is still open:
@@ -91,7 +94,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
-	stop := context.AfterFunc(ctx, s.cancel) // ctx's end must reach inline handlers before the transport waits for them
+	stop := context.AfterFunc(ctx, s.stop) // ctx's end must reach inline handlers before the transport waits for them
 	defer stop()
 	err := s.cs.Shutdown(ctx)
 	s.cancel()
@@ -102,8 +105,19 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // listener and connection at once.
 func (s *Server) Close() error {
 	s.closing.Store(true)
-	s.cancel() // first: an inline handler waiting on its ctx holds the reading goroutine cs.Close waits for
+	s.stop()
 	return s.cs.Close()
+}
+
+// stop cancels the calls' contexts, before the transport waits for the
+// reading goroutines: an inline handler waiting on its ctx holds one. The
+// calls it cuts short end unanswered (stopped is set before the cancel
+// they see), so that they fail with their closing connections, as they
+// would had the connections closed first, not with a reply saying their
+// context was cancelled.
+func (s *Server) stop() {
+	s.stopped.Store(true)
+	s.cancel()
 }
 
 // eachSession calls f for each open session (the codec server keeps the
@@ -273,6 +287,7 @@ func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action) {
 	*bp = out
 	switch {
 	case m.Kind == codec.KindOneWay: // never answered, even on error
+	case s.stopped.Load(): // cut short by Close: it fails with its connection
 	case !isErr:
 		ss.conn.ReplyBytes(m, out) // a closed connection drops it, as it would any write
 	default:

@@ -114,3 +114,34 @@ func TestShutdownWaitsForCallsOfClosedConnections(t *testing.T) {
 		t.Fatalf("Shutdown returned with %d call(s) running", n)
 	}
 }
+
+// The calls Close cuts short end unanswered: their callers see the
+// connection end, as they would had the connections closed first, not a
+// 500 saying the handler's context was cancelled (which Close, cancelling
+// the contexts before it closes the connections, could write first).
+func TestCloseLeavesCutCallsUnanswered(t *testing.T) {
+	const conns, calls = 8, 32
+	g := newGate(t, conns*calls)
+	srv, addr := startServer(t, rpc.Config{}, func(srv *rpc.Server) {
+		must(t, rpc.Handle(srv, "Slow/Ctx", func(ctx context.Context, _ struct{}) (int, error) {
+			return 1, g.wait(ctx)
+		}))
+	})
+	t.Cleanup(g.open)
+	rcs := make([]*rawConn, conns)
+	for i := range rcs {
+		rcs[i] = dialRaw(t, addr)
+		var in []byte
+		for j := range calls {
+			in = append(in, srmp(b0Request, byte(j+1), body(t, "Slow/Ctx", nil))...)
+		}
+		rcs[i].write(in)
+	}
+	for range conns * calls {
+		recv(t, g.entered, "the handlers to start")
+	}
+	must(t, srv.Close())
+	for _, rc := range rcs {
+		rc.expectEOF()
+	}
+}

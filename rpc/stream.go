@@ -71,7 +71,7 @@ func (s *Server) serveStream(ss *Session, m *codec.Message, b body, a *action) {
 	if !s.closing.Load() {
 		err = s.runStream(ss, a, b.data, send)
 	}
-	if oneWay {
+	if oneWay || s.stopped.Load() { // a stream cut short by Close fails with its connection
 		return
 	}
 	if err != nil {
