@@ -34,7 +34,9 @@ type Server struct {
 	pushSeq atomic.Uint32
 	// spawned counts the calls and streams running on goroutines of their
 	// own, server-wide, whether or not their connection is still open:
-	// Shutdown waits for them all.
+	// Shutdown waits for them all. Its two atomic adds per spawned call
+	// share one cache line between cores, small beside the goroutine the
+	// call starts; calls run inline (the benchmarks') do not touch it.
 	spawned atomic.Int64
 
 	dropped, panics atomic.Uint64

@@ -22,10 +22,10 @@ type streamer func(ctx context.Context, data []byte, send func(item []byte, k ki
 // with an error reply (an *ApiError's code, else 500). ctx is cancelled
 // when the caller's connection ends. Streams always run on a goroutine of
 // their own, counted against Config.MaxInFlight (past it the call gets a
-// 503 naming ErrBusy); over HTTP they answer as server-sent events (one `data: {"action","code","data"}` event per item,
-// written as it is yielded, then `data: ` empty) and the connection closes
-// after the last (a request pipelined after a streaming one is not
-// answered).
+// 503 naming ErrBusy); over HTTP they answer as server-sent events (one
+// `data: {"action","code","data"}` event per item, written as it is
+// yielded, then `data: ` empty) and the connection closes after the last
+// (a request pipelined after a streaming one is not answered).
 func HandleStream[A, T any](s *Server, name string, fn func(ctx context.Context, args A) iter.Seq2[T, error]) error {
 	st := func(ctx context.Context, data []byte, send func([]byte, kind) error) error {
 		var a A
