@@ -226,8 +226,10 @@ func (c *Client) redial(ctx context.Context, sl *slot) (*codec.Conn, error) {
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
 	sl.dialer = nil
-	if err == nil && c.closed.Load() {
-		cc.Close()
+	if c.closed.Load() { // Close came during the dial (and cancelled it)
+		if err == nil {
+			cc.Close()
+		}
 		err = ErrClosed
 	}
 	d.err, d.cut = err, err != nil && ctx.Err() != nil

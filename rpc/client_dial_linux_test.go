@@ -2,6 +2,7 @@ package rpc_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"syscall"
@@ -46,7 +47,19 @@ func TestReconnectDialHoldsUpNoOtherCall(t *testing.T) {
 	cfg.Transport.DialTimeout = 10 * time.Second
 	cl, err := rpc.Dial(context.Background(), addr, cfg)
 	must(t, err)
-	dropAccepted() // the client's connection ends; the next dial hangs
+	dropAccepted()      // the client's connection ends; the next dial hangs
+	for i := 0; ; i++ { // until the client has seen its connection end: calls then dial
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		start := time.Now()
+		cl.Invoke(ctx, "Any/Thing", nil, nil)
+		cancel()
+		if time.Since(start) >= 100*time.Millisecond {
+			break // it dialed until its context ended
+		}
+		if i == 50 {
+			t.Fatal("the client never redialed")
+		}
+	}
 	dialer := make(chan error, 1)
 	go func() { dialer <- cl.Invoke(context.Background(), "Any/Thing", nil, nil) }()
 	time.Sleep(50 * time.Millisecond) // the goroutine above is dialing
@@ -59,7 +72,7 @@ func TestReconnectDialHoldsUpNoOtherCall(t *testing.T) {
 	}
 	start = time.Now()
 	cl.Close()
-	if err := <-dialer; err == nil || time.Since(start) > time.Second {
-		t.Errorf("the reconnecting call after Close: %v after %v, want an error at once", err, time.Since(start))
+	if err := <-dialer; !errors.Is(err, rpc.ErrClosed) || time.Since(start) > time.Second {
+		t.Errorf("the reconnecting call after Close: %v after %v, want ErrClosed at once", err, time.Since(start))
 	}
 }
