@@ -35,12 +35,13 @@ import (
 // a connection whose unit is not complete Framer.Expire after its first
 // byte ends with codec.ErrFrameExpired.
 type gateway struct {
-	s     *Server
-	ss    *Session
-	mode  atomic.Int32
-	buf   []byte       // bytes held while detecting, or of an HTTP request or WebSocket frame in progress
-	since atomic.Int64 // mono instant the incomplete unit in buf began; 0: none
-	timer *time.Timer  // expires it (made on the first one; the reading goroutine's)
+	s         *Server
+	ss        *Session
+	mode      atomic.Int32
+	buf       []byte       // bytes held while detecting, or of an HTTP request or WebSocket frame in progress
+	continued bool         // 100 Continue went out for the HTTP request in buf
+	since     atomic.Int64 // mono instant the incomplete unit in buf began; 0: none
+	timer     *time.Timer  // expires it (made on the first one; the reading goroutine's)
 }
 
 // keepBuf is the largest buffer an empty gateway keeps for its next unit:
