@@ -235,10 +235,14 @@ func (s *Server) refuse(ss *Session, m *codec.Message, action []byte, err error)
 
 // replyError answers m with an error reply: action, code and msg.
 func replyError(ss *Session, m *codec.Message, action []byte, code int32, msg string) {
-	out := appendCode(appendNameBytes(nil, action), code)
-	out = append(appendDataLen(out, len(msg)), msg...)
-	p := packet.Get(len(out))
-	copy(p.Bytes(), out)
+	sendErrorReply(ss, m, appendError(appendNameBytes(nil, action), code, msg))
+}
+
+// sendErrorReply sends body, an error reply's body, as m's error reply (a
+// copy: the caller keeps body).
+func sendErrorReply(ss *Session, m *codec.Message, body []byte) {
+	p := packet.Get(len(body))
+	copy(p.Bytes(), body)
 	ss.conn.ReplyError(m, p)
 }
 
@@ -293,9 +297,7 @@ func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action) {
 	case !isErr:
 		ss.conn.ReplyBytes(m, out) // a closed connection drops it, as it would any write
 	default:
-		p := packet.Get(len(out))
-		copy(p.Bytes(), out)
-		ss.conn.ReplyError(m, p)
+		sendErrorReply(ss, m, out)
 	}
 }
 
@@ -336,9 +338,7 @@ func (s *Server) call(ctx context.Context, ss *Session, b body, a *action, dst [
 	out, k, err := s.exec(ctx, ss, b.action, a, b.data, dst)
 	if err != nil {
 		code, msg := errorCode(err)
-		out = appendCode(dst[:off], code)
-		out = appendDataLen(out, len(msg))
-		return append(out, msg...), true
+		return appendError(dst[:off], code, msg), true
 	}
 	if k == kindNull {
 		return out[:off], false

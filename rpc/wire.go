@@ -106,6 +106,13 @@ func appendCode(dst []byte, code int32) []byte {
 	return binary.LittleEndian.AppendUint32(dst, uint32(code))
 }
 
+// appendError appends an error reply's code and message (after its action
+// name).
+func appendError(dst []byte, code int32, msg string) []byte {
+	dst = appendDataLen(appendCode(dst, code), len(msg))
+	return append(dst, msg...)
+}
+
 // patchDataLen writes the length of the data that follows a length field
 // reserved at off.
 func patchDataLen(b []byte, off int) {
