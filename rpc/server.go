@@ -205,7 +205,8 @@ const (
 // (datagrams carry no order, so Serial does not hold there): past
 // MaxInFlight those are refused.
 func (s *Server) place(ss *Session, a *action) int {
-	mustSpawn := a != nil && a.stream != nil || ss.shared
+	shared := ss.conn.Session().Datagram() // a UDP peer: its listener's one reading goroutine reads for every peer
+	mustSpawn := a != nil && a.stream != nil || shared
 	switch {
 	case a == nil || a.inline:
 		return runHere

@@ -26,7 +26,6 @@ type Session struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	running atomic.Int32 // calls running on their own goroutines
-	shared  bool         // a UDP peer: its listener's one reading goroutine reads for every peer
 	proto   atomic.Int32 // protoUndecided, protoSRMP or protoHTTP: where pushes may go
 	token   atomic.Pointer[string]
 }
@@ -43,7 +42,7 @@ const (
 type sessionKey struct{}
 
 func newSession(s *Server, c *codec.Conn) *Session {
-	ss := &Session{srv: s, conn: c, shared: c.Session().Datagram()}
+	ss := &Session{srv: s, conn: c}
 	ctx, cancel := context.WithCancel(s.ctx)
 	ss.ctx, ss.cancel = context.WithValue(ctx, sessionKey{}, ss), cancel
 	if s.cfg.NoHTTP && s.cfg.NoWebSocket {
