@@ -243,21 +243,34 @@ func (c *Client) redial(ctx context.Context, sl *slot) (*codec.Conn, error) {
 
 // dialAny dials the servers in turn from the current one until one
 // answers (failover), or ctx ends.
-func (c *Client) dialAny(ctx context.Context) (*codec.Client, error) {
+func (c *Client) dialAny(ctx context.Context) (cc *codec.Client, err error) {
+	err = c.eachServer(func(k int) (bool, error) {
+		var err error
+		cc, err = c.dial(ctx, c.addrs[k])
+		if err != nil && ctx.Err() != nil {
+			return true, fmt.Errorf("%w: %w", ErrNoServer, err) // not the server's fault: no failover
+		}
+		return err == nil, err
+	})
+	return cc, err
+}
+
+// eachServer calls try with the servers' indexes in turn, from the current
+// server, until a try is done; a server whose try is not done is failed
+// over (the next one becomes current). It returns the done try's error,
+// or ErrNoServer with the last error when no try was done.
+func (c *Client) eachServer(try func(k int) (done bool, err error)) error {
 	var last error
 	for range c.addrs {
 		k := int(c.server.Load()) % len(c.addrs)
-		cc, err := c.dial(ctx, c.addrs[k])
-		if err == nil {
-			return cc, nil
+		done, err := try(k)
+		if done {
+			return err
 		}
 		last = err
-		if ctx.Err() != nil {
-			break
-		}
 		c.server.CompareAndSwap(uint32(k), uint32(k+1)) // fail over
 	}
-	return nil, fmt.Errorf("%w: %w", ErrNoServer, last)
+	return fmt.Errorf("%w: %w", ErrNoServer, last)
 }
 
 // ended reports whether a connection is closing or closed.

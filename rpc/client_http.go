@@ -35,24 +35,20 @@ func (c *Client) invokeHTTP(ctx context.Context, action string, args, result any
 		ctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
 		defer cancel()
 	}
-	var last error
-	for range c.addrs {
-		k := int(c.server.Load()) % len(c.addrs)
+	return c.eachServer(func(k int) (bool, error) {
 		resp, sent, err := c.post(ctx, k, action, body)
 		switch {
 		case err == nil:
-			return decodeHTTP(resp, action, result, c.cfg.Framer.MaxFrame)
+			return true, decodeHTTP(resp, action, result, c.cfg.Framer.MaxFrame)
 		case caller.Err() != nil:
-			return fmt.Errorf("rpc: %s: %w", action, caller.Err())
+			return true, fmt.Errorf("rpc: %s: %w", action, caller.Err())
 		case ctx.Err() != nil: // the client's Timeout
-			return fmt.Errorf("rpc: %s: %w", action, codec.ErrTimeout)
+			return true, fmt.Errorf("rpc: %s: %w", action, codec.ErrTimeout)
 		case sent: // the server may have run it: no other server gets it again
-			return fmt.Errorf("rpc: %s: %w: %w", action, codec.ErrConnClosed, err)
+			return true, fmt.Errorf("rpc: %s: %w: %w", action, codec.ErrConnClosed, err)
 		}
-		last = err
-		c.server.CompareAndSwap(uint32(k), uint32(k+1))
-	}
-	return fmt.Errorf("%w: %w", ErrNoServer, last)
+		return false, err
+	})
 }
 
 // post sends one call to server k; sent reports whether the request was
