@@ -64,7 +64,7 @@ func (s *Session) admitLocked(n int) error {
 		s.mu.Unlock()
 		return notWritten{s.closedErr()}
 	}
-	if s.datagram && n > MaxDatagram && n > s.maxDatagram() {
+	if s.datagram && n > s.maxDatagram() {
 		s.mu.Unlock()
 		return notWritten{fmt.Errorf("%w: %d bytes", ErrDatagramTooLarge, n)}
 	}
