@@ -173,7 +173,10 @@ func (c *Client) openStream(ctx context.Context, action string, args any) (*stre
 func (q *streamQueue) push(m *codec.Message, err error) codec.StreamStep {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	step := codec.StreamMore
+	step, end := codec.StreamMore, error(nil)
+	if err == nil {
+		step, end = endOf(m)
+	}
 	switch {
 	case q.dropped:
 		return codec.StreamLeave
@@ -182,11 +185,8 @@ func (q *streamQueue) push(m *codec.Message, err error) codec.StreamStep {
 		if q.err == nil {
 			q.err = errStreamEnd
 		}
-	case q.ended(m):
-		step = codec.StreamDone
-		if !errors.Is(q.err, errStreamEnd) { // a reply that is not a body: the stream is broken
-			step = codec.StreamLeave
-		}
+	case end != nil:
+		q.err = end
 	case len(q.items) >= MaxStreamBuffer || q.bytes+payloadLen(m) > MaxStreamBufferBytes:
 		q.err, step = ErrStreamOverflow, codec.StreamLeave
 	default:
@@ -207,18 +207,19 @@ func payloadLen(m *codec.Message) int {
 	return m.Payload.Total()
 }
 
-// ended reports whether reply m ends the stream, setting q.err: a reply
-// whose data is empty ends it (NewLife's client stops there), and one that
-// is not a reply body at all ends it with that error. Called with q.mu held.
-func (q *streamQueue) ended(m *codec.Message) bool {
+// endOf says whether reply m ends the stream, and how: a reply whose data
+// is empty is its end (StreamDone, errStreamEnd; NewLife's client stops
+// there), one that is not a reply body at all breaks it (StreamLeave, with
+// that error); any other is an item (StreamMore, nil).
+func endOf(m *codec.Message) (codec.StreamStep, error) {
 	b, err := parseBody(m.PayloadBytes(), false)
 	switch {
 	case err != nil:
-		q.err = fmt.Errorf("rpc: stream: %w", err)
+		return codec.StreamLeave, fmt.Errorf("rpc: stream: %w", err)
 	case len(b.data) == 0:
-		q.err = errStreamEnd
+		return codec.StreamDone, errStreamEnd
 	}
-	return q.err != nil
+	return codec.StreamMore, nil
 }
 
 // next returns the next reply (owned) or the stream's end.
