@@ -52,6 +52,15 @@ func (s *Session) receiveStream(firstByte time.Duration) {
 				s.conn.SetReadDeadline(mono.Time(t).Add(idle + clockTick))
 			}
 		}
+		// Checked after the deadline moves: a drain started by another
+		// goroutine sets draining before its interrupting deadline, which
+		// the move above may have overwritten; the read would then wait
+		// for the peer or the idle timeout.
+		if s.draining.Load() {
+			s.drainSends()
+			s.endDrain()
+			return
+		}
 		n, err := s.conn.Read(buf.Bytes())
 		if n > 0 {
 			if !gotFirst {
@@ -72,12 +81,7 @@ func (s *Session) receiveStream(firstByte time.Duration) {
 			s.closeWith(ReasonPeerClosed, nil)
 			return
 		}
-		if s.draining.Load() {
-			s.drainSends()
-			s.endDrain()
-			return
-		}
-		if err != nil {
+		if err != nil && !s.draining.Load() { // a drain's interrupt is no error: the loop's top drains
 			s.closeWith(s.readReason(err, gotFirst), causeOf(err))
 			return
 		}
