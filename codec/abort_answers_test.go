@@ -80,7 +80,7 @@ func TestProtocolErrorAnswersEarlierRequests(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			closed := make(chan error, 1)
 			_, addr := serve(t, "tcp", codec.Options{
-				Pipeline: codec.NewPipeline(codec.SRMP(codec.FramerConfig{MaxFrame: 1024})),
+				Pipeline: codec.NewPipeline(codec.SRMPFraming(codec.FramerConfig{MaxFrame: 1024})),
 				Handler:  echoSRMP,
 				OnClose:  func(_ *codec.Conn, err error) { closed <- err },
 			})

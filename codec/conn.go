@@ -98,7 +98,7 @@ type Conn struct {
 	lead   *lead      // a ReceiveSync client's read turn; nil when a receive goroutine reads
 
 	srmp    srmpHandler         // the pipeline's tail when it is the SRMP stage: replies skip making a Message
-	srmpCtx *Context            // its context; nil when the tail is something else
+	srmpCtx *HandlerContext     // its context; nil when the tail is something else
 	lf      *lengthFieldHandler // the pipeline's only stage when it is the length-field one
 	flat    *flatReplies        // the flat read path of a one-stage pipeline; nil otherwise
 
@@ -316,17 +316,17 @@ func (c *Conn) RequestBytes(ctx context.Context, flag uint8, payload []byte) (*M
 	return waitTyped[*Message](ctx, c, key, ch, err)
 }
 
-// MaxEcho is the longest prefix RequestBytesEcho compares.
-const MaxEcho = 64
+// MaxPrefix is the longest prefix RequestBytesPrefixed compares.
+const MaxPrefix = 64
 
-// RequestBytesEcho is RequestBytes for a protocol whose replies repeat the
+// RequestBytesPrefixed is RequestBytes for a protocol whose replies repeat the
 // start of their request (NewLife's RPC repeats the action name): a reply
 // with the request's sequence number that does not start with the first
-// echo bytes of payload (at most MaxEcho) is taken for an earlier request's
+// prefixLen bytes of payload (at most [MaxPrefix]) is taken for an earlier request's
 // late or repeated reply — SRMP has 256 numbers, so they are reused — and
 // dropped, counted in MatchStats.Unknown, while the request waits on.
-func (c *Conn) RequestBytesEcho(ctx context.Context, flag uint8, payload []byte, echo int) (*Message, error) {
-	key, ch, err := c.startBytes(ctx, flag, payload, nil, payload[:min(echo, MaxEcho, len(payload))])
+func (c *Conn) RequestBytesPrefixed(ctx context.Context, flag uint8, payload []byte, prefixLen int) (*Message, error) {
+	key, ch, err := c.startBytes(ctx, flag, payload, nil, payload[:min(prefixLen, MaxPrefix, len(payload))])
 	return waitTyped[*Message](ctx, c, key, ch, err)
 }
 
@@ -399,8 +399,8 @@ const (
 
 // RequestStream sends an SRMP request with flag and a copy of payload that
 // may have many replies, all with its sequence number (NewLife's
-// server-streaming calls). Like RequestBytesEcho, it takes only replies
-// that start with the first echo bytes of payload. cb gets each reply,
+// server-streaming calls). Like RequestBytesPrefixed, it takes only replies
+// that start with the first prefixLen bytes of payload. cb gets each reply,
 // borrowed, on the reading goroutine, and returns what it wants next; the
 // request ends when cb returns StreamDone or StreamLeave, or gets an error
 // (its step then does not matter): an error reply, ErrTimeout when no
@@ -408,11 +408,11 @@ const (
 // sequence number stays taken until then, and after a timeout or
 // StreamLeave as StreamLeave says. cb must not block. A ReceiveSync client
 // refuses it (ErrAsyncNeedsEvents).
-func (c *Conn) RequestStream(ctx context.Context, flag uint8, payload []byte, echo int, cb func(reply *Message, err error) StreamStep) error {
+func (c *Conn) RequestStream(ctx context.Context, flag uint8, payload []byte, prefixLen int, cb func(reply *Message, err error) StreamStep) error {
 	if c.lead != nil {
 		return ErrAsyncNeedsEvents
 	}
-	_, _, err := c.startBytes(ctx, flag, payload, &callback{stream: cb}, payload[:min(echo, MaxEcho, len(payload))])
+	_, _, err := c.startBytes(ctx, flag, payload, &callback{stream: cb}, payload[:min(prefixLen, MaxPrefix, len(payload))])
 	return err
 }
 
@@ -475,7 +475,7 @@ func (c *Conn) startPacket(ctx context.Context, p *packet.Packet, cb *callback) 
 
 // start registers a request and sends it with send, which gets the
 // request's key (for SRMP its sequence number).
-func (c *Conn) start(ctx context.Context, want Match, cb *callback, echo []byte, send func(key int) error) (int, chan result, error) {
+func (c *Conn) start(ctx context.Context, want MatchMode, cb *callback, echo []byte, send func(key int) error) (int, chan result, error) {
 	if err := c.checkFormat(want); err != nil {
 		return 0, nil, err
 	}
@@ -542,7 +542,7 @@ func (c *Conn) sendCoalesced(key int, blocking bool, send func(int) error) error
 	return err
 }
 
-func (c *Conn) checkFormat(want Match) error {
+func (c *Conn) checkFormat(want MatchMode) error {
 	switch got := c.opts.Pipeline.match; {
 	case got == MatchNone:
 		return ErrNoMatch
@@ -570,7 +570,7 @@ func (c *Conn) Stats() MatchStats {
 }
 
 // String names a matching mode.
-func (m Match) String() string {
+func (m MatchMode) String() string {
 	switch m {
 	case MatchSRMP:
 		return "sequence (SRMP)"

@@ -17,7 +17,9 @@ import (
 	"github.com/lifenet/lifenet/transport"
 )
 
-func srmpPipeline() *codec.Pipeline { return codec.NewPipeline(codec.SRMP(codec.FramerConfig{})) }
+func srmpPipeline() *codec.Pipeline {
+	return codec.NewPipeline(codec.SRMPFraming(codec.FramerConfig{}))
+}
 
 func lfPipeline() *codec.Pipeline {
 	return codec.NewPipeline(codec.LengthFieldFraming(codec.LengthField{}, codec.FramerConfig{}))
@@ -401,7 +403,7 @@ func TestLengthFieldFIFOTimeoutKeepsStep(t *testing.T) {
 func TestOversizedFrameAbortsSession(t *testing.T) {
 	leakcheck.Check(t)
 	closed := make(chan error, 1)
-	_, addr := serve(t, "tcp", codec.Options{Pipeline: codec.NewPipeline(codec.SRMP(codec.FramerConfig{MaxFrame: 1024})),
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: codec.NewPipeline(codec.SRMPFraming(codec.FramerConfig{MaxFrame: 1024})),
 		OnClose: func(_ *codec.Conn, err error) { closed <- err }})
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {

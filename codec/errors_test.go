@@ -16,8 +16,8 @@ import (
 // passThrough is a pipeline stage that frames nothing.
 type passThrough struct{}
 
-func (passThrough) Read(c *codec.Context, msg any) error  { return c.FireRead(msg) }
-func (passThrough) Write(c *codec.Context, msg any) error { return c.FireWrite(msg) }
+func (passThrough) Read(c *codec.HandlerContext, msg any) error  { return c.FireRead(msg) }
+func (passThrough) Write(c *codec.HandlerContext, msg any) error { return c.FireWrite(msg) }
 
 // Pipeline.Match follows from the framing stage nearest the tail.
 func TestPipelineMatch(t *testing.T) {
@@ -25,15 +25,15 @@ func TestPipelineMatch(t *testing.T) {
 	lf := codec.LengthFieldFraming(codec.LengthField{}, codec.FramerConfig{})
 	for _, c := range []struct {
 		p    *codec.Pipeline
-		want codec.Match
+		want codec.MatchMode
 	}{
 		{codec.NewPipeline(), codec.MatchNone},
 		{codec.NewPipeline(pass), codec.MatchNone},
-		{codec.NewPipeline(codec.SRMP(codec.FramerConfig{})), codec.MatchSRMP},
-		{codec.NewPipeline(codec.SRMP(codec.FramerConfig{}), pass), codec.MatchSRMP},
+		{codec.NewPipeline(codec.SRMPFraming(codec.FramerConfig{})), codec.MatchSRMP},
+		{codec.NewPipeline(codec.SRMPFraming(codec.FramerConfig{}), pass), codec.MatchSRMP},
 		{codec.NewPipeline(lf), codec.MatchFIFO},
-		{codec.NewPipeline(codec.Lines(codec.Delimiter{}, codec.FramerConfig{})), codec.MatchFIFO},
-		{codec.NewPipeline(lf, codec.SRMP(codec.FramerConfig{})), codec.MatchSRMP}, // SRMP inside length-field frames
+		{codec.NewPipeline(codec.DelimiterFraming(codec.Delimiter{}, codec.FramerConfig{})), codec.MatchFIFO},
+		{codec.NewPipeline(lf, codec.SRMPFraming(codec.FramerConfig{})), codec.MatchSRMP}, // SRMP inside length-field frames
 	} {
 		if got := c.p.Match(); got != c.want {
 			t.Errorf("Match() = %v, want %v", got, c.want)

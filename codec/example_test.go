@@ -48,7 +48,7 @@ func Example_echoServer() {
 // (The server answers in upper case; its handler borrows the request.)
 func Example_requestClient() {
 	ctx := context.Background()
-	pipeline := codec.NewPipeline(codec.SRMP(codec.FramerConfig{}))
+	pipeline := codec.NewPipeline(codec.SRMPFraming(codec.FramerConfig{}))
 	srv, _ := codec.NewServer(transport.Config{}, codec.Options{Pipeline: pipeline,
 		Handler: func(c *codec.Conn, msg any) {
 			req := msg.(*codec.Message)
@@ -117,7 +117,7 @@ func ExampleDial_receiveSync() {
 // owned copy (the borrowed one is reused for the next frame).
 func ExampleMessage_Keep() {
 	var kept []*codec.Message
-	chain := codec.NewPipeline(codec.SRMP(codec.FramerConfig{})).NewChain(nil, func(msg any) error {
+	chain := codec.NewPipeline(codec.SRMPFraming(codec.FramerConfig{})).NewChain(nil, func(msg any) error {
 		kept = append(kept, msg.(*codec.Message).Keep())
 		return nil
 	})

@@ -18,7 +18,7 @@ import (
 func expiringServer(t *testing.T) (string, chan error) {
 	ended := make(chan error, 8)
 	_, addr := serve(t, "tcp", codec.Options{
-		Pipeline: codec.NewPipeline(codec.SRMP(codec.FramerConfig{Expire: 300 * time.Millisecond})),
+		Pipeline: codec.NewPipeline(codec.SRMPFraming(codec.FramerConfig{Expire: 300 * time.Millisecond})),
 		Handler:  echoSRMP,
 		OnClose:  func(_ *codec.Conn, err error) { ended <- err },
 	})

@@ -219,9 +219,9 @@ func TestFramerLendsViews(t *testing.T) {
 	var kept []*packet.Packet
 	f := codec.NewFramer(codec.SRMPSplitter{}, codec.FramerConfig{})
 	err := f.Feed(rx, func(fr *packet.Packet) error {
-		if !fr.Borrowed() || !fr.Owned() || fr.RefCount() != 1 {
+		if !fr.Borrowed() || !fr.Pooled() || fr.RefCount() != 1 {
 			t.Errorf("frame of %d bytes: borrowed %v owned %v refs %d, want a borrowed view of the input holding no reference",
-				fr.Len(), fr.Borrowed(), fr.Owned(), fr.RefCount())
+				fr.Len(), fr.Borrowed(), fr.Pooled(), fr.RefCount())
 		}
 		fr.Release() // does nothing: the loan holds no reference
 		if rx.RefCount() != 1 || fr.Len() == 0 {
@@ -261,11 +261,11 @@ func TestFramerLendsViews(t *testing.T) {
 	plain := packet.Wrap(buf)
 	kept = kept[:0]
 	f.Feed(plain, func(fr *packet.Packet) error {
-		if !fr.Borrowed() || fr.Owned() {
-			t.Errorf("frame of plain input: borrowed %v owned %v", fr.Borrowed(), fr.Owned())
+		if !fr.Borrowed() || fr.Pooled() {
+			t.Errorf("frame of plain input: borrowed %v owned %v", fr.Borrowed(), fr.Pooled())
 		}
 		k := fr.Keep()
-		if !k.Owned() || k.RefCount() != 1 {
+		if !k.Pooled() || k.RefCount() != 1 {
 			t.Errorf("Keep of a frame of plain input is not an owned copy")
 		}
 		kept = append(kept, k)

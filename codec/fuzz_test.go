@@ -152,7 +152,7 @@ func FuzzPipelineSRMP(f *testing.F) {
 		start := packet.TrackBuffers()
 		frames := frameBoth(t, codec.SRMPSplitter{}, data, cuts)
 		var got []*codec.Message
-		chain := codec.NewPipeline(codec.SRMP(codec.FramerConfig{MaxFrame: 1 << 16})).NewChain(discard, func(msg any) error {
+		chain := codec.NewPipeline(codec.SRMPFraming(codec.FramerConfig{MaxFrame: 1 << 16})).NewChain(discard, func(msg any) error {
 			m := msg.(*codec.Message)
 			if !m.Borrowed() {
 				t.Fatal("message not borrowed")

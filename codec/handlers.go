@@ -9,7 +9,7 @@ import (
 // read in progress.
 type framing struct {
 	framer *Framer
-	ctx    *Context
+	ctx    *HandlerContext
 	decode frameDecode
 	header int // length-field with a fixed-size field: the header to skip
 	lf     *LengthField
@@ -58,7 +58,7 @@ func (f *framing) next(msg any) error {
 }
 
 // read frames a borrowed packet; anything else passes through.
-func (f *framing) read(c *Context, msg any) error {
+func (f *framing) read(c *HandlerContext, msg any) error {
 	p, ok := msg.(*packet.Packet)
 	if !ok {
 		return c.FireRead(msg)
@@ -73,13 +73,13 @@ func (f *framing) read(c *Context, msg any) error {
 	return nil
 }
 
-// Close drops a partial frame when the connection ends.
-func (f *framing) Close(*Context, error) { f.framer.Reset() }
+// Closed drops a partial frame when the connection ends.
+func (f *framing) Closed(*HandlerContext, error) { f.framer.Reset() }
 
 // writeSmall sends a small message as one copy into the connection's send
 // buffer: header, then the payload's bytes (a single segment). It releases
 // an owned payload; a borrowed one is the lender's.
-func writeSmall(c *Context, header []byte, payload *packet.Packet) error {
+func writeSmall(c *HandlerContext, header []byte, payload *packet.Packet) error {
 	if payload == nil {
 		return c.WriteBytes(header)
 	}
@@ -97,19 +97,19 @@ func small(payload *packet.Packet) bool {
 // *Message values.
 type srmpHandler struct{ *framing }
 
-// SRMP returns the pipeline stage of NewLife's StandardCodec: inbound
+// SRMPFraming returns the pipeline stage of NewLife's StandardCodec: inbound
 // bytes become borrowed *Message values (see Message), outbound *Message
 // values become frames. Requests on its connections match replies by
 // sequence number.
-func SRMP(cfg FramerConfig) func() Handler {
+func SRMPFraming(cfg FramerConfig) func() Handler {
 	return func() Handler { return srmpHandler{newFraming(SRMPSplitter{}, cfg, decodeSRMP)} }
 }
 
-func (srmpHandler) match() Match { return MatchSRMP }
+func (srmpHandler) match() MatchMode { return MatchSRMP }
 
-func (h srmpHandler) Read(c *Context, msg any) error { return h.read(c, msg) }
+func (h srmpHandler) Read(c *HandlerContext, msg any) error { return h.read(c, msg) }
 
-func (h srmpHandler) Write(c *Context, msg any) error {
+func (h srmpHandler) Write(c *HandlerContext, msg any) error {
 	m, ok := msg.(*Message)
 	if !ok {
 		return c.FireWrite(msg)
@@ -123,7 +123,7 @@ func (h srmpHandler) Write(c *Context, msg any) error {
 
 // writeMessage encodes one message from its parts, taking ownership of
 // payload (a borrowed payload is copied or kept).
-func (srmpHandler) writeMessage(c *Context, kind Kind, flag, seq uint8, payload *packet.Packet) error {
+func (srmpHandler) writeMessage(c *HandlerContext, kind Kind, flag, seq uint8, payload *packet.Packet) error {
 	if small(payload) {
 		n := 0
 		if payload != nil {
@@ -165,9 +165,9 @@ func LengthFieldFraming(lf LengthField, cfg FramerConfig) func() Handler {
 	}
 }
 
-func (*lengthFieldHandler) match() Match { return MatchFIFO }
+func (*lengthFieldHandler) match() MatchMode { return MatchFIFO }
 
-func (h *lengthFieldHandler) Read(c *Context, msg any) error { return h.read(c, msg) }
+func (h *lengthFieldHandler) Read(c *HandlerContext, msg any) error { return h.read(c, msg) }
 
 // lfHeaderRoom is the header size the copy path writes from the stack.
 const lfHeaderRoom = 16
@@ -186,7 +186,7 @@ func (h *lengthFieldHandler) smallHeader(p *packet.Packet) (hdr [lfHeaderRoom]by
 	return hdr, k, true, err
 }
 
-func (h *lengthFieldHandler) Write(c *Context, msg any) error {
+func (h *lengthFieldHandler) Write(c *HandlerContext, msg any) error {
 	p, ok := msg.(*packet.Packet)
 	if !ok {
 		return c.FireWrite(msg)
@@ -211,22 +211,22 @@ type delimiterHandler struct {
 	d Delimiter
 }
 
-// Lines returns the pipeline stage of NewLife's SplitDataCodec: inbound
+// DelimiterFraming returns the pipeline stage of NewLife's SplitDataCodec: inbound
 // frames are borrowed packets that end with (and include) the delimiter;
 // outbound packets get it appended. MaxFrame defaults to DefaultMaxLine.
 // Requests on its connections match replies in order (FIFO).
-func Lines(d Delimiter, cfg FramerConfig) func() Handler {
+func DelimiterFraming(d Delimiter, cfg FramerConfig) func() Handler {
 	if cfg.MaxFrame == 0 {
 		cfg.MaxFrame = DefaultMaxLine
 	}
 	return func() Handler { return &delimiterHandler{newFraming(d, cfg, decodeWhole), d} }
 }
 
-func (*delimiterHandler) match() Match { return MatchFIFO }
+func (*delimiterHandler) match() MatchMode { return MatchFIFO }
 
-func (h *delimiterHandler) Read(c *Context, msg any) error { return h.read(c, msg) }
+func (h *delimiterHandler) Read(c *HandlerContext, msg any) error { return h.read(c, msg) }
 
-func (h *delimiterHandler) Write(c *Context, msg any) error {
+func (h *delimiterHandler) Write(c *HandlerContext, msg any) error {
 	p, ok := msg.(*packet.Packet)
 	if !ok {
 		return c.FireWrite(msg)
@@ -241,3 +241,5 @@ func (h *delimiterHandler) Write(c *Context, msg any) error {
 	}
 	return c.FireWrite(h.d.Encode(p.Keep()))
 }
+
+var _ CloseHandler = (*framing)(nil) // a framing stage drops its partial frame when the connection ends

@@ -174,7 +174,7 @@ func TestHostileServerUnknownSequences(t *testing.T) {
 
 // Every reply sent twice: 1,000 requests one after another, where the
 // duplicate arrives before the number is used again, and 1,000 from 20
-// goroutines at once with RequestBytesEcho, where a duplicate may meet a new
+// goroutines at once with RequestBytesPrefixed, where a duplicate may meet a new
 // request holding the same number and must be refused by its payload. Each
 // request gets its own reply; exactly 2,000 duplicates are counted.
 func TestHostileServerDuplicatedReplies(t *testing.T) {
@@ -196,7 +196,7 @@ func TestHostileServerDuplicatedReplies(t *testing.T) {
 				wg.Go(func() {
 					for i := range 50 {
 						body := fmt.Sprintf("dup %d/%d", g, i)
-						r, err := c.Conn().RequestBytesEcho(context.Background(), codec.FlagPacket, []byte(body), len(body))
+						r, err := c.Conn().RequestBytesPrefixed(context.Background(), codec.FlagPacket, []byte(body), len(body))
 						if err != nil {
 							t.Errorf("request %s: %v", body, err)
 							return

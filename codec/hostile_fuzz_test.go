@@ -95,7 +95,7 @@ func FuzzPipelineLines(f *testing.F) {
 			p.Release()
 			fr.Reset()
 		}
-		got := pipelineFrames(t, codec.Lines(d, cfg), data, cuts)
+		got := pipelineFrames(t, codec.DelimiterFraming(d, cfg), data, cuts)
 		if len(got) != len(frames) {
 			t.Fatalf("stage gave %d lines, framer %d", len(got), len(frames))
 		}
@@ -206,7 +206,7 @@ func startFuzzServers(f *testing.F) *fuzzServers {
 		stage func() codec.Handler
 		h     func(*codec.Conn, any)
 	}{
-		{&fs.srmp, codec.SRMP(cfg), echoSRMP},
+		{&fs.srmp, codec.SRMPFraming(cfg), echoSRMP},
 		{&fs.lf, codec.LengthFieldFraming(codec.LengthField{}, cfg), func(c *codec.Conn, msg any) { c.Write(msg) }},
 	} {
 		srv, err := codec.NewServer(transport.Config{}, codec.Options{Pipeline: codec.NewPipeline(s.stage), Handler: s.h, OnClose: onClose})

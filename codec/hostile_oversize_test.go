@@ -100,7 +100,7 @@ func TestOversizedLengthsTakeNoMemoryServer(t *testing.T) {
 	var corrupt, tooLarge, other atomic.Int32
 	ended := make(chan struct{}, oversizeFrames+1)
 	srv, addr := serveCfg(t, "tcp", transport.Config{}, codec.Options{
-		Pipeline: codec.NewPipeline(codec.SRMP(codec.FramerConfig{MaxFrame: oversizeLimit})),
+		Pipeline: codec.NewPipeline(codec.SRMPFraming(codec.FramerConfig{MaxFrame: oversizeLimit})),
 		Handler:  func(*codec.Conn, any) { t.Error("a message reached the handler") },
 		OnClose: func(_ *codec.Conn, err error) {
 			var ce *transport.CloseError

@@ -162,7 +162,7 @@ func srmpTable() frameTable {
 	cases = append(cases, truncations("short frame", nil, nil, short)...)
 	cases = append(cases, truncations("long-form frame", nil, nil, long)...)
 	cases = append(cases, truncations("frame after a whole one", short, []int{12}, cat(srmpShort(srmpRequest, 2, 2), filler(2)))...)
-	return frameTable{name: "srmp 1KiB", split: codec.SRMPSplitter{}, cfg: cfg, stage: codec.SRMP(cfg), size: srmpSize, cases: cases}
+	return frameTable{name: "srmp 1KiB", split: codec.SRMPSplitter{}, cfg: cfg, stage: codec.SRMPFraming(cfg), size: srmpSize, cases: cases}
 }
 
 // srmpLargeTable: SRMP with a limit past the short form, so that the long
@@ -180,7 +180,7 @@ func srmpLargeTable() frameTable {
 		refused("length 2^32−1", srmpLong(srmpRequest, 1, 1<<32-1), codec.ErrCorruptFrame),
 	}
 	cases = append(cases, truncationsAt("66000-byte frame", nil, nil, big, 1, 3, 4, 7, 8, 4096, 65535, len(big)-1)...)
-	return frameTable{name: "srmp 70000", split: codec.SRMPSplitter{}, cfg: cfg, stage: codec.SRMP(cfg), size: srmpSize, cases: cases}
+	return frameTable{name: "srmp 70000", split: codec.SRMPSplitter{}, cfg: cfg, stage: codec.SRMPFraming(cfg), size: srmpSize, cases: cases}
 }
 
 // lfField writes a length-field header declaring n (anything the field's
@@ -287,7 +287,7 @@ func delimiterTable(d []byte, max int) frameTable {
 	cases = append(cases, truncations("line after a whole one", line(5), []int{5}, line(9))...)
 	return frameTable{
 		name: fmt.Sprintf("delimiter %q", d), split: codec.Delimiter{Delim: d}, cfg: cfg,
-		stage: codec.Lines(codec.Delimiter{Delim: d}, cfg), size: packetSize, cases: cases,
+		stage: codec.DelimiterFraming(codec.Delimiter{Delim: d}, cfg), size: packetSize, cases: cases,
 	}
 }
 

@@ -126,7 +126,7 @@ func TestClientProtocolViolationFailsRequest(t *testing.T) {
 				io.Copy(io.Discard, c)
 			}()
 			c := dialCodec(t, "tcp", l.Addr().String(), codec.Options{
-				Pipeline: codec.NewPipeline(codec.SRMP(codec.FramerConfig{MaxFrame: 1024}))}, m.mode)
+				Pipeline: codec.NewPipeline(codec.SRMPFraming(codec.FramerConfig{MaxFrame: 1024}))}, m.mode)
 			if _, err := c.Request(context.Background(), request("bad")); !errors.Is(err, codec.ErrConnClosed) {
 				t.Fatalf("request: %v", err)
 			}

@@ -85,7 +85,7 @@ type waiter struct {
 	ch       chan result
 	cb       callback
 	async    bool   // cb is set: a RequestAsync or RequestStream
-	echo     uint8  // RequestBytesEcho: how many bytes of echoes[key] the reply must start with
+	echo     uint8  // RequestBytesPrefixed: how many bytes of echoes[key] the reply must start with
 	gen      uint32 // counts the slot's uses, so a stream's reader finds whether its slot is still its own
 }
 
@@ -133,7 +133,7 @@ type matcher struct {
 	// request sent from OnOpen may have started the sweeper already.
 	onExpire func()
 
-	echoes *[256][MaxEcho]byte // RequestBytesEcho's prefixes, made on first use
+	echoes *[256][MaxPrefix]byte // RequestBytesPrefixed's prefixes, made on first use
 
 	unknown, timedOut atomic.Uint64
 	queued            atomic.Int32 // FIFO: count, readable without the lock
@@ -242,7 +242,7 @@ func (m *matcher) register(cb *callback, echo []byte, waited time.Duration) (int
 	w.gen++
 	if len(echo) > 0 {
 		if m.echoes == nil {
-			m.echoes = new([256][MaxEcho]byte)
+			m.echoes = new([256][MaxPrefix]byte)
 		}
 		w.echo = uint8(copy(m.echoes[key][:], echo))
 	}

@@ -110,7 +110,7 @@ func (m *Message) Encode() (*packet.Packet, error) {
 // becomes the payload.
 func DecodeSRMP(frame *packet.Packet) (*Message, error) {
 	frame = frame.Keep()
-	if frame.Segments() > 1 { // framers emit single segments; others are flattened
+	if frame.NumSegments() > 1 { // framers emit single segments; others are flattened
 		flat := frame.Clone()
 		frame.Release()
 		frame = flat

@@ -61,7 +61,7 @@ func TestSRMPStageLendsAndCopies(t *testing.T) {
 	var out captured
 	var seen int
 	var chain *codec.Chain
-	chain = codec.NewPipeline(codec.SRMP(codec.FramerConfig{})).NewChain(&out, func(msg any) error {
+	chain = codec.NewPipeline(codec.SRMPFraming(codec.FramerConfig{})).NewChain(&out, func(msg any) error {
 		m := msg.(*codec.Message)
 		if !m.Borrowed() || !m.Payload.Borrowed() {
 			t.Errorf("message %d: borrowed %v, payload borrowed %v", seen, m.Borrowed(), m.Payload.Borrowed())
@@ -96,7 +96,7 @@ func TestSRMPStageLendsAndCopies(t *testing.T) {
 	}
 }
 
-// A small SRMP message (written with Context.WriteBytes) reaches the
+// A small SRMP message (written with HandlerContext.WriteBytes) reaches the
 // sender whole whether the SRMP stage is the head or has stages before it,
 // which see it as a packet.
 func TestContextWriteBytes(t *testing.T) {
@@ -108,8 +108,8 @@ func TestContextWriteBytes(t *testing.T) {
 		p    *codec.Pipeline
 		want string
 	}{
-		{"head", codec.NewPipeline(codec.SRMP(codec.FramerConfig{})), "81050200"},
-		{"inner", codec.NewPipeline(rec, codec.SRMP(codec.FramerConfig{})), "81050200"},
+		{"head", codec.NewPipeline(codec.SRMPFraming(codec.FramerConfig{})), "81050200"},
+		{"inner", codec.NewPipeline(rec, codec.SRMPFraming(codec.FramerConfig{})), "81050200"},
 	} {
 		var out captured
 		log = nil

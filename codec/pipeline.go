@@ -28,33 +28,33 @@ var ErrUnencoded = errors.New("codec: message reached the transport unencoded (m
 // one goroutine at a time for reads, but writes may come from any
 // goroutine, so state used by Write must be safe for concurrent use.
 type Handler interface {
-	Read(c *Context, msg any) error
-	Write(c *Context, msg any) error
+	Read(c *HandlerContext, msg any) error
+	Write(c *HandlerContext, msg any) error
 }
 
-// Opener is implemented by handlers that act when their connection starts
-// (a handshake, a greeting); Open runs head first, before the first Read.
-type Opener interface {
-	Open(c *Context) error
+// OpenHandler is implemented by handlers that act when their connection starts
+// (a handshake, a greeting); Opened runs head first, before the first Read.
+type OpenHandler interface {
+	Opened(c *HandlerContext) error
 }
 
-// Closer is implemented by handlers that need to know when their
+// CloseHandler is implemented by handlers that need to know when their
 // connection ends (to release buffered state); err says why (for a
 // transport session, a *transport.CloseError whose cause may be the
 // handler error that ended it).
-type Closer interface {
-	Close(c *Context, err error)
+type CloseHandler interface {
+	Closed(c *HandlerContext, err error)
 }
 
-// Prelude is implemented by a stage that sits before the framing stage and
+// Detector is implemented by a stage that sits before the framing stage and
 // may find that the connection speaks the framing stage's own format (a
-// protocol detector on a port that serves several). Once Passing reports
+// protocol detector on a port that serves several). Once Transparent reports
 // true it must stay true and the stage must hand reads and writes on
 // unchanged: the connection then cuts frames and writes replies as if the
-// stage were not there (the flat read path). Passing is called by the
+// stage were not there (the flat read path). Transparent is called by the
 // reading goroutine and by writers, so it must be safe for concurrent use.
-type Prelude interface {
-	Passing() bool
+type Detector interface {
+	Transparent() bool
 }
 
 // Pipeline is an ordered list of handler constructors, shared by all the
@@ -62,23 +62,23 @@ type Prelude interface {
 // handlers. A Pipeline is immutable and safe for concurrent use.
 type Pipeline struct {
 	makers []func() Handler
-	match  Match
+	match  MatchMode
 }
 
-// Match is how a pipeline's connections pair replies with requests; it
+// MatchMode is how a pipeline's connections pair replies with requests; it
 // follows from the format of the pipeline's framing stage.
-type Match uint8
+type MatchMode uint8
 
 // Matching modes.
 const (
-	MatchNone Match = iota // no framing stage of this package: requests are refused (ErrNoMatch)
-	MatchSRMP              // SRMP: by sequence number
-	MatchFIFO              // length-field and delimiter frames carry no ids: the oldest pending request
+	MatchNone MatchMode = iota // no framing stage of this package: requests are refused (ErrNoMatch)
+	MatchSRMP                  // SRMP: by sequence number
+	MatchFIFO                  // length-field and delimiter frames carry no ids: the oldest pending request
 )
 
 // matcherStage is implemented by the framing stages; the stage nearest the
 // tail decides the pipeline's matching.
-type matcherStage interface{ match() Match }
+type matcherStage interface{ match() MatchMode }
 
 // NewPipeline returns a pipeline of handlers built by makers, head first:
 // put the framing codec first and application handlers (such as JSON)
@@ -94,7 +94,7 @@ func NewPipeline(makers ...func() Handler) *Pipeline {
 }
 
 // Match returns how requests on the pipeline's connections are matched.
-func (p *Pipeline) Match() Match { return p.match }
+func (p *Pipeline) Match() MatchMode { return p.match }
 
 // Sender is where a chain's encoded packets go (a transport session); Send
 // takes ownership of p.
@@ -110,27 +110,27 @@ type Chain struct {
 	Datagram bool
 
 	handlers []Handler
-	ctxs     []Context
+	ctxs     []HandlerContext
 	out      Sender
 	sess     *transport.Session // out, when it is a session: small messages are copied into its send buffer
 	sink     func(msg any) error
-	conn     *Conn   // the sink's Conn, called directly (no method value's wrapper)
-	prelude  Prelude // the head, when it is a Prelude before a second stage
+	conn     *Conn    // the sink's Conn, called directly (no method value's wrapper)
+	prelude  Detector // the head, when it is a Detector before a second stage
 }
 
 // direct returns the index of the stage whose writes go straight to the
 // session: the head, or the stage after a prelude that passes.
 func (ch *Chain) direct() int {
-	if ch.prelude != nil && ch.prelude.Passing() {
+	if ch.prelude != nil && ch.prelude.Transparent() {
 		return 1
 	}
 	return 0
 }
 
-// Context links a handler to its place in a chain. Its methods follow the
+// HandlerContext links a handler to its place in a chain. Its methods follow the
 // Handler's: FireRead on the reading goroutine, FireWrite and WriteBytes
 // from any.
-type Context struct {
+type HandlerContext struct {
 	chain *Chain
 	index int
 }
@@ -138,14 +138,14 @@ type Context struct {
 // NewChain builds the handlers for one connection: encoded packets go to
 // out, decoded messages leave the tail through sink, which borrows them.
 func (p *Pipeline) NewChain(out Sender, sink func(msg any) error) *Chain {
-	ch := &Chain{out: out, sink: sink, handlers: make([]Handler, len(p.makers)), ctxs: make([]Context, len(p.makers))}
+	ch := &Chain{out: out, sink: sink, handlers: make([]Handler, len(p.makers)), ctxs: make([]HandlerContext, len(p.makers))}
 	ch.sess, _ = out.(*transport.Session)
 	for i, mk := range p.makers {
 		ch.handlers[i] = mk()
-		ch.ctxs[i] = Context{chain: ch, index: i}
+		ch.ctxs[i] = HandlerContext{chain: ch, index: i}
 	}
 	if len(ch.handlers) > 1 {
-		ch.prelude, _ = ch.handlers[0].(Prelude)
+		ch.prelude, _ = ch.handlers[0].(Detector)
 	}
 	return ch
 }
@@ -160,7 +160,7 @@ func (ch *Chain) Read(msg any) error {
 }
 
 // Write gives an outbound message to the tail; it must leave the head as a
-// *packet.Packet (or bytes, see Context.WriteBytes), which is sent.
+// *packet.Packet (or bytes, see [HandlerContext.WriteBytes]), which is sent.
 func (ch *Chain) Write(msg any) error {
 	n := len(ch.handlers)
 	if n == 0 {
@@ -169,12 +169,12 @@ func (ch *Chain) Write(msg any) error {
 	return ch.handlers[n-1].Write(&ch.ctxs[n-1], msg)
 }
 
-// Open tells every handler that implements Opener that the connection
+// Open tells every handler that implements [OpenHandler] that the connection
 // started, head first, stopping at the first error.
 func (ch *Chain) Open() error {
 	for i, h := range ch.handlers {
-		if o, ok := h.(Opener); ok {
-			if err := o.Open(&ch.ctxs[i]); err != nil {
+		if o, ok := h.(OpenHandler); ok {
+			if err := o.Opened(&ch.ctxs[i]); err != nil {
 				return err
 			}
 		}
@@ -182,12 +182,12 @@ func (ch *Chain) Open() error {
 	return nil
 }
 
-// Close tells every handler that implements Closer that the connection
+// Close tells every handler that implements [CloseHandler] that the connection
 // ended, tail first.
 func (ch *Chain) Close(err error) {
 	for i := len(ch.handlers) - 1; i >= 0; i-- {
-		if c, ok := ch.handlers[i].(Closer); ok {
-			c.Close(&ch.ctxs[i], err)
+		if c, ok := ch.handlers[i].(CloseHandler); ok {
+			c.Closed(&ch.ctxs[i], err)
 		}
 	}
 }
@@ -202,10 +202,10 @@ func (ch *Chain) send(msg any) error {
 
 // Conn returns the connection the context's chain serves, or nil for a
 // chain built outside a Server or Client (NewChain).
-func (c *Context) Conn() *Conn { return c.chain.conn }
+func (c *HandlerContext) Conn() *Conn { return c.chain.conn }
 
 // FireRead passes msg to the next handler, or out of the tail.
-func (c *Context) FireRead(msg any) error {
+func (c *HandlerContext) FireRead(msg any) error {
 	ch := c.chain
 	if i := c.index + 1; i < len(ch.handlers) {
 		return ch.handlers[i].Read(&ch.ctxs[i], msg)
@@ -223,7 +223,7 @@ func (ch *Chain) toSink(msg any) error {
 
 // FireWrite passes msg to the previous handler, or out of the head to the
 // transport.
-func (c *Context) FireWrite(msg any) error {
+func (c *HandlerContext) FireWrite(msg any) error {
 	ch := c.chain
 	if i := c.index - 1; i >= 0 {
 		return ch.handlers[i].Write(&ch.ctxs[i], msg)
@@ -236,7 +236,7 @@ func (c *Context) FireWrite(msg any) error {
 // the session's send buffer (no packet per message); otherwise they are
 // copied into a packet for the previous handler or the Sender. The caller
 // keeps parts.
-func (c *Context) WriteBytes(parts ...[]byte) error {
+func (c *HandlerContext) WriteBytes(parts ...[]byte) error {
 	if c.chain.sess != nil && c.index == c.chain.direct() {
 		return c.chain.sess.SendBytes(parts...) // a concrete call: parts stay on the caller's stack
 	}

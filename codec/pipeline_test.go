@@ -18,7 +18,7 @@ type recorder struct {
 	copies int
 }
 
-func (r *recorder) Read(c *codec.Context, msg any) error {
+func (r *recorder) Read(c *codec.HandlerContext, msg any) error {
 	*r.log = append(*r.log, "read "+r.name)
 	for range r.copies {
 		if err := c.FireRead(msg.(string) + r.name); err != nil {
@@ -28,14 +28,14 @@ func (r *recorder) Read(c *codec.Context, msg any) error {
 	return nil
 }
 
-func (r *recorder) Write(c *codec.Context, msg any) error {
+func (r *recorder) Write(c *codec.HandlerContext, msg any) error {
 	*r.log = append(*r.log, "write "+r.name)
 	return c.FireWrite(msg)
 }
 
-func (r *recorder) Close(*codec.Context, error) { *r.log = append(*r.log, "close "+r.name) }
+func (r *recorder) Closed(*codec.HandlerContext, error) { *r.log = append(*r.log, "close "+r.name) }
 
-func (r *recorder) Open(*codec.Context) error {
+func (r *recorder) Opened(*codec.HandlerContext) error {
 	*r.log = append(*r.log, "open "+r.name)
 	return nil
 }
@@ -101,7 +101,7 @@ func TestPipelineOrderAndFanOut(t *testing.T) {
 // shared by every session of a server, and their state is too).
 func TestPipelineStatePerConnection(t *testing.T) {
 	leakcheck.Check(t)
-	p := codec.NewPipeline(codec.SRMP(codec.FramerConfig{}))
+	p := codec.NewPipeline(codec.SRMPFraming(codec.FramerConfig{}))
 	var a, b []*codec.Message
 	keep := func(m any) *codec.Message { return m.(*codec.Message).Keep() } // messages are lent
 	chA := p.NewChain(discard, func(m any) error { a = append(a, keep(m)); return nil })

@@ -49,9 +49,9 @@ func TestTimedOutSequenceIsQuarantined(t *testing.T) {
 	}
 }
 
-// RequestBytesEcho drops a reply that does not repeat the request's
+// RequestBytesPrefixed drops a reply that does not repeat the request's
 // prefix (an earlier request's, on a reused number) and waits for its own.
-func TestRequestBytesEchoDropsForeignReplies(t *testing.T) {
+func TestRequestBytesPrefixedDropsForeignReplies(t *testing.T) {
 	leakcheck.Check(t)
 	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
 		m := msg.(*codec.Message)
@@ -59,7 +59,7 @@ func TestRequestBytesEchoDropsForeignReplies(t *testing.T) {
 		c.ReplyBytes(m, append([]byte("mine:"), m.PayloadBytes()[5:]...))
 	}})
 	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline()}, transport.ReceiveEvent)
-	r, err := c.Conn().RequestBytesEcho(context.Background(), codec.FlagPacket, []byte("mine:hello"), 5)
+	r, err := c.Conn().RequestBytesPrefixed(context.Background(), codec.FlagPacket, []byte("mine:hello"), 5)
 	if got := replyText(t, r, err); got != "mine:hello" {
 		t.Fatalf("got %q", got)
 	}

@@ -46,8 +46,8 @@ func (p *Packet) Total() int {
 	return n
 }
 
-// Segments returns the number of segments in the chain.
-func (p *Packet) Segments() int {
+// NumSegments returns the number of segments in the chain.
+func (p *Packet) NumSegments() int {
 	p.check()
 	n := 0
 	for s := p; s != nil; s = s.next {

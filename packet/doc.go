@@ -3,7 +3,7 @@
 // (Pipe) for stream protocols built on them.
 //
 // A *Packet is a handle: a view (offset, length) of a storage owner, plus an
-// optional Next segment for scatter/gather. Owned packets come from Get and
+// optional Next segment for scatter/gather. Pooled packets come from [Get] and
 // share one size-class pool per power of two from 64 B to 4 MiB; larger
 // requests are plain allocations that are never pooled. Wrap makes a plain,
 // non-owning view of caller memory behind the same API.

@@ -31,7 +31,7 @@ func ExamplePacket_ExpandHeader() {
 	copy(payload.Bytes(), "hello")
 	msg := payload.ExpandHeader(4)
 	binary.LittleEndian.PutUint32(msg.Bytes(), 5)
-	fmt.Println(msg.Hex(0), msg.Segments())
+	fmt.Println(msg.Hex(0), msg.NumSegments())
 	msg.Release()
 	// Output: 05 00 00 00 68 65 6c 6c 6f 1
 }

@@ -30,16 +30,16 @@ func TestLoanLendsBorrowedView(t *testing.T) {
 	if !v.Borrowed() || src.Borrowed() {
 		t.Fatalf("Borrowed: view %v, source %v; want true, false", v.Borrowed(), src.Borrowed())
 	}
-	if v.Len() != 20 || v.Cap() != 20 || v.Total() != 20 || v.Segments() != 1 || v.Next() != nil {
+	if v.Len() != 20 || v.Cap() != 20 || v.Total() != 20 || v.NumSegments() != 1 || v.Next() != nil {
 		t.Fatalf("view len %d cap %d total %d segments %d; want 20, 20, 20, 1",
-			v.Len(), v.Cap(), v.Total(), v.Segments())
+			v.Len(), v.Cap(), v.Total(), v.NumSegments())
 	}
 	if !bytes.Equal(v.Bytes(), src.Bytes()[10:30]) || cap(v.Bytes()) != 20 {
 		t.Fatalf("view bytes %v, want %v", v.Bytes(), src.Bytes()[10:30])
 	}
-	if !v.Owned() || v.RefCount() != 1 || src.RefCount() != 1 || packet.OwnerOf(v) != packet.OwnerOf(src) {
+	if !v.Pooled() || v.RefCount() != 1 || src.RefCount() != 1 || packet.OwnerOf(v) != packet.OwnerOf(src) {
 		t.Fatalf("view owned %v refs %d, source refs %d; want the source's storage, 1 reference",
-			v.Owned(), v.RefCount(), src.RefCount())
+			v.Pooled(), v.RefCount(), src.RefCount())
 	}
 	// The view aliases the source: writes through either are seen by both.
 	src.SetAt(10, 0xAA)
@@ -226,12 +226,12 @@ func TestLoanOfPlainView(t *testing.T) {
 	src := packet.Wrap(mem)
 	var l packet.Loan
 	v := l.Lend(src, 0, len(mem))
-	if !v.Borrowed() || v.Owned() || v.RefCount() != 0 {
-		t.Fatalf("view of caller memory: borrowed %v owned %v refs %d", v.Borrowed(), v.Owned(), v.RefCount())
+	if !v.Borrowed() || v.Pooled() || v.RefCount() != 0 {
+		t.Fatalf("view of caller memory: borrowed %v owned %v refs %d", v.Borrowed(), v.Pooled(), v.RefCount())
 	}
 	k := v.Keep()
-	if k.Borrowed() || !k.Owned() || k.RefCount() != 1 || !bytes.Equal(k.Bytes(), mem) {
-		t.Fatalf("Keep: borrowed %v owned %v refs %d", k.Borrowed(), k.Owned(), k.RefCount())
+	if k.Borrowed() || !k.Pooled() || k.RefCount() != 1 || !bytes.Equal(k.Bytes(), mem) {
+		t.Fatalf("Keep: borrowed %v owned %v refs %d", k.Borrowed(), k.Pooled(), k.RefCount())
 	}
 	mem[0] = 8
 	if k.At(0) != 7 {
@@ -263,7 +263,7 @@ func TestLoanGiveAwayPanics(t *testing.T) {
 	} {
 		mustPanicWith(t, name, packet.ErrBorrowed, f)
 	}
-	if v.Len() != 50 || v.Next() != nil || other.Next() != nil || other.Segments() != 1 ||
+	if v.Len() != 50 || v.Next() != nil || other.Next() != nil || other.NumSegments() != 1 ||
 		src.RefCount() != 1 || src.Len() != 100 || !v.Borrowed() {
 		t.Fatalf("a refused operation changed state: view len %d next %v, other next %v, source refs %d len %d",
 			v.Len(), v.Next(), other.Next(), src.RefCount(), src.Len())

@@ -61,9 +61,9 @@ func (p *Packet) Bytes() []byte {
 	return p.buf[:len(p.buf):len(p.buf)]
 }
 
-// Owned reports whether this segment views pooled storage (as opposed to
+// Pooled reports whether this segment views pooled storage (as opposed to
 // caller memory).
-func (p *Packet) Owned() bool {
+func (p *Packet) Pooled() bool {
 	p.check()
 	return p.o != nil
 }
@@ -200,7 +200,7 @@ func (p *Packet) String() string {
 	if !p.live {
 		return "Packet(released)"
 	}
-	return fmt.Sprintf("Packet(len=%d, total=%d, segments=%d, refs=%d)", len(p.buf), p.Total(), p.Segments(), p.RefCount())
+	return fmt.Sprintf("Packet(len=%d, total=%d, segments=%d, refs=%d)", len(p.buf), p.Total(), p.NumSegments(), p.RefCount())
 }
 
 // owning panics with ErrBorrowed if p is a Loan's view: the operation would

@@ -40,9 +40,9 @@ func TestGetSizeClasses(t *testing.T) {
 	}
 	for _, c := range cases {
 		p := packet.Get(c.n)
-		if p.Len() != c.n || p.Cap() != c.cap || !p.Owned() || p.RefCount() != 1 {
+		if p.Len() != c.n || p.Cap() != c.cap || !p.Pooled() || p.RefCount() != 1 {
 			t.Errorf("Get(%d): len %d cap %d owned %v refs %d; want len %d cap %d owned, 1 ref",
-				c.n, p.Len(), p.Cap(), p.Owned(), p.RefCount(), c.n, c.cap)
+				c.n, p.Len(), p.Cap(), p.Pooled(), p.RefCount(), c.n, c.cap)
 		}
 		p.Release()
 	}
@@ -144,8 +144,8 @@ func TestChainAcrossSegments(t *testing.T) {
 	c := packet.Get(4)
 	fill(c, 5) // 5 6 7 8
 	p := a.Chain(b).Chain(c)
-	if p != a || p.Total() != 9 || p.Segments() != 3 || p.Len() != 3 {
-		t.Fatalf("chain: total %d segments %d len %d", p.Total(), p.Segments(), p.Len())
+	if p != a || p.Total() != 9 || p.NumSegments() != 3 || p.Len() != 3 {
+		t.Fatalf("chain: total %d segments %d len %d", p.Total(), p.NumSegments(), p.Len())
 	}
 	for i := range 9 {
 		if p.At(i) != byte(i) {
@@ -164,8 +164,8 @@ func TestChainAcrossSegments(t *testing.T) {
 		t.Fatalf("AppendBuffers = %v", bufs)
 	}
 	s := p.Slice(2, 5) // 2 | 3 40 | 5 6
-	if s.Segments() != 3 || !bytes.Equal(s.AppendTo(nil), []byte{2, 3, 40, 5, 6}) {
-		t.Fatalf("cross-segment slice: %d segments, %v", s.Segments(), s.AppendTo(nil))
+	if s.NumSegments() != 3 || !bytes.Equal(s.AppendTo(nil), []byte{2, 3, 40, 5, 6}) {
+		t.Fatalf("cross-segment slice: %d segments, %v", s.NumSegments(), s.AppendTo(nil))
 	}
 	mustPanic(t, func() { p.At(9) })
 	mustPanic(t, func() { p.At(-1) })
@@ -186,7 +186,7 @@ func TestWriteAppendsAndGrowsThroughPool(t *testing.T) {
 		}
 		want = append(want, chunk...)
 	}
-	if !bytes.Equal(p.AppendTo(nil), want) || !p.Owned() || p.Segments() != 1 {
+	if !bytes.Equal(p.AppendTo(nil), want) || !p.Pooled() || p.NumSegments() != 1 {
 		t.Fatal("Write lost or reordered bytes")
 	}
 	p.Release()
@@ -214,8 +214,8 @@ func TestWriteToWrappedViewMovesToPool(t *testing.T) {
 	caller := []byte{1, 2, 3}
 	p := packet.Wrap(caller)
 	p.Write([]byte{4})
-	if !p.Owned() || !bytes.Equal(p.Bytes(), []byte{1, 2, 3, 4}) || !bytes.Equal(caller, []byte{1, 2, 3}) {
-		t.Fatalf("owned %v bytes %v caller %v", p.Owned(), p.Bytes(), caller)
+	if !p.Pooled() || !bytes.Equal(p.Bytes(), []byte{1, 2, 3, 4}) || !bytes.Equal(caller, []byte{1, 2, 3}) {
+		t.Fatalf("owned %v bytes %v caller %v", p.Pooled(), p.Bytes(), caller)
 	}
 	p.Release()
 }
@@ -226,7 +226,7 @@ func TestExpandHeader(t *testing.T) {
 	p := packet.GetWithHeadroom(4, 10)
 	fill(p, 10)
 	q := p.ExpandHeader(4)
-	if q != p || q.Segments() != 1 || q.Len() != 14 || q.At(4) != 10 || q.At(13) != 19 {
+	if q != p || q.NumSegments() != 1 || q.Len() != 14 || q.At(4) != 10 || q.At(13) != 19 {
 		t.Fatalf("slack reuse: same %v, %s", q == p, q)
 	}
 	q.Release()
@@ -235,7 +235,7 @@ func TestExpandHeader(t *testing.T) {
 	p = packet.GetWithHeadroom(4, 10)
 	s := p.Share()
 	q = p.ExpandHeader(4)
-	if q == p || q.Segments() != 2 || q.Total() != 14 || q.Next() != p {
+	if q == p || q.NumSegments() != 2 || q.Total() != 14 || q.Next() != p {
 		t.Fatalf("shared: %s", q)
 	}
 	q.Release()
@@ -244,7 +244,7 @@ func TestExpandHeader(t *testing.T) {
 	// No slack, and plain views: prepend a segment.
 	for _, p := range []*packet.Packet{packet.Get(10), packet.Wrap(make([]byte, 10))} {
 		q := p.ExpandHeader(2)
-		if q.Segments() != 2 || q.Len() != 2 || q.Total() != 12 {
+		if q.NumSegments() != 2 || q.Len() != 2 || q.Total() != 12 {
 			t.Fatalf("prepend: %s", q)
 		}
 		q.Release()
@@ -299,7 +299,7 @@ func TestCloneIsIndependentAndFitted(t *testing.T) {
 	fill(p, 0)
 	p.Chain(packet.Wrap([]byte{1, 2}))
 	c := p.Clone()
-	if c.Segments() != 1 || c.Len() != 202 || c.Cap() != 256 || c.RefCount() != 1 {
+	if c.NumSegments() != 1 || c.Len() != 202 || c.Cap() != 256 || c.RefCount() != 1 {
 		t.Fatalf("clone: %s cap %d", c, c.Cap())
 	}
 	p.SetAt(0, 0xFF)
@@ -314,7 +314,7 @@ func TestWrapIsPlain(t *testing.T) {
 	leakcheck.Check(t)
 	b := []byte("hello world")
 	p := packet.Wrap(b)
-	if p.Owned() || p.RefCount() != 0 {
+	if p.Pooled() || p.RefCount() != 0 {
 		t.Fatal("Wrap made an owned packet")
 	}
 	s := p.Slice(6, 5)

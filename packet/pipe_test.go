@@ -171,8 +171,8 @@ func TestPipeTakeFrame(t *testing.T) {
 	p.Write(ctx, []byte("89"))
 
 	f, err := p.TakeFrame(6) // whole first segment moves, second is shared
-	if err != nil || string(f.AppendTo(nil)) != "012345" || f.Segments() != 2 {
-		t.Fatalf("TakeFrame(6) = %q in %d segments, %v", f.AppendTo(nil), f.Segments(), err)
+	if err != nil || string(f.AppendTo(nil)) != "012345" || f.NumSegments() != 2 {
+		t.Fatalf("TakeFrame(6) = %q in %d segments, %v", f.AppendTo(nil), f.NumSegments(), err)
 	}
 	f.Release()
 	if p.Len() != 4 {

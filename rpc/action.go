@@ -28,14 +28,14 @@ type action struct {
 // HandleOption adjusts an action registered with Handle.
 type HandleOption func(*action)
 
-// Inline runs the action on the reading goroutine of the caller's
+// WithInline runs the action on the reading goroutine of the caller's
 // connection instead of a goroutine of its own, and its reply joins the
 // replies to the other requests of the same read in one write: the fastest
 // form, for handlers that never block (no I/O, no waiting on locks or
 // channels). While an inline handler runs, its connection reads nothing
 // more; other connections are not affected, but for UDP peers, which
 // share their listener's one reading goroutine, all peers wait.
-func Inline() HandleOption { return func(a *action) { a.inline = true } }
+func WithInline() HandleOption { return func(a *action) { a.inline = true } }
 
 // registry maps action names to actions. Lookups read an immutable snapshot
 // without a lock; registration copies it.

@@ -90,7 +90,7 @@ func TestBatteryBindingOverTheWire(t *testing.T) {
 	for _, c := range bad {
 		_, err := rpc.Call[int](ctx, cl, c.action, c.args)
 		if apiCode(err) != rpc.CodeBadRequest {
-			t.Errorf("%s %s: %v, want an ApiError 400", c.action, c.args, err)
+			t.Errorf("%s %s: %v, want an APIError 400", c.action, c.args, err)
 		}
 	}
 	// The connection survives bad arguments.

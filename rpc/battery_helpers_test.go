@@ -202,9 +202,9 @@ func recv[T any](t *testing.T, ch <-chan T, what string) T {
 	return testwait.Recv(t, ch, testTimeout, what)
 }
 
-// apiCode returns the code of an *rpc.ApiError in err, or -1.
+// apiCode returns the code of an *rpc.APIError in err, or -1.
 func apiCode(err error) int {
-	var ae *rpc.ApiError
+	var ae *rpc.APIError
 	if errors.As(err, &ae) {
 		return ae.Code
 	}

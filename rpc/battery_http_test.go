@@ -66,7 +66,7 @@ func TestBatteryHTTPEnvelope(t *testing.T) {
 		{"bool result", "GET /T/Bool HTTP/1.1\r\n\r\n", `{"action":"T/Bool","code":0,"data":true}`},
 		{"object result", "GET /T/Obj HTTP/1.1\r\n\r\n", `{"action":"T/Obj","code":0,"data":{"x":1}}`},
 		{"unknown action", "GET /Bench/Nope HTTP/1.1\r\n\r\n", `{"action":"Bench/Nope","code":404,"data":"无法找到名为[Bench/Nope]的服务！"}`},
-		{"ApiError", "GET /User/Login HTTP/1.1\r\n\r\n", `{"action":"User/Login","code":401,"data":"Unauthorized"}`},
+		{"APIError", "GET /User/Login HTTP/1.1\r\n\r\n", `{"action":"User/Login","code":401,"data":"Unauthorized"}`},
 		{"bad args", "GET /Bench/Add?a=x HTTP/1.1\r\n\r\n", ""},
 	}
 	for _, c := range cases {
@@ -331,7 +331,7 @@ func TestBatteryHTTPClientUseHTTPStatus(t *testing.T) {
 	if s, err := rpc.Call[string](ctx, cl, "Bench/EchoString", map[string]string{"input": "q"}); err != nil || s != "q" {
 		t.Errorf("Bench/EchoString: %q, %v", s, err)
 	}
-	var ae *rpc.ApiError
+	var ae *rpc.APIError
 	if _, err := rpc.Call[string](ctx, cl, "User/Login", nil); !errors.As(err, &ae) || ae.Code != 401 || ae.Message != "Unauthorized" {
 		t.Errorf("User/Login: %v, want 401 Unauthorized", err)
 	}

@@ -111,8 +111,8 @@ func TestBatteryRegister(t *testing.T) {
 	srv, addr := startServer(t, rpc.Config{}, func(srv *rpc.Server) {
 		must(t, srv.Register(bench))
 		must(t, srv.Register(FooService{}))
-		must(t, srv.Register(FooService{}, rpc.Prefix("Bar")))
-		must(t, srv.Register(FooService{}, rpc.Prefix("Baz"), rpc.Name("Hello", "Hi"), rpc.Name("Bye", "Top/Level")))
+		must(t, srv.Register(FooService{}, rpc.WithPrefix("Bar")))
+		must(t, srv.Register(FooService{}, rpc.WithPrefix("Baz"), rpc.WithName("Hello", "Hi"), rpc.WithName("Bye", "Top/Level")))
 	})
 	cl := dialClient(t, addr, rpc.ClientConfig{})
 	ctx := context.Background()
@@ -123,11 +123,11 @@ func TestBatteryRegister(t *testing.T) {
 		t.Errorf("Bench/Session: SessionFrom non-nil = %v, %v; want true in a socket call", ok, err)
 	}
 	if _, err := rpc.Call[string](ctx, cl, "Bench/Fail", nil); apiCode(err) != 418 {
-		t.Errorf("Bench/Fail: %v, want ApiError 418", err)
+		t.Errorf("Bench/Fail: %v, want APIError 418", err)
 	}
-	var ae *rpc.ApiError
+	var ae *rpc.APIError
 	if _, err := rpc.Call[string](ctx, cl, "Bench/Boom", nil); !errors.As(err, &ae) || ae.Code != 500 || ae.Message != "plain error" {
-		t.Errorf("Bench/Boom: %v, want ApiError 500 \"plain error\"", err)
+		t.Errorf("Bench/Boom: %v, want APIError 500 \"plain error\"", err)
 	}
 	var out json.RawMessage
 	if err := cl.Invoke(ctx, "Bench/Nothing", nil, &out); err != nil || out != nil || bench.nothing.Load() != 1 {
@@ -246,13 +246,13 @@ func TestBatteryHandlerPanic(t *testing.T) {
 	srv, addr := startServer(t, rpc.Config{}, func(srv *rpc.Server) {
 		stdActions(t, srv)
 		must(t, rpc.Handle(srv, "Bad/Panic", func(context.Context, struct{}) (int, error) { panic("kaboom") }))
-		must(t, rpc.Handle(srv, "Bad/PanicInline", func(context.Context, struct{}) (int, error) { panic("inline kaboom") }, rpc.Inline()))
+		must(t, rpc.Handle(srv, "Bad/PanicInline", func(context.Context, struct{}) (int, error) { panic("inline kaboom") }, rpc.WithInline()))
 	})
 	cl := dialClient(t, addr, rpc.ClientConfig{})
 	ctx := context.Background()
-	var ae *rpc.ApiError
+	var ae *rpc.APIError
 	if _, err := rpc.Call[int](ctx, cl, "Bad/Panic", nil); !errors.As(err, &ae) || ae.Code != 500 || !strings.Contains(ae.Message, "kaboom") {
-		t.Fatalf("Bad/Panic: %v, want ApiError 500", err)
+		t.Fatalf("Bad/Panic: %v, want APIError 500", err)
 	}
 	if got := srv.Stats().Panics; got != 1 {
 		t.Errorf("Panics %d, want 1", got)
@@ -261,7 +261,7 @@ func TestBatteryHandlerPanic(t *testing.T) {
 		t.Fatalf("the call after the panic: %d, %v", n, err)
 	}
 	if _, err := rpc.Call[int](ctx, cl, "Bad/PanicInline", nil); apiCode(err) != 500 {
-		t.Fatalf("Bad/PanicInline: %v, want ApiError 500", err)
+		t.Fatalf("Bad/PanicInline: %v, want APIError 500", err)
 	}
 	if n, err := rpc.Call[int](ctx, cl, "Bench/NoArg", nil); err != nil || n != 42 || srv.Stats().Panics != 2 {
 		t.Fatalf("after the inline panic: %d, %v, panics %d", n, err, srv.Stats().Panics)
@@ -376,8 +376,8 @@ func TestBatterySerialRunsInOrder(t *testing.T) {
 func TestBatteryInlineActions(t *testing.T) {
 	_, addr := startServer(t, rpc.Config{}, func(srv *rpc.Server) {
 		stdActions(t, srv)
-		must(t, rpc.Handle(srv, "Fast/Add", func(_ context.Context, a addArgs) (int32, error) { return a.A + a.B, nil }, rpc.Inline()))
-		must(t, rpc.Handle(srv, "Fast/Fail", func(context.Context, struct{}) (int, error) { return 0, rpc.NewError(409, "conflict") }, rpc.Inline()))
+		must(t, rpc.Handle(srv, "Fast/Add", func(_ context.Context, a addArgs) (int32, error) { return a.A + a.B, nil }, rpc.WithInline()))
+		must(t, rpc.Handle(srv, "Fast/Fail", func(context.Context, struct{}) (int, error) { return 0, rpc.NewError(409, "conflict") }, rpc.WithInline()))
 	})
 	rc := dialRaw(t, addr)
 	var in []byte
@@ -472,9 +472,9 @@ func TestBatteryShutdown(t *testing.T) {
 		_, err = rpc.Call[int](ctx, cl, "Bench/NoArg", nil)
 		return err != nil
 	})
-	var ae *rpc.ApiError
+	var ae *rpc.APIError
 	if !errors.As(err, &ae) || ae.Code != rpc.CodeUnavailable || !strings.Contains(ae.Message, rpc.ErrShutdown.Error()) {
-		t.Fatalf("a call during Shutdown: %v, want ApiError 503 naming ErrShutdown", err)
+		t.Fatalf("a call during Shutdown: %v, want APIError 503 naming ErrShutdown", err)
 	}
 	if _, err := rpc.Call[[]string](ctx, cl, "Api/All", nil); apiCode(err) != 503 {
 		t.Errorf("Api/All during Shutdown: %v, want 503", err)
@@ -515,7 +515,7 @@ func TestBatteryAuthorize(t *testing.T) {
 	})
 	cl := dialClient(t, addr, rpc.ClientConfig{})
 	ctx := context.Background()
-	var ae *rpc.ApiError
+	var ae *rpc.APIError
 	if _, err := rpc.Call[string](ctx, cl, "secret/get", nil); !errors.As(err, &ae) || ae.Code != 403 || ae.Message != "forbidden: Secret/Get" {
 		t.Errorf("secret/get: %v, want 403 naming the registered action", err)
 	}
@@ -548,14 +548,14 @@ func TestBatteryAuthorize(t *testing.T) {
 	}
 }
 
-// Errors from Authorize other than an *ApiError are 500s.
+// Errors from Authorize other than an *APIError are 500s.
 func TestBatteryAuthorizePlainError(t *testing.T) {
 	cfg := rpc.Config{Authorize: func(context.Context, *rpc.Session, string) error { return errors.New("db down") }}
 	_, addr := startServer(t, cfg, func(srv *rpc.Server) {
 		must(t, rpc.Handle(srv, "Plain/Deny", func(context.Context, struct{}) (string, error) { return "", nil }))
 	})
 	cl := dialClient(t, addr, rpc.ClientConfig{})
-	var ae *rpc.ApiError
+	var ae *rpc.APIError
 	if _, err := rpc.Call[string](context.Background(), cl, "Plain/Deny", nil); !errors.As(err, &ae) || ae.Code != 500 || ae.Message != "db down" {
 		t.Errorf("a plain Authorize error: %v, want 500 \"db down\"", err)
 	}

@@ -287,11 +287,11 @@ func (c *Client) dial(ctx context.Context, u *url.URL) (*codec.Client, error) {
 	switch u.Scheme {
 	case "udp":
 		network = "udp"
-		opts.Pipeline = codec.NewPipeline(codec.SRMP(c.cfg.Framer))
+		opts.Pipeline = codec.NewPipeline(codec.SRMPFraming(c.cfg.Framer))
 	case "ws":
-		opts.Pipeline = codec.NewPipeline(wsClientStage(u, c.cfg.Framer.MaxFrame), codec.SRMP(c.cfg.Framer))
+		opts.Pipeline = codec.NewPipeline(wsClientStage(u, c.cfg.Framer.MaxFrame), codec.SRMPFraming(c.cfg.Framer))
 	default:
-		opts.Pipeline = codec.NewPipeline(codec.SRMP(c.cfg.Framer))
+		opts.Pipeline = codec.NewPipeline(codec.SRMPFraming(c.cfg.Framer))
 	}
 	return codec.Dial(ctx, network, u.Host, c.cfg.Transport, opts)
 }
@@ -318,7 +318,7 @@ func (c *Client) pick(ctx context.Context) (*codec.Conn, error) {
 // (a pointer; nil to ignore the data). args are encoded as NewLife does:
 // nil for none, []byte and string raw, numbers and bools as text, anything
 // else as JSON (an object also carries Token and Headers). A server's error
-// reply returns an *ApiError; a timeout wraps codec.ErrTimeout. A call
+// reply returns an *APIError; a timeout wraps codec.ErrTimeout. A call
 // that finds its connection already gone reconnects (to the next server if
 // need be; ErrNoServer when none answers) and goes out on the new one; a
 // call pending when its connection ends fails with codec.ErrConnClosed and
@@ -341,10 +341,10 @@ func (c *Client) Invoke(ctx context.Context, action string, args, result any) er
 type inLogin struct{}
 
 // isUnauthorized reports a server's 401 reply. It is a function of its
-// own so that the *ApiError errors.As fills is allocated on failed calls
+// own so that the *APIError errors.As fills is allocated on failed calls
 // only, not on every call.
 func isUnauthorized(err error) bool {
-	var ae *ApiError
+	var ae *APIError
 	return errors.As(err, &ae) && ae.Code == CodeUnauthorized
 }
 
@@ -392,10 +392,10 @@ func (c *Client) invoke(ctx context.Context, action string, args, result any) er
 	// The reply repeats the action name: one that does not is an earlier
 	// call's late reply on a reused sequence number, and is dropped.
 	named := nameLen(action)
-	reply, err := cn.RequestBytesEcho(ctx, FlagRPC, body, named)
+	reply, err := cn.RequestBytesPrefixed(ctx, FlagRPC, body, named)
 	if unsent(err) { // the connection had ended: the call never left, so a new one may carry it
 		if cn, err = c.pick(ctx); err == nil {
-			reply, err = cn.RequestBytesEcho(ctx, FlagRPC, body, named)
+			reply, err = cn.RequestBytesPrefixed(ctx, FlagRPC, body, named)
 		}
 	}
 	if err != nil {
@@ -431,7 +431,7 @@ func (c *Client) InvokeOneWay(ctx context.Context, action string, args any) erro
 	return cn.Write(codec.NewMessage(codec.KindOneWay, FlagRPC, 0, p))
 }
 
-// decodeReply turns a reply into result or an *ApiError.
+// decodeReply turns a reply into result or an *APIError.
 func decodeReply(reply *codec.Message, result any) error {
 	b, err := parseBody(reply.PayloadBytes(), false)
 	if err != nil {
@@ -441,7 +441,7 @@ func decodeReply(reply *codec.Message, result any) error {
 }
 
 // callError turns a request's error into the call's: an error reply into
-// its *ApiError (a code of 0 or 200 is a success with no data).
+// its *APIError (a code of 0 or 200 is a success with no data).
 func callError(action string, err error) error {
 	var re *codec.ReplyError
 	if !errors.As(err, &re) {
@@ -454,7 +454,7 @@ func callError(action string, err error) error {
 	case b.code == CodeOK || b.code == codeOK200:
 		return nil
 	}
-	return &ApiError{Code: int(b.code), Message: strings.Trim(string(b.data), `"`)}
+	return &APIError{Code: int(b.code), Message: strings.Trim(string(b.data), `"`)}
 }
 
 // onPush hands a server's one-way requests to OnPush.

@@ -88,12 +88,12 @@ func decodeHTTP(resp *http.Response, action string, result any, limit int) error
 	}
 	if !strings.Contains(resp.Header.Get("Content-Type"), "json") {
 		if resp.StatusCode >= 300 {
-			return &ApiError{Code: resp.StatusCode, Message: strings.TrimSpace(string(raw))}
+			return &APIError{Code: resp.StatusCode, Message: strings.TrimSpace(string(raw))}
 		}
 		return decodeResult(raw, result)
 	}
 	if resp.StatusCode >= 300 { // a UseHttpStatus server: the code is the status
-		return &ApiError{Code: resp.StatusCode, Message: trimText(raw)}
+		return &APIError{Code: resp.StatusCode, Message: trimText(raw)}
 	}
 	if len(raw) == 0 {
 		return nil
@@ -106,7 +106,7 @@ func decodeHTTP(resp *http.Response, action string, result any, limit int) error
 	if json.Unmarshal(raw, &env) != nil || env.Action == nil || env.Code == nil {
 		env.Data = raw // no envelope: a UseHttpStatus server's bare value
 	} else if *env.Code != CodeOK && *env.Code != 200 {
-		return &ApiError{Code: *env.Code, Message: trimText(env.Data)}
+		return &APIError{Code: *env.Code, Message: trimText(env.Data)}
 	}
 	if len(env.Data) == 0 || string(env.Data) == "null" || result == nil {
 		return nil

@@ -47,7 +47,7 @@ type Config struct {
 	MaxHTTPHeader int
 	// Authorize, if set, runs before every action but the built-in Api/All
 	// and Api/Info (an application's own Api/… actions included); an
-	// error it returns is the call's reply (an *ApiError's code, else
+	// error it returns is the call's reply (an *APIError's code, else
 	// 500). It runs on the call's goroutine; a panic in it is a 500,
 	// counted and logged like a handler's.
 	Authorize func(ctx context.Context, s *Session, action string) error

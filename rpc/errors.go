@@ -5,19 +5,19 @@ import (
 	"fmt"
 )
 
-// ApiError is an error with a NewLife API code (NewLife ApiException). A
+// APIError is an error with a NewLife API code (NewLife ApiException). A
 // handler that returns one answers with its code and message; a client
 // gets one for every error reply. Compare with errors.As.
-type ApiError struct {
+type APIError struct {
 	Code    int
 	Message string
 }
 
 // Error implements error.
-func (e *ApiError) Error() string { return fmt.Sprintf("rpc: error %d: %s", e.Code, e.Message) }
+func (e *APIError) Error() string { return fmt.Sprintf("rpc: error %d: %s", e.Code, e.Message) }
 
-// NewError returns an *ApiError with code and message.
-func NewError(code int, message string) *ApiError { return &ApiError{Code: code, Message: message} }
+// NewError returns an *APIError with code and message.
+func NewError(code int, message string) *APIError { return &APIError{Code: code, Message: message} }
 
 // Errors of the rpc package.
 var (
@@ -46,13 +46,13 @@ var (
 )
 
 // notFound is NewLife's 404 for an unknown action.
-func notFound(action []byte) *ApiError {
-	return &ApiError{Code: CodeNotFound, Message: "无法找到名为[" + string(action) + "]的服务！"}
+func notFound(action []byte) *APIError {
+	return &APIError{Code: CodeNotFound, Message: "无法找到名为[" + string(action) + "]的服务！"}
 }
 
 // errorCode maps a handler's error to the code and message of its reply.
 func errorCode(err error) (int32, string) {
-	var ae *ApiError
+	var ae *APIError
 	switch {
 	case errors.As(err, &ae):
 		return int32(ae.Code), ae.Message

@@ -14,7 +14,7 @@ import (
 // The gateway is the first stage of a server connection's pipeline: it
 // decides from the connection's first bytes which of the port's three
 // protocols the connection speaks (NewLife ApiNetServer), then
-//   - SRMP: gets out of the way for good (codec.Prelude), so frames are cut
+//   - SRMP: gets out of the way for good ([codec.Detector]), so frames are cut
 //     as if it were not there;
 //   - HTTP: answers requests itself (http.go);
 //   - WebSocket (an HTTP upgrade): unwraps the SRMP bytes of inbound
@@ -60,11 +60,11 @@ var httpMethods = [...]string{"GET ", "POST ", "PUT ", "DELETE ", "HEAD ", "OPTI
 
 func newGateway(s *Server) codec.Handler { return &gateway{s: s} }
 
-// Passing implements codec.Prelude.
-func (g *gateway) Passing() bool { return g.mode.Load() == modeSRMP }
+// Transparent implements [codec.Detector].
+func (g *gateway) Transparent() bool { return g.mode.Load() == modeSRMP }
 
 // Read implements codec.Handler; msg is the transport's borrowed bytes.
-func (g *gateway) Read(c *codec.Context, msg any) error {
+func (g *gateway) Read(c *codec.HandlerContext, msg any) error {
 	p, ok := msg.(*packet.Packet)
 	if !ok {
 		return c.FireRead(msg)
@@ -76,7 +76,7 @@ func (g *gateway) Read(c *codec.Context, msg any) error {
 }
 
 // read handles p by the connection's mode.
-func (g *gateway) read(c *codec.Context, p *packet.Packet) error {
+func (g *gateway) read(c *codec.HandlerContext, p *packet.Packet) error {
 	switch g.mode.Load() {
 	case modeSRMP:
 		return c.FireRead(p)
@@ -115,7 +115,7 @@ func (g *gateway) read(c *codec.Context, p *packet.Packet) error {
 }
 
 // enter switches to mode m and hands it the bytes read so far (borrowed).
-func (g *gateway) enter(c *codec.Context, m int32, p *packet.Packet) error {
+func (g *gateway) enter(c *codec.HandlerContext, m int32, p *packet.Packet) error {
 	g.setMode(m)
 	if m == modeSRMP {
 		return c.FireRead(p)
@@ -191,7 +191,7 @@ func methodLen(b []byte) int {
 
 // Write implements codec.Handler: on a WebSocket connection each outbound
 // SRMP frame leaves as one binary message; otherwise bytes pass.
-func (g *gateway) Write(c *codec.Context, msg any) error {
+func (g *gateway) Write(c *codec.HandlerContext, msg any) error {
 	p, ok := msg.(*packet.Packet)
 	if !ok || g.mode.Load() != modeWS {
 		return c.FireWrite(msg)
@@ -212,7 +212,7 @@ func (g *gateway) Write(c *codec.Context, msg any) error {
 // read (anew when the read completed a unit: what is left is the next
 // one's), or stops it when nothing is held. progress says whether the read
 // consumed held bytes.
-func (g *gateway) track(c *codec.Context, progress bool) {
+func (g *gateway) track(c *codec.HandlerContext, progress bool) {
 	expire := g.s.cfg.Framer.Expire
 	switch {
 	case len(g.buf) == 0 || expire < 0:
@@ -235,17 +235,24 @@ func (g *gateway) track(c *codec.Context, progress bool) {
 // expire ends the connection if the unit held when the timer was set is
 // still incomplete (runs on the timer's goroutine; a newer unit has set
 // the timer again).
-func (g *gateway) expire(c *codec.Context, expire time.Duration) {
+func (g *gateway) expire(c *codec.HandlerContext, expire time.Duration) {
 	if since := g.since.Load(); since != 0 && time.Duration(mono.Now()-since) >= expire {
 		c.Conn().Session().Abort(codec.ErrFrameExpired)
 	}
 }
 
-// Close implements codec.Closer.
-func (g *gateway) Close(*codec.Context, error) {
+// Closed implements [codec.CloseHandler].
+func (g *gateway) Closed(*codec.HandlerContext, error) {
 	g.buf = nil
 	g.since.Store(0)
 	if g.timer != nil {
 		g.timer.Stop()
 	}
 }
+
+// The gateway is a pipeline stage that detects its protocol and frees its
+// partial state when the connection ends.
+var (
+	_ codec.Detector     = (*gateway)(nil)
+	_ codec.CloseHandler = (*gateway)(nil)
+)

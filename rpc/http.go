@@ -19,7 +19,7 @@ import (
 // request is parsed by net/http; a malformed one gets 400 and the
 // connection closes. A request that upgrades to WebSocket switches the
 // connection to WebSocket.
-func (g *gateway) serveHTTP(c *codec.Context) error {
+func (g *gateway) serveHTTP(c *codec.HandlerContext) error {
 	for g.mode.Load() == modeHTTP {
 		end := bytes.Index(g.buf, []byte("\r\n\r\n"))
 		if end < 0 {
@@ -70,7 +70,7 @@ func (g *gateway) serveHTTP(c *codec.Context) error {
 // sendContinue answers "Expect: 100-continue" once per request, when its
 // head is accepted and its body is still to come: a client that waits for
 // it (curl does, for a second, past 1 KiB) then sends the body at once.
-func (g *gateway) sendContinue(c *codec.Context, req *http.Request) error {
+func (g *gateway) sendContinue(c *codec.HandlerContext, req *http.Request) error {
 	if g.continued || !req.ProtoAtLeast(1, 1) || !strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
 		return nil
 	}
@@ -79,7 +79,7 @@ func (g *gateway) sendContinue(c *codec.Context, req *http.Request) error {
 }
 
 // answerHTTP runs one HTTP call and writes its response.
-func (g *gateway) answerHTTP(c *codec.Context, req *http.Request, body []byte) error {
+func (g *gateway) answerHTTP(c *codec.HandlerContext, req *http.Request, body []byte) error {
 	action := strings.TrimPrefix(req.URL.Path, "/")
 	data, err := httpArgs(req, body)
 	if err != nil {
@@ -126,7 +126,7 @@ const sseHead = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Con
 // is delimited by the connection's end, so the connection answers nothing
 // after it: bytes that follow the request (a pipelined request) are read
 // and ignored, and the connection closes after the last event.
-func (g *gateway) streamSSE(c *codec.Context, action string, a *action, data []byte) error {
+func (g *gateway) streamSSE(c *codec.HandlerContext, action string, a *action, data []byte) error {
 	g.mode.Store(modeClosing)
 	g.s.begin(g.ss)
 	go g.runSSE(c, action, a, bytes.Clone(data)) // data may be a view of g.buf
@@ -136,7 +136,7 @@ func (g *gateway) streamSSE(c *codec.Context, action string, a *action, data []b
 // headSSE answers HEAD of a streaming action: the head a GET would get,
 // without running the stream, then the connection's end (the response is
 // delimited by it, as a GET's is).
-func (g *gateway) headSSE(c *codec.Context) error {
+func (g *gateway) headSSE(c *codec.HandlerContext) error {
 	g.mode.Store(modeClosing)
 	err := c.WriteBytes([]byte(sseHead))
 	g.ss.conn.Close()
@@ -146,7 +146,7 @@ func (g *gateway) headSSE(c *codec.Context) error {
 // runSSE writes an SSE stream's head, a `data: {"action","code","data"}`
 // event per item, an error as one event with its code, then the end event
 // `data: ` (empty), and closes the connection once they are written.
-func (g *gateway) runSSE(c *codec.Context, action string, a *action, data []byte) {
+func (g *gateway) runSSE(c *codec.HandlerContext, action string, a *action, data []byte) {
 	defer g.s.end(g.ss)
 	defer g.ss.conn.Close()
 	if c.WriteBytes([]byte(sseHead)) != nil {
@@ -220,7 +220,7 @@ func httpToken(req *http.Request) string {
 // []byte result is sent as it is. The response to HEAD has the head GET's
 // would have (its Content-Length too) and no body (RFC 9110 9.3.2, as
 // net/http answers): a body would be read as the next response.
-func (g *gateway) respond(c *codec.Context, req *http.Request, action string, code int, k kind, value []byte) error {
+func (g *gateway) respond(c *codec.HandlerContext, req *http.Request, action string, code int, k kind, value []byte) error {
 	status, ctype := http.StatusOK, "application/json"
 	var body []byte
 	switch {
@@ -296,7 +296,7 @@ func appendJSONString(dst []byte, s string) []byte {
 
 // httpFail answers a request the gateway cannot serve and ends the
 // connection once the answer is written.
-func (g *gateway) httpFail(c *codec.Context, status int, msg string) error {
+func (g *gateway) httpFail(c *codec.HandlerContext, status int, msg string) error {
 	c.WriteBytes(httpHead(status, "text/plain; charset=utf-8", len(msg), false), []byte(msg)) // then the connection ends
 	g.ss.conn.Close()
 	g.buf = nil

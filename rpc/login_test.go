@@ -62,7 +62,7 @@ func TestLoginFailureAndUselessLogin(t *testing.T) {
 	errLogin := errors.New("no credentials")
 	cl := dialClient(t, addr, rpc.ClientConfig{Login: func(context.Context, *rpc.Client) error { return errLogin }})
 	_, err := rpc.Call[string](context.Background(), cl, "Doc/Read", nil)
-	var ae *rpc.ApiError
+	var ae *rpc.APIError
 	if !errors.Is(err, errLogin) || !errors.As(err, &ae) || ae.Code != rpc.CodeUnauthorized {
 		t.Fatalf("Doc/Read with a failing Login: %v, want the 401 joined with the login's error", err)
 	}

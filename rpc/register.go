@@ -15,14 +15,14 @@ type registration struct {
 	names  map[string]string
 }
 
-// Prefix replaces the controller part of the action names (NewLife [Api("X")]
+// WithPrefix replaces the controller part of the action names (NewLife [Api("X")]
 // on the class).
-func Prefix(p string) RegisterOption { return func(r *registration) { r.prefix = p } }
+func WithPrefix(p string) RegisterOption { return func(r *registration) { r.prefix = p } }
 
-// Name gives method the action name name (NewLife [Api("Y")] on the
+// WithName gives method the action name name (NewLife [Api("Y")] on the
 // method): a name with a "/" is used as it is, else it replaces the method
 // part.
-func Name(method, name string) RegisterOption {
+func WithName(method, name string) RegisterOption {
 	return func(r *registration) {
 		if r.names == nil {
 			r.names = map[string]string{}

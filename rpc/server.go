@@ -51,7 +51,7 @@ func NewServer(cfg Config) (*Server, error) {
 	cfg.fill()
 	s := &Server{cfg: cfg, started: time.Now()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	stages := []func() codec.Handler{codec.SRMP(cfg.Framer)}
+	stages := []func() codec.Handler{codec.SRMPFraming(cfg.Framer)}
 	if !cfg.NoHTTP || !cfg.NoWebSocket {
 		stages = append([]func() codec.Handler{func() codec.Handler { return newGateway(s) }}, stages...)
 	}
@@ -350,7 +350,7 @@ func (s *Server) call(ctx context.Context, ss *Session, b body, a *action, dst [
 
 // errStreamHere: a streaming action called where replies cannot stream
 // (the direct path).
-var errStreamHere = &ApiError{Code: 501, Message: "a streaming action needs an SRMP, WebSocket or HTTP call"}
+var errStreamHere = &APIError{Code: 501, Message: "a streaming action needs an SRMP, WebSocket or HTTP call"}
 
 // exec runs action a (nil: unknown name), turning a panic of Authorize or
 // of the handler into a 500.
@@ -385,7 +385,7 @@ func (s *Server) recoverCall(a *action, err *error) {
 	if r := recover(); r != nil {
 		s.panics.Add(1)
 		s.cfg.Log.Error("rpc: handler panic", "action", a.name, "panic", r, "stack", string(debug.Stack()))
-		*err = &ApiError{Code: CodeInternal, Message: fmt.Sprint(r)}
+		*err = &APIError{Code: CodeInternal, Message: fmt.Sprint(r)}
 	}
 }
 

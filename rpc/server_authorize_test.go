@@ -39,7 +39,7 @@ func TestAuthorizePanicIsA500(t *testing.T) {
 	srv, addr := startServer(t, cfg, func(srv *rpc.Server) {
 		stdActions(t, srv)
 		must(t, rpc.Handle(srv, "Guarded/Call", func(context.Context, struct{}) (int, error) { return 1, nil }))
-		must(t, rpc.Handle(srv, "Guarded/Inline", func(context.Context, struct{}) (int, error) { return 1, nil }, rpc.Inline()))
+		must(t, rpc.Handle(srv, "Guarded/Inline", func(context.Context, struct{}) (int, error) { return 1, nil }, rpc.WithInline()))
 		must(t, rpc.HandleStream(srv, "Guarded/Stream", countTo))
 	})
 	panics := uint64(0)
@@ -57,13 +57,13 @@ func TestAuthorizePanicIsA500(t *testing.T) {
 	cl := dialClient(t, addr, rpc.ClientConfig{})
 	for _, action := range []string{"Guarded/Call", "Guarded/Inline"} {
 		if _, err := rpc.Call[int](ctx, cl, action, nil); apiCode(err) != 500 {
-			t.Fatalf("%s: %v, want ApiError 500", action, err)
+			t.Fatalf("%s: %v, want APIError 500", action, err)
 		}
 		expectPanic(action)
 	}
 	for _, err := range rpc.Stream[int](ctx, cl, "Guarded/Stream", 2) {
 		if apiCode(err) != 500 {
-			t.Fatalf("Guarded/Stream: %v, want ApiError 500", err)
+			t.Fatalf("Guarded/Stream: %v, want APIError 500", err)
 		}
 	}
 	expectPanic("Guarded/Stream")

@@ -19,7 +19,7 @@ func inlineCall(t *testing.T, path string) *rpc.Server {
 	srv, addr := startServer(t, rpc.Config{Serial: path == "serial"}, func(srv *rpc.Server) {
 		var opts []rpc.HandleOption
 		if path == "inline" {
-			opts = append(opts, rpc.Inline())
+			opts = append(opts, rpc.WithInline())
 		}
 		must(t, rpc.Handle(srv, "Slow/Ctx", func(ctx context.Context, _ struct{}) (int, error) {
 			return 1, g.wait(ctx)

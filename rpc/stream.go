@@ -19,7 +19,7 @@ type streamer func(ctx context.Context, data []byte, send func(item []byte, k ki
 // returning IAsyncEnumerable): each item fn yields is one reply with the
 // request's sequence number (encoded like Handle's results), and a reply
 // with only the action name ends the stream. An error fn yields ends it
-// with an error reply (an *ApiError's code, else 500). ctx is cancelled
+// with an error reply (an *APIError's code, else 500). ctx is cancelled
 // when the caller's connection ends. Streams always run on a goroutine of
 // their own, counted against Config.MaxInFlight (past it the call gets a
 // 503 naming ErrBusy); over HTTP they answer as server-sent events (one
@@ -107,7 +107,7 @@ const MaxStreamBufferBytes = 64 << 20
 
 // Stream calls a streaming action and returns its items in order (NewLife
 // InvokeStreamAsync). The sequence ends after the server's last item, or
-// with an error (an *ApiError from the server, a timeout when no item came
+// with an error (an *APIError from the server, a timeout when no item came
 // within the client's Timeout, ErrStreamOverflow). Breaking out of the loop
 // abandons the stream: later items are dropped.
 func Stream[T any](ctx context.Context, c *Client, action string, args any) iter.Seq2[T, error] {

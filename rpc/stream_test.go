@@ -50,7 +50,7 @@ func TestStreamDeliversItemsThenEnds(t *testing.T) {
 			}
 			n++
 		}
-		var ae *rpc.ApiError
+		var ae *rpc.APIError
 		if n != 101 || !errors.As(last, &ae) || ae.Code != 429 {
 			t.Errorf("%s: %d items then %v, want 101 then a 429", scheme, n, last)
 		}

@@ -90,7 +90,7 @@ func TestServerAnswersGoldenVectors(t *testing.T) {
 			"81 03 12 00 | 0B 42 65 6E 63 68 2F 4E 6F 41 72 67 | 02 00 00 00 | 34 32"},
 		{"R5 Bench/EchoPacket", "01 04 19 00 | 10 42 65 6E 63 68 2F 45 63 68 6F 50 61 63 6B 65 74 | 04 00 00 00 | 00 01 02 03",
 			"81 04 19 00 | 10 42 65 6E 63 68 2F 45 63 68 6F 50 61 63 6B 65 74 | 04 00 00 00 | 00 01 02 03"},
-		{"R6 ApiError 401", "01 05 0B 00 | 0A 55 73 65 72 2F 4C 6F 67 69 6E",
+		{"R6 APIError 401", "01 05 0B 00 | 0A 55 73 65 72 2F 4C 6F 67 69 6E",
 			"C1 05 1F 00 | 0A 55 73 65 72 2F 4C 6F 67 69 6E | 91 01 00 00 | 0C 00 00 00 | 55 6E 61 75 74 68 6F 72 69 7A 65 64"},
 	}
 	for _, c := range cases {
@@ -175,7 +175,7 @@ func TestClientRoundTrips(t *testing.T) {
 				}
 			}
 			_, err = rpc.Call[string](ctx, cl, "User/Login", map[string]string{"user": "x"})
-			var ae *rpc.ApiError
+			var ae *rpc.APIError
 			if !errors.As(err, &ae) || ae.Code != 401 || ae.Message != "Unauthorized" {
 				t.Fatalf("User/Login: %v", err)
 			}

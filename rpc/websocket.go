@@ -10,7 +10,7 @@ import (
 
 // upgrade answers a WebSocket upgrade (101, subprotocol SRMP) and serves
 // the bytes after the request as WebSocket frames.
-func (g *gateway) upgrade(c *codec.Context, req *http.Request, end int) error {
+func (g *gateway) upgrade(c *codec.HandlerContext, req *http.Request, end int) error {
 	if err := c.WriteBytes(ws.AppendAccept(nil, req, "SRMP")); err != nil {
 		return err
 	}
@@ -23,7 +23,7 @@ func (g *gateway) upgrade(c *codec.Context, req *http.Request, end int) error {
 // to the SRMP stage (which frames SRMP across messages), pings are
 // answered, a close is echoed and ends the connection. Client frames may
 // be masked or not (NewLife's v11 client does not mask).
-func (g *gateway) serveWS(c *codec.Context) error {
+func (g *gateway) serveWS(c *codec.HandlerContext) error {
 	err := readWSFrames(c, &g.buf, g.s.cfg.Framer.MaxFrame, func(f ws.Frame) error {
 		switch f.Op {
 		case ws.Ping:

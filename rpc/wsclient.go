@@ -33,8 +33,8 @@ func wsClientStage(u *url.URL, maxFrame int) func() codec.Handler {
 	return func() codec.Handler { return &wsClient{host: u.Host, path: path, maxFrame: maxFrame} }
 }
 
-// Open implements codec.Opener: the handshake request.
-func (w *wsClient) Open(c *codec.Context) error {
+// Opened implements [codec.OpenHandler]: the handshake request.
+func (w *wsClient) Opened(c *codec.HandlerContext) error {
 	key, err := ws.NewKey(rand.Reader)
 	if err != nil {
 		return err
@@ -44,7 +44,7 @@ func (w *wsClient) Open(c *codec.Context) error {
 }
 
 // Read implements codec.Handler.
-func (w *wsClient) Read(c *codec.Context, msg any) error {
+func (w *wsClient) Read(c *codec.HandlerContext, msg any) error {
 	p, ok := msg.(*packet.Packet)
 	if !ok {
 		return c.FireRead(msg)
@@ -83,7 +83,7 @@ func (w *wsClient) Read(c *codec.Context, msg any) error {
 }
 
 // Write implements codec.Handler: one masked binary message per frame.
-func (w *wsClient) Write(c *codec.Context, msg any) error {
+func (w *wsClient) Write(c *codec.HandlerContext, msg any) error {
 	p, ok := msg.(*packet.Packet)
 	if !ok {
 		return c.FireWrite(msg)
@@ -103,3 +103,5 @@ func newMask() [4]byte {
 	m[0], m[1], m[2], m[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
 	return m
 }
+
+var _ codec.OpenHandler = (*wsClient)(nil) // the handshake runs when the connection opens

@@ -24,7 +24,7 @@ var errWSClosed = errors.New("rpc: WebSocket closed")
 // handled leaves *buf; an incomplete frame stays for the next read. A
 // frame that breaks the framing returns errBadWSFrame (wrapping ws.Parse's
 // error) with *buf emptied; an error of the next stage is returned as it is.
-func readWSFrames(c *codec.Context, buf *[]byte, maxFrame int, control func(ws.Frame) error) error {
+func readWSFrames(c *codec.HandlerContext, buf *[]byte, maxFrame int, control func(ws.Frame) error) error {
 	b := *buf
 	off := 0
 	defer func() { *buf = b[:copy(b, b[off:])] }()

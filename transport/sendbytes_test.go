@@ -100,7 +100,7 @@ func TestSendBytesPartsAreOneMessage(t *testing.T) {
 			t.Fatal(err)
 		}
 		if string(p.Bytes()) != "abcdef" || p.Next() != nil {
-			t.Fatalf("BatchSends=%v: datagram %q in %d segments", batch, p.Bytes(), p.Segments())
+			t.Fatalf("BatchSends=%v: datagram %q in %d segments", batch, p.Bytes(), p.NumSegments())
 		}
 		p.Release()
 	}

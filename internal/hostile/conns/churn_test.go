@@ -31,7 +31,7 @@ func TestChurn(t *testing.T) {
 		rounds = 5000
 	}
 	const workers = 8
-	pipe := codec.NewPipeline(codec.SRMP(codec.FramerConfig{}))
+	pipe := codec.NewPipeline(codec.SRMPFraming(codec.FramerConfig{}))
 	srv, addr := startCodec(t, transport.Config{}, codec.Options{Pipeline: pipe, Handler: echoSRMP})
 
 	round := func(i int) error {

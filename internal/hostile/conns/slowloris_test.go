@@ -52,7 +52,7 @@ func TestSlowloris(t *testing.T) {
 	// the race build with lifenet_debug).
 	slack := 2*time.Second + poisonSlack()
 	ends := newEndings()
-	pipe := codec.NewPipeline(codec.SRMP(codec.FramerConfig{Expire: expire}))
+	pipe := codec.NewPipeline(codec.SRMPFraming(codec.FramerConfig{Expire: expire}))
 	srv, addr := startCodec(t,
 		transport.Config{FirstByteTimeout: firstByte, MaxConnsPerIP: 2 * (attackers + legit)},
 		codec.Options{Pipeline: pipe, Handler: echoSRMP, OnClose: ends.codecHook})

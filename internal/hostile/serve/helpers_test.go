@@ -21,7 +21,7 @@ const patience = 30 * time.Second
 
 // srmpPipeline is an SRMP pipeline with the given frame limit (0: default).
 func srmpPipeline(maxFrame int) *codec.Pipeline {
-	return codec.NewPipeline(codec.SRMP(codec.FramerConfig{MaxFrame: maxFrame}))
+	return codec.NewPipeline(codec.SRMPFraming(codec.FramerConfig{MaxFrame: maxFrame}))
 }
 
 // echo answers an SRMP request with its own payload.

@@ -142,7 +142,7 @@ func TestRPCActionPanics(t *testing.T) {
 	}
 	for _, err := range []error{
 		rpc.Handle(srv, "Bad/Maybe", maybe),
-		rpc.Handle(srv, "Bad/MaybeInline", maybe, rpc.Inline()),
+		rpc.Handle(srv, "Bad/MaybeInline", maybe, rpc.WithInline()),
 	} {
 		if err != nil {
 			t.Fatal(err)
@@ -177,7 +177,7 @@ func TestRPCActionPanics(t *testing.T) {
 					action = "Bad/MaybeInline"
 				}
 				n, err := rpc.Call[int](context.Background(), c, action, i)
-				var ae *rpc.ApiError
+				var ae *rpc.APIError
 				switch {
 				case err == nil && n == i && !panics(i):
 					served.Add(1)
@@ -221,7 +221,7 @@ func TestCodecHandlerPanicEndsThePipeline(t *testing.T) {
 		pipeline *codec.Pipeline
 	}{
 		{"direct", srmpPipeline(0)},
-		{"chain", codec.NewPipeline(codec.SRMP(codec.FramerConfig{}), func() codec.Handler { return passThrough{} })},
+		{"chain", codec.NewPipeline(codec.SRMPFraming(codec.FramerConfig{}), func() codec.Handler { return passThrough{} })},
 	} {
 		t.Run(tc.name, func(t *testing.T) { panicInPipeline(t, tc.pipeline) })
 	}
@@ -231,8 +231,8 @@ func TestCodecHandlerPanicEndsThePipeline(t *testing.T) {
 // the connection off codec's direct read path.
 type passThrough struct{}
 
-func (passThrough) Read(c *codec.Context, msg any) error  { return c.FireRead(msg) }
-func (passThrough) Write(c *codec.Context, msg any) error { return c.FireWrite(msg) }
+func (passThrough) Read(c *codec.HandlerContext, msg any) error  { return c.FireRead(msg) }
+func (passThrough) Write(c *codec.HandlerContext, msg any) error { return c.FireWrite(msg) }
 
 func panicInPipeline(t *testing.T, pipeline *codec.Pipeline) {
 	leakcheck.Check(t)

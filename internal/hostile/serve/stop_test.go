@@ -174,7 +174,7 @@ func TestRPCShutdownCompletesInFlight(t *testing.T) {
 		return err != nil
 	})
 	if !isShutdownReply(err) {
-		t.Fatalf("a call during Shutdown: %v; want an ApiError 503 naming ErrShutdown", err)
+		t.Fatalf("a call during Shutdown: %v; want an APIError 503 naming ErrShutdown", err)
 	}
 	late := dialRPC(t, addr) // a new connection during the wait is served only a 503
 	_, lateErr := rpc.Call[int](context.Background(), late, "Quick/Echo", 2)
@@ -208,7 +208,7 @@ func TestRPCShutdownCompletesInFlight(t *testing.T) {
 // isShutdownReply reports whether err is Shutdown's refusal: a 503 error
 // reply naming ErrShutdown.
 func isShutdownReply(err error) bool {
-	var ae *rpc.ApiError
+	var ae *rpc.APIError
 	return errors.As(err, &ae) && ae.Code == rpc.CodeUnavailable && ae.Message == rpc.ErrShutdown.Error()
 }
 

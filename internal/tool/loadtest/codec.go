@@ -31,7 +31,7 @@ func codecHeader(name string) int {
 
 func codecPipeline(name string) *codec.Pipeline {
 	if name == "srmp" {
-		return codec.NewPipeline(codec.SRMP(codec.FramerConfig{}))
+		return codec.NewPipeline(codec.SRMPFraming(codec.FramerConfig{}))
 	}
 	return codec.NewPipeline(codec.LengthFieldFraming(codec.LengthField{}, codec.FramerConfig{}))
 }

@@ -55,7 +55,7 @@ func procStats() ProcStats {
 func RegisterBench(srv *rpc.Server, inline bool) error {
 	var o []rpc.HandleOption
 	if inline {
-		o = append(o, rpc.Inline())
+		o = append(o, rpc.WithInline())
 	}
 	for _, err := range []error{
 		rpc.Handle(srv, "Bench/NoArg", func(context.Context, struct{}) (int32, error) { return 42, nil }, o...),

@@ -272,7 +272,7 @@ func (w *worker) once() {
 		ctx, cancel := context.WithTimeout(context.Background(), callDeadline)
 		err := w.c.panicCall(ctx)
 		cancel()
-		var ae *rpc.ApiError
+		var ae *rpc.APIError
 		switch {
 		case errors.As(err, &ae) && ae.Code == rpc.CodeInternal:
 			l.cnt.add(Panicked, nil)

@@ -88,7 +88,9 @@ func startServers(ctx context.Context, o *Options) (*servers, error) {
 	return s, nil
 }
 
-func srmpPipeline() *codec.Pipeline { return codec.NewPipeline(codec.SRMP(codec.FramerConfig{})) }
+func srmpPipeline() *codec.Pipeline {
+	return codec.NewPipeline(codec.SRMPFraming(codec.FramerConfig{}))
+}
 
 // echo is the codec server's handler: each request is answered with its
 // payload, or, flagged slow, with nothing after slow.
