@@ -1,15 +1,18 @@
 package codec_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/lifenet/lifenet/codec"
 	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/internal/memnet"
 	"github.com/lifenet/lifenet/transport"
 )
 
@@ -124,4 +127,88 @@ func TestPartialFramesShareAMemoryCap(t *testing.T) {
 		t.Fatalf("a small frame under the cap: %v", err)
 	}
 	r.Release()
+}
+
+// A request that arrived in two reads is complete once the second one
+// comes: serving it, however long an inline handler takes (or its reply
+// waits to be written), is no partial frame, so Expire does not end the
+// connection under it. Expiry is for bytes not yet framed; the bytes after
+// the frame start a new frame whose clock runs from when reading resumes.
+// In a synctest bubble over in-memory connections: each Write is one read
+// of the server, and the handler's sleep and the sweeps run on the bubble's
+// clock.
+func TestServedFrameDoesNotExpire(t *testing.T) {
+	leakcheck.Check(t)
+	for _, tc := range []struct {
+		name string
+		tail []byte // sent with the frame's last bytes: the start of the next frame
+	}{{"frame ends the read", nil}, {"next frame starts in the read", []byte{0x01, 0x02}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { servedFrameDoesNotExpire(t, tc.tail) })
+		})
+	}
+}
+
+func servedFrameDoesNotExpire(t *testing.T, tail []byte) {
+	const expire = 300 * time.Millisecond
+	ended := make(chan error, 1)
+	srv, err := codec.NewServer(transport.Config{}, codec.Options{
+		Pipeline: codec.NewPipeline(codec.SRMPFraming(codec.FramerConfig{Expire: expire})),
+		Handler: func(c *codec.Conn, msg any) {
+			time.Sleep(5 * expire) // an inline handler: the frame is served for five Expires
+			echoSRMP(c, msg)
+		},
+		OnClose: func(_ *codec.Conn, err error) { ended <- err },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	l := memnet.Listen("codec")
+	if err := srv.Serve(l); err != nil {
+		t.Fatal(err)
+	}
+	c, err := l.Dial(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	frame := append([]byte{0x01, 0x01, 0x10, 0x00}, bytes.Repeat([]byte{'x'}, 16)...)
+	c.Write(frame[:6]) // a partial frame: its clock starts
+	time.Sleep(expire / 2)
+	c.Write(append(frame[6:len(frame):len(frame)], tail...)) // completes it
+	reply := make([]byte, len(frame))
+	if _, err := io.ReadFull(c, reply); err != nil {
+		t.Fatalf("the served request's reply: %v (connection ended: %v)", err, <-ended)
+	}
+	if !bytes.Equal(reply[4:], frame[4:]) {
+		t.Fatalf("reply % x, want the request's payload", reply)
+	}
+	// The tail left after the frame is a partial frame of its own: it
+	// still expires, Expire after the server went back to reading.
+	if tail != nil {
+		start := time.Now()
+		if err := <-ended; !errors.Is(err, codec.ErrFrameExpired) {
+			t.Fatalf("the partial frame after the served one ended with %v, want ErrFrameExpired", err)
+		}
+		if d := time.Since(start); d < expire || d > expire+time.Second {
+			t.Errorf("the next frame's partial expired %v after the reply, want Expire (%v) plus a sweep", d, expire)
+		}
+		return
+	}
+	if err := endedNow(ended); err != nil {
+		t.Fatalf("connection ended after the reply: %v", err)
+	}
+}
+
+// endedNow returns the error a connection ended with, or nil while it is
+// open (in a bubble: once every goroutine has done what it can).
+func endedNow(ended chan error) error {
+	synctest.Wait()
+	select {
+	case err := <-ended:
+		return err
+	default:
+		return nil
+	}
 }

@@ -328,14 +328,18 @@ func (f *Framer) completePartial(data []byte, emit frameReceiver) (int, error) {
 }
 
 // emitPartial emits the first n bytes of the partial buffer as a frame and
-// keeps the rest, if any.
+// keeps the rest, if any. The frame is complete: its clock stops before it
+// is emitted, so that a sweeper never takes a frame being served (by an
+// inline handler, or one waiting to write its reply) for an expired partial
+// one. The rest, the next frame's start, is timed from when emit returns,
+// when reading resumes.
 func (f *Framer) emitPartial(n int, emit frameReceiver) error {
 	p := f.partial
+	f.since.Store(0)
 	err := emit.receiveFrame(f.loan.Lend(p, 0, n))
 	f.loan.End()
 	if n == p.Len() {
 		f.partial = nil
-		f.since.Store(0)
 		f.budget.give(f.held)
 		f.held = 0
 		p.Release()
