@@ -70,8 +70,9 @@ func (g *gateway) Read(c *codec.HandlerContext, msg any) error {
 		return c.FireRead(msg)
 	}
 	in := len(g.buf) + p.Total()
+	since := g.since.Swap(0) // a unit this read completes is served, not held: no clock runs while it is
 	err := g.read(c, p)
-	g.track(c, len(g.buf) < in)
+	g.track(c, since, len(g.buf) < in)
 	return err
 }
 
@@ -208,27 +209,29 @@ func (g *gateway) Write(c *codec.HandlerContext, msg any) error {
 	return err
 }
 
-// track starts the clock of the incomplete unit the gateway holds after a
-// read (anew when the read completed a unit: what is left is the next
-// one's), or stops it when nothing is held. progress says whether the read
-// consumed held bytes.
-func (g *gateway) track(c *codec.HandlerContext, progress bool) {
+// track sets the clock of the incomplete unit the gateway holds after a
+// read, which Read stopped while the read was handled (since is its start
+// before the read). It starts anew when the read completed a unit (what is
+// left is the next one's, timed from now, when reading resumes) and goes
+// on from since when it did not; it stays stopped when nothing is held.
+// progress says whether the read consumed held bytes.
+func (g *gateway) track(c *codec.HandlerContext, since int64, progress bool) {
 	expire := g.s.cfg.Framer.Expire
 	switch {
 	case len(g.buf) == 0 || expire < 0:
 		if cap(g.buf) > keepBuf {
 			g.buf = nil
 		}
-		if g.since.Load() != 0 {
-			g.since.Store(0)
-		}
-	case progress || g.since.Load() == 0:
+	case progress || since == 0:
 		g.since.Store(mono.Now()) // before the timer is set: when it fires, the age is at least expire
 		if g.timer == nil {
 			g.timer = time.AfterFunc(expire, func() { g.expire(c, expire) })
 		} else {
 			g.timer.Reset(expire)
 		}
+	default: // the same unit, still incomplete: its timer may have fired while the clock was stopped
+		g.since.Store(since)
+		g.timer.Reset(time.Duration(since + int64(expire) - mono.Now()))
 	}
 }
 

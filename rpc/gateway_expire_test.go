@@ -1,14 +1,18 @@
 package rpc_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"io"
 	"iter"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lifenet/lifenet/codec"
+	"github.com/lifenet/lifenet/internal/memnet"
 	"github.com/lifenet/lifenet/rpc"
 	"github.com/lifenet/lifenet/rpc/internal/ws"
 	"github.com/lifenet/lifenet/transport"
@@ -93,4 +97,87 @@ func TestGatewayWholeUnitsDoNotExpire(t *testing.T) {
 	if _, b := sse.readHTTP(); !strings.Contains(b, `"data":1`) { // read to the connection's end
 		t.Errorf("SSE stream longer than Expire: %q", b)
 	}
+}
+
+// A unit the gateway completes is being served, not held: an HTTP request
+// or WebSocket frame that arrived in two reads and is served by an inline
+// action for longer than Framer.Expire (or waits that long to write its
+// answer) gets its answer and keeps its connection. The gateway's clock
+// used to run on through the serving, so its timer ended the connection
+// under the handler as an expired partial unit. In memory, so each write
+// is one read of the server.
+func TestGatewayServedUnitsDoNotExpire(t *testing.T) {
+	const expire = 50 * time.Millisecond
+	srv, _ := startServer(t, expireCfg(), func(srv *rpc.Server) {
+		must(t, rpc.Handle(srv, "Slow/Inline", func(context.Context, struct{}) (int32, error) {
+			time.Sleep(6 * expire)
+			return 7, nil
+		}, rpc.WithInline()))
+	})
+	l := memnet.Listen("rpc")
+	must(t, srv.Serve(l))
+
+	t.Run("http", func(t *testing.T) {
+		rc := dialMem(t, l)
+		req := "GET /Slow/Inline HTTP/1.1\r\nHost: x\r\n\r\n"
+		rc.write([]byte(req[:20]))
+		time.Sleep(expire / 2)
+		rc.write([]byte(req[20:]))
+		resp, got := rc.readHTTP()
+		if resp.StatusCode != 200 || got != `{"action":"Slow/Inline","code":0,"data":7}` {
+			t.Fatalf("%d %s", resp.StatusCode, got)
+		}
+		if resp, got := rc.httpDo("GET /Api/Info HTTP/1.1\r\nHost: x\r\n\r\n"); resp.StatusCode != 200 {
+			t.Fatalf("the connection after the served request: %d %s", resp.StatusCode, got)
+		}
+	})
+	t.Run("websocket", func(t *testing.T) {
+		rc := dialMem(t, l)
+		key, err := ws.NewKey(rand.Reader)
+		must(t, err)
+		rc.write(ws.AppendRequest(nil, "rpc", "/", key, "SRMP"))
+		resp, err := http.ReadResponse(rc.r, nil)
+		must(t, err)
+		must(t, ws.CheckResponse(resp, key))
+		f := ws.AppendFrame(nil, ws.Binary, srmp(b0Request, 1, body(t, "Slow/Inline", nil)), &testMask)
+		rc.write(f[:5])
+		time.Sleep(expire / 2)
+		rc.write(f[5:])
+		if got := rc.readWS(); !bytes.Equal(got.Payload, srmp(b0Reply, 1, body(t, "Slow/Inline", "7"))) {
+			t.Fatalf("answer % x", got.Payload)
+		}
+		rc.write(ws.AppendFrame(nil, ws.Binary, srmp(b0Request, 2, body(t, "Api/Info", nil)), &testMask))
+		if got := rc.readWS(); len(got.Payload) == 0 {
+			t.Fatal("the connection after the served frame: empty answer")
+		}
+	})
+	if n := srv.Transport().Stats().Closed[transport.ReasonProtocol]; n != 0 {
+		t.Errorf("%d connections closed as protocol violations", n)
+	}
+}
+
+// A unit trickled a byte a read still expires Framer.Expire after its
+// first byte: a read that completes nothing leaves the unit's clock where
+// it was (the gateway stops it only while a read is handled).
+func TestGatewayTrickledUnitExpires(t *testing.T) {
+	const expire = 50 * time.Millisecond
+	srv, _ := startServer(t, expireCfg(), nil)
+	l := memnet.Listen("rpc")
+	must(t, srv.Serve(l))
+	rc := dialMem(t, l)
+	head := "GET /Api/Info HTTP/1.1\r\nHost: x\r\nAccept: */*\r\nX-Pad: " + strings.Repeat("p", 40) + "\r\n"
+	start := time.Now()
+	for i := range len(head) {
+		if _, err := rc.c.Write([]byte{head[i]}); err != nil {
+			if d := time.Since(start); d < expire {
+				t.Fatalf("ended after %v, before Expire (%v)", d, expire)
+			}
+			waitFor(t, "the close to be counted", func() bool {
+				return srv.Transport().Stats().Closed[transport.ReasonProtocol] == 1
+			})
+			return
+		}
+		time.Sleep(expire / 5)
+	}
+	t.Fatalf("a header trickled for %v (Expire %v) was still held", time.Since(start), expire)
 }
