@@ -31,7 +31,7 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/codec"
-	"github.com/lifenet/lifenet/internal/rawnet"
+	"github.com/lifenet/lifenet/internal/baseline"
 	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )
@@ -202,7 +202,7 @@ func rawEchoServer(b *testing.B) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := rawnet.Serve(l, true)
+	srv := baseline.Serve(l, true)
 	b.Cleanup(srv.Close)
 	return l.Addr().String()
 }
@@ -386,7 +386,7 @@ func benchFrameEcho(b *testing.B, addr, format string) {
 	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(b.N), "ns/frame")
 }
 
-// startStdFrameServer starts the plain per-frame loop (internal/rawnet,
+// startStdFrameServer starts the plain per-frame loop (internal/baseline,
 // no lifenet code) on loopback TCP and returns its address; the
 // benchmark's cleanup stops it.
 func startStdFrameServer(b *testing.B, format string) string {
@@ -394,11 +394,11 @@ func startStdFrameServer(b *testing.B, format string) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	f, err := rawnet.ParseFormat(format)
+	f, err := baseline.ParseFormat(format)
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := rawnet.ServeFrames(l, f, rawnet.Echo(f))
+	srv := baseline.ServeFrames(l, f, baseline.Echo(f))
 	b.Cleanup(srv.Close)
 	return l.Addr().String()
 }

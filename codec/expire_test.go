@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/codec"
-	"github.com/lifenet/lifenet/internal/leakcheck"
-	"github.com/lifenet/lifenet/internal/memnet"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
+	"github.com/lifenet/lifenet/internal/testutil/memnet"
 	"github.com/lifenet/lifenet/transport"
 )
 

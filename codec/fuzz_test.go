@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/lifenet/lifenet/codec"
-	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 	"github.com/lifenet/lifenet/packet"
 )
 
@@ -77,7 +77,7 @@ func leakFree(t *testing.T, start uint64) {
 func FuzzSRMP(f *testing.F) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, data, cuts []byte) {
-		start := packet.TrackBuffers()
+		start := leakcheck.Mark()
 		for _, fr := range frameBoth(t, codec.SRMPSplitter{}, data, cuts) {
 			m, err := codec.DecodeSRMP(payload(fr))
 			if err != nil {
@@ -103,7 +103,7 @@ func FuzzSRMP(f *testing.F) {
 func FuzzLengthField(f *testing.F) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, data, cuts []byte) {
-		start := packet.TrackBuffers()
+		start := leakcheck.Mark()
 		sizes := []int{1, 2, 4, -2, -4, codec.VarintLength, 0} // 0: the zero value, Size 2
 		size := sizes[len(cuts)%len(sizes)]
 		lf := codec.LengthField{Offset: len(data) % 3, Size: size}
@@ -131,7 +131,7 @@ func FuzzLengthField(f *testing.F) {
 func FuzzDelimiter(f *testing.F) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, data, cuts []byte) {
-		start := packet.TrackBuffers()
+		start := leakcheck.Mark()
 		for _, fr := range frameBoth(t, codec.Delimiter{}, data, cuts) {
 			if !bytes.HasSuffix(fr, []byte("\r\n")) || bytes.Index(fr, []byte("\r\n")) != len(fr)-2 {
 				t.Fatalf("bad line frame %q", fr)
@@ -149,7 +149,7 @@ func FuzzPipelineSRMP(f *testing.F) {
 	fuzzSeeds(f)
 	f.Add([]byte{0x41, 0, 0, 0, 0x81, 7, 0xFF, 0xFF, 3, 0, 0, 0, 'a', 'b', 'c'}, []byte{0, 5, 1})
 	f.Fuzz(func(t *testing.T, data, cuts []byte) {
-		start := packet.TrackBuffers()
+		start := leakcheck.Mark()
 		frames := frameBoth(t, codec.SRMPSplitter{}, data, cuts)
 		var got []*codec.Message
 		chain := codec.NewPipeline(codec.SRMPFraming(codec.FramerConfig{MaxFrame: 1 << 16})).NewChain(discard, func(msg any) error {

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/lifenet/lifenet/codec"
-	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 	"github.com/lifenet/lifenet/packet"
 )
 
@@ -17,7 +17,7 @@ import (
 // buffer here.
 func TestDelimiterPartialLineStaysWithinMaxFrame(t *testing.T) {
 	leakcheck.Check(t)
-	mark := packet.TrackBuffers()
+	mark := leakcheck.Mark()
 	f := codec.NewFramer(codec.Delimiter{}, codec.FramerConfig{MaxFrame: codec.DefaultMaxLine})
 	defer f.Close()
 	lines := 0

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/codec"
-	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )
@@ -33,7 +33,7 @@ func poolClass(n int) int {
 // still held.
 func pooledBytes(mark uint64) int {
 	n := 0
-	for _, b := range packet.Outstanding(mark) {
+	for _, b := range leakcheck.Outstanding(mark) {
 		n += b.Size
 	}
 	return n
@@ -79,7 +79,7 @@ func runFramerCase(t *testing.T, tb frameTable, c frameCase, piece int) {
 	if c.frame > 0 {
 		limit = poolClass(c.frame)
 	}
-	mark := packet.TrackBuffers()
+	mark := leakcheck.Mark()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	f := codec.NewFramer(tb.split, tb.cfg)

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/codec"
-	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )
@@ -59,7 +59,7 @@ func pipelineFrames(t *testing.T, stage func() codec.Handler, data, cuts []byte)
 func FuzzPipelineLengthField(f *testing.F) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, data, cuts []byte) {
-		start := packet.TrackBuffers()
+		start := leakcheck.Mark()
 		sizes := []int{1, 2, 4, -2, -4, codec.VarintLength, 0}
 		lf := codec.LengthField{Offset: len(data) % 3, Size: sizes[len(cuts)%len(sizes)]}
 		frames := frameBoth(t, lf, data, cuts)
@@ -81,7 +81,7 @@ func FuzzPipelineLengthField(f *testing.F) {
 func FuzzPipelineLines(f *testing.F) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, data, cuts []byte) {
-		start := packet.TrackBuffers()
+		start := leakcheck.Mark()
 		d := codec.Delimiter{}
 		if len(cuts)%2 == 1 {
 			d.Delim = []byte("<|>")
@@ -119,7 +119,7 @@ func FuzzFramerLimits(f *testing.F) {
 		if len(data) == 0 {
 			return
 		}
-		start := packet.TrackBuffers()
+		start := leakcheck.Mark()
 		splits := []codec.Splitter{
 			codec.SRMPSplitter{}, codec.LengthField{Size: 1}, codec.LengthField{Offset: 1, Size: -4},
 			codec.LengthField{Size: codec.VarintLength}, codec.Delimiter{}, codec.Delimiter{Delim: []byte("<|>")},
@@ -166,7 +166,7 @@ func FuzzDecodeSRMP(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		start := packet.TrackBuffers()
+		start := leakcheck.Mark()
 		n, ferr := codec.SRMPSplitter{}.FrameLen(data, max(len(data), 8))
 		whole := ferr == nil && n == len(data)
 		m, err := codec.DecodeSRMP(packet.Wrap(data))
@@ -238,7 +238,7 @@ func FuzzServer(f *testing.F) {
 	fuzzSeeds(f)
 	fs := startFuzzServers(f)
 	f.Fuzz(func(t *testing.T, data, cuts []byte) {
-		start := packet.TrackBuffers()
+		start := leakcheck.Mark()
 		isSRMP := len(cuts)%2 == 0
 		var split codec.Splitter = codec.SRMPSplitter{}
 		addr := fs.srmp

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/codec"
-	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )
@@ -63,7 +63,7 @@ func TestOversizedLengthsTakeNoMemoryFramer(t *testing.T) {
 	leakcheck.Check(t)
 	cfg := codec.FramerConfig{MaxFrame: oversizeLimit}
 	for _, h := range oversizeHeaders() {
-		mark := packet.TrackBuffers()
+		mark := leakcheck.Mark()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		refused := 0
@@ -80,7 +80,7 @@ func TestOversizedLengthsTakeNoMemoryFramer(t *testing.T) {
 		if refused != oversizeFrames {
 			t.Errorf("%s % X: %d of %d refused with %v", h.name, h.header, refused, oversizeFrames, h.want)
 		}
-		if n := len(packet.Outstanding(mark)); n != 0 {
+		if n := len(leakcheck.Outstanding(mark)); n != 0 {
 			t.Errorf("%s % X: %d pooled buffers taken", h.name, h.header, n)
 		}
 		grew := after.TotalAlloc - before.TotalAlloc

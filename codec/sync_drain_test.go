@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/codec"
-	"github.com/lifenet/lifenet/internal/leakcheck"
-	"github.com/lifenet/lifenet/internal/rawnet"
-	"github.com/lifenet/lifenet/internal/testwait"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
+	"github.com/lifenet/lifenet/internal/baseline"
+	"github.com/lifenet/lifenet/internal/testutil/testwait"
 	"github.com/lifenet/lifenet/transport"
 )
 
@@ -33,7 +33,7 @@ func TestRepliesSentBeforeTheRequestNeverMatchIt(t *testing.T) {
 			addr, served := serveOnce(t, func(c net.Conn) {
 				unsolicited(c)
 				close(sent)
-				rawnet.ServeConn(c, rawnet.SRMP, rawnet.Echo(rawnet.SRMP), nil)
+				baseline.ServeConn(c, baseline.SRMP, baseline.Echo(baseline.SRMP), nil)
 			})
 			c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline()}, m.mode)
 			<-sent // on loopback a written byte is in the peer's socket once Write returns

@@ -2,7 +2,7 @@
 
 package packet
 
-import "github.com/lifenet/lifenet/packet/internal/pooltrack"
+import "github.com/lifenet/lifenet/internal/pooltrack"
 
 // debug is true under the lifenet_debug build tag: handles are never
 // recycled, so any use of a released handle panics with ErrReleased; freed

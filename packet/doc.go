@@ -18,7 +18,7 @@
 // would go below zero panics with ErrOverRelease. Build with the
 // lifenet_debug tag to also detect any use of a released handle, poison
 // freed storage, and record the allocation stack of every outstanding buffer
-// (see TrackBuffers, which switches that tracking on in any build).
+// (the tests' leak check switches the same tracking on in any build).
 //
 // # Concurrency
 //

@@ -5,7 +5,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 	"github.com/lifenet/lifenet/packet"
 )
 
@@ -47,7 +47,7 @@ func FuzzPipe(f *testing.F) {
 	f.Add([]byte{1, 200, 1, 1, 3, 0, 50, 2, 0, 1, 0, 2, 4, 0, 0})
 	f.Add([]byte{0, 255, 0, 255, 0, 255, 3, 1, 0, 2, 0, 0, 0, 3})
 	f.Fuzz(func(t *testing.T, in []byte) {
-		start := packet.TrackBuffers()
+		start := leakcheck.Mark()
 		ctx := context.Background()
 		canceled, cancel := context.WithCancel(ctx)
 		cancel()
@@ -129,7 +129,7 @@ func FuzzSliceRelease(f *testing.F) {
 	f.Add(1, []byte{3, 0, 3, 0, 3, 0, 0, 0, 0, 1, 1})
 	f.Fuzz(func(t *testing.T, size int, in []byte) {
 		size = max(size%70000, 0)
-		start := packet.TrackBuffers()
+		start := leakcheck.Mark()
 		rc, done := packet.CountRecycles()
 		defer done()
 

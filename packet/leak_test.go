@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 	"github.com/lifenet/lifenet/packet"
 )
 
@@ -15,7 +15,7 @@ func leakyHelper() *packet.Packet { return packet.Get(300) }
 // The leak check, run on a deliberate leak, reports the buffer with the
 // stack that took it; once released, the report is empty.
 func TestLeakCheckReportsAllocationStack(t *testing.T) {
-	start := packet.TrackBuffers()
+	start := leakcheck.Mark()
 	leaked := leakyHelper()
 
 	report := leakcheck.Buffers(start, 0)

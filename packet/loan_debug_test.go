@@ -5,7 +5,7 @@ package packet_test
 import (
 	"testing"
 
-	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 	"github.com/lifenet/lifenet/packet"
 )
 

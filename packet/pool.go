@@ -5,7 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/lifenet/lifenet/packet/internal/pooltrack"
+	"github.com/lifenet/lifenet/internal/pooltrack"
 )
 
 // Size classes: one pool per power of two from MinPooled to MaxPooled.

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lifenet/lifenet/internal/leakcheck"
-	"github.com/lifenet/lifenet/internal/memnet"
-	"github.com/lifenet/lifenet/internal/testwait"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
+	"github.com/lifenet/lifenet/internal/testutil/memnet"
+	"github.com/lifenet/lifenet/internal/testutil/testwait"
 	"github.com/lifenet/lifenet/rpc"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lifenet/lifenet/internal/memnet"
+	"github.com/lifenet/lifenet/internal/testutil/memnet"
 	"github.com/lifenet/lifenet/rpc"
 )
 

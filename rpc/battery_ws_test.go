@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/lifenet/lifenet/codec"
-	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 	"github.com/lifenet/lifenet/rpc"
 	"github.com/lifenet/lifenet/rpc/internal/ws"
 )

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lifenet/lifenet/internal/memnet"
+	"github.com/lifenet/lifenet/internal/testutil/memnet"
 	"github.com/lifenet/lifenet/rpc"
 )
 

@@ -9,8 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/lifenet/lifenet/internal/leakcheck"
-	"github.com/lifenet/lifenet/packet"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 )
 
 // TestMain checks the whole package for leaks once every test has run: no
@@ -25,7 +24,7 @@ func TestMain(m *testing.M) {
 	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
 		os.Exit(m.Run())
 	}
-	start := packet.TrackBuffers()
+	start := leakcheck.Mark()
 	code := m.Run()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lifenet/lifenet/internal/leakcheck"
-	"github.com/lifenet/lifenet/internal/testwait"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
+	"github.com/lifenet/lifenet/internal/testutil/testwait"
 	"github.com/lifenet/lifenet/rpc"
 	"github.com/lifenet/lifenet/transport"
 )

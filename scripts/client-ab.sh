@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Separate-process A/B of the codec CLIENT: lifenet's codec client vs the
-# raw std-net client, each against the same server (rawnet's per-message
+# raw std-net client, each against the same server (the baseline's per-message
 # loop, a fresh process per run), alternating which goes first per round.
 # Serial rows compare round trips per second (and time per request);
 # windowed rows compare client CPU per request (the SUMMARY's cpuPerMsg).

@@ -4,7 +4,7 @@
 # client. The two alternate which goes first from round to round, so drift
 # in the machine's load does not favour either.
 # Codec scenarios (lf-*, srmp-*) give the server the client's --codec and
-# --size: lifenet runs its codec, raw rawnet's per-message loop (each frame
+# --size: lifenet runs its codec, raw the baseline's per-message loop (each frame
 # parsed and answered), both driven by the raw client's window of valid
 # frames.
 # Prints one line per run: "<scenario> <impl> <STEADY-JSON>", then per

@@ -16,7 +16,7 @@
 # SET=codec: SRMP over UDP. srmp-rt-c*: echo round trips of 32-byte SRMP
 # requests (one frame per datagram, one in flight per client) from 1, 4
 # and 16 clients of the raw UDP client (`lifenet load --udp --codec srmp`
-# uses it with either --impl) against lifenet's codec server or rawnet's
+# uses it with either --impl) against lifenet's codec server or the baseline's
 # datagram loop; per run the round trips/s the client saw, the server's
 # CPU per request (µs) and the requests left unanswered (%). client-*:
 # one-way send from 4 unconnected sockets (send-to) to the same raw UDP

@@ -1,7 +1,7 @@
 package transport_test
 
 // Server-path benchmarks, each beside the plain std-net baseline
-// (internal/rawnet) in the same run:
+// (internal/baseline) in the same run:
 //
 //	go test -run '^$' -bench 'ServerReceive|Echo' -benchmem -count 5 ./transport
 //
@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lifenet/lifenet/internal/memnet"
-	"github.com/lifenet/lifenet/internal/rawnet"
+	"github.com/lifenet/lifenet/internal/testutil/memnet"
+	"github.com/lifenet/lifenet/internal/baseline"
 	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )
@@ -49,7 +49,7 @@ func startBench(b *testing.B, impl string, echo bool) benchServer {
 		if err != nil {
 			b.Fatal(err)
 		}
-		r := rawnet.Serve(l, echo)
+		r := baseline.Serve(l, echo)
 		return benchServer{l.Addr().String(), r.Bytes.Load, r.Close}
 	}
 	return startLifenetBench(b, "tcp", echo)

@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 	"github.com/lifenet/lifenet/transport"
 )
 

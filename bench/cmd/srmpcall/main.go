@@ -32,7 +32,7 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/lifenet/lifenet/internal/rawnet"
+	"github.com/lifenet/lifenet/internal/baseline"
 )
 
 func main() {
@@ -225,7 +225,7 @@ func readFrame(c net.Conn, buf []byte) error {
 	for {
 		m, err := c.Read(buf[have:])
 		have += m
-		size, ferr := rawnet.FrameLen(rawnet.SRMP, buf[:have]) // 0 until the header is in
+		size, ferr := baseline.FrameLen(baseline.SRMP, buf[:have]) // 0 until the header is in
 		if ferr != nil {
 			return ferr
 		}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lifenet/lifenet/internal/rawnet"
+	"github.com/lifenet/lifenet/internal/baseline"
 )
 
 func TestRequest(t *testing.T) {
@@ -81,7 +81,7 @@ func TestRunAgainstEcho(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := rawnet.Serve(ln, true) // the std echo that floor.sh's raw run serves
+	srv := baseline.Serve(ln, true) // the std echo that floor.sh's raw run serves
 	defer srv.Close()
 	s, err := run(ln.Addr().String(), 3, 50*time.Millisecond, 200*time.Millisecond, request("Bench/NoArg"))
 	if err != nil {

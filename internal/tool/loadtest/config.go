@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lifenet/lifenet/internal/rawnet"
+	"github.com/lifenet/lifenet/internal/baseline"
 	"github.com/lifenet/lifenet/transport"
 )
 
@@ -160,8 +160,8 @@ func (c *Config) normalize() error {
 		return fmt.Errorf("--codec %q: want none, srmp or lengthfield", c.Codec)
 	case c.Codec != "none" && (c.Size <= codecHeader(c.Codec) || c.Codec == "lengthfield" && c.Size > 65535+2):
 		return fmt.Errorf("--size %d does not fit a %s frame", c.Size, c.Codec)
-	case c.Codec != "none" && c.Impl == "raw" && !c.UDP && c.Size > rawnet.BufferSize: // UDP: clamped to a datagram below
-		return fmt.Errorf("--size %d: raw %s frames must fit the baseline's %d-byte buffer", c.Size, c.Codec, rawnet.BufferSize)
+	case c.Codec != "none" && c.Impl == "raw" && !c.UDP && c.Size > baseline.BufferSize: // UDP: clamped to a datagram below
+		return fmt.Errorf("--size %d: raw %s frames must fit the baseline's %d-byte buffer", c.Size, c.Codec, baseline.BufferSize)
 	case c.Window != 0 && (c.Codec == "none" || c.Window < 0 || c.Window > 256 || c.Codec == "srmp" && c.Window > 255):
 		return errors.New("--window needs --codec srmp (1…255) or lengthfield (1…256)")
 	case c.Server && c.Remote != "":
@@ -214,7 +214,7 @@ func dialAddr(a net.Addr) string {
 
 // rawClient reports whether the client is the std-net one: with --impl
 // raw, and for UDP codec runs with either --impl, so that lifenet's codec
-// server and rawnet's datagram loop are driven alike (one frame per
+// server and the baseline's datagram loop are driven alike (one frame per
 // datagram, the same timing of requests) and compared server to server.
 func (c *Config) rawClient() bool { return c.Impl == "raw" || c.UDP && c.Codec != "none" }
 

@@ -7,7 +7,7 @@ import (
 )
 
 // The raw client with --codec (the like-for-like driver of codec echo A/B
-// runs, against lifenet's codec server and rawnet's per-message server
+// runs, against lifenet's codec server and the baseline's per-message server
 // alike) sends valid frames of --size bytes, header included: a 2-byte
 // length field, or a 4-byte SRMP header of kind request (one-way with
 // --oneway), flag 1 and sequence 1…255 in turn. Replies have the request's
@@ -46,7 +46,7 @@ func newFrameRing(cfg *Config, payload []byte, most int) frameRing {
 				kind = 1
 			}
 			f[0], f[1] = kind<<6|1, byte(i%255+1)
-			binary.LittleEndian.PutUint16(f[2:], uint16(size-hdr)) // size ≤ rawnet.BufferSize: never the long header
+			binary.LittleEndian.PutUint16(f[2:], uint16(size-hdr)) // size ≤ baseline.BufferSize: never the long header
 		} else {
 			binary.LittleEndian.PutUint16(f, uint16(size-hdr))
 		}

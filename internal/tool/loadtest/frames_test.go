@@ -12,8 +12,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/lifenet/lifenet/internal/leakcheck"
-	"github.com/lifenet/lifenet/internal/rawnet"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
+	"github.com/lifenet/lifenet/internal/baseline"
 )
 
 func TestParseRawCodecFlags(t *testing.T) {
@@ -66,16 +66,16 @@ func TestFrameRing(t *testing.T) {
 					}
 					continue
 				case "lengthfield":
-					if n, _ := rawnet.FrameLen(rawnet.LengthField, frame); n != cfg.Size {
+					if n, _ := baseline.FrameLen(baseline.LengthField, frame); n != cfg.Size {
 						t.Fatalf("length-field frame of %d bytes claims %d", cfg.Size, n)
 					}
 				case "srmp":
 					seq = seq%255 + 1
-					kind := byte(rawnet.KindRequest)
+					kind := byte(baseline.KindRequest)
 					if c.oneway {
-						kind = rawnet.KindOneWay
+						kind = baseline.KindOneWay
 					}
-					if n, _ := rawnet.FrameLen(rawnet.SRMP, frame); n != cfg.Size || frame[0] != kind<<6|1 || int(frame[1]) != seq {
+					if n, _ := baseline.FrameLen(baseline.SRMP, frame); n != cfg.Size || frame[0] != kind<<6|1 || int(frame[1]) != seq {
 						t.Fatalf("%+v frame %d: header % x (want kind %d, flag 1, seq %d, length %d)", c, i+f, frame[:4], kind, seq, cfg.Size-4)
 					}
 				}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 )
 
 func TestParseRejectsBadFlags(t *testing.T) {

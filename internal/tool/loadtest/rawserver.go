@@ -6,24 +6,24 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/lifenet/lifenet/internal/rawnet"
+	"github.com/lifenet/lifenet/internal/baseline"
 )
 
-// startRawServer runs the std-net baseline: for TCP rawnet's byte loop, or
+// startRawServer runs the std-net baseline: for TCP the baseline's byte loop, or
 // with --codec its per-message loop (each frame parsed and handed to the
 // echo, or only counted with --oneway); for UDP a plain read/echo loop, or
-// with --codec rawnet's datagram loop (each frame of a datagram answered
+// with --codec the baseline's datagram loop (each frame of a datagram answered
 // by the same handlers, a datagram per reply).
 func startRawServer(cfg *Config, addr string) (*echoServer, error) {
-	var h rawnet.Handler
-	var f rawnet.Format
+	var h baseline.Handler
+	var f baseline.Format
 	if cfg.Codec != "none" {
 		var err error
-		if f, err = rawnet.ParseFormat(cfg.Codec); err != nil {
+		if f, err = baseline.ParseFormat(cfg.Codec); err != nil {
 			return nil, err
 		}
 		if !cfg.OneWay {
-			h = rawnet.Echo(f)
+			h = baseline.Echo(f)
 		}
 	}
 	if !cfg.UDP {
@@ -34,11 +34,11 @@ func startRawServer(cfg *Config, addr string) (*echoServer, error) {
 		if cfg.RcvBuf > 0 {
 			l = &rcvbufListener{l.(*net.TCPListener), cfg.RcvBuf}
 		}
-		var s *rawnet.Server
+		var s *baseline.Server
 		if cfg.Codec == "none" {
-			s = rawnet.Serve(l, !cfg.OneWay)
+			s = baseline.Serve(l, !cfg.OneWay)
 		} else {
-			s = rawnet.ServeFrames(l, f, h)
+			s = baseline.ServeFrames(l, f, h)
 		}
 		return &echoServer{addr: l.Addr(), bytes: s.Bytes.Load, open: s.Open.Load, close: s.Close}, nil
 	}
@@ -54,7 +54,7 @@ func startRawServer(cfg *Config, addr string) (*echoServer, error) {
 		conn.SetReadBuffer(cfg.RcvBuf)
 	}
 	if cfg.Codec != "none" {
-		s := rawnet.ServeDatagrams(conn, f, h)
+		s := baseline.ServeDatagrams(conn, f, h)
 		return &echoServer{addr: s.Addr(), bytes: s.Bytes.Load, close: s.Close}, nil
 	}
 	var n atomic.Uint64 // one reading goroutine: the only writer, once per datagram

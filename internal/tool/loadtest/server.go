@@ -43,7 +43,7 @@ type echoServer struct {
 // arrives.
 func startServer(cfg *Config, addr string) (*echoServer, error) {
 	if cfg.Impl == "raw" {
-		return startRawServer(cfg, addr) // with --codec: rawnet parses and answers each frame
+		return startRawServer(cfg, addr) // with --codec: the baseline parses and answers each frame
 	}
 	if cfg.Codec != "none" {
 		return startCodecServer(cfg, addr)

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lifenet/lifenet/internal/leakcheck"
-	"github.com/lifenet/lifenet/internal/rawnet"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
+	"github.com/lifenet/lifenet/internal/baseline"
 )
 
 // expectedReply is what a codec server answers to frame: an SRMP request
@@ -19,17 +19,17 @@ import (
 func expectedReply(codec string, frame []byte) []byte {
 	out := append([]byte(nil), frame...)
 	if codec == "srmp" {
-		out[0] = rawnet.KindReply<<6 | out[0]&0x3F
+		out[0] = baseline.KindReply<<6 | out[0]&0x3F
 	}
 	return out
 }
 
-// Both UDP codec servers, lifenet's codec server and rawnet's datagram
+// Both UDP codec servers, lifenet's codec server and the baseline's datagram
 // loop, answer the raw client's frames alike, byte for byte: each frame of
 // a datagram holding three gets a reply datagram of its own, in order; a
 // datagram too short for a frame header gets no reply (the next reply is
 // the one to the request after it). (A datagram with whole frames before
-// a cut one is not compared: rawnet drops it whole; lifenet's codec frames
+// a cut one is not compared: the baseline drops it whole; lifenet's codec frames
 // it as it goes and ends the peer's session at the cut, so whether replies
 // to the whole frames leave first is up to the codec.)
 func TestUDPCodecServersAnswerAlike(t *testing.T) {
@@ -165,7 +165,7 @@ func TestUDPWindowRefillsAfterLoss(t *testing.T) {
 			if seen[from.String()]++; seen[from.String()] <= window {
 				continue
 			}
-			buf[0] = rawnet.KindReply<<6 | buf[0]&0x3F
+			buf[0] = baseline.KindReply<<6 | buf[0]&0x3F
 			pc.WriteToUDP(buf[:n], from)
 		}
 	})

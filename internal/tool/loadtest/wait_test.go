@@ -3,7 +3,7 @@ package loadtest
 import (
 	"time"
 
-	"github.com/lifenet/lifenet/internal/testwait"
+	"github.com/lifenet/lifenet/internal/testutil/testwait"
 )
 
 // eventually polls cond until it holds (true) or 10 s pass (false). It is

@@ -54,7 +54,7 @@ func TestUDPCodecScenarios(t *testing.T) {
 }
 
 // A UDP codec row runs end to end in separate processes, lifenet's codec
-// server and rawnet's datagram loop each driven by the raw UDP client:
+// server and the baseline's datagram loop each driven by the raw UDP client:
 // both produce round trips and a server STEADY line, and the report puts
 // the row in its own group.
 func TestMatrixRunsUDPCodecRow(t *testing.T) {

@@ -19,7 +19,7 @@ type Scenario struct {
 	Frame      int    `json:"frame,omitempty"`
 	RecvMode   string `json:"recvmode"`
 	UDPConnect bool   `json:"udpconnect,omitempty"`
-	Codec      string `json:"codec,omitempty"` // srmp or lengthfield: lifenet runs its codec, raw rawnet's per-message loop and client
+	Codec      string `json:"codec,omitempty"` // srmp or lengthfield: lifenet runs its codec, raw the baseline's per-message loop and client
 	Window     int    `json:"window,omitempty"`
 	// RPC rows (Mode "rpc"): `lifenet serve` and `lifenet rpcload`,
 	// lifenet beside Go's net/rpc. Clients is the connection count (for
@@ -222,7 +222,7 @@ func Full() []Scenario {
 // one frame per datagram and one in flight per client, for 1, 4 and 16
 // clients. Both runs of a row send with the raw UDP client (`lifenet
 // load` picks it for UDP codec runs whatever --impl), so the ratio
-// compares the servers: lifenet's codec server against rawnet's datagram
+// compares the servers: lifenet's codec server against the baseline's datagram
 // loop.
 func udpCodecScenarios() []Scenario {
 	var l []Scenario

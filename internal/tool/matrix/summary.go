@@ -247,7 +247,7 @@ func notes(p pair, bad map[string]bool) []string {
 			"(NoDelayAuto) while the raw loop writes with TCP_NODELAY (Go's default), so a write can wait for the peer's ACK")
 	}
 	if p.sc.Proto == "udp" && p.sc.Codec != "" {
-		why = append(why, "both runs send with the raw UDP client: the ratio compares the servers (lifenet's codec server, rawnet's datagram loop)")
+		why = append(why, "both runs send with the raw UDP client: the ratio compares the servers (lifenet's codec server, the baseline's datagram loop)")
 	}
 	if bad[p.sc.Name] {
 		why = append(why, "a run failed or had errors (see the lists at the end)")

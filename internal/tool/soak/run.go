@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/codec"
-	"github.com/lifenet/lifenet/packet"
+	"github.com/lifenet/lifenet/internal/pooltrack"
 	"github.com/lifenet/lifenet/transport"
 )
 
@@ -59,7 +59,7 @@ func Run(ctx context.Context, o Options, progress io.Writer) (*Report, error) {
 	// Tracking costs a mutex and a stack capture per buffer taken: a few
 	// per cent of a core at the default load, and the only way to count
 	// buffers outstanding (packet exposes no counter without it).
-	mark := packet.TrackBuffers()
+	mark := trackBuffers()
 	srv, err := startServers(ctx, &o)
 	if err != nil {
 		return nil, err
@@ -204,7 +204,7 @@ func drain(srv *servers, smp *sampler, base *Sample, settle time.Duration) Sampl
 func settleBuffers(mark uint64, wait time.Duration) int {
 	n := 0
 	waitFor(wait, func() bool {
-		n = len(packet.Outstanding(mark))
+		n = len(pooltrack.Since(mark))
 		return n == 0
 	})
 	return n
@@ -223,4 +223,11 @@ func waitFor(wait time.Duration, cond func() bool) bool {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// trackBuffers switches on tracking of pooled buffers for the run and
+// returns a mark: pooltrack.Since(mark) lists the buffers taken since.
+func trackBuffers() uint64 {
+	pooltrack.Enable()
+	return pooltrack.Seq()
 }

@@ -5,8 +5,8 @@ import (
 	"runtime/metrics"
 	"time"
 
+	"github.com/lifenet/lifenet/internal/pooltrack"
 	"github.com/lifenet/lifenet/internal/tool/cpustat"
-	"github.com/lifenet/lifenet/packet"
 )
 
 // Sample is one reading of the process's resources.
@@ -49,7 +49,7 @@ func readHeap() (alloc, live uint64) {
 
 // sampler takes samples of one run.
 type sampler struct {
-	mark  uint64 // packet.TrackBuffers' mark at the start of the run
+	mark  uint64 // the buffer-tracking mark at the start of the run
 	start time.Time
 	srv   *servers
 	cnt   *counters
@@ -68,7 +68,7 @@ func (s *sampler) take() Sample {
 		Goroutines: runtime.NumGoroutine(),
 		HeapAlloc:  alloc,
 		HeapLive:   live,
-		Buffers:    len(packet.Outstanding(s.mark)),
+		Buffers:    len(pooltrack.Since(s.mark)),
 		FDs:        openFDs(),
 		Sessions:   s.srv.sessions(),
 		Pending:    pending,

@@ -1,4 +1,4 @@
-package rawnet
+package baseline
 
 import (
 	"bufio"
@@ -31,9 +31,9 @@ const (
 
 // Errors that end a connection of the frame loop.
 var (
-	ErrFrameTooLarge = fmt.Errorf("rawnet: frame larger than the %d-byte read buffer", BufferSize)
-	ErrBadLength     = errors.New("rawnet: negative SRMP frame length")
-	ErrFormat        = errors.New("rawnet: unknown frame format")
+	ErrFrameTooLarge = fmt.Errorf("baseline: frame larger than the %d-byte read buffer", BufferSize)
+	ErrBadLength     = errors.New("baseline: negative SRMP frame length")
+	ErrFormat        = errors.New("baseline: unknown frame format")
 )
 
 // ParseFormat returns the format named "lengthfield" or "srmp".
@@ -44,7 +44,7 @@ func ParseFormat(name string) (Format, error) {
 	case "srmp":
 		return SRMP, nil
 	}
-	return 0, fmt.Errorf("rawnet: unknown frame format %q", name)
+	return 0, fmt.Errorf("baseline: unknown frame format %q", name)
 }
 
 func (f Format) String() string {

@@ -1,4 +1,4 @@
-package rawnet_test
+package baseline_test
 
 import (
 	"bufio"
@@ -11,7 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/lifenet/lifenet/internal/rawnet"
+	"github.com/lifenet/lifenet/internal/baseline"
 )
 
 // datagrams records each Write as one datagram; the write numbered failAt
@@ -35,11 +35,11 @@ func (d *datagrams) Write(b []byte) (int, error) {
 
 // handle runs HandleDatagram on d with f's echo (counting its calls) into
 // a recorder.
-func handle(f rawnet.Format, d []byte, failAt int) (rec *datagrams, frames, calls int, err error) {
+func handle(f baseline.Format, d []byte, failAt int) (rec *datagrams, frames, calls int, err error) {
 	rec = &datagrams{failAt: failAt}
-	echo := rawnet.Echo(f)
+	echo := baseline.Echo(f)
 	h := func(w *bufio.Writer, frame []byte) { calls++; echo(w, frame) }
-	frames, err = rawnet.HandleDatagram(d, f, h, bufio.NewWriterSize(rec, rawnet.BufferSize))
+	frames, err = baseline.HandleDatagram(d, f, h, bufio.NewWriterSize(rec, baseline.BufferSize))
 	return rec, frames, calls, err
 }
 
@@ -48,10 +48,10 @@ func handle(f rawnet.Format, d []byte, failAt int) (rec *datagrams, frames, call
 // its sequence and payload; a one-way frame gets none; the long header is
 // read); a length-field frame, the empty one included, comes back as it is.
 func TestDatagramOfSeveralFrames(t *testing.T) {
-	req1, req2 := srmpFrame(rawnet.KindRequest, 7, "one", false), srmpFrame(rawnet.KindRequest, 8, "", false)
-	long := srmpFrame(rawnet.KindRequest, 9, "long header", true)
-	one := srmpFrame(rawnet.KindOneWay, 10, "no answer", false)
-	rec, frames, calls, err := handle(rawnet.SRMP, cat(req1, one, req2, long), 0)
+	req1, req2 := srmpFrame(baseline.KindRequest, 7, "one", false), srmpFrame(baseline.KindRequest, 8, "", false)
+	long := srmpFrame(baseline.KindRequest, 9, "long header", true)
+	one := srmpFrame(baseline.KindOneWay, 10, "no answer", false)
+	rec, frames, calls, err := handle(baseline.SRMP, cat(req1, one, req2, long), 0)
 	if err != nil || frames != 4 || calls != 4 {
 		t.Fatalf("srmp: %d frames, %d handler calls, %v; want 4, 4, nil", frames, calls, err)
 	}
@@ -65,7 +65,7 @@ func TestDatagramOfSeveralFrames(t *testing.T) {
 		}
 	}
 	lf := [][]byte{lfFrame("alpha"), lfFrame(""), lfFrame("gamma")}
-	rec, frames, _, err = handle(rawnet.LengthField, cat(lf...), 0)
+	rec, frames, _, err = handle(baseline.LengthField, cat(lf...), 0)
 	if err != nil || frames != 3 || len(rec.out) != 3 {
 		t.Fatalf("lengthfield: %d frames, %d datagrams, %v", frames, len(rec.out), err)
 	}
@@ -76,11 +76,11 @@ func TestDatagramOfSeveralFrames(t *testing.T) {
 	}
 	// No handler: frames are counted, nothing is written.
 	w := &datagrams{}
-	if n, err := rawnet.HandleDatagram(cat(req1, one), rawnet.SRMP, nil, bufio.NewWriter(w)); n != 2 || err != nil || w.tries != 0 {
+	if n, err := baseline.HandleDatagram(cat(req1, one), baseline.SRMP, nil, bufio.NewWriter(w)); n != 2 || err != nil || w.tries != 0 {
 		t.Errorf("count only: %d frames, %v, %d writes", n, err, w.tries)
 	}
 	// An empty datagram holds no frame.
-	if rec, frames, calls, err := handle(rawnet.SRMP, nil, 0); frames != 0 || calls != 0 || err != nil || rec.tries != 0 {
+	if rec, frames, calls, err := handle(baseline.SRMP, nil, 0); frames != 0 || calls != 0 || err != nil || rec.tries != 0 {
 		t.Errorf("empty datagram: %d frames, %d calls, %v", frames, calls, err)
 	}
 }
@@ -89,26 +89,26 @@ func TestDatagramOfSeveralFrames(t *testing.T) {
 // frame of it reaches the handler (not even the valid ones before the
 // fault) and nothing is sent.
 func TestMalformedDatagramDropped(t *testing.T) {
-	req := srmpFrame(rawnet.KindRequest, 1, "valid", false)
+	req := srmpFrame(baseline.KindRequest, 1, "valid", false)
 	negative := binary.LittleEndian.AppendUint32([]byte{0x01, 2, 0xFF, 0xFF}, 0x80000000)
 	for _, c := range []struct {
 		name string
-		f    rawnet.Format
+		f    baseline.Format
 		d    []byte
 		want error
 	}{
-		{"srmp frame then a cut one", rawnet.SRMP, cat(req, req[:6]), rawnet.ErrPartialFrame},
-		{"srmp header cut", rawnet.SRMP, req[:3], rawnet.ErrPartialFrame},
-		{"srmp length beyond the datagram", rawnet.SRMP, req[:len(req)-1], rawnet.ErrPartialFrame},
-		{"srmp long header cut", rawnet.SRMP, cat(req, srmpFrame(rawnet.KindRequest, 2, "x", true)[:6]), rawnet.ErrPartialFrame},
-		{"srmp negative long length", rawnet.SRMP, cat(req, negative), rawnet.ErrBadLength},
-		{"srmp 2 GiB declared", rawnet.SRMP, binary.LittleEndian.AppendUint32([]byte{0x01, 3, 0xFF, 0xFF}, 0x7FFFFFFF), rawnet.ErrPartialFrame},
-		{"lengthfield one byte", rawnet.LengthField, []byte{5}, rawnet.ErrPartialFrame},
-		{"lengthfield trailing byte", rawnet.LengthField, cat(lfFrame("ok"), []byte{1}), rawnet.ErrPartialFrame},
-		{"unknown format", rawnet.Format(9), req, rawnet.ErrFormat},
+		{"srmp frame then a cut one", baseline.SRMP, cat(req, req[:6]), baseline.ErrPartialFrame},
+		{"srmp header cut", baseline.SRMP, req[:3], baseline.ErrPartialFrame},
+		{"srmp length beyond the datagram", baseline.SRMP, req[:len(req)-1], baseline.ErrPartialFrame},
+		{"srmp long header cut", baseline.SRMP, cat(req, srmpFrame(baseline.KindRequest, 2, "x", true)[:6]), baseline.ErrPartialFrame},
+		{"srmp negative long length", baseline.SRMP, cat(req, negative), baseline.ErrBadLength},
+		{"srmp 2 GiB declared", baseline.SRMP, binary.LittleEndian.AppendUint32([]byte{0x01, 3, 0xFF, 0xFF}, 0x7FFFFFFF), baseline.ErrPartialFrame},
+		{"lengthfield one byte", baseline.LengthField, []byte{5}, baseline.ErrPartialFrame},
+		{"lengthfield trailing byte", baseline.LengthField, cat(lfFrame("ok"), []byte{1}), baseline.ErrPartialFrame},
+		{"unknown format", baseline.Format(9), req, baseline.ErrFormat},
 	} {
 		rec, frames, calls, err := handle(c.f, c.d, 0)
-		if !errors.Is(err, c.want) || !rawnet.Malformed(err) || frames != 0 || calls != 0 || rec.tries != 0 {
+		if !errors.Is(err, c.want) || !baseline.Malformed(err) || frames != 0 || calls != 0 || rec.tries != 0 {
 			t.Errorf("%s: err %v (want %v), %d frames, %d handler calls, %d datagrams sent", c.name, err, c.want, frames, calls, rec.tries)
 		}
 	}
@@ -117,9 +117,9 @@ func TestMalformedDatagramDropped(t *testing.T) {
 // A reply that cannot be sent ends the datagram: the error is the write's
 // (not a malformed datagram), and the frames after it are not answered.
 func TestDatagramReplyFails(t *testing.T) {
-	reqs := cat(srmpFrame(rawnet.KindRequest, 1, "a", false), srmpFrame(rawnet.KindRequest, 2, "b", false), srmpFrame(rawnet.KindRequest, 3, "c", false))
-	rec, frames, calls, err := handle(rawnet.SRMP, reqs, 2)
-	if !errors.Is(err, errSend) || rawnet.Malformed(err) || frames != 3 || calls != 2 || len(rec.out) != 1 {
+	reqs := cat(srmpFrame(baseline.KindRequest, 1, "a", false), srmpFrame(baseline.KindRequest, 2, "b", false), srmpFrame(baseline.KindRequest, 3, "c", false))
+	rec, frames, calls, err := handle(baseline.SRMP, reqs, 2)
+	if !errors.Is(err, errSend) || baseline.Malformed(err) || frames != 3 || calls != 2 || len(rec.out) != 1 {
 		t.Fatalf("err %v, %d frames, %d handler calls, %d sent; want errSend, 3, 2, 1", err, frames, calls, len(rec.out))
 	}
 }
@@ -157,14 +157,14 @@ func TestServeDatagrams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := rawnet.ServeDatagrams(pc, rawnet.SRMP, rawnet.Echo(rawnet.SRMP))
+	srv := baseline.ServeDatagrams(pc, baseline.SRMP, baseline.Echo(baseline.SRMP))
 	defer srv.Close()
 	a, b := dialUDP(t, srv.Addr()), dialUDP(t, srv.Addr())
-	req1, req2 := srmpFrame(rawnet.KindRequest, 1, "first", false), srmpFrame(rawnet.KindRequest, 2, "second", false)
-	several := cat(req1, srmpFrame(rawnet.KindOneWay, 3, "quiet", false), req2)
+	req1, req2 := srmpFrame(baseline.KindRequest, 1, "first", false), srmpFrame(baseline.KindRequest, 2, "second", false)
+	several := cat(req1, srmpFrame(baseline.KindOneWay, 3, "quiet", false), req2)
 	bad := cat(req1, req2[:5])
-	req4 := srmpFrame(rawnet.KindRequest, 4, "after the bad one", false)
-	reqB := srmpFrame(rawnet.KindRequest, 5, "from b", false)
+	req4 := srmpFrame(baseline.KindRequest, 4, "after the bad one", false)
+	reqB := srmpFrame(baseline.KindRequest, 5, "from b", false)
 	for _, d := range [][]byte{several, bad, req4} {
 		if _, err := a.Write(d); err != nil {
 			t.Fatal(err)

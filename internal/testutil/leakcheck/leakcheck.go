@@ -14,7 +14,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/lifenet/lifenet/packet"
+	"github.com/lifenet/lifenet/internal/pooltrack"
+
 )
 
 // settle is how long teardown waits for buffers that are released
@@ -27,7 +28,7 @@ const settle = 2 * time.Second
 // test, before anything that takes buffers or starts goroutines.
 func Check(t testing.TB) {
 	t.Helper()
-	start := packet.TrackBuffers()
+	start := Mark()
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() {
 		if err := goleak.Find(ignore); err != nil {
@@ -40,12 +41,12 @@ func Check(t testing.TB) {
 }
 
 // Buffers waits up to wait for every buffer taken after start (a mark from
-// packet.TrackBuffers) to be released and returns "" if they were, or a
+// Mark) to be released and returns "" if they were, or a
 // report naming each outstanding buffer with the stack that took it.
 func Buffers(start uint64, wait time.Duration) string {
 	deadline := time.Now().Add(wait)
 	for {
-		recs := packet.Outstanding(start)
+		recs := Outstanding(start)
 		if len(recs) == 0 {
 			return ""
 		}
@@ -56,7 +57,7 @@ func Buffers(start uint64, wait time.Duration) string {
 	}
 }
 
-func format(recs []packet.TrackedBuffer) string {
+func format(recs []pooltrack.Record) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "leakcheck: %d pooled buffer(s) never released:\n", len(recs))
 	for _, r := range recs {

@@ -16,7 +16,8 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/codec"
-	"github.com/lifenet/lifenet/internal/testwait"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
+	"github.com/lifenet/lifenet/internal/testutil/testwait"
 	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )
@@ -230,7 +231,7 @@ func liveHeap() uint64 {
 
 // pooled sums the pooled buffers taken after mark and not yet released.
 func pooled(mark uint64) (count, bytes int) {
-	for _, b := range packet.Outstanding(mark) {
+	for _, b := range leakcheck.Outstanding(mark) {
 		count++
 		bytes += b.Size
 	}

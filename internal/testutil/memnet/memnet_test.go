@@ -9,8 +9,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/lifenet/lifenet/internal/leakcheck"
-	"github.com/lifenet/lifenet/internal/memnet"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
+	"github.com/lifenet/lifenet/internal/testutil/memnet"
 )
 
 // accept runs Accept on its own goroutine and hands back what it returns.

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/codec"
-	"github.com/lifenet/lifenet/internal/leakcheck"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )
@@ -96,7 +96,7 @@ func TestHalfFrameHold(t *testing.T) {
 	eventually(t, 10*time.Second, "the warm-up connection to end", func() bool { return ts.Stats().Active == 0 })
 	heap0 := liveHeap()
 	fd0, haveFDs := openFDs()
-	mark := packet.TrackBuffers()
+	mark := leakcheck.Mark()
 
 	// Sample the pooled bytes outstanding (and the heap, less often) from
 	// the first dial until every holder is closed.

@@ -1,4 +1,4 @@
-package rawnet_test
+package baseline_test
 
 import (
 	"bytes"
@@ -13,8 +13,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/lifenet/lifenet/internal/memnet"
-	"github.com/lifenet/lifenet/internal/rawnet"
+	"github.com/lifenet/lifenet/internal/testutil/memnet"
+	"github.com/lifenet/lifenet/internal/baseline"
 )
 
 // The server loops run on in-memory connections inside a synctest bubble:
@@ -30,7 +30,7 @@ func bubble(t *testing.T, f func(t *testing.T, l *memnet.Listener)) {
 	t.Helper()
 	defer goleak.VerifyNone(t)
 	synctest.Test(t, func(t *testing.T) {
-		l := memnet.Listen("rawnet")
+		l := memnet.Listen("baseline")
 		f(t, l)
 	})
 }
@@ -65,7 +65,7 @@ func write(t *testing.T, c net.Conn, b []byte) {
 }
 
 // counts fails the test unless srv's counters are exactly these.
-func counts(t *testing.T, when string, srv *rawnet.Server, bytes, frames uint64, open int64) {
+func counts(t *testing.T, when string, srv *baseline.Server, bytes, frames uint64, open int64) {
 	t.Helper()
 	if b, f, o := srv.Bytes.Load(), srv.Frames.Load(), srv.Open.Load(); b != bytes || f != frames || o != open {
 		t.Fatalf("%s: bytes %d, frames %d, open %d; want %d, %d, %d", when, b, f, o, bytes, frames, open)
@@ -79,10 +79,10 @@ func counts(t *testing.T, when string, srv *rawnet.Server, bytes, frames uint64,
 // included; Close waits for every goroutine.
 func TestServeFrames(t *testing.T) {
 	bubble(t, func(t *testing.T, l *memnet.Listener) {
-		srv := rawnet.ServeFrames(l, rawnet.SRMP, rawnet.Echo(rawnet.SRMP))
+		srv := baseline.ServeFrames(l, baseline.SRMP, baseline.Echo(baseline.SRMP))
 		defer srv.Close()
-		req := srmpFrame(rawnet.KindRequest, 1, "split across writes", false)
-		oneway := srmpFrame(rawnet.KindOneWay, 2, "no answer", false)
+		req := srmpFrame(baseline.KindRequest, 1, "split across writes", false)
+		oneway := srmpFrame(baseline.KindOneWay, 2, "no answer", false)
 		c := dialMem(t, l)
 		replies := readAsync(c, 2*len(req))
 		for i := range req {
@@ -111,7 +111,7 @@ func TestServeFrames(t *testing.T) {
 // the frame before it.
 func TestOversizeFrameClosesConnection(t *testing.T) {
 	bubble(t, func(t *testing.T, l *memnet.Listener) {
-		srv := rawnet.ServeFrames(l, rawnet.LengthField, rawnet.Echo(rawnet.LengthField))
+		srv := baseline.ServeFrames(l, baseline.LengthField, baseline.Echo(baseline.LengthField))
 		defer srv.Close()
 		c := dialMem(t, l)
 		defer c.Close()
@@ -129,7 +129,7 @@ func TestOversizeFrameClosesConnection(t *testing.T) {
 // Close ends a connection that is still open.
 func TestCountOnly(t *testing.T) {
 	bubble(t, func(t *testing.T, l *memnet.Listener) {
-		srv := rawnet.ServeFrames(l, rawnet.LengthField, nil)
+		srv := baseline.ServeFrames(l, baseline.LengthField, nil)
 		c := dialMem(t, l)
 		defer c.Close()
 		in := cat(lfFrame("a"), lfFrame("bb"), lfFrame("ccc"))
@@ -152,7 +152,7 @@ func TestCountOnly(t *testing.T) {
 // connections.
 func TestServeBytes(t *testing.T) {
 	bubble(t, func(t *testing.T, l *memnet.Listener) {
-		srv := rawnet.Serve(l, true)
+		srv := baseline.Serve(l, true)
 		defer srv.Close()
 		var conns []net.Conn
 		for i := range 3 {
@@ -182,7 +182,7 @@ func TestServeFramesTCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := rawnet.ServeFrames(l, rawnet.SRMP, rawnet.Echo(rawnet.SRMP))
+	srv := baseline.ServeFrames(l, baseline.SRMP, baseline.Echo(baseline.SRMP))
 	defer srv.Close()
 	c, err := net.Dial("tcp", l.Addr().String())
 	if err != nil {
@@ -190,8 +190,8 @@ func TestServeFramesTCP(t *testing.T) {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
-	req := srmpFrame(rawnet.KindRequest, 1, "over a socket", false)
-	oneway := srmpFrame(rawnet.KindOneWay, 2, "no answer", false)
+	req := srmpFrame(baseline.KindRequest, 1, "over a socket", false)
+	oneway := srmpFrame(baseline.KindOneWay, 2, "no answer", false)
 	// However TCP cuts or joins these writes, the stream is the same.
 	for _, b := range [][]byte{req[:1], req[1:5], cat(req[5:], oneway, req[:2]), req[2:]} {
 		write(t, c, b)

@@ -1,4 +1,4 @@
-package rawnet
+package baseline
 
 import (
 	"bufio"
@@ -17,7 +17,7 @@ import (
 // ErrPartialFrame is HandleDatagram's error for a datagram that ends
 // inside a frame (a frame's header or body): a datagram holds whole frames
 // only.
-var ErrPartialFrame = errors.New("rawnet: datagram ends inside a frame")
+var ErrPartialFrame = errors.New("baseline: datagram ends inside a frame")
 
 // Malformed reports whether err is HandleDatagram's verdict on a datagram
 // that is not whole frames back to back (rather than a failed reply).

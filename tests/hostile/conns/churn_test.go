@@ -11,8 +11,7 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/codec"
-	"github.com/lifenet/lifenet/internal/leakcheck"
-	"github.com/lifenet/lifenet/packet"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 	"github.com/lifenet/lifenet/transport"
 )
 
@@ -63,7 +62,7 @@ func TestChurn(t *testing.T) {
 	eventually(t, 10*time.Second, "the warm-up connection to end", func() bool { return ts.Stats().Active == 0 })
 	fd0, haveFDs := openFDs()
 	g0 := runtime.NumGoroutine()
-	mark := packet.TrackBuffers()
+	mark := leakcheck.Mark()
 
 	var (
 		next   atomic.Int64

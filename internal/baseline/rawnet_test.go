@@ -1,4 +1,4 @@
-package rawnet_test
+package baseline_test
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/lifenet/lifenet/internal/rawnet"
+	"github.com/lifenet/lifenet/internal/baseline"
 )
 
 // lfFrame is a length-field frame with payload p.
@@ -30,7 +30,7 @@ func srmpFrame(kind, seq byte, p string, long bool) []byte {
 // replyOf is the SRMP echo of a request frame: the kind bits set to reply.
 func replyOf(req []byte) []byte {
 	out := append([]byte(nil), req...)
-	out[0] = rawnet.KindReply<<6 | out[0]&0x3F
+	out[0] = baseline.KindReply<<6 | out[0]&0x3F
 	return out
 }
 
@@ -65,11 +65,11 @@ func (s *script) Write(p []byte) (int, error) {
 }
 
 // serveScript runs ServeConn over chunks with the format's echo.
-func serveScript(t *testing.T, f rawnet.Format, chunks ...[]byte) (*script, *rawnet.Counts, error) {
+func serveScript(t *testing.T, f baseline.Format, chunks ...[]byte) (*script, *baseline.Counts, error) {
 	t.Helper()
 	s := &script{chunks: chunks}
-	var n rawnet.Counts
-	err := rawnet.ServeConn(s, f, rawnet.Echo(f), &n)
+	var n baseline.Counts
+	err := baseline.ServeConn(s, f, baseline.Echo(f), &n)
 	if s.writes > s.reads {
 		t.Errorf("%d writes for %d reads: want at most one flush per read", s.writes, s.reads)
 	}
@@ -79,15 +79,15 @@ func serveScript(t *testing.T, f rawnet.Format, chunks ...[]byte) (*script, *raw
 // Every format echoes a stream of frames however the reads cut it: at
 // every byte position, and a byte at a time.
 func TestEchoSplitEverywhere(t *testing.T) {
-	req1, req2 := srmpFrame(rawnet.KindRequest, 1, "Open", false), srmpFrame(rawnet.KindRequest, 2, "hello, world", false)
-	long := srmpFrame(rawnet.KindRequest, 3, "long header, short payload", true)
+	req1, req2 := srmpFrame(baseline.KindRequest, 1, "Open", false), srmpFrame(baseline.KindRequest, 2, "hello, world", false)
+	long := srmpFrame(baseline.KindRequest, 3, "long header, short payload", true)
 	cases := []struct {
-		f        rawnet.Format
+		f        baseline.Format
 		in, want []byte
 		frames   uint64
 	}{
-		{rawnet.LengthField, cat(lfFrame("hello"), lfFrame(""), lfFrame("frame three")), cat(lfFrame("hello"), lfFrame(""), lfFrame("frame three")), 3},
-		{rawnet.SRMP, cat(req1, req2, long), cat(replyOf(req1), replyOf(req2), replyOf(long)), 3},
+		{baseline.LengthField, cat(lfFrame("hello"), lfFrame(""), lfFrame("frame three")), cat(lfFrame("hello"), lfFrame(""), lfFrame("frame three")), 3},
+		{baseline.SRMP, cat(req1, req2, long), cat(replyOf(req1), replyOf(req2), replyOf(long)), 3},
 	}
 	for _, c := range cases {
 		for cut := 0; cut <= len(c.in); cut++ {
@@ -111,7 +111,7 @@ func TestEchoSplitEverywhere(t *testing.T) {
 // and the long header S7's layout is read.
 func TestSRMPHeaders(t *testing.T) {
 	s1 := []byte{0x01, 0x01, 0x04, 0x00, 'O', 'p', 'e', 'n'}
-	s, _, err := serveScript(t, rawnet.SRMP, s1)
+	s, _, err := serveScript(t, baseline.SRMP, s1)
 	if want := []byte{0x81, 0x01, 0x04, 0x00, 'O', 'p', 'e', 'n'}; err != io.EOF || !bytes.Equal(s.out.Bytes(), want) {
 		t.Fatalf("S1: % x, %v", s.out.Bytes(), err)
 	}
@@ -127,16 +127,16 @@ func TestSRMPHeaders(t *testing.T) {
 		{[]byte{0x01, 0x02, 0xFF, 0xFF, 0x70, 0x11, 0x01, 0x00}, 8 + 70000},
 		{[]byte{0x01, 0x02, 0xFF, 0xFF, 0x70}, 0}, // the long header is not complete
 	} {
-		if n, err := rawnet.FrameLen(rawnet.SRMP, c.hdr); n != c.want || err != nil {
+		if n, err := baseline.FrameLen(baseline.SRMP, c.hdr); n != c.want || err != nil {
 			t.Errorf("FrameLen(% x) = %d, %v; want %d", c.hdr, n, err, c.want)
 		}
 	}
-	if _, err := rawnet.FrameLen(rawnet.SRMP, []byte{1, 2, 0xFF, 0xFF, 0, 0, 0, 0x80}); err != rawnet.ErrBadLength {
+	if _, err := baseline.FrameLen(baseline.SRMP, []byte{1, 2, 0xFF, 0xFF, 0, 0, 0, 0x80}); err != baseline.ErrBadLength {
 		t.Errorf("negative length: %v", err)
 	}
 	// The largest frame that fits the buffer, with the long header.
-	big := srmpFrame(rawnet.KindRequest, 9, string(make([]byte, rawnet.BufferSize-8)), true)
-	s, n, err := serveScript(t, rawnet.SRMP, big[:100], big[100:])
+	big := srmpFrame(baseline.KindRequest, 9, string(make([]byte, baseline.BufferSize-8)), true)
+	s, n, err := serveScript(t, baseline.SRMP, big[:100], big[100:])
 	if err != io.EOF || !bytes.Equal(s.out.Bytes(), replyOf(big)) || n.Frames.Load() != 1 {
 		t.Fatalf("buffer-sized frame: err %v, %d bytes out", err, s.out.Len())
 	}
@@ -144,10 +144,10 @@ func TestSRMPHeaders(t *testing.T) {
 
 // One-way frames (and replies, errors) are counted, never answered.
 func TestSRMPOneWayNotAnswered(t *testing.T) {
-	req := srmpFrame(rawnet.KindRequest, 7, "ask", false)
-	in := cat(srmpFrame(rawnet.KindOneWay, 5, "", false), req, srmpFrame(rawnet.KindOneWay, 6, "push", false),
-		srmpFrame(rawnet.KindReply, 1, "late", false), srmpFrame(rawnet.KindError, 2, "err", false))
-	s, n, err := serveScript(t, rawnet.SRMP, in)
+	req := srmpFrame(baseline.KindRequest, 7, "ask", false)
+	in := cat(srmpFrame(baseline.KindOneWay, 5, "", false), req, srmpFrame(baseline.KindOneWay, 6, "push", false),
+		srmpFrame(baseline.KindReply, 1, "late", false), srmpFrame(baseline.KindError, 2, "err", false))
+	s, n, err := serveScript(t, baseline.SRMP, in)
 	if err != io.EOF || !bytes.Equal(s.out.Bytes(), replyOf(req)) || n.Frames.Load() != 5 {
 		t.Fatalf("err %v, out % x, frames %d", err, s.out.Bytes(), n.Frames.Load())
 	}
@@ -160,7 +160,7 @@ func TestCarryAcrossFullBuffers(t *testing.T) {
 	for i := range 300 {
 		in = append(in, lfFrame(string(bytes.Repeat([]byte{byte(i)}, 997)))...)
 	}
-	s, n, err := serveScript(t, rawnet.LengthField, in)
+	s, n, err := serveScript(t, baseline.LengthField, in)
 	if err != io.EOF || !bytes.Equal(s.out.Bytes(), in) || n.Frames.Load() != 300 || s.reads < 5 {
 		t.Fatalf("err %v, %d of %d bytes echoed, frames %d, reads %d", err, s.out.Len(), len(in), n.Frames.Load(), s.reads)
 	}
@@ -170,63 +170,63 @@ func TestCarryAcrossFullBuffers(t *testing.T) {
 // buffer or a negative length, ends with an error after echoing what came
 // before.
 func TestBadStreams(t *testing.T) {
-	ok, okReq := lfFrame("ok"), srmpFrame(rawnet.KindRequest, 1, "ok", false)
+	ok, okReq := lfFrame("ok"), srmpFrame(baseline.KindRequest, 1, "ok", false)
 	for _, c := range []struct {
-		f    rawnet.Format
+		f    baseline.Format
 		in   []byte
 		want error
 	}{
-		{rawnet.LengthField, cat(ok, []byte{5, 0, 'a'}), io.ErrUnexpectedEOF},
-		{rawnet.LengthField, cat(ok, []byte{5}), io.ErrUnexpectedEOF},
-		{rawnet.LengthField, cat(ok, []byte{0xFF, 0xFF}), rawnet.ErrFrameTooLarge},
-		{rawnet.SRMP, cat(okReq, []byte{1, 2, 0xFF, 0xFF, 0xF9, 0xFF, 0, 0}), rawnet.ErrFrameTooLarge},
-		{rawnet.SRMP, cat(okReq, []byte{1, 2, 0xFF, 0xFF, 0, 0, 0, 0xFF}), rawnet.ErrBadLength},
+		{baseline.LengthField, cat(ok, []byte{5, 0, 'a'}), io.ErrUnexpectedEOF},
+		{baseline.LengthField, cat(ok, []byte{5}), io.ErrUnexpectedEOF},
+		{baseline.LengthField, cat(ok, []byte{0xFF, 0xFF}), baseline.ErrFrameTooLarge},
+		{baseline.SRMP, cat(okReq, []byte{1, 2, 0xFF, 0xFF, 0xF9, 0xFF, 0, 0}), baseline.ErrFrameTooLarge},
+		{baseline.SRMP, cat(okReq, []byte{1, 2, 0xFF, 0xFF, 0, 0, 0, 0xFF}), baseline.ErrBadLength},
 	} {
 		s, n, err := serveScript(t, c.f, c.in)
 		want := ok
-		if c.f == rawnet.SRMP {
+		if c.f == baseline.SRMP {
 			want = replyOf(okReq)
 		}
 		if err != c.want || n.Frames.Load() != 1 || !bytes.Equal(s.out.Bytes(), want) {
 			t.Errorf("%v % x: err %v (want %v), frames %d, out % x", c.f, c.in, err, c.want, n.Frames.Load(), s.out.Bytes())
 		}
 	}
-	if err := rawnet.ServeConn(&script{}, 0, nil, nil); err != rawnet.ErrFormat {
+	if err := baseline.ServeConn(&script{}, 0, nil, nil); err != baseline.ErrFormat {
 		t.Errorf("format 0: %v", err)
 	}
 }
 
 // reference parses a whole stream the simple way and returns the echo,
 // the number of frames, and how the stream ends.
-func reference(f rawnet.Format, in []byte) (out []byte, frames uint64, end error) {
+func reference(f baseline.Format, in []byte) (out []byte, frames uint64, end error) {
 	for len(in) > 0 {
 		var hdr, n int
 		switch {
-		case f == rawnet.LengthField && len(in) >= 2:
+		case f == baseline.LengthField && len(in) >= 2:
 			hdr, n = 2, int(in[0])|int(in[1])<<8
-		case f == rawnet.SRMP && len(in) >= 4 && (in[2] != 0xFF || in[3] != 0xFF):
+		case f == baseline.SRMP && len(in) >= 4 && (in[2] != 0xFF || in[3] != 0xFF):
 			hdr, n = 4, int(in[2])|int(in[3])<<8
-		case f == rawnet.SRMP && len(in) >= 8:
+		case f == baseline.SRMP && len(in) >= 8:
 			v := int64(int32(uint32(in[4]) | uint32(in[5])<<8 | uint32(in[6])<<16 | uint32(in[7])<<24))
 			if v < 0 {
-				return out, frames, rawnet.ErrBadLength
+				return out, frames, baseline.ErrBadLength
 			}
 			hdr, n = 8, int(v)
 		default:
 			return out, frames, io.ErrUnexpectedEOF
 		}
 		switch {
-		case hdr+n > rawnet.BufferSize:
-			return out, frames, rawnet.ErrFrameTooLarge
+		case hdr+n > baseline.BufferSize:
+			return out, frames, baseline.ErrFrameTooLarge
 		case len(in) < hdr+n:
 			return out, frames, io.ErrUnexpectedEOF
 		}
 		frame := in[:hdr+n]
 		switch {
-		case f == rawnet.LengthField:
+		case f == baseline.LengthField:
 			out = append(out, frame...)
-		case frame[0]>>6 == rawnet.KindRequest:
-			out = append(out, rawnet.KindReply<<6|frame[0]&0x3F)
+		case frame[0]>>6 == baseline.KindRequest:
+			out = append(out, baseline.KindReply<<6|frame[0]&0x3F)
 			out = append(out, frame[1:]...)
 		}
 		frames++
@@ -240,18 +240,18 @@ func reference(f rawnet.Format, in []byte) (out []byte, frames uint64, end error
 // agrees with the simple reference on the echo, the frame count and the
 // ending.
 func FuzzSplit(f *testing.F) {
-	req := srmpFrame(rawnet.KindRequest, 1, "Open", false)
+	req := srmpFrame(baseline.KindRequest, 1, "Open", false)
 	f.Add(false, cat(lfFrame("hello"), lfFrame(""), lfFrame("x")), []byte{0, 3, 1})
-	f.Add(true, cat(req, srmpFrame(rawnet.KindOneWay, 5, "", false), srmpFrame(0, 2, "long", true)), []byte{1, 1, 1, 1, 1})
+	f.Add(true, cat(req, srmpFrame(baseline.KindOneWay, 5, "", false), srmpFrame(0, 2, "long", true)), []byte{1, 1, 1, 1, 1})
 	f.Add(true, cat(req, []byte{0x81, 0x02, 0x02, 0x00, 'O', 'K'}), []byte{2})
 	f.Add(true, cat(req, []byte{1, 2, 0xFF, 0xFF, 0, 0, 0, 0x80}), []byte{7})
 	f.Add(true, []byte{1, 2, 0xFF, 0xFF, 0x70, 0x11, 0x01, 0x00, 1, 2}, []byte{})
 	f.Add(false, []byte{0xFF, 0xFF, 1}, []byte{0})
 	f.Add(false, []byte{5, 0, 'a', 'b'}, []byte{0})
 	f.Fuzz(func(t *testing.T, srmp bool, in, cuts []byte) {
-		fm := rawnet.LengthField
+		fm := baseline.LengthField
 		if srmp {
-			fm = rawnet.SRMP
+			fm = baseline.SRMP
 		}
 		var chunks [][]byte
 		for rest, i := in, 0; len(rest) > 0; i++ {
@@ -263,8 +263,8 @@ func FuzzSplit(f *testing.F) {
 			rest = rest[n:]
 		}
 		s := &script{chunks: chunks}
-		var n rawnet.Counts
-		err := rawnet.ServeConn(s, fm, rawnet.Echo(fm), &n)
+		var n baseline.Counts
+		err := baseline.ServeConn(s, fm, baseline.Echo(fm), &n)
 		out, frames, end := reference(fm, in)
 		if err != end || !bytes.Equal(s.out.Bytes(), out) || n.Frames.Load() != frames || n.Bytes.Load() > uint64(len(in)) {
 			t.Fatalf("%v % x cut %v:\nloop      %v, %d frames, out % x\nreference %v, %d frames, out % x",

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lifenet/lifenet/internal/testwait"
+	"github.com/lifenet/lifenet/internal/testutil/testwait"
 )
 
 func TestUntil(t *testing.T) {
