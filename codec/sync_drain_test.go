@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/codec"
-	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 	"github.com/lifenet/lifenet/internal/baseline"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 	"github.com/lifenet/lifenet/internal/testutil/testwait"
 	"github.com/lifenet/lifenet/transport"
 )

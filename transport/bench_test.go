@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lifenet/lifenet/internal/testutil/memnet"
 	"github.com/lifenet/lifenet/internal/baseline"
+	"github.com/lifenet/lifenet/internal/testutil/memnet"
 	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )

@@ -13,8 +13,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/lifenet/lifenet/internal/testutil/memnet"
 	"github.com/lifenet/lifenet/internal/baseline"
+	"github.com/lifenet/lifenet/internal/testutil/memnet"
 )
 
 // The server loops run on in-memory connections inside a synctest bubble:

@@ -15,7 +15,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lifenet/lifenet/internal/pooltrack"
-
 )
 
 // settle is how long teardown waits for buffers that are released

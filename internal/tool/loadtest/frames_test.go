@@ -12,8 +12,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 	"github.com/lifenet/lifenet/internal/baseline"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 )
 
 func TestParseRawCodecFlags(t *testing.T) {

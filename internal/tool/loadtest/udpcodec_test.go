@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 	"github.com/lifenet/lifenet/internal/baseline"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 )
 
 // expectedReply is what a codec server answers to frame: an SRMP request
