@@ -32,4 +32,7 @@ var (
 	// ErrShortPipe is returned by TakeFrame when fewer bytes are buffered
 	// than asked for.
 	ErrShortPipe = errors.New("packet: not enough buffered bytes")
+
+	// ErrConfig is wrapped by every Validate error of this package.
+	ErrConfig = errors.New("packet: invalid config")
 )

@@ -51,7 +51,7 @@ func FuzzPipe(f *testing.F) {
 		ctx := context.Background()
 		canceled, cancel := context.WithCancel(ctx)
 		cancel()
-		p, _ := packet.NewPipe(packet.PipeConfig{}) // no back-pressure: nothing blocks
+		p, _ := packet.NewPipe(packet.PipeConfig{PauseThreshold: packet.NoPause}) // nothing blocks
 		var model []byte
 		examined := 0
 		seq := byte(0)

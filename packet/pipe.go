@@ -22,25 +22,42 @@ const (
 
 // PipeConfig sets a Pipe's back-pressure. Writers wait once the bytes the
 // reader has not yet examined reach PauseThreshold and continue once they fall
-// below ResumeThreshold (hysteresis). A PauseThreshold of 0 disables
-// back-pressure.
+// below ResumeThreshold (hysteresis). The zero value means the defaults;
+// [NoPause] as PauseThreshold turns back-pressure off.
 type PipeConfig struct {
-	PauseThreshold  int // default DefaultPauseThreshold; 0 = never pause
-	ResumeThreshold int // default DefaultResumeThreshold; must be <= PauseThreshold
+	PauseThreshold  int // 0 means DefaultPauseThreshold; NoPause never pauses
+	ResumeThreshold int // 0 means DefaultResumeThreshold, or half of a PauseThreshold below it; at most PauseThreshold
 }
+
+// NoPause as [PipeConfig.PauseThreshold] turns back-pressure off: writers
+// never wait.
+const NoPause = -1
 
 // DefaultPipeConfig returns the defaults: pause at 1 MiB, resume below 512 KiB.
 func DefaultPipeConfig() PipeConfig {
 	return PipeConfig{PauseThreshold: DefaultPauseThreshold, ResumeThreshold: DefaultResumeThreshold}
 }
 
-// Validate reports whether the thresholds make sense.
+// withDefaults fills the zero fields.
+func (c PipeConfig) withDefaults() PipeConfig {
+	if c.PauseThreshold == 0 {
+		c.PauseThreshold = DefaultPauseThreshold
+	}
+	if c.ResumeThreshold == 0 && c.PauseThreshold > 0 {
+		c.ResumeThreshold = min(DefaultResumeThreshold, c.PauseThreshold/2)
+	}
+	return c
+}
+
+// Validate reports whether the thresholds make sense; its errors wrap
+// [ErrConfig].
 func (c PipeConfig) Validate() error {
-	if c.PauseThreshold < 0 || c.ResumeThreshold < 0 {
-		return fmt.Errorf("packet: pipe thresholds must not be negative (pause %d, resume %d)", c.PauseThreshold, c.ResumeThreshold)
+	c = c.withDefaults()
+	if c.PauseThreshold < NoPause || c.ResumeThreshold < 0 {
+		return fmt.Errorf("%w: pipe thresholds must not be negative (pause %d, resume %d)", ErrConfig, c.PauseThreshold, c.ResumeThreshold)
 	}
 	if c.PauseThreshold > 0 && c.ResumeThreshold > c.PauseThreshold {
-		return fmt.Errorf("packet: pipe resume threshold %d is above pause threshold %d", c.ResumeThreshold, c.PauseThreshold)
+		return fmt.Errorf("%w: pipe resume threshold %d is above pause threshold %d", ErrConfig, c.ResumeThreshold, c.PauseThreshold)
 	}
 	return nil
 }
@@ -85,6 +102,10 @@ type Pipe struct {
 func NewPipe(cfg PipeConfig) (*Pipe, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if cfg.PauseThreshold == NoPause {
+		cfg.PauseThreshold, cfg.ResumeThreshold = 0, 0 // the pipe's 0: never pause
 	}
 	return &Pipe{
 		pause:    cfg.PauseThreshold,

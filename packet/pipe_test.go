@@ -361,12 +361,36 @@ func TestPipeAdvanceValidation(t *testing.T) {
 }
 
 func TestPipeConfigValidate(t *testing.T) {
-	for _, c := range []packet.PipeConfig{{PauseThreshold: -1}, {PauseThreshold: 10, ResumeThreshold: 11}, {ResumeThreshold: -1}} {
-		if _, err := packet.NewPipe(c); err == nil {
-			t.Errorf("NewPipe(%+v) accepted", c)
+	for _, c := range []packet.PipeConfig{{PauseThreshold: -2}, {PauseThreshold: 10, ResumeThreshold: 11}, {ResumeThreshold: -1}} {
+		_, err := packet.NewPipe(c)
+		if !errors.Is(err, packet.ErrConfig) {
+			t.Errorf("NewPipe(%+v) = %v, want ErrConfig", c, err)
 		}
 	}
-	if _, err := packet.NewPipe(packet.PipeConfig{}); err != nil {
-		t.Errorf("disabled back-pressure rejected: %v", err)
+	for _, c := range []packet.PipeConfig{{}, {PauseThreshold: packet.NoPause}, {PauseThreshold: 100}} {
+		if _, err := packet.NewPipe(c); err != nil {
+			t.Errorf("NewPipe(%+v) = %v", c, err)
+		}
+	}
+}
+
+// The zero PipeConfig means the defaults: a writer past 1 MiB unread waits.
+func TestPipeZeroConfigPausesAtDefault(t *testing.T) {
+	p := newPipe(t, packet.PipeConfig{})
+	if _, err := p.Write(context.Background(), make([]byte, packet.DefaultPauseThreshold-1)); err != nil || p.Paused() {
+		t.Fatalf("below the threshold: err %v, paused %v", err, p.Paused())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := p.Write(ctx, make([]byte, 1)); !errors.Is(err, context.DeadlineExceeded) || !p.Paused() {
+		t.Fatalf("at the threshold: err %v, paused %v, want a wait cut by the deadline", err, p.Paused())
+	}
+}
+
+// NoPause turns back-pressure off.
+func TestPipeNoPauseNeverPauses(t *testing.T) {
+	p := newPipe(t, packet.PipeConfig{PauseThreshold: packet.NoPause})
+	if _, err := p.Write(context.Background(), make([]byte, 2*packet.DefaultPauseThreshold)); err != nil || p.Paused() {
+		t.Fatalf("err %v, paused %v, want never paused", err, p.Paused())
 	}
 }
