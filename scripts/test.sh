@@ -30,12 +30,16 @@ done
 step "bench module (grpc-go and net/rpc comparisons; a module of its own so the library never depends on grpc)"
 (cd bench && go vet ./... && go test -count=1 -run . ./...)
 
+step "etcd module (registry and resolver on a real embedded etcd; a module of its own so the library never depends on etcd)"
+(cd etcd && go vet ./... && go test -race -count=1 ./...)
+
 step "staticcheck $STATICCHECK_VERSION"
 if [ ! -x "$TOOLS/staticcheck" ] || ! "$TOOLS/staticcheck" -version | grep -q "${STATICCHECK_VERSION#v}"; then
   GOBIN="$TOOLS" go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
 fi
 "$TOOLS/staticcheck" ./...
 "$TOOLS/staticcheck" -tags lifenet_debug ./...
+(cd etcd && "$TOOLS/staticcheck" ./...)
 
 step "go test -race (lifenet_debug build: use-after-release checks, poisoning, tracking)"
 go test -race -count=1 -tags lifenet_debug ./...
