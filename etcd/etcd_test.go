@@ -11,7 +11,10 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/rpc"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 const ttl = 2 * time.Second // the tests' lease TTL
@@ -196,7 +199,13 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("service %q: Register: %v", s, err)
 		}
 	}
-	if _, err := Register(context.Background(), nil, "calc", rpc.Endpoint{}, RegisterConfig{}); !errors.Is(err, ErrConfig) {
+	if _, err := Register(context.Background(), nil, "calc", rpc.Endpoint{Addr: "a:1"}, RegisterConfig{}); !errors.Is(err, ErrConfig) {
+		t.Errorf("nil client: Register: %v", err)
+	}
+	if _, err := NewResolver(nil, "calc", ResolverConfig{}); !errors.Is(err, ErrConfig) {
+		t.Errorf("nil client: NewResolver: %v", err)
+	}
+	if _, err := Register(context.Background(), &clientv3.Client{}, "calc", rpc.Endpoint{}, RegisterConfig{}); !errors.Is(err, ErrConfig) {
 		t.Errorf("no Addr: Register: %v", err)
 	}
 	d := DefaultRegisterConfig()
@@ -211,6 +220,25 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if r := DefaultResolverConfig(); r.Debounce != DefaultDebounce || r.Timeout != DefaultResolverTimeout || r.Validate() != nil {
 		t.Errorf("DefaultResolverConfig() = %+v", r)
+	}
+}
+
+// Register gives up at once on the errors no retry mends.
+func TestPermanentErrors(t *testing.T) {
+	for err, want := range map[error]bool{
+		rpctypes.ErrPermissionDenied:                         true,
+		rpctypes.ErrInvalidAuthToken:                         true,
+		fmt.Errorf("x: %w", rpctypes.ErrPermissionDenied):    true,
+		status.Error(codes.Unauthenticated, "no"):            true,
+		rpctypes.ErrLeaseNotFound:                            false,
+		rpctypes.ErrNoLeader:                                 false,
+		status.Error(codes.Unavailable, "down"):              false,
+		context.DeadlineExceeded:                             false,
+		errors.New("grpc: the client connection is closing"): false,
+	} {
+		if got := permanent(err); got != want {
+			t.Errorf("permanent(%v) = %v", err, got)
+		}
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"github.com/lifenet/lifenet/rpc"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // RegisterConfig holds a registration's settings. The zero value means
@@ -148,7 +150,9 @@ type Registration struct {
 // under a new one, retrying with backoff until it succeeds.
 //
 // Register returns once the key is written: it retries with backoff until
-// then, and returns the last error once ctx ends. ctx bounds only this
+// then, and returns the last error once ctx ends (or at once for an error
+// that no retry mends: permission denied, unauthenticated, invalid
+// argument). ctx bounds only this
 // first registration; the registration lives on until Close. A server
 // registers after it listens and calls Close at the start of its Shutdown,
 // so that clients stop choosing it before it stops serving.
@@ -158,6 +162,9 @@ func Register(ctx context.Context, cli *clientv3.Client, service string, ep rpc.
 	}
 	if err := validateService(service); err != nil {
 		return nil, err
+	}
+	if cli == nil {
+		return nil, fmt.Errorf("%w: nil client", ErrConfig)
 	}
 	if ep.Addr == "" {
 		return nil, fmt.Errorf("%w: endpoint without Addr", ErrConfig)
@@ -182,7 +189,7 @@ func Register(ctx context.Context, cli *clientv3.Client, service string, ep rpc.
 		if err == nil {
 			break
 		}
-		if ctx.Err() != nil || cli.Ctx().Err() != nil {
+		if ctx.Err() != nil || cli.Ctx().Err() != nil || permanent(err) {
 			r.revokeQuietly()
 			return nil, fmt.Errorf("etcd: register %s: %w", r.key, err)
 		}
@@ -352,4 +359,20 @@ func (r *Registration) report(s State, err error) {
 	if r.cfg.OnState != nil {
 		r.cfg.OnState(s, err)
 	}
+}
+
+// permanent reports whether err is one that retrying does not mend.
+func permanent(err error) bool {
+	var code codes.Code
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		code = ee.Code()
+	} else {
+		code = status.Code(err)
+	}
+	switch code {
+	case codes.PermissionDenied, codes.Unauthenticated, codes.InvalidArgument:
+		return true
+	}
+	return false
 }

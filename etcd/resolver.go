@@ -98,6 +98,9 @@ func NewResolver(cli *clientv3.Client, service string, cfg ResolverConfig) (*Res
 	if err := validateService(service); err != nil {
 		return nil, err
 	}
+	if cli == nil {
+		return nil, fmt.Errorf("%w: nil client", ErrConfig)
+	}
 	cfg.fill()
 	return &Resolver{
 		cli:     cli,
@@ -119,7 +122,8 @@ func NewResolver(cli *clientv3.Client, service string, cfg ResolverConfig) (*Res
 // line. Endpoints come sorted by key, so by Addr.
 //
 // Watch returns ctx's error when ctx ends, or an error when the client is
-// closed.
+// closed or etcd refuses the list for good (permission denied,
+// unauthenticated, invalid argument).
 func (r *Resolver) Watch(ctx context.Context, update func([]rpc.Endpoint)) error {
 	w := watch{r: r, update: update}
 	attempt := 0
@@ -142,6 +146,8 @@ func (r *Resolver) Watch(ctx context.Context, update func([]rpc.Endpoint)) error
 		case errors.Is(err, rpctypes.ErrCompacted):
 			r.log.Info("etcd: watch compacted, listing again", "err", err)
 			continue
+		case permanent(err):
+			return fmt.Errorf("etcd: resolver of %s: %w", r.service, err)
 		}
 		d := backoff(r.cfg.RetryMin, r.cfg.RetryMax, attempt)
 		attempt++
