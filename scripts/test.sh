@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one test command for lifenet: formatting, vet, staticcheck, the
 # race-enabled test suite in both normal and lifenet_debug builds, the
-# hostile battery at full size, a short fuzz of every target and a 2-minute
+# etcd module's tests against an embedded etcd (about 25 s), the hostile
+# battery at full size, a short fuzz of every target and a 2-minute
 # soak (about 12 minutes on 2 cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
