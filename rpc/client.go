@@ -24,7 +24,10 @@ type ClientConfig struct {
 	// Framer bounds the replies a connection accepts (default 10 MiB).
 	Framer codec.FramerConfig
 	// Timeout bounds a call whose context has no earlier deadline
-	// (default 15 s, NewLife ApiClient.Timeout).
+	// (default [DefaultTimeout], 15 s, NewLife ApiClient.Timeout), and a
+	// stream's wait for its next item. A call that times out, by this or
+	// by its context, fails with an error matching [ErrTimeout] and
+	// context.DeadlineExceeded.
 	Timeout time.Duration
 	// Token, when set, is merged into every call's argument object under
 	// the key Token (NewLife ApiClient.Token); for HTTP servers it is sent
@@ -318,11 +321,12 @@ func (c *Client) pick(ctx context.Context) (*codec.Conn, error) {
 // (a pointer; nil to ignore the data). args are encoded as NewLife does:
 // nil for none, []byte and string raw, numbers and bools as text, anything
 // else as JSON (an object also carries Token and Headers). A server's error
-// reply returns an *APIError; a timeout wraps codec.ErrTimeout. A call
-// that finds its connection already gone reconnects (to the next server if
-// need be; ErrNoServer when none answers) and goes out on the new one; a
-// call pending when its connection ends fails with codec.ErrConnClosed and
-// is not retried, since it may have run. A 401 runs ClientConfig.Login and
+// reply returns an [*APIError] (which errors.Is matches to its code's
+// sentinel: [ErrNotFound], [ErrArgs], …); a timeout wraps [ErrTimeout]. A
+// call that finds its connection already gone reconnects (to the next
+// server if need be; [ErrNoServer] when none answers) and goes out on the
+// new one; a call pending when its connection ends fails with
+// [ErrConnClosed] and is not retried, since it may have run. A 401 runs ClientConfig.Login and
 // retries once; calls Login makes (with the context it gets) do not run
 // Login again.
 func (c *Client) Invoke(ctx context.Context, action string, args, result any) error {
@@ -387,7 +391,7 @@ func (c *Client) invoke(ctx context.Context, action string, args, result any) er
 	}
 	cn, err := c.pick(ctx)
 	if err != nil {
-		return err
+		return localError(action, err)
 	}
 	// The reply repeats the action name: one that does not is an earlier
 	// call's late reply on a reused sequence number, and is dropped.
@@ -442,10 +446,12 @@ func decodeReply(reply *codec.Message, result any) error {
 
 // callError turns a request's error into the call's: an error reply into
 // its *APIError (a code of 0 or 200 is a success with no data).
+// A timeout, of the call's context or of ClientConfig.Timeout, wraps
+// ErrTimeout (and the error that told of it).
 func callError(action string, err error) error {
 	var re *codec.ReplyError
 	if !errors.As(err, &re) {
-		return fmt.Errorf("rpc: %s: %w", action, err)
+		return localError(action, err)
 	}
 	b, perr := parseBody(re.Payload, true)
 	switch {
@@ -454,7 +460,16 @@ func callError(action string, err error) error {
 	case b.code == CodeOK || b.code == codeOK200:
 		return nil
 	}
-	return &APIError{Code: int(b.code), Message: strings.Trim(string(b.data), `"`)}
+	return apiErrorOf(action, int(b.code), strings.Trim(string(b.data), `"`))
+}
+
+// localError is the error of a call of action that got no reply: err with
+// the action's name, and ErrTimeout first when err is a timeout.
+func localError(action string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, codec.ErrTimeout) {
+		return fmt.Errorf("%w (%s): %w", ErrTimeout, action, err)
+	}
+	return fmt.Errorf("rpc: %s: %w", action, err)
 }
 
 // onPush hands a server's one-way requests to OnPush.

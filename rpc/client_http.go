@@ -41,9 +41,9 @@ func (c *Client) invokeHTTP(ctx context.Context, action string, args, result any
 		case err == nil:
 			return true, decodeHTTP(resp, action, result, c.cfg.Framer.MaxFrame)
 		case caller.Err() != nil:
-			return true, fmt.Errorf("rpc: %s: %w", action, caller.Err())
+			return true, localError(action, caller.Err())
 		case ctx.Err() != nil: // the client's Timeout
-			return true, fmt.Errorf("rpc: %s: %w", action, codec.ErrTimeout)
+			return true, localError(action, codec.ErrTimeout)
 		case sent: // the server may have run it: no other server gets it again
 			return true, fmt.Errorf("rpc: %s: %w: %w", action, codec.ErrConnClosed, err)
 		}
@@ -88,12 +88,12 @@ func decodeHTTP(resp *http.Response, action string, result any, limit int) error
 	}
 	if !strings.Contains(resp.Header.Get("Content-Type"), "json") {
 		if resp.StatusCode >= 300 {
-			return &APIError{Code: resp.StatusCode, Message: strings.TrimSpace(string(raw))}
+			return apiErrorOf(action, resp.StatusCode, strings.TrimSpace(string(raw)))
 		}
 		return decodeResult(raw, result)
 	}
 	if resp.StatusCode >= 300 { // a UseHttpStatus server: the code is the status
-		return &APIError{Code: resp.StatusCode, Message: trimText(raw)}
+		return apiErrorOf(action, resp.StatusCode, trimText(raw))
 	}
 	if len(raw) == 0 {
 		return nil
@@ -106,7 +106,7 @@ func decodeHTTP(resp *http.Response, action string, result any, limit int) error
 	if json.Unmarshal(raw, &env) != nil || env.Action == nil || env.Code == nil {
 		env.Data = raw // no envelope: a UseHttpStatus server's bare value
 	} else if *env.Code != CodeOK && *env.Code != 200 {
-		return &APIError{Code: *env.Code, Message: trimText(env.Data)}
+		return apiErrorOf(action, *env.Code, trimText(env.Data))
 	}
 	if len(env.Data) == 0 || string(env.Data) == "null" || result == nil {
 		return nil

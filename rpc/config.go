@@ -51,8 +51,18 @@ type Config struct {
 	// 500). It runs on the call's goroutine; a panic in it is a 500,
 	// counted and logged like a handler's.
 	Authorize func(ctx context.Context, s *Session, action string) error
-	// Log receives handler panics (once each, with the stack) and dropped
-	// requests (default slog.Default()).
+	// ExposeErrors sends callers the text of every handler error and the
+	// value of every panic, as NewLife does (its ApiServer answers
+	// ex.Message). By default only an *APIError's message and the text of
+	// an error wrapping one of this package's code sentinels (ErrArgs,
+	// ErrNotFound, ErrShutdown, …) go out; any other error, and a panic,
+	// is answered with its code ([CodeOf]) and that code's generic text
+	// ("Internal Server Error"), and logged here with its text, so that
+	// an internal address or a query does not reach the caller.
+	ExposeErrors bool
+	// Log receives handler panics (once each, with the stack), handler
+	// errors whose text the caller does not get, and dropped requests
+	// (default slog.Default()).
 	Log *slog.Logger
 	// PushTimeout has no effect: a push never waits (Session.Push and
 	// PushAll queue it on the connection), and a peer that does not read
@@ -73,7 +83,14 @@ func DefaultConfig() Config {
 const (
 	defaultMaxInFlight   = 256
 	defaultMaxHTTPHeader = 64 << 10
-	// DefaultTimeout is a client call's timeout (NewLife ApiClient.Timeout).
+	// DefaultTimeout is a client call's timeout when its context has no
+	// earlier deadline: NewLife ApiClient.Timeout, 15 s. It is the only
+	// timeout of a call: the client gives it to the codec as
+	// codec.Options.Timeout, so codec.DefaultRequestTimeout (30 s, NewLife
+	// MessageCodec's, for users of the codec alone) never applies, and a
+	// connection attempt's transport.ClientConfig.DialTimeout (3 s, NewLife
+	// ISocketClient.Timeout) bounds each dial within the call's time, so
+	// that failover to the next server comes before the call's end.
 	DefaultTimeout = 15 * time.Second
 )
 

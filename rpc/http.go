@@ -107,7 +107,7 @@ func (g *gateway) answerHTTP(c *codec.HandlerContext, req *http.Request, body []
 		return nil // cut short by Close: it fails with its connection
 	}
 	if err != nil {
-		code, msg := errorCode(err)
+		code, msg := s.errorReply(name, err)
 		return g.respond(c, req, action, int(code), kindText, []byte(msg))
 	}
 	return g.respond(c, req, action, CodeOK, k, out)
@@ -162,7 +162,7 @@ func (g *gateway) runSSE(c *codec.HandlerContext, action string, a *action, data
 	case g.s.stopped.Load():
 		return // cut short by Close: it ends with its connection
 	case err != nil:
-		code, msg := errorCode(err)
+		code, msg := g.s.errorReply([]byte(action), err)
 		event(int(code), kindText, []byte(msg))
 	default:
 		c.WriteBytes([]byte("data: \n\n"))

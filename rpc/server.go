@@ -3,7 +3,6 @@ package rpc
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"runtime/debug"
 	"sync"
@@ -159,13 +158,6 @@ func (s *Server) onClose(c *codec.Conn, _ error) {
 		ss.cancel()
 	}
 }
-
-// ErrBusy: a connection asked for a stream while it had MaxInFlight calls
-// and streams running (over UDP: for any call); the request gets a 503
-// error reply naming it. A call past the cap on a stream connection runs
-// on its reading goroutine instead (back-pressure), which a stream cannot,
-// and which for a UDP peer would stop every peer of its listener.
-var ErrBusy = errors.New("rpc: too many calls in flight on this connection")
 
 // onMessage takes a connection's inbound SRMP message (borrowed) and runs
 // it where place says.
@@ -338,7 +330,7 @@ func (s *Server) call(ctx context.Context, ss *Session, b body, a *action, dst [
 	dst = append(dst, 0, 0, 0, 0)
 	out, k, err := s.exec(ctx, ss, b.action, a, b.data, dst)
 	if err != nil {
-		code, msg := errorCode(err)
+		code, msg := s.errorReply(b.action, err)
 		return appendError(dst[:off], code, msg), true
 	}
 	if k == kindNull {
@@ -385,7 +377,7 @@ func (s *Server) recoverCall(a *action, err *error) {
 	if r := recover(); r != nil {
 		s.panics.Add(1)
 		s.cfg.Log.Error("rpc: handler panic", "action", a.name, "panic", r, "stack", string(debug.Stack()))
-		*err = &APIError{Code: CodeInternal, Message: fmt.Sprint(r)}
+		*err = panicError{r}
 	}
 }
 

@@ -75,7 +75,7 @@ func (s *Server) serveStream(ss *Session, m *codec.Message, b body, a *action) {
 		return
 	}
 	if err != nil {
-		code, msg := errorCode(err)
+		code, msg := s.errorReply(b.action, err)
 		replyError(ss, m, b.action, code, msg)
 		return
 	}
@@ -91,10 +91,6 @@ func (s *Server) runStream(ss *Session, a *action, data []byte, send func([]byte
 	}
 	return a.stream(ss.ctx, data, send)
 }
-
-// ErrStreamOverflow: a stream's consumer fell more than MaxStreamBuffer
-// replies, or MaxStreamBufferBytes of them, behind; the stream ends with it.
-var ErrStreamOverflow = errors.New("rpc: stream consumer too slow")
 
 // MaxStreamBuffer is how many replies of a stream a client holds for a
 // consumer that has not taken them yet.
@@ -142,6 +138,7 @@ var errStreamEnd = errors.New("rpc: end of stream")
 // streamQueue holds a stream's replies between the reading goroutine and
 // the consumer.
 type streamQueue struct {
+	action  string
 	mu      sync.Mutex
 	items   []*codec.Message
 	bytes   int   // the payload bytes of items
@@ -160,9 +157,9 @@ func (c *Client) openStream(ctx context.Context, action string, args any) (*stre
 	}
 	cn, err := c.pick(ctx)
 	if err != nil {
-		return nil, err
+		return nil, localError(action, err)
 	}
-	q := &streamQueue{ready: make(chan struct{}, 1)}
+	q := &streamQueue{action: action, ready: make(chan struct{}, 1)}
 	err = cn.RequestStream(ctx, FlagRPC, body, nameLen(action), q.push)
 	return q, err
 }
@@ -181,7 +178,7 @@ func (q *streamQueue) push(m *codec.Message, err error) codec.StreamStep {
 	case q.dropped:
 		return codec.StreamLeave
 	case err != nil:
-		q.err, step = callError("stream", err), codec.StreamDone
+		q.err, step = callError(q.action, err), codec.StreamDone
 		if q.err == nil {
 			q.err = errStreamEnd
 		}
@@ -241,7 +238,7 @@ func (q *streamQueue) next(ctx context.Context) (*codec.Message, error) {
 		select {
 		case <-q.ready:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, localError(q.action, ctx.Err())
 		}
 	}
 }

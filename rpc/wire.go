@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 )
 
@@ -21,23 +20,7 @@ const (
 	// its encoder sizes the name prefix for one varint byte.
 	MaxActionLen = 127
 
-	codeOK200 = 200 // NewLife ApiCode.Ok200: a success too
 )
-
-// API result codes (NewLife ApiCode).
-const (
-	CodeOK              = 0
-	CodeBadRequest      = 400
-	CodeUnauthorized    = 401
-	CodeForbidden       = 403
-	CodeNotFound        = 404
-	CodeTooManyRequests = 429
-	CodeInternal        = 500
-	CodeUnavailable     = 503
-)
-
-// ErrBody is wrapped by errors about a malformed RPC body.
-var ErrBody = errors.New("rpc: malformed message body")
 
 // body is a decoded RPC body; its slices alias the payload it came from.
 type body struct {
