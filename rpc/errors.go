@@ -203,7 +203,9 @@ func CodeOf(err error) int {
 }
 
 // notFoundText is NewLife's message for an unknown action.
-func notFoundText(action []byte) string { return "无法找到名为[" + string(action) + "]的服务！" }
+func notFoundText(action []byte) string {
+	return "无法找到名为[" + string(action) + "]的服务！"
+}
 
 // notFound is NewLife's 404 for an unknown action, as a server sends it.
 func notFound(action []byte) *APIError {

@@ -19,7 +19,6 @@ const (
 	// MaxActionLen is the longest action name NewLife encodes correctly:
 	// its encoder sizes the name prefix for one varint byte.
 	MaxActionLen = 127
-
 )
 
 // body is a decoded RPC body; its slices alias the payload it came from.
