@@ -589,10 +589,10 @@ func TestBatterySessionToken(t *testing.T) {
 		t.Errorf("after SetToken: %q, %v", who, err)
 	}
 	// Another connection has its own token; ClientConfig.Token goes with
-	// every call that has object arguments.
+	// every call, a no-arg one too.
 	cl2 := dialClient(t, addr, rpc.ClientConfig{Token: "t2"})
-	if who, err := rpc.Call[string](ctx, cl2, "Auth/Who", nil); err != nil || who != "" {
-		t.Errorf("a no-arg call carries no token: %q, %v", who, err)
+	if who, err := rpc.Call[string](ctx, cl2, "Auth/Who", nil); err != nil || who != "t2" {
+		t.Errorf("a no-arg call: %q, %v; want its token t2", who, err)
 	}
 	if _, err := rpc.Call[string](ctx, cl2, "Auth/Login", map[string]string{"User": "bob"}); err != nil {
 		t.Fatal(err)
@@ -619,29 +619,52 @@ func TestBatteryClientMergesTokenAndHeaders(t *testing.T) {
 	if whole := srmp(f.b0, f.seq, f.payload); !bytes.Equal(whole, want) {
 		t.Errorf("with Token:\n got % X\nwant % X", whole, want)
 	}
+	// A call without arguments carries the token alone (no headers: NewLife
+	// merges those into argument objects only). The first call on a new
+	// connection whose body has no room for the token (a bare value,
+	// bytes, an array) is preceded by Api/Info with the token alone; the
+	// server's session keeps it for the calls after.
 	cases := []struct {
 		args any
-		data string
+		data []string // the bodies' data, in order
 	}{
-		{nil, ""},
-		{"text", "text"},
-		{7, "7"},
-		{[]byte{1, 2}, "\x01\x02"},
-		{map[string]int{}, `{"Token":"t1","App":"a","TraceId":"x"}`},
-		{map[string]int{"z": 1}, `{"z":1,"Token":"t1","App":"a","TraceId":"x"}`},
-		{[]int{1}, `[1]`},
+		{nil, []string{`{"Token":"t1"}`}},
+		{"text", []string{"text"}},
+		{map[string]int{}, []string{`{"Token":"t1","App":"a","TraceId":"x"}`}},
+		{map[string]int{"z": 1}, []string{`{"z":1,"Token":"t1","App":"a","TraceId":"x"}`}},
+		{7, []string{"7"}},
+		{[]byte{1, 2}, []string{"\x01\x02"}},
+		{[]int{1}, []string{`[1]`}},
 	}
 	cl2 := dialClient(t, addr, rpc.ClientConfig{Token: "t1", Headers: map[string]string{"TraceId": "x", "App": "a"}})
 	for _, c := range cases {
 		must(t, cl2.Invoke(ctx, "X/Y", c.args, nil))
-		f := recv(t, got, "the request")
-		want := body(t, "X/Y", c.data)
-		if c.args == nil {
-			want = body(t, "X/Y", nil)
+		for _, data := range c.data {
+			f := recv(t, got, "the request")
+			if want := body(t, "X/Y", data); !bytes.Equal(f.payload, want) {
+				t.Errorf("args %v: body %q, want data %q", c.args, f.payload, data)
+			}
 		}
-		if !bytes.Equal(f.payload, want) {
-			t.Errorf("args %v: body %q, want data %q", c.args, f.payload, c.data)
+	}
+	// A new connection (another client) whose first call has a bare value.
+	cl3 := dialClient(t, addr, rpc.ClientConfig{Token: "t1"})
+	must(t, cl3.Invoke(ctx, "X/Y", 7, nil))
+	for _, want := range [][]byte{body(t, "Api/Info", `{"Token":"t1"}`), body(t, "X/Y", "7")} {
+		if f := recv(t, got, "the request"); !bytes.Equal(f.payload, want) {
+			t.Errorf("a bare value on a new connection: body %q, want %q", f.payload, want)
 		}
+	}
+	cl3.SetToken("t2")
+	must(t, cl3.Invoke(ctx, "X/Y", "s", nil))
+	for _, want := range [][]byte{body(t, "Api/Info", `{"Token":"t2"}`), body(t, "X/Y", "s")} {
+		if f := recv(t, got, "the request"); !bytes.Equal(f.payload, want) {
+			t.Errorf("a bare value after SetToken: body %q, want %q", f.payload, want)
+		}
+	}
+	select {
+	case f := <-got:
+		t.Errorf("an extra request: %q", f.payload)
+	default:
 	}
 }
 

@@ -29,9 +29,19 @@ type ClientConfig struct {
 	// by its context, fails with an error matching [ErrTimeout] and
 	// context.DeadlineExceeded.
 	Timeout time.Duration
-	// Token, when set, is merged into every call's argument object under
-	// the key Token (NewLife ApiClient.Token); for HTTP servers it is sent
-	// as Authorization: Bearer.
+	// Token, when set, goes with every call (NewLife ApiClient.Token; see
+	// SetToken). It is merged into the call's argument object under the
+	// key Token, as NewLife merges it; a call without arguments sends an
+	// object of the token alone (NewLife sends nothing: its server reads
+	// the token into the session and its actions without parameters
+	// ignore it; a lifenet server takes such an object for no arguments).
+	// A bare value (number, string, bool), bytes or an array have no room
+	// for it: before the first such call on a connection that has not yet
+	// seen the current token, the client shows it to the server with a
+	// call of Api/Info whose argument is the token alone, and the server's
+	// session keeps it for the calls after (NewLife's and lifenet's
+	// servers both keep the last token a connection showed). For HTTP
+	// servers it is sent as Authorization: Bearer.
 	Token string
 	// Headers are merged into every call's argument object after Token,
 	// sorted by key (NewLife ApiClient.Headers).
@@ -296,7 +306,12 @@ func (c *Client) dial(ctx context.Context, u *url.URL) (*codec.Client, error) {
 	default:
 		opts.Pipeline = codec.NewPipeline(codec.SRMPFraming(c.cfg.Framer))
 	}
-	return codec.Dial(ctx, network, u.Host, c.cfg.Transport, opts)
+	cc, err := codec.Dial(ctx, network, u.Host, c.cfg.Transport, opts)
+	if err != nil {
+		return nil, err
+	}
+	cc.Conn().SetState(&connState{}) // before any call can find the connection
+	return cc, nil
 }
 
 // pick returns a connection for the next call, in turn over the slots.
@@ -370,8 +385,55 @@ func (c *Client) Stats() codec.MatchStats {
 	return st
 }
 
+// connState is what a client keeps of one of its connections.
+type connState struct {
+	shown atomic.Pointer[string] // the token last shown on the connection (one of c.token's values)
+}
+
+// showToken makes sure the server session of cn holds the client's token
+// before a call whose body does not carry it (carried false: no token, or
+// a bare value, bytes or an array, which have no room for one). A
+// connection that has not seen the current token yet is shown it first by
+// a call of Api/Info with the token alone as its argument, which NewLife's
+// ApiServer reads into the session (its Info takes a parameter) and a
+// lifenet server reads before any action runs, whatever the reply; the
+// session keeps it for the calls after it (NewLife's and lifenet's alike).
+// A call that carries the token records it as shown.
+func (c *Client) showToken(ctx context.Context, cn *codec.Conn, carried bool) error {
+	cs, _ := cn.State().(*connState)
+	if cs == nil {
+		return nil
+	}
+	cur := c.token.Load()
+	shown := cs.shown.Load()
+	switch {
+	case shown == cur:
+		return nil
+	case carried:
+		cs.shown.Store(cur)
+		return nil
+	case *cur == "":
+		return nil // nothing to show (a cleared token does not clear the session's)
+	}
+	var stack [128]byte
+	body, _, err := appendRequest(stack[:0], actionInfo, nil, *cur, nil)
+	if err != nil {
+		return err
+	}
+	reply, err := cn.RequestBytesPrefixed(ctx, FlagRPC, body, nameLen(actionInfo))
+	var re *codec.ReplyError
+	switch {
+	case err == nil:
+		reply.Release()
+	case !errors.As(err, &re): // an error reply (Api/Info refused or turned off) still showed the token
+		return err
+	}
+	cs.shown.Store(cur)
+	return nil
+}
+
 // SetToken sets the token merged into later calls' arguments (a login
-// action's result, say).
+// action's result, say); see ClientConfig.Token.
 func (c *Client) SetToken(t string) { c.token.Store(&t) }
 
 // Token returns the client's current token.
@@ -385,11 +447,14 @@ func (c *Client) invoke(ctx context.Context, action string, args, result any) er
 		return c.invokeHTTP(ctx, action, args, result)
 	}
 	var stack [256]byte
-	body, err := appendRequest(stack[:0], action, args, c.Token(), c.cfg.Headers)
+	body, carried, err := appendRequest(stack[:0], action, args, c.Token(), c.cfg.Headers)
 	if err != nil {
 		return err
 	}
 	cn, err := c.pick(ctx)
+	if err == nil {
+		err = c.showToken(ctx, cn, carried)
+	}
 	if err != nil {
 		return localError(action, err)
 	}
@@ -419,7 +484,7 @@ func Call[R any](ctx context.Context, c *Client, action string, args any) (R, er
 // InvokeOneWay sends action with args and waits for nothing: the server
 // runs it and answers nothing, even on error.
 func (c *Client) InvokeOneWay(ctx context.Context, action string, args any) error {
-	body, err := appendRequest(nil, action, args, c.Token(), c.cfg.Headers)
+	body, carried, err := appendRequest(nil, action, args, c.Token(), c.cfg.Headers)
 	if err != nil {
 		return err
 	}
@@ -427,8 +492,11 @@ func (c *Client) InvokeOneWay(ctx context.Context, action string, args any) erro
 		return fmt.Errorf("%w: one-way calls need a socket server", ErrAddress)
 	}
 	cn, err := c.pick(ctx)
+	if err == nil {
+		err = c.showToken(ctx, cn, carried)
+	}
 	if err != nil {
-		return err
+		return localError(action, err)
 	}
 	p := packet.Get(len(body))
 	copy(p.Bytes(), body)

@@ -27,7 +27,7 @@ func (c *Client) invokeHTTP(ctx context.Context, action string, args, result any
 		if k != kindJSON || !isJSON(b) || b[0] != '{' {
 			return fmt.Errorf("%w: an HTTP call takes an object (struct or map) argument, not %T", ErrArgs, args)
 		}
-		body = mergeKeys(b, 0, "", c.cfg.Headers)
+		body, _ = mergeKeys(b, 0, "", c.cfg.Headers)
 	}
 	caller := ctx
 	if _, ok := ctx.Deadline(); !ok {

@@ -87,8 +87,9 @@ func (g *gateway) answerHTTP(c *codec.HandlerContext, req *http.Request, body []
 	}
 	if t := httpToken(req); t != "" {
 		g.ss.SetToken(t)
-	} else if len(data) > 0 {
-		g.ss.takeToken(data)
+	}
+	if len(data) > 0 && g.ss.takeToken(data) {
+		data = nil // the token alone: no arguments
 	}
 	if !validAction([]byte(action)) {
 		return g.respond(c, req, action, CodeNotFound, kindText, []byte(notFound([]byte(action)).Message))

@@ -29,9 +29,8 @@ func loginServer(t *testing.T) string {
 	return addr
 }
 
-// A call refused with 401 runs Login once and is retried once. A no-arg
-// call carries no token (NewLife); the session keeps the one the login's
-// call brought.
+// A call refused with 401 runs Login once and is retried once, carrying
+// the token Login set.
 func TestLoginRunsOnUnauthorizedAndRetriesOnce(t *testing.T) {
 	addr := loginServer(t)
 	var logins atomic.Int32

@@ -322,8 +322,8 @@ func (s *Server) Process(ctx context.Context, body, dst []byte) (reply []byte, i
 
 // call runs a routed request and appends its reply body to dst.
 func (s *Server) call(ctx context.Context, ss *Session, b body, a *action, dst []byte) ([]byte, bool) {
-	if ss != nil && b.hasData {
-		ss.takeToken(b.data)
+	if b.hasData && ss.takeToken(b.data) {
+		b.data, b.hasData = nil, false // the token alone: no arguments
 	}
 	dst = appendNameBytes(dst, b.action)
 	off := len(dst)

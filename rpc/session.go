@@ -93,7 +93,7 @@ func (s *Session) Push(action string, args any) error {
 	if !s.pushable() {
 		return ErrPushHTTP // a session reaches the application (SessionFrom) only once its protocol is known
 	}
-	body, err := appendRequest(nil, action, args, "", nil)
+	body, _, err := appendRequest(nil, action, args, "", nil)
 	if err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func (s *Session) pushBody(body []byte) error {
 // (NewLife ApiServer.InvokeAll) and returns how many it went to. A
 // connection whose client has not yet shown its protocol gets none.
 func (s *Server) PushAll(action string, args any) (int, error) {
-	body, err := appendRequest(nil, action, args, "", nil)
+	body, _, err := appendRequest(nil, action, args, "", nil)
 	if err != nil {
 		return 0, err
 	}
@@ -132,21 +132,28 @@ func (s *Session) pushable() bool {
 }
 
 // takeToken sets the session's token from an argument object's Token
-// entry; a quick scan spares the parse when there is none.
-func (s *Session) takeToken(data []byte) {
+// entry (NewLife's ApiHandler reads it into the session the same way) and
+// reports whether the object holds nothing else: a client's way to show
+// its token on a call without arguments, which then has none. A quick scan
+// spares the parse when there is no Token. ss may be nil (the direct
+// path): the token is then only recognized.
+func (ss *Session) takeToken(data []byte) (only bool) {
 	if !isJSON(data) || !bytes.Contains(data, []byte(`oken"`)) {
-		return
+		return false
 	}
 	var m map[string]json.RawMessage
 	if json.Unmarshal(data, &m) != nil {
-		return
+		return false
 	}
 	for k, v := range m {
 		if strings.EqualFold(k, tokenKey) {
-			s.SetToken(trimText(v))
-			return
+			if t := trimText(v); ss != nil && ss.Token() != t {
+				ss.SetToken(t)
+			}
+			return len(m) == 1
 		}
 	}
+	return false
 }
 
 func appendInt(dst []byte, v int64) []byte { return strconv.AppendInt(dst, v, 10) }

@@ -67,6 +67,9 @@ func (s *Server) serveStream(ss *Session, m *codec.Message, b body, a *action) {
 		}
 		return ss.conn.ReplyBytes(m, out)
 	}
+	if b.hasData && ss.takeToken(b.data) {
+		b.data = nil // the token alone: no arguments
+	}
 	err := ErrShutdown
 	if !s.closing.Load() {
 		err = s.runStream(ss, a, b.data, send)
@@ -151,11 +154,14 @@ func (c *Client) openStream(ctx context.Context, action string, args any) (*stre
 	if c.web != nil {
 		return nil, fmt.Errorf("%w: streams need a socket server", ErrAddress)
 	}
-	body, err := appendRequest(nil, action, args, c.Token(), c.cfg.Headers)
+	body, carried, err := appendRequest(nil, action, args, c.Token(), c.cfg.Headers)
 	if err != nil {
 		return nil, err
 	}
 	cn, err := c.pick(ctx)
+	if err == nil {
+		err = c.showToken(ctx, cn, carried)
+	}
 	if err != nil {
 		return nil, localError(action, err)
 	}
