@@ -385,6 +385,16 @@ func (c *Client) Stats() codec.MatchStats {
 	return st
 }
 
+// fits refuses a request body whose frame would be over the client's
+// Framer.MaxFrame (the server's limit by default too), before anything is
+// written: the server would end the connection, and every call on it.
+func (c *Client) fits(action string, body []byte) error {
+	if err := tooLarge("request", len(body), c.cfg.Framer.MaxFrame); err != nil {
+		return fmt.Errorf("rpc: %s: %w", action, err)
+	}
+	return nil
+}
+
 // connState is what a client keeps of one of its connections.
 type connState struct {
 	shown atomic.Pointer[string] // the token last shown on the connection (one of c.token's values)
@@ -448,6 +458,9 @@ func (c *Client) invoke(ctx context.Context, action string, args, result any) er
 	}
 	var stack [256]byte
 	body, carried, err := appendRequest(stack[:0], action, args, c.Token(), c.cfg.Headers)
+	if err == nil {
+		err = c.fits(action, body)
+	}
 	if err != nil {
 		return err
 	}
@@ -485,6 +498,9 @@ func Call[R any](ctx context.Context, c *Client, action string, args any) (R, er
 // runs it and answers nothing, even on error.
 func (c *Client) InvokeOneWay(ctx context.Context, action string, args any) error {
 	body, carried, err := appendRequest(nil, action, args, c.Token(), c.cfg.Headers)
+	if err == nil {
+		err = c.fits(action, body)
+	}
 	if err != nil {
 		return err
 	}

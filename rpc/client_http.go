@@ -28,6 +28,9 @@ func (c *Client) invokeHTTP(ctx context.Context, action string, args, result any
 			return fmt.Errorf("%w: an HTTP call takes an object (struct or map) argument, not %T", ErrArgs, args)
 		}
 		body, _ = mergeKeys(b, 0, "", c.cfg.Headers)
+		if len(body) > c.cfg.Framer.MaxFrame {
+			return fmt.Errorf("rpc: %s: %w: request body of %d bytes, limit %d (Framer.MaxFrame)", action, ErrTooLarge, len(body), c.cfg.Framer.MaxFrame)
+		}
 	}
 	caller := ctx
 	if _, ok := ctx.Deadline(); !ok {
@@ -84,7 +87,7 @@ func decodeHTTP(resp *http.Response, action string, result any, limit int) error
 		return fmt.Errorf("rpc: %s: %w", action, err)
 	}
 	if len(raw) > limit {
-		return fmt.Errorf("rpc: %s: answer larger than %d bytes", action, limit)
+		return fmt.Errorf("rpc: %s: %w: answer larger than %d bytes (Framer.MaxFrame)", action, ErrTooLarge, limit)
 	}
 	if !strings.Contains(resp.Header.Get("Content-Type"), "json") {
 		if resp.StatusCode >= 300 {

@@ -107,6 +107,9 @@ func (g *gateway) answerHTTP(c *codec.HandlerContext, req *http.Request, body []
 	if s.stopped.Load() {
 		return nil // cut short by Close: it fails with its connection
 	}
+	if err == nil && len(out) > s.cfg.Framer.MaxFrame {
+		err = fmt.Errorf("%w: result of %d bytes, limit %d (Framer.MaxFrame)", ErrTooLarge, len(out), s.cfg.Framer.MaxFrame)
+	}
 	if err != nil {
 		code, msg := s.errorReply(name, err)
 		return g.respond(c, req, action, int(code), kindText, []byte(msg))

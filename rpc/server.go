@@ -283,6 +283,11 @@ func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action) {
 	bp := bodyPool.Get().(*[]byte)
 	defer putBody(bp)
 	out, isErr := s.call(ss.ctx, ss, b, a, (*bp)[:0])
+	if err := tooLarge("reply", len(out), s.cfg.Framer.MaxFrame); err != nil {
+		// The caller's framer would end the connection: answer 413 instead.
+		s.cfg.Log.Warn("rpc: reply too large", "action", string(b.action), "err", err)
+		out, isErr = appendError(appendNameBytes(out[:0], b.action), CodeTooLarge, err.Error()), true
+	}
 	*bp = out
 	switch {
 	case m.Kind == codec.KindOneWay: // never answered, even on error

@@ -88,7 +88,8 @@ func (s *Session) Close() error { return s.conn.Close() }
 
 // Push sends the caller a one-way request (NewLife IApiSession.InvokeOneWay):
 // a server push, which the client's OnPush sees. args are encoded like a
-// call's arguments. It fails with ErrPushHTTP on an HTTP connection.
+// call's arguments. It fails with ErrPushHTTP on an HTTP connection, and
+// with ErrTooLarge for a push over Config.Framer.MaxFrame.
 func (s *Session) Push(action string, args any) error {
 	if !s.pushable() {
 		return ErrPushHTTP // a session reaches the application (SessionFrom) only once its protocol is known
@@ -101,6 +102,9 @@ func (s *Session) Push(action string, args any) error {
 }
 
 func (s *Session) pushBody(body []byte) error {
+	if err := tooLarge("push", len(body), s.srv.cfg.Framer.MaxFrame); err != nil {
+		return err
+	}
 	p := packet.Get(len(body))
 	copy(p.Bytes(), body)
 	seq := uint8(s.srv.pushSeq.Add(1))
@@ -135,9 +139,9 @@ func (s *Session) pushable() bool {
 // entry (NewLife's ApiHandler reads it into the session the same way) and
 // reports whether the object holds nothing else: a client's way to show
 // its token on a call without arguments, which then has none. A quick scan
-// spares the parse when there is no Token. ss may be nil (the direct
+// spares the parse when there is no Token. s may be nil (the direct
 // path): the token is then only recognized.
-func (ss *Session) takeToken(data []byte) (only bool) {
+func (s *Session) takeToken(data []byte) (only bool) {
 	if !isJSON(data) || !bytes.Contains(data, []byte(`oken"`)) {
 		return false
 	}
@@ -147,8 +151,8 @@ func (ss *Session) takeToken(data []byte) (only bool) {
 	}
 	for k, v := range m {
 		if strings.EqualFold(k, tokenKey) {
-			if t := trimText(v); ss != nil && ss.Token() != t {
-				ss.SetToken(t)
+			if t := trimText(v); s != nil && s.Token() != t {
+				s.SetToken(t)
 			}
 			return len(m) == 1
 		}

@@ -65,6 +65,9 @@ func (s *Server) serveStream(ss *Session, m *codec.Message, b body, a *action) {
 			out = appendDataLen(out, len(item))
 			out = append(out, item...)
 		}
+		if err := tooLarge("stream item", len(out), s.cfg.Framer.MaxFrame); err != nil {
+			return err // the stream ends with a 413
+		}
 		return ss.conn.ReplyBytes(m, out)
 	}
 	if b.hasData && ss.takeToken(b.data) {
@@ -155,6 +158,9 @@ func (c *Client) openStream(ctx context.Context, action string, args any) (*stre
 		return nil, fmt.Errorf("%w: streams need a socket server", ErrAddress)
 	}
 	body, carried, err := appendRequest(nil, action, args, c.Token(), c.cfg.Headers)
+	if err == nil {
+		err = c.fits(action, body)
+	}
 	if err != nil {
 		return nil, err
 	}

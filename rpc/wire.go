@@ -114,3 +114,21 @@ func validAction(a []byte) bool {
 	}
 	return true
 }
+
+// frameLen is the size of the SRMP frame that carries a payload of n bytes
+// (NewLife's 8-byte header from 65535 bytes on).
+func frameLen(n int) int {
+	if n < 0xFFFF {
+		return 4 + n
+	}
+	return 8 + n
+}
+
+// tooLarge returns an error wrapping ErrTooLarge when a payload of n bytes
+// makes a frame over limit (what tells it, for the message), else nil.
+func tooLarge(what string, n, limit int) error {
+	if f := frameLen(n); f > limit {
+		return fmt.Errorf("%w: %s of %d bytes, limit %d (Framer.MaxFrame)", ErrTooLarge, what, f, limit)
+	}
+	return nil
+}
