@@ -26,6 +26,8 @@ const (
 	b0OneWay  = 0x41
 	b0Reply   = 0x81
 	b0Error   = 0xC1
+
+	b0StreamReply = 0xA1 // a stream's reply: flag 1 with the Streaming bit (0x20)
 )
 
 // testTimeout bounds every wait of the battery, so a broken server fails a

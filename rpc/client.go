@@ -484,6 +484,9 @@ func (c *Client) invoke(ctx context.Context, action string, args, result any) er
 		return callError(action, err)
 	}
 	defer reply.Release()
+	if reply.Flag&flagStream != 0 { // a lifenet server's stream: the rest of it is dropped
+		return fmt.Errorf("rpc: %s: %w", action, ErrStreamAction)
+	}
 	return decodeReply(reply, result)
 }
 

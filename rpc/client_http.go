@@ -82,6 +82,9 @@ func (c *Client) post(ctx context.Context, k int, action string, body []byte) (r
 // decodeHTTP reads an HTTP answer: the envelope, or a raw body.
 func decodeHTTP(resp *http.Response, action string, result any, limit int) error {
 	defer resp.Body.Close()
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return fmt.Errorf("rpc: %s: %w", action, ErrStreamAction) // its events may never end: not read
+	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
 	if err != nil {
 		return fmt.Errorf("rpc: %s: %w", action, err)

@@ -280,6 +280,11 @@ func (s *Server) serveKept(ss *Session, m *codec.Message) {
 
 // serve runs one routed request and writes its reply.
 func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action) {
+	if m.Flag&flagStream != 0 && a != nil && m.Kind != codec.KindOneWay {
+		// A lifenet client's Stream: it would wait for an end a call never sends.
+		replyError(ss, m, b.action, CodeBadRequest, ErrUnaryAction.Error()+" ("+string(b.action)+")")
+		return
+	}
 	bp := bodyPool.Get().(*[]byte)
 	defer putBody(bp)
 	out, isErr := s.call(ss.ctx, ss, b, a, (*bp)[:0])

@@ -50,7 +50,7 @@ func TestStreamsPastMaxInFlightGet503(t *testing.T) {
 		}
 	}
 	g.open()
-	if f := rc.readFrame(); f.b0 != b0Reply || f.seq != 1 {
+	if f := rc.readFrame(); f.b0 != b0StreamReply || f.seq != 1 {
 		t.Fatalf("frame %02X seq %d; want the first stream's end", f.b0, f.seq)
 	}
 	if p := peak.Load(); p != 1 {

@@ -53,8 +53,10 @@ func HandleStream[A, T any](s *Server, name string, fn func(ctx context.Context,
 }
 
 // serveStream runs a streaming action: a reply per item, then the end.
-func (s *Server) serveStream(ss *Session, m *codec.Message, b body, a *action) {
-	oneWay := m.Kind == codec.KindOneWay
+func (s *Server) serveStream(ss *Session, req *codec.Message, b body, a *action) {
+	oneWay := req.Kind == codec.KindOneWay
+	m := *req // the replies of a stream carry flagStream, so that a Call that reaches it fails
+	m.Flag |= flagStream
 	var out []byte
 	send := func(item []byte, k kind) error {
 		if oneWay {
@@ -68,7 +70,7 @@ func (s *Server) serveStream(ss *Session, m *codec.Message, b body, a *action) {
 		if err := tooLarge("stream item", len(out), s.cfg.Framer.MaxFrame); err != nil {
 			return err // the stream ends with a 413
 		}
-		return ss.conn.ReplyBytes(m, out)
+		return ss.conn.ReplyBytes(&m, out)
 	}
 	if b.hasData && ss.takeToken(b.data) {
 		b.data = nil // the token alone: no arguments
@@ -82,10 +84,10 @@ func (s *Server) serveStream(ss *Session, m *codec.Message, b body, a *action) {
 	}
 	if err != nil {
 		code, msg := s.errorReply(b.action, err)
-		replyError(ss, m, b.action, code, msg)
+		replyError(ss, req, b.action, code, msg)
 		return
 	}
-	ss.conn.ReplyBytes(m, appendNameBytes(out[:0], b.action))
+	ss.conn.ReplyBytes(&m, appendNameBytes(out[:0], b.action))
 }
 
 // runStream authorizes and runs a stream of session ss, turning a panic of
@@ -172,7 +174,7 @@ func (c *Client) openStream(ctx context.Context, action string, args any) (*stre
 		return nil, localError(action, err)
 	}
 	q := &streamQueue{action: action, ready: make(chan struct{}, 1)}
-	err = cn.RequestStream(ctx, FlagRPC, body, nameLen(action), q.push)
+	err = cn.RequestStream(ctx, FlagRPC|flagStream, body, nameLen(action), q.push)
 	return q, err
 }
 

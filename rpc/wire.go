@@ -16,6 +16,13 @@ import (
 const (
 	// FlagRPC is the SRMP flag of RPC messages (NewLife DataKinds.Packet).
 	FlagRPC uint8 = 1
+	// flagStream is SRMP.MD's Streaming flag bit (NewLife's code sets it
+	// nowhere, reads no flag bits, and echoes a request's bits in its
+	// replies). A lifenet client sets it on a Stream request, which a
+	// lifenet server refuses for an action that does not stream
+	// (ErrUnaryAction); a lifenet server sets it on the replies of a
+	// stream, which a lifenet client's Call refuses (ErrStreamAction).
+	flagStream uint8 = 0x20
 	// MaxActionLen is the longest action name NewLife encodes correctly:
 	// its encoder sizes the name prefix for one varint byte.
 	MaxActionLen = 127
