@@ -50,7 +50,7 @@ type actions struct {
 }
 
 // add registers acts, all or none; each name is checked and must be new
-// (in any case).
+// (in any case), or a built-in's, which it replaces.
 func (r *registry) add(acts ...*action) error {
 	for _, a := range acts {
 		if a.name == "" || len(a.name) > MaxActionLen || !validAction([]byte(a.name)) {
@@ -71,8 +71,11 @@ func (r *registry) add(acts ...*action) error {
 	}
 	for _, a := range acts {
 		low := strings.ToLower(a.name)
-		if _, dup := next.fold[low]; dup {
-			return fmt.Errorf("%w: %s", ErrDuplicate, a.name)
+		if old, dup := next.fold[low]; dup {
+			if !old.builtin || a.builtin {
+				return fmt.Errorf("%w: %s", ErrDuplicate, a.name)
+			}
+			delete(next.exact, old.name) // the application's action replaces a built-in
 		}
 		next.exact[a.name], next.fold[low] = a, a
 	}

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -26,7 +27,10 @@ func (s *Server) registerBuiltins() {
 	_ = Handle(s, actionInfo, s.info, builtinAction)
 }
 
-// info answers Api/Info with the facts NewLife's ApiController gives.
+// info answers Api/Info with the facts NewLife's ApiController gives:
+// the basic ones to anyone (its health check), the server's uptime, port,
+// online counts and counters only to a session that holds a token, as
+// NewLife's does.
 func (s *Server) info(ctx context.Context, state string) (map[string]any, error) {
 	host, _ := os.Hostname()
 	exe, _ := os.Executable()
@@ -39,21 +43,49 @@ func (s *Server) info(ctx context.Context, state string) (map[string]any, error)
 		"MachineName": host,
 		"ApiVersion":  runtime.Version(),
 		"Time":        time.Now().Format(timeLayout),
-		"State":       state,
-		"Uptime":      time.Since(s.started).Round(time.Second).String(),
-		"Online":      s.cs.Transport().SessionCount(),
 	}
-	if ss := SessionFrom(ctx); ss != nil {
-		m["Remote"] = ss.RemoteAddr().String()
-		if a, ok := ss.conn.Session().LocalAddr().(*net.TCPAddr); ok {
-			m["LocalIP"] = a.IP.String()
-			m["Port"] = a.Port
-		}
-		if t := ss.Token(); t != "" {
-			m["Token"] = t
-		}
+	if state != "" {
+		m["State"] = state
 	}
+	ss := SessionFrom(ctx)
+	if ss == nil {
+		return m, nil
+	}
+	m["Remote"] = ss.RemoteAddr().String()
+	local, _ := ss.conn.Session().LocalAddr().(*net.TCPAddr)
+	if local != nil {
+		m["LocalIP"] = local.IP.String()
+	}
+	t := ss.Token()
+	if t == "" {
+		return m, nil
+	}
+	st := s.cs.Transport().Stats()
+	m["Token"] = t
+	m["Uptime"] = timeSpan(time.Since(s.started))
+	if local != nil {
+		m["Port"] = local.Port
+	}
+	m["Online"] = st.Active
+	m["MaxOnline"] = st.MaxActive
+	rs := s.Stats()
+	m["Stat"] = map[string]any{"Dropped": rs.Dropped, "Panics": rs.Panics}
 	return m, nil
+}
+
+// timeSpan writes d as .NET's TimeSpan.ToString() does ("c":
+// [d.]hh:mm:ss[.fffffff]), as NewLife's Uptime reads.
+func timeSpan(d time.Duration) string {
+	ticks := int64(d / 100) // .NET ticks of 100 ns
+	days, rest := ticks/(864e9), ticks%(864e9)
+	out := fmt.Sprintf("%02d:%02d:%02d", rest/36e9, rest/6e8%60, rest/1e7%60)
+	if days > 0 {
+		out = fmt.Sprintf("%d.%s", days, out)
+	}
+	if frac := rest % 1e7; frac != 0 {
+		out += fmt.Sprintf(".%07d", frac)
+	}
+	return out
 }
 
 func version() string {

@@ -46,11 +46,22 @@ type Config struct {
 	// MaxHTTPHeader bounds an HTTP request's header (default 64 KiB).
 	MaxHTTPHeader int
 	// Authorize, if set, runs before every action but the built-in Api/All
-	// and Api/Info (an application's own Api/… actions included); an
-	// error it returns is the call's reply (an *APIError's code, else
-	// 500). It runs on the call's goroutine; a panic in it is a 500,
-	// counted and logged like a handler's.
+	// and Api/Info (an application's own Api/… actions included, and an
+	// action registered in place of a built-in); an error it returns is
+	// the call's reply (an *APIError's code, else 500). It runs on the
+	// call's goroutine; a panic in it is a 500, counted and logged like a
+	// handler's.
 	Authorize func(ctx context.Context, s *Session, action string) error
+	// AuthorizeBuiltins runs Authorize before the built-in Api/All and
+	// Api/Info too (NewLife tools call Api/Info without a token as a
+	// health check: a server that sets it answers them as Authorize
+	// says).
+	AuthorizeBuiltins bool
+	// NoBuiltins serves neither Api/All nor Api/Info (a call of either is
+	// a 404, unless the application registers its own). To replace one,
+	// register an action of its name: Handle and Register replace a
+	// built-in instead of failing with ErrDuplicate.
+	NoBuiltins bool
 	// ExposeErrors sends callers the text of every handler error and the
 	// value of every panic, as NewLife does (its ApiServer answers
 	// ex.Message). By default only an *APIError's message and the text of

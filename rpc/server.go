@@ -42,7 +42,9 @@ type Server struct {
 }
 
 // NewServer returns a server with cfg and the built-in actions Api/All and
-// Api/Info. It serves nothing until Listen or Serve.
+// Api/Info (unless Config.NoBuiltins; see [Config.AuthorizeBuiltins] and
+// [Server.Register] to guard or replace them). It serves nothing until
+// Listen or Serve.
 func NewServer(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -64,7 +66,9 @@ func NewServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.cs = cs
-	s.registerBuiltins()
+	if !cfg.NoBuiltins {
+		s.registerBuiltins()
+	}
 	return s, nil
 }
 
@@ -375,7 +379,7 @@ func (s *Server) exec(ctx context.Context, ss *Session, name []byte, a *action, 
 // authorize runs Config.Authorize for a call of a; callers recover its
 // panics (recoverCall).
 func (s *Server) authorize(ctx context.Context, ss *Session, a *action) error {
-	if auth := s.cfg.Authorize; auth != nil && !a.builtin {
+	if auth := s.cfg.Authorize; auth != nil && (!a.builtin || s.cfg.AuthorizeBuiltins) {
 		return auth(ctx, ss, a.name)
 	}
 	return nil
