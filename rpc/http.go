@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -81,9 +82,9 @@ func (g *gateway) sendContinue(c *codec.HandlerContext, req *http.Request) error
 // answerHTTP runs one HTTP call and writes its response.
 func (g *gateway) answerHTTP(c *codec.HandlerContext, req *http.Request, body []byte) error {
 	action := strings.TrimPrefix(req.URL.Path, "/")
-	data, err := httpArgs(req, body)
+	data, code, err := httpArgs(req, body)
 	if err != nil {
-		return g.respond(c, req, action, CodeBadRequest, kindText, []byte(err.Error()))
+		return g.respond(c, req, action, code, kindText, []byte(err.Error()))
 	}
 	if t := httpToken(req); t != "" {
 		g.ss.SetToken(t)
@@ -173,28 +174,89 @@ func (g *gateway) runSSE(c *codec.HandlerContext, action string, a *action, data
 	}
 }
 
-// httpArgs turns a request's query or body into the call's data: a JSON
-// body as it is, a form or query string as a JSON object of strings (the
-// binder takes numbers written as strings).
-func httpArgs(req *http.Request, body []byte) ([]byte, error) {
-	if len(body) > 0 {
-		if isJSON(body) && strings.Contains(req.Header.Get("Content-Type"), "json") {
-			return body, nil
+// httpArgs turns a request's body or, without one, its query string into
+// the call's data, by the body's Content-Type (NewLife's HttpEncoder takes
+// JSON only under application/json and parses anything else as a form):
+//   - application/json (or +json): the JSON value. An object or array is
+//     the data as it is; a string is its text, a number or bool its
+//     literal (the data a NewLife client sends for such a value); null is
+//     no data. A body that is not JSON is a 400.
+//   - application/x-www-form-urlencoded: a form, as a JSON object of
+//     strings (the binder takes numbers written as strings). A body that
+//     looks like JSON ({ or [ first) is a 400 naming the Content-Type to
+//     send (curl -d sends this type; NewLife would parse the JSON as a
+//     form and bind nothing), and so is a field without '='.
+//   - none: JSON when the body looks like JSON, else a form.
+//   - text/plain, application/octet-stream: the body as it is (raw text
+//     for a string, raw bytes for a []byte parameter).
+//   - any other type: 415.
+//
+// A query string (a body's absence) is a form; its items need no '='.
+func httpArgs(req *http.Request, body []byte) (data []byte, code int, err error) {
+	if len(body) == 0 {
+		if req.URL.RawQuery == "" {
+			return nil, 0, nil
 		}
-		form, err := url.ParseQuery(string(body))
+		form, err := url.ParseQuery(req.URL.RawQuery)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrArgs, err)
+			return nil, CodeBadRequest, fmt.Errorf("%w: query string: %v", ErrArgs, err)
 		}
-		return formJSON(form)
+		data, err = formJSON(form)
+		return data, CodeBadRequest, err
 	}
-	if req.URL.RawQuery == "" {
-		return nil, nil
+	ctype := req.Header.Get("Content-Type")
+	mt := ""
+	if ctype != "" {
+		if mt, _, err = mime.ParseMediaType(ctype); err != nil {
+			return nil, CodeBadRequest, fmt.Errorf("%w: Content-Type %q: %v", ErrArgs, ctype, err)
+		}
 	}
-	form, err := url.ParseQuery(req.URL.RawQuery)
+	switch {
+	case mt == "application/json" || strings.HasSuffix(mt, "+json"), mt == "" && isJSON(body):
+		return jsonArgs(body)
+	case mt == "application/x-www-form-urlencoded", mt == "":
+		if isJSON(body) {
+			return nil, CodeBadRequest, fmt.Errorf("%w: the body is JSON but its Content-Type is %s: send Content-Type: application/json", ErrArgs, mt)
+		}
+		return formArgs(body)
+	case mt == "text/plain", mt == "application/octet-stream":
+		return body, 0, nil
+	}
+	return nil, http.StatusUnsupportedMediaType, fmt.Errorf("rpc: Content-Type %q: send application/json, a form, text/plain or application/octet-stream", mt)
+}
+
+// jsonArgs is the data of a JSON body.
+func jsonArgs(body []byte) ([]byte, int, error) {
+	var v json.RawMessage
+	if err := json.Unmarshal(body, &v); err != nil {
+		return nil, CodeBadRequest, fmt.Errorf("%w: the body is not valid JSON: %v", ErrArgs, err)
+	}
+	switch v = bytes.TrimSpace(v); v[0] {
+	case '{', '[':
+		return v, 0, nil
+	case '"':
+		var s string
+		json.Unmarshal(v, &s)
+		return []byte(s), 0, nil
+	case 'n':
+		return nil, 0, nil
+	}
+	return v, 0, nil // a number or bool: its literal
+}
+
+// formArgs is the data of a form body.
+func formArgs(body []byte) ([]byte, int, error) {
+	for f := range strings.SplitSeq(string(body), "&") {
+		if f != "" && !strings.Contains(f, "=") {
+			return nil, CodeBadRequest, fmt.Errorf("%w: form field %q has no '=' (a JSON body needs Content-Type: application/json)", ErrArgs, f)
+		}
+	}
+	form, err := url.ParseQuery(string(body))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrArgs, err)
+		return nil, CodeBadRequest, fmt.Errorf("%w: form: %v", ErrArgs, err)
 	}
-	return formJSON(form)
+	data, err := formJSON(form)
+	return data, CodeBadRequest, err
 }
 
 func formJSON(form url.Values) ([]byte, error) {

@@ -45,7 +45,10 @@ var (
 // and returns a result, an error, both, or nothing. Go keeps no parameter
 // names, so several NewLife parameters become the fields of one struct
 // argument: a JSON object binds to it by field name, case-insensitively
-// (numbers may come as strings). A primitive argument binds from raw text
+// (numbers may come as strings). As in NewLife, a key that names no field
+// is ignored (NewLife clients add Token, traceparent and TraceId) and a
+// field that no key names keeps its zero value: a handler that needs a
+// field checks it and returns ErrArgs (wrapped, with what is missing). A primitive argument binds from raw text
 // or from a one-entry object; a []byte argument gets the raw data. Register
 // fails with ErrSignature naming the first method it cannot serve, and
 // registers nothing then.
