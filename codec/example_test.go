@@ -49,13 +49,21 @@ func Example_echoServer() {
 func Example_requestClient() {
 	ctx := context.Background()
 	pipeline := codec.NewPipeline(codec.SRMPFraming(codec.FramerConfig{}))
-	srv, _ := codec.NewServer(transport.Config{}, codec.Options{Pipeline: pipeline,
+	srv, err := codec.NewServer(transport.Config{}, codec.Options{Pipeline: pipeline,
 		Handler: func(c *codec.Conn, msg any) {
 			req := msg.(*codec.Message)
 			c.ReplyBytes(req, bytes.ToUpper(req.PayloadBytes()))
 		}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer srv.Close()
-	addr, _ := srv.Listen(ctx, "tcp", "127.0.0.1:0")
+	addr, err := srv.Listen(ctx, "tcp", "127.0.0.1:0") // an SRMP server of its own
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
 	client, err := codec.Dial(ctx, "tcp", addr.String(), transport.ClientConfig{}, codec.Options{Pipeline: pipeline})
 	if err != nil {
