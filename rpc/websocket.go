@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/lifenet/lifenet/codec"
@@ -29,6 +30,9 @@ func (g *gateway) serveWS(c *codec.HandlerContext) error {
 		case ws.Ping:
 			c.WriteBytes(ws.AppendFrame(nil, ws.Pong, f.Payload, nil))
 		case ws.Close:
+			if !ws.ValidClosePayload(f.Payload) {
+				return fmt.Errorf("%w: close frame with an invalid code or reason", errBadWSFrame) // RFC 6455 §7.4: fail with 1002
+			}
 			code, _ := ws.CloseCode(f.Payload)
 			if code == ws.CloseNoStatus {
 				code = 0 // an empty close answers an empty close (1005 never goes on the wire)

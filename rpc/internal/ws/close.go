@@ -54,3 +54,30 @@ func CloseCode(payload []byte) (uint16, string) {
 	}
 	return binary.BigEndian.Uint16(payload), string(payload[2:])
 }
+
+// ValidCloseCode reports whether code may be sent in a close frame (RFC 6455
+// §7.4): the defined codes 1000–1003 and 1007–1014, and 3000–4999 (for
+// libraries and applications). 1004–1006 and 1015 are reserved and never sent;
+// anything else is invalid.
+func ValidCloseCode(code uint16) bool {
+	switch {
+	case code >= 1000 && code <= 1003, code >= 1007 && code <= 1014:
+		return true
+	case code >= 3000 && code <= 4999:
+		return true
+	}
+	return false
+}
+
+// ValidClosePayload reports whether a close frame's (unmasked) payload is
+// well formed: empty, or a valid code followed by a UTF-8 reason. A one-byte
+// payload is malformed.
+func ValidClosePayload(payload []byte) bool {
+	if len(payload) == 0 {
+		return true
+	}
+	if len(payload) < 2 {
+		return false
+	}
+	return ValidCloseCode(binary.BigEndian.Uint16(payload)) && utf8.Valid(payload[2:])
+}
