@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/lifenet/lifenet/bench/internal/grpcbench"
-	"github.com/lifenet/lifenet/internal/tool/rpctool"
+	"github.com/lifenet/lifenet/internal/rpcbench"
 	"github.com/lifenet/lifenet/rpc"
 )
 
@@ -32,7 +32,7 @@ var concurrencies = []int{1, 4, 16, 32}
 func BenchmarkRPC(b *testing.B) {
 	for _, impl := range []struct {
 		name  string
-		start func(b *testing.B) func(sh rpctool.Shape) rpctool.Caller
+		start func(b *testing.B) func(sh rpcbench.Shape) rpcbench.Caller
 	}{
 		{"lifenet", startLifenet},
 		{"netrpc", startNetRPC},
@@ -40,11 +40,11 @@ func BenchmarkRPC(b *testing.B) {
 	} {
 		b.Run(impl.name, func(b *testing.B) {
 			newCaller := impl.start(b)
-			for _, name := range rpctool.Shapes {
-				sh := rpctool.ShapeOf(name)
+			for _, name := range rpcbench.Shapes {
+				sh := rpcbench.ShapeOf(name)
 				for _, n := range concurrencies {
 					b.Run(fmt.Sprintf("%s/c%d", name, n), func(b *testing.B) {
-						runConcurrent(b, n, func() rpctool.Caller { return newCaller(sh) })
+						runConcurrent(b, n, func() rpcbench.Caller { return newCaller(sh) })
 					})
 				}
 			}
@@ -56,7 +56,7 @@ func BenchmarkRPC(b *testing.B) {
 // caller: through RunParallel when n is a multiple of GOMAXPROCS
 // (SetParallelism(n/GOMAXPROCS)), else from exactly n goroutines sharing
 // a counter (RunParallel cannot run fewer goroutines than GOMAXPROCS).
-func runConcurrent(b *testing.B, n int, newCaller func() rpctool.Caller) {
+func runConcurrent(b *testing.B, n int, newCaller func() rpcbench.Caller) {
 	ctx := context.Background()
 	var once sync.Once
 	fail := func(err error) { once.Do(func() { b.Error(err) }) }
@@ -74,7 +74,7 @@ func runConcurrent(b *testing.B, n int, newCaller func() rpctool.Caller) {
 		})
 		return
 	}
-	callers := make([]rpctool.Caller, n)
+	callers := make([]rpcbench.Caller, n)
 	for i := range callers {
 		callers[i] = newCaller()
 	}
@@ -97,11 +97,11 @@ func runConcurrent(b *testing.B, n int, newCaller func() rpctool.Caller) {
 // startLifenet starts `lifenet serve`'s server (rpc.NewServer with the
 // benchmark controller registered by rpc.Handle with rpc.Inline()) and
 // dials it; calls go through rpc.Call.
-func startLifenet(b *testing.B) func(rpctool.Shape) rpctool.Caller {
+func startLifenet(b *testing.B) func(rpcbench.Shape) rpcbench.Caller {
 	ctx := context.Background()
 	srv, err := rpc.NewServer(rpc.Config{})
 	if err == nil {
-		err = rpctool.RegisterBench(srv, true)
+		err = rpcbench.RegisterBench(srv, true)
 	}
 	if err != nil {
 		b.Fatal(err)
@@ -116,38 +116,38 @@ func startLifenet(b *testing.B) func(rpctool.Shape) rpctool.Caller {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { cl.Close() })
-	return func(sh rpctool.Shape) rpctool.Caller {
+	return func(sh rpcbench.Shape) rpcbench.Caller {
 		switch {
 		case sh.Bytes != nil:
 			return func(ctx context.Context) error {
 				out, err := rpc.Call[[]byte](ctx, cl, sh.Action, sh.Bytes)
-				return errors.Join(err, rpctool.CheckBytes(out, sh.Bytes))
+				return errors.Join(err, rpcbench.CheckBytes(out, sh.Bytes))
 			}
 		case sh.Str != "":
-			args := rpctool.StringArgs{Input: sh.Str}
+			args := rpcbench.StringArgs{Input: sh.Str}
 			return func(ctx context.Context) error {
 				out, err := rpc.Call[string](ctx, cl, sh.Action, args)
-				return errors.Join(err, rpctool.CheckString(out, sh.Str))
+				return errors.Join(err, rpcbench.CheckString(out, sh.Str))
 			}
 		case sh.Action == "Bench/MultiArgs":
-			args := rpctool.MultiArgs{A: 42, B: 123456, C: "test", D: true, E: 3.14}
+			args := rpcbench.MultiArgs{A: 42, B: 123456, C: "test", D: true, E: 3.14}
 			return func(ctx context.Context) error {
 				r, err := rpc.Call[int32](ctx, cl, sh.Action, args)
-				return errors.Join(err, rpctool.CheckInt(r))
+				return errors.Join(err, rpcbench.CheckInt(r))
 			}
 		}
 		return func(ctx context.Context) error {
 			r, err := rpc.Call[int32](ctx, cl, sh.Action, nil)
-			return errors.Join(err, rpctool.CheckInt(r))
+			return errors.Join(err, rpcbench.CheckInt(r))
 		}
 	}
 }
 
 // startNetRPC starts `lifenet serve --impl netrpc`'s server (net/rpc with
 // gob over TCP) and dials it.
-func startNetRPC(b *testing.B) func(rpctool.Shape) rpctool.Caller {
+func startNetRPC(b *testing.B) func(rpcbench.Shape) rpcbench.Caller {
 	srv := netrpc.NewServer()
-	if err := srv.RegisterName("Bench", rpctool.NetRPCBench{}); err != nil {
+	if err := srv.RegisterName("Bench", rpcbench.NetRPCBench{}); err != nil {
 		b.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -181,40 +181,40 @@ func startNetRPC(b *testing.B) func(rpctool.Shape) rpctool.Caller {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { cl.Close() })
-	return func(sh rpctool.Shape) rpctool.Caller {
+	return func(sh rpcbench.Shape) rpcbench.Caller {
 		method := strings.Replace(sh.Action, "/", ".", 1)
 		switch {
 		case sh.Bytes != nil:
 			return func(context.Context) error {
 				var out []byte
 				err := cl.Call(method, sh.Bytes, &out)
-				return errors.Join(err, rpctool.CheckBytes(out, sh.Bytes))
+				return errors.Join(err, rpcbench.CheckBytes(out, sh.Bytes))
 			}
 		case sh.Str != "":
 			return func(context.Context) error {
 				var out string
 				err := cl.Call(method, sh.Str, &out)
-				return errors.Join(err, rpctool.CheckString(out, sh.Str))
+				return errors.Join(err, rpcbench.CheckString(out, sh.Str))
 			}
 		case sh.Action == "Bench/MultiArgs":
-			args := rpctool.MultiArgs{A: 42, B: 123456, C: "test", D: true, E: 3.14}
+			args := rpcbench.MultiArgs{A: 42, B: 123456, C: "test", D: true, E: 3.14}
 			return func(context.Context) error {
 				var r int32
 				err := cl.Call(method, args, &r)
-				return errors.Join(err, rpctool.CheckInt(r))
+				return errors.Join(err, rpcbench.CheckInt(r))
 			}
 		}
 		return func(context.Context) error {
 			var r int32
 			err := cl.Call(method, struct{}{}, &r)
-			return errors.Join(err, rpctool.CheckInt(r))
+			return errors.Join(err, rpcbench.CheckInt(r))
 		}
 	}
 }
 
 // startGRPC starts grpcload's server (grpc.NewServer with bench.Bench)
 // and a ClientConn to it; calls go through the hand-written stubs.
-func startGRPC(b *testing.B) func(rpctool.Shape) rpctool.Caller {
+func startGRPC(b *testing.B) func(rpcbench.Shape) rpcbench.Caller {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -229,5 +229,5 @@ func startGRPC(b *testing.B) func(rpctool.Shape) rpctool.Caller {
 	}
 	b.Cleanup(func() { cc.Close() })
 	stub := grpcbench.NewClient(cc)
-	return func(sh rpctool.Shape) rpctool.Caller { return grpcbench.NewCaller(stub, sh) }
+	return func(sh rpcbench.Shape) rpcbench.Caller { return grpcbench.NewCaller(stub, sh) }
 }

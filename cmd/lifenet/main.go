@@ -13,10 +13,10 @@ import (
 	"os/signal"
 	"runtime/debug"
 
-	"github.com/lifenet/lifenet/internal/tool/loadtest"
-	"github.com/lifenet/lifenet/internal/tool/matrix"
-	"github.com/lifenet/lifenet/internal/tool/rpctool"
-	"github.com/lifenet/lifenet/internal/tool/soak"
+	"github.com/lifenet/lifenet/cmd/lifenet/internal/loadtest"
+	"github.com/lifenet/lifenet/cmd/lifenet/internal/matrix"
+	"github.com/lifenet/lifenet/cmd/lifenet/internal/rpctool"
+	"github.com/lifenet/lifenet/cmd/lifenet/internal/soak"
 )
 
 const usage = `usage: lifenet <command> [flags]

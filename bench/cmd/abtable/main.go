@@ -14,20 +14,20 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lifenet/lifenet/internal/tool/rpctool"
+	"github.com/lifenet/lifenet/internal/rpcbench"
 )
 
 // columns are the table's figures, each a median over the rounds.
 var columns = []struct {
 	head string
-	get  func(rpctool.Summary) float64
+	get  func(rpcbench.Summary) float64
 }{
-	{"calls/s", func(s rpctool.Summary) float64 { return s.CallsPerSec }},
-	{"P50 µs", func(s rpctool.Summary) float64 { return s.P50 }},
-	{"P99 µs", func(s rpctool.Summary) float64 { return s.P99 }},
-	{"server CPU µs/call", func(s rpctool.Summary) float64 { return s.ServerCPU }},
-	{"server B/call", func(s rpctool.Summary) float64 { return s.ServerAlloc }},
-	{"client B/call", func(s rpctool.Summary) float64 { return s.ClientAlloc }},
+	{"calls/s", func(s rpcbench.Summary) float64 { return s.CallsPerSec }},
+	{"P50 µs", func(s rpcbench.Summary) float64 { return s.P50 }},
+	{"P99 µs", func(s rpcbench.Summary) float64 { return s.P99 }},
+	{"server CPU µs/call", func(s rpcbench.Summary) float64 { return s.ServerCPU }},
+	{"server B/call", func(s rpcbench.Summary) float64 { return s.ServerAlloc }},
+	{"client B/call", func(s rpcbench.Summary) float64 { return s.ClientAlloc }},
 }
 
 var impls = []string{"lifenet", "netrpc", "grpc"}
@@ -40,7 +40,7 @@ func main() {
 }
 
 func run(in io.Reader, out io.Writer) error {
-	runs := map[string][]rpctool.Summary{}
+	runs := map[string][]rpcbench.Summary{}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -48,7 +48,7 @@ func run(in io.Reader, out io.Writer) error {
 		if !ok {
 			continue
 		}
-		var s rpctool.Summary
+		var s rpcbench.Summary
 		if err := json.Unmarshal([]byte(js), &s); err != nil {
 			return fmt.Errorf("bad SUMMARY line: %v", err)
 		}

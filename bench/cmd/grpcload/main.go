@@ -35,7 +35,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/lifenet/lifenet/bench/internal/grpcbench"
-	"github.com/lifenet/lifenet/internal/tool/rpctool"
+	"github.com/lifenet/lifenet/internal/rpcbench"
 )
 
 // Limits that keep a typo from starting a runaway test (rpcload's).
@@ -79,7 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.inflight, "inflight", 1, "concurrent callers per connection")
 	fs.Float64Var(&c.seconds, "seconds", defaultSecs, "measured window in seconds (--server: exit after this many, default 0: until interrupted)")
 	fs.Float64Var(&c.warmup, "warmup", 1, "seconds of calls before the window")
-	fs.StringVar(&c.call, "call", "noarg", "call shape: "+strings.Join(rpctool.Shapes, "|"))
+	fs.StringVar(&c.call, "call", "noarg", "call shape: "+strings.Join(rpcbench.Shapes, "|"))
 	fs.BoolVar(&c.json, "json", false, "print only the SUMMARY line")
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -113,7 +113,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "grpcload: %v\n", err)
 		return 1
 	}
-	rpctool.WriteSummary(stdout, "grpcload", s, !c.json)
+	rpcbench.WriteSummary(stdout, "grpcload", s, !c.json)
 	if s.Calls == 0 {
 		fmt.Fprintf(stderr, "grpcload: no call completed (first error: %s)\n", s.FirstError)
 		return 1
@@ -146,7 +146,7 @@ func validate(c config, set map[string]bool, rest []string) error {
 		_, _, addrErr := net.SplitHostPort(strings.TrimPrefix(c.remote, "tcp://"))
 		errs = append(errs,
 			check(c.remote == "" || addrErr == nil, "--remote %q: want host:port or tcp://host:port", c.remote),
-			check(slices.Contains(rpctool.Shapes, c.call), "--call %q: want one of %s", c.call, strings.Join(rpctool.Shapes, ", ")),
+			check(slices.Contains(rpcbench.Shapes, c.call), "--call %q: want one of %s", c.call, strings.Join(rpcbench.Shapes, ", ")),
 			check(c.conns >= 1 && c.conns <= maxConns, "--conns %d: want 1 to %d", c.conns, maxConns),
 			check(c.inflight >= 1 && c.conns*c.inflight <= maxCallers, "--inflight %d: want ≥ 1 and conns×inflight ≤ %d", c.inflight, maxCallers),
 			check(c.seconds > 0 && c.seconds <= maxSeconds, "--seconds %g: want more than 0, at most %d", c.seconds, maxSeconds),
@@ -197,8 +197,8 @@ func serve(ctx context.Context, c config, stdout io.Writer) error {
 	return nil
 }
 
-func load(ctx context.Context, c config, progress io.Writer) (rpctool.Summary, error) {
-	s := rpctool.Summary{Impl: "grpc", Call: c.call, Conns: c.conns, Inflight: c.inflight, ServerAlloc: -1, ServerCPU: -1}
+func load(ctx context.Context, c config, progress io.Writer) (rpcbench.Summary, error) {
+	s := rpcbench.Summary{Impl: "grpc", Call: c.call, Conns: c.conns, Inflight: c.inflight, ServerAlloc: -1, ServerCPU: -1}
 	addr := strings.TrimPrefix(c.remote, "tcp://")
 	stopServer := func() {}
 	if addr == "" {
@@ -209,14 +209,14 @@ func load(ctx context.Context, c config, progress io.Writer) (rpctool.Summary, e
 		addr, stopServer = a.String(), gs.Stop
 	}
 	var conns []*grpc.ClientConn
-	t := &rpctool.Target{Close: func() {
+	t := &rpcbench.Target{Close: func() {
 		for _, cc := range conns {
 			cc.Close()
 		}
 		stopServer()
 	}}
 	defer t.Close()
-	sh := rpctool.ShapeOf(c.call)
+	sh := rpcbench.ShapeOf(c.call)
 	for range c.conns {
 		// "passthrough:" dials addr as given (no DNS resolver): one
 		// connection per ClientConn, as rpcload's one socket per conn.
@@ -240,9 +240,9 @@ func load(ctx context.Context, c config, progress io.Writer) (rpctool.Summary, e
 		}
 	}
 	stub := grpcbench.NewClient(conns[0])
-	t.Stats = func(ctx context.Context) (rpctool.ProcStats, bool) {
+	t.Stats = func(ctx context.Context) (rpcbench.ProcStats, bool) {
 		cpu, alloc, err := stub.ServerStats(ctx)
-		return rpctool.ProcStats{CPU: cpu, TotalAlloc: alloc}, err == nil
+		return rpcbench.ProcStats{CPU: cpu, TotalAlloc: alloc}, err == nil
 	}
-	return rpctool.Measure(ctx, rpctool.Window{Warmup: c.warmup, Seconds: c.seconds, Remote: c.remote != "", Label: "grpcload"}, t, s, progress), nil
+	return rpcbench.Measure(ctx, rpcbench.Window{Warmup: c.warmup, Seconds: c.seconds, Remote: c.remote != "", Label: "grpcload"}, t, s, progress), nil
 }

@@ -19,15 +19,13 @@ package grpcbench
 
 import (
 	"context"
-	"github.com/lifenet/lifenet/internal/tool/rpctool"
-	"runtime"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/lifenet/lifenet/internal/tool/cpustat"
+	"github.com/lifenet/lifenet/internal/rpcbench"
 )
 
 // ServiceName is the gRPC service's full name.
@@ -51,7 +49,7 @@ type BenchServer interface {
 	ServerStats(context.Context, *emptypb.Empty) (*structpb.Struct, error)
 }
 
-// Server implements BenchServer the way rpctool's controller does.
+// Server implements BenchServer the way rpcbench's controller does.
 type Server struct{}
 
 // NoArg returns 42.
@@ -75,13 +73,12 @@ func (Server) MultiArgs(_ context.Context, in *structpb.Struct) (*wrapperspb.Int
 }
 
 // ServerStats reports this process's user+system CPU seconds ("cpu") and
-// bytes allocated so far ("totalAlloc"), like rpctool's Bench/ServerStats.
+// bytes allocated so far ("totalAlloc"), like rpcbench's Bench/ServerStats.
 func (Server) ServerStats(context.Context, *emptypb.Empty) (*structpb.Struct, error) {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
+	ps := rpcbench.ReadProcStats()
 	return &structpb.Struct{Fields: map[string]*structpb.Value{
-		"cpu":        structpb.NewNumberValue(cpustat.Seconds()),
-		"totalAlloc": structpb.NewNumberValue(float64(ms.TotalAlloc)),
+		"cpu":        structpb.NewNumberValue(ps.CPU),
+		"totalAlloc": structpb.NewNumberValue(float64(ps.TotalAlloc)),
 	}}, nil
 }
 
@@ -178,7 +175,7 @@ func MultiArgs() *structpb.Struct {
 // NewCaller returns a caller of sh through c. The request message is built
 // once (a user sending the same request again would too); the reply is a
 // new message per call, as generated stubs make it.
-func NewCaller(c *Client, sh rpctool.Shape) rpctool.Caller {
+func NewCaller(c *Client, sh rpcbench.Shape) rpcbench.Caller {
 	switch {
 	case sh.Bytes != nil:
 		in := &wrapperspb.BytesValue{Value: sh.Bytes}
@@ -187,7 +184,7 @@ func NewCaller(c *Client, sh rpctool.Shape) rpctool.Caller {
 			if err != nil {
 				return err
 			}
-			return rpctool.CheckBytes(out.GetValue(), sh.Bytes)
+			return rpcbench.CheckBytes(out.GetValue(), sh.Bytes)
 		}
 	case sh.Str != "":
 		in := &wrapperspb.StringValue{Value: sh.Str}
@@ -196,7 +193,7 @@ func NewCaller(c *Client, sh rpctool.Shape) rpctool.Caller {
 			if err != nil {
 				return err
 			}
-			return rpctool.CheckString(out.GetValue(), sh.Str)
+			return rpcbench.CheckString(out.GetValue(), sh.Str)
 		}
 	case sh.Action == "Bench/MultiArgs":
 		in := MultiArgs()
@@ -205,7 +202,7 @@ func NewCaller(c *Client, sh rpctool.Shape) rpctool.Caller {
 			if err != nil {
 				return err
 			}
-			return rpctool.CheckInt(out.GetValue())
+			return rpcbench.CheckInt(out.GetValue())
 		}
 	}
 	in := &emptypb.Empty{}
@@ -214,6 +211,6 @@ func NewCaller(c *Client, sh rpctool.Shape) rpctool.Caller {
 		if err != nil {
 			return err
 		}
-		return rpctool.CheckInt(out.GetValue())
+		return rpcbench.CheckInt(out.GetValue())
 	}
 }

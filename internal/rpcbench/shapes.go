@@ -1,4 +1,4 @@
-package rpctool
+package rpcbench
 
 import (
 	"bytes"
@@ -49,6 +49,20 @@ func ShapeOf(name string) Shape {
 
 var multiArgs = MultiArgs{A: 42, B: 123456, C: "test", D: true, E: 3.14}
 
+// Args is the shape's argument as lifenet sends it: the payload for
+// EchoPacket, StringArgs for EchoString, MultiArgs, or nil for NoArg.
+func (sh Shape) Args() any {
+	switch {
+	case sh.Bytes != nil:
+		return sh.Bytes
+	case sh.Str != "":
+		return StringArgs{Input: sh.Str}
+	case sh.Action == "Bench/MultiArgs":
+		return multiArgs
+	}
+	return nil
+}
+
 // Caller makes one call and checks its result; each calling goroutine has
 // its own (results are decoded into its buffers). Arguments are boxed into
 // their interface once, when the caller is made: converting a slice or a
@@ -56,7 +70,8 @@ var multiArgs = MultiArgs{A: 42, B: 123456, C: "test", D: true, E: 3.14}
 // and not the library's (both libraries' callers do the same).
 type Caller func(ctx context.Context) error
 
-func lifenetCaller(cl *rpc.Client, sh Shape) Caller {
+// LifenetCaller returns a Caller that calls sh's action on cl.
+func LifenetCaller(cl *rpc.Client, sh Shape) Caller {
 	switch {
 	case sh.Bytes != nil:
 		var args any = sh.Bytes
@@ -95,7 +110,9 @@ func lifenetCaller(cl *rpc.Client, sh Shape) Caller {
 	}
 }
 
-func netrpcCaller(cl *netrpc.Client, sh Shape) Caller {
+// NetRPCCaller returns a Caller that calls sh's method (Bench.NoArg, …) on
+// a net/rpc client.
+func NetRPCCaller(cl *netrpc.Client, sh Shape) Caller {
 	method := strings.Replace(sh.Action, "/", ".", 1)
 	switch {
 	case sh.Bytes != nil:

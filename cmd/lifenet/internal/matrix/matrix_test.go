@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lifenet/lifenet/internal/tool/loadtest"
-	"github.com/lifenet/lifenet/internal/tool/rpctool"
+	"github.com/lifenet/lifenet/cmd/lifenet/internal/loadtest"
+	"github.com/lifenet/lifenet/cmd/lifenet/internal/rpctool"
 )
 
 // The matrix re-executes its own binary as `lifenet load`; in tests that

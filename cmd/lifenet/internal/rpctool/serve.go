@@ -11,7 +11,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lifenet/lifenet/internal/tool/cpustat"
+	"github.com/lifenet/lifenet/internal/cpustat"
+	"github.com/lifenet/lifenet/internal/rpcbench"
 	"github.com/lifenet/lifenet/rpc"
 )
 
@@ -79,7 +80,7 @@ func serveLifenet(ctx context.Context, c serveConfig, addr string, stdout io.Wri
 	if err != nil {
 		return err
 	}
-	if err := RegisterBench(srv, !c.spawn); err != nil {
+	if err := rpcbench.RegisterBench(srv, !c.spawn); err != nil {
 		return err
 	}
 	a, err := srv.Listen(ctx, "tcp", addr)
@@ -104,7 +105,7 @@ func serveLifenet(ctx context.Context, c serveConfig, addr string, stdout io.Wri
 
 func serveNetRPC(ctx context.Context, addr string, stdout io.Writer) error {
 	srv := netrpc.NewServer()
-	if err := srv.RegisterName("Bench", NetRPCBench{}); err != nil {
+	if err := srv.RegisterName("Bench", rpcbench.NetRPCBench{}); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", addr)

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lifenet/lifenet/cmd/lifenet/internal/soak"
 	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
-	"github.com/lifenet/lifenet/internal/tool/soak"
 )
 
 // TestShortSoak runs the whole soak for a few seconds with ten connections

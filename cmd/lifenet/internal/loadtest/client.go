@@ -1,7 +1,7 @@
 package loadtest
 
 import (
-	"github.com/lifenet/lifenet/internal/tool/cpustat"
+	"github.com/lifenet/lifenet/internal/cpustat"
 
 	"context"
 	"encoding/json"

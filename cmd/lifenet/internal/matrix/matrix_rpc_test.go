@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lifenet/lifenet/internal/tool/loadtest"
-	"github.com/lifenet/lifenet/internal/tool/rpctool"
+	"github.com/lifenet/lifenet/cmd/lifenet/internal/loadtest"
+	"github.com/lifenet/lifenet/internal/rpcbench"
 )
 
 // Seed 002's RPC rows: six call shapes at 1/4/16/32, 100 connections for
@@ -93,7 +93,7 @@ func TestRPCArgs(t *testing.T) {
 	}
 }
 
-func rpcResult(sc Scenario, impl string, round int, s *rpctool.Summary) Result {
+func rpcResult(sc Scenario, impl string, round int, s *rpcbench.Summary) Result {
 	r := Result{Scenario: sc, Impl: impl, Round: round, RPC: s}
 	if s == nil {
 		r.Error = "rpcload: exit status 1"
@@ -111,13 +111,13 @@ func TestRPCReport(t *testing.T) {
 	rs := []Result{
 		{Scenario: sock, Impl: "lifenet", Round: 1, Server: &loadtest.Steady{PktPerSec: 100}},
 		{Scenario: sock, Impl: "raw", Round: 1, Server: &loadtest.Steady{PktPerSec: 100}},
-		rpcResult(sc, "lifenet", 1, &rpctool.Summary{Impl: "lifenet", Call: "noarg", Conns: 16, Inflight: 1, Calls: 240000,
+		rpcResult(sc, "lifenet", 1, &rpcbench.Summary{Impl: "lifenet", Call: "noarg", Conns: 16, Inflight: 1, Calls: 240000,
 			CallsPerSec: 120000, P50: 120.5, ServerCPU: 6.25, ServerAlloc: 0, ClientAlloc: 48}),
-		rpcResult(sc, "netrpc", 1, &rpctool.Summary{Impl: "netrpc", Call: "noarg", Conns: 16, Inflight: 1, Calls: 200000,
+		rpcResult(sc, "netrpc", 1, &rpcbench.Summary{Impl: "netrpc", Call: "noarg", Conns: 16, Inflight: 1, Calls: 200000,
 			CallsPerSec: 100000, P50: 150, ServerCPU: 9.5, ServerAlloc: 312.4, ClientAlloc: 400, Errors: 2, FirstError: "EOF\nmore"}),
 		rpcResult(sc, "netrpc", 2, nil), // failed round: no ratio
-		rpcResult(sc, "lifenet", 2, &rpctool.Summary{CallsPerSec: 130000, ServerCPU: -1, ServerAlloc: -1}),
-		rpcResult(d, "lifenet", 1, &rpctool.Summary{Impl: "lifenet", Call: "noarg", Direct: true, Inflight: 2,
+		rpcResult(sc, "lifenet", 2, &rpcbench.Summary{CallsPerSec: 130000, ServerCPU: -1, ServerAlloc: -1}),
+		rpcResult(d, "lifenet", 1, &rpcbench.Summary{Impl: "lifenet", Call: "noarg", Direct: true, Inflight: 2,
 			CallsPerSec: 5e6, P50: 0.31, ClientCPU: 0.38, ClientAlloc: 0}),
 	}
 	ps := pairs(rs)

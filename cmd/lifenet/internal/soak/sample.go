@@ -5,8 +5,8 @@ import (
 	"runtime/metrics"
 	"time"
 
+	"github.com/lifenet/lifenet/internal/cpustat"
 	"github.com/lifenet/lifenet/internal/pooltrack"
-	"github.com/lifenet/lifenet/internal/tool/cpustat"
 )
 
 // Sample is one reading of the process's resources.

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lifenet/lifenet/internal/tool/rpctool"
+	"github.com/lifenet/lifenet/internal/rpcbench"
 )
 
 // Report is what results.json holds.
@@ -193,18 +193,18 @@ func writeTables(w io.Writer, rep Report) {
 
 // rpcField formats one figure of an RPC run's summary, "–" when the run
 // has none or the figure is unknown (negative).
-func rpcField(r *Result, f func(*rpctool.Summary) float64, format string) string {
+func rpcField(r *Result, f func(*rpcbench.Summary) float64, format string) string {
 	if r == nil || r.RPC == nil || f(r.RPC) < 0 {
 		return "–"
 	}
 	return fmt.Sprintf(format, f(r.RPC))
 }
 
-func rpcP50(s *rpctool.Summary) float64         { return s.P50 }
-func rpcServerCPU(s *rpctool.Summary) float64   { return s.ServerCPU }
-func rpcServerAlloc(s *rpctool.Summary) float64 { return s.ServerAlloc }
-func rpcClientAlloc(s *rpctool.Summary) float64 { return s.ClientAlloc }
-func rpcClientCPU(s *rpctool.Summary) float64   { return s.ClientCPU }
+func rpcP50(s *rpcbench.Summary) float64         { return s.P50 }
+func rpcServerCPU(s *rpcbench.Summary) float64   { return s.ServerCPU }
+func rpcServerAlloc(s *rpcbench.Summary) float64 { return s.ServerAlloc }
+func rpcClientAlloc(s *rpcbench.Summary) float64 { return s.ClientAlloc }
+func rpcClientCPU(s *rpcbench.Summary) float64   { return s.ClientCPU }
 
 // writeRPC writes the RPC section, when the matrix had RPC rows:
 // the pairs against net/rpc, then the direct path.

@@ -1,15 +1,17 @@
-// Package rpctool implements the RPC commands of the lifenet tool: `serve`
-// (an RPC server with NewLife's benchmark controller, for lifenet or Go's
-// net/rpc), `call` (call any SRMP/NewLife server from the shell) and
-// `rpcload` (NewLife.Remoting's RPC benchmarks: calls/s, latency, bytes
-// allocated and server CPU per call).
-package rpctool
+// Package rpcbench is NewLife.Remoting's RPC benchmark as the lifenet CLI
+// and the bench/ module share it: the benchmark controller (Bench/NoArg,
+// EchoString, EchoPacket, MultiArgs, Add, ServerStats) for lifenet and for
+// Go's net/rpc, the call shapes and their result checks, and the measuring
+// loop (Measure) that `lifenet rpcload` and bench's grpcload run. It sits
+// in the module's internal/ rather than under cmd/lifenet because bench/
+// imports it.
+package rpcbench
 
 import (
 	"context"
 	"runtime"
 
-	"github.com/lifenet/lifenet/internal/tool/cpustat"
+	"github.com/lifenet/lifenet/internal/cpustat"
 	"github.com/lifenet/lifenet/rpc"
 )
 
@@ -43,7 +45,8 @@ type ProcStats struct {
 	TotalAlloc uint64  `json:"totalAlloc"` // bytes allocated
 }
 
-func procStats() ProcStats {
+// ReadProcStats reads this process's ProcStats.
+func ReadProcStats() ProcStats {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ProcStats{CPU: cpustat.Seconds(), TotalAlloc: ms.TotalAlloc}
@@ -51,7 +54,7 @@ func procStats() ProcStats {
 
 // RegisterBench registers NewLife's benchmark controller (BenchController)
 // plus Bench/Add and Bench/ServerStats on srv, with the typed handlers;
-// inline runs them on the reading goroutines (rpc.Inline: they never block).
+// inline runs them on the reading goroutines (rpc.WithInline: they never block).
 func RegisterBench(srv *rpc.Server, inline bool) error {
 	var o []rpc.HandleOption
 	if inline {
@@ -63,7 +66,7 @@ func RegisterBench(srv *rpc.Server, inline bool) error {
 		rpc.Handle(srv, "Bench/EchoPacket", func(_ context.Context, b []byte) ([]byte, error) { return b, nil }, o...),
 		rpc.Handle(srv, "Bench/MultiArgs", func(_ context.Context, a MultiArgs) (int32, error) { return a.A, nil }, o...),
 		rpc.Handle(srv, "Bench/Add", func(_ context.Context, a AddArgs) (int32, error) { return a.A + a.B, nil }, o...),
-		rpc.Handle(srv, "Bench/ServerStats", func(context.Context, struct{}) (ProcStats, error) { return procStats(), nil }),
+		rpc.Handle(srv, "Bench/ServerStats", func(context.Context, struct{}) (ProcStats, error) { return ReadProcStats(), nil }),
 	} {
 		if err != nil {
 			return err
@@ -88,4 +91,4 @@ func (NetRPCBench) EchoPacket(b []byte, r *[]byte) error { *r = b; return nil }
 func (NetRPCBench) MultiArgs(a MultiArgs, r *int32) error { *r = a.A; return nil }
 
 // ServerStats reports the process's CPU and allocation.
-func (NetRPCBench) ServerStats(_ struct{}, r *ProcStats) error { *r = procStats(); return nil }
+func (NetRPCBench) ServerStats(_ struct{}, r *ProcStats) error { *r = ReadProcStats(); return nil }

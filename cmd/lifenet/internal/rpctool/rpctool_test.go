@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lifenet/lifenet/internal/rpcbench"
 )
 
 func TestFlagErrorsAreOneLineAndExit2(t *testing.T) {
@@ -94,7 +96,7 @@ func TestServeAndCall(t *testing.T) {
 }
 
 // runLoadForTest runs a short rpcload and returns its summary.
-func runLoadForTest(t *testing.T, args ...string) Summary {
+func runLoadForTest(t *testing.T, args ...string) rpcbench.Summary {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	args = append(args, "--seconds", "0.3", "--warmup", "0.1", "--json")
@@ -102,7 +104,7 @@ func runLoadForTest(t *testing.T, args ...string) Summary {
 		t.Fatalf("rpcload %q: exit %d, %s", args, code, errOut.String())
 	}
 	js, ok := strings.CutPrefix(strings.TrimSpace(out.String()), "SUMMARY: ")
-	var s Summary
+	var s rpcbench.Summary
 	if !ok || json.Unmarshal([]byte(js), &s) != nil {
 		t.Fatalf("rpcload printed %q", out.String())
 	}
@@ -115,7 +117,7 @@ func TestRPCLoadShapes(t *testing.T) {
 	}
 	lifenet := serveForTest(t)
 	netrpc := serveForTest(t, "--impl", "netrpc")
-	for _, shape := range Shapes {
+	for _, shape := range rpcbench.Shapes {
 		for impl, addr := range map[string]string{"lifenet": lifenet, "netrpc": netrpc} {
 			s := runLoadForTest(t, "--impl", impl, "--remote", addr, "--call", shape, "--conns", "2", "--inflight", "2")
 			if s.Calls == 0 || s.Errors != 0 || s.ServerCPU < 0 || s.P50 <= 0 {

@@ -16,8 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lifenet/lifenet/internal/tool/loadtest"
-	"github.com/lifenet/lifenet/internal/tool/rpctool"
+	"github.com/lifenet/lifenet/cmd/lifenet/internal/loadtest"
+	"github.com/lifenet/lifenet/internal/rpcbench"
 )
 
 // Options configure a matrix run.
@@ -41,7 +41,7 @@ type Result struct {
 	Round  int               `json:"round"`
 	Server *loadtest.Steady  `json:"server,omitempty"`
 	Client *loadtest.Summary `json:"client,omitempty"`
-	RPC    *rpctool.Summary  `json:"rpc,omitempty"` // RPC rows: rpcload's summary (server figures included)
+	RPC    *rpcbench.Summary `json:"rpc,omitempty"` // RPC rows: rpcload's summary (server figures included)
 	Error  string            `json:"error,omitempty"`
 }
 
@@ -317,7 +317,7 @@ func waitSteady(cmd *exec.Cmd, lines <-chan string, timeout time.Duration) (*loa
 // process (its connections and callers are the concurrency; the server's
 // CPU and bytes per call are its view of the one server) and stops the
 // server.
-func runRPC(ctx context.Context, opts Options, sc Scenario, impl string, port *int) (*rpctool.Summary, error) {
+func runRPC(ctx context.Context, opts Options, sc Scenario, impl string, port *int) (*rpcbench.Summary, error) {
 	if sc.Direct {
 		return runRPCLoad(ctx, opts, sc, impl, 0)
 	}
@@ -337,7 +337,7 @@ func runRPC(ctx context.Context, opts Options, sc Scenario, impl string, port *i
 
 // runRPCLoad runs one rpcload process and parses its SUMMARY line; a
 // summary printed by a run that then failed (no call completed) is kept.
-func runRPCLoad(ctx context.Context, opts Options, sc Scenario, impl string, port int) (*rpctool.Summary, error) {
+func runRPCLoad(ctx context.Context, opts Options, sc Scenario, impl string, port int) (*rpcbench.Summary, error) {
 	cmd := opts.command(ctx, "1", sc.rpcloadArgs(impl, port, opts.Seconds, opts.Warmup)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -357,8 +357,8 @@ func runRPCLoad(ctx context.Context, opts Options, sc Scenario, impl string, por
 	return sum, perr
 }
 
-func parseRPCSummary(out []byte) (*rpctool.Summary, error) {
-	return parseSummaryLine[rpctool.Summary](out, "rpcload")
+func parseRPCSummary(out []byte) (*rpcbench.Summary, error) {
+	return parseSummaryLine[rpcbench.Summary](out, "rpcload")
 }
 
 // stopServer interrupts a `lifenet serve` (it shuts down gracefully and

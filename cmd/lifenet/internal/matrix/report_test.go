@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lifenet/lifenet/internal/tool/loadtest"
+	"github.com/lifenet/lifenet/cmd/lifenet/internal/loadtest"
 )
 
 func TestNiceTicks(t *testing.T) {

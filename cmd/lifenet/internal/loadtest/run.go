@@ -8,7 +8,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/lifenet/lifenet/internal/tool/cpustat"
+	"github.com/lifenet/lifenet/internal/cpustat"
 )
 
 // Main runs `lifenet load` with args and returns the process exit code:

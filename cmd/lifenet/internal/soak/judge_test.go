@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/lifenet/lifenet/internal/tool/soak"
+	"github.com/lifenet/lifenet/cmd/lifenet/internal/soak"
 )
 
 func TestTrend(t *testing.T) {

@@ -1,0 +1,225 @@
+package rpctool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	netrpc "net/rpc"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lifenet/lifenet/internal/cpustat"
+	"github.com/lifenet/lifenet/internal/rpcbench"
+	"github.com/lifenet/lifenet/rpc"
+	"github.com/lifenet/lifenet/transport"
+)
+
+type loadConfig struct {
+	remote     string
+	impl       string
+	conns      int
+	inflight   int
+	seconds    float64
+	warmup     float64
+	call       string
+	direct     bool
+	goroutines int
+	json       bool
+	recvMode   string
+	cpuProfile string
+}
+
+// Limits that keep a typo from starting a runaway test.
+const (
+	maxConns   = 4096
+	maxCallers = 100_000
+	maxSeconds = 3600
+)
+
+// Load runs `lifenet rpcload`.
+func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var c loadConfig
+	fs := newFlags("rpcload")
+	fs.StringVar(&c.remote, "remote", "", "server address (host:port; empty: a server in this process)")
+	fs.StringVar(&c.impl, "impl", "lifenet", "lifenet or netrpc (Go's net/rpc; --remote must be a `lifenet serve --impl netrpc`)")
+	fs.IntVar(&c.conns, "conns", 1, "connections")
+	fs.IntVar(&c.inflight, "inflight", 1, "concurrent callers per connection")
+	fs.Float64Var(&c.seconds, "seconds", 5, "measured window in seconds")
+	fs.Float64Var(&c.warmup, "warmup", 1, "seconds of calls before the window")
+	fs.StringVar(&c.call, "call", "noarg", "call shape: "+strings.Join(rpcbench.Shapes, "|"))
+	fs.BoolVar(&c.direct, "direct", false, "call Server.Process in this process, no sockets (NewLife's direct benchmark)")
+	fs.IntVar(&c.goroutines, "goroutines", runtime.GOMAXPROCS(0), "--direct: calling goroutines")
+	fs.BoolVar(&c.json, "json", false, "print only the SUMMARY line")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write this process's CPU profile here")
+	fs.StringVar(&c.recvMode, "recvmode", "event", "lifenet client: event (a receive goroutine per connection) or sync (waiting callers take turns reading)")
+	if code, done := parse(fs, args, stdout, stderr); done {
+		return code
+	}
+	err := errors.Join(
+		check(c.impl == "lifenet" || c.impl == "netrpc", "--impl %q: want lifenet or netrpc", c.impl),
+		check(slices.Contains(rpcbench.Shapes, c.call), "--call %q: want one of %s", c.call, strings.Join(rpcbench.Shapes, ", ")),
+		check(c.conns >= 1 && c.conns <= maxConns, "--conns %d: want 1 to %d", c.conns, maxConns),
+		check(c.inflight >= 1 && c.conns*c.inflight <= maxCallers, "--inflight %d: want ≥ 1 and conns×inflight ≤ %d", c.inflight, maxCallers),
+		check(c.seconds > 0 && c.seconds <= maxSeconds, "--seconds %g: want more than 0, at most %d", c.seconds, maxSeconds),
+		check(c.warmup >= 0 && c.warmup <= maxSeconds, "--warmup %g: want 0 to %d", c.warmup, maxSeconds),
+		check(c.goroutines >= 1 && c.goroutines <= maxCallers, "--goroutines %d: want 1 to %d", c.goroutines, maxCallers),
+		check(!c.direct || c.impl == "lifenet", "--direct measures lifenet's Server.Process only"),
+		check(c.recvMode == "event" || c.recvMode == "sync", "--recvmode %q: want event or sync", c.recvMode),
+	)
+	if err != nil {
+		return usageError(stderr, "rpcload", err)
+	}
+	stop, err := cpustat.StartProfile(c.cpuProfile)
+	if err != nil {
+		return usageError(stderr, "rpcload", err)
+	}
+	s, err := runLoad(ctx, c, stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintf(stderr, "lifenet rpcload: %v\n", err)
+		return 1
+	}
+	rpcbench.WriteSummary(stdout, "rpcload", s, !c.json)
+	if s.Calls == 0 {
+		fmt.Fprintf(stderr, "lifenet rpcload: no call completed (first error: %s)\n", s.FirstError)
+		return 1
+	}
+	return 0
+}
+
+func runLoad(ctx context.Context, c loadConfig, progress io.Writer) (rpcbench.Summary, error) {
+	s := rpcbench.Summary{Impl: c.impl, Call: c.call, Direct: c.direct, Conns: c.conns, Inflight: c.inflight, ServerAlloc: -1, ServerCPU: -1}
+	var t *rpcbench.Target
+	var err error
+	switch {
+	case c.direct:
+		s.Conns, s.Inflight = 0, c.goroutines
+		t, err = directTarget(c)
+	case c.impl == "netrpc":
+		t, err = netrpcTarget(ctx, c)
+	default:
+		t, err = lifenetTarget(ctx, c)
+	}
+	if err != nil {
+		return s, err
+	}
+	defer t.Close()
+	return rpcbench.Measure(ctx, rpcbench.Window{Warmup: c.warmup, Seconds: c.seconds, Remote: c.remote != "", Label: "rpcload"}, t, s, progress), nil
+}
+
+func lifenetTarget(ctx context.Context, c loadConfig) (*rpcbench.Target, error) {
+	addr, stopServer, err := localServer(ctx, c.remote)
+	if err != nil {
+		return nil, err
+	}
+	var clients []*rpc.Client
+	t := &rpcbench.Target{Close: func() {
+		for _, cl := range clients {
+			cl.Close()
+		}
+		stopServer()
+	}}
+	sh := rpcbench.ShapeOf(c.call)
+	for range c.conns {
+		cfg := rpc.ClientConfig{}
+		if c.recvMode == "sync" {
+			cfg.Transport.Mode = transport.ReceiveSync
+		}
+		cl, err := rpc.Dial(ctx, addr, cfg)
+		if err != nil {
+			t.Close()
+			return nil, err
+		}
+		clients = append(clients, cl)
+		for range c.inflight {
+			t.Callers = append(t.Callers, rpcbench.LifenetCaller(cl, sh))
+		}
+	}
+	t.Stats = func(ctx context.Context) (rpcbench.ProcStats, bool) {
+		ps, err := rpc.Call[rpcbench.ProcStats](ctx, clients[0], "Bench/ServerStats", nil)
+		return ps, err == nil
+	}
+	return t, nil
+}
+
+// localServer returns remote, or starts a lifenet server in this process
+// when remote is empty.
+func localServer(ctx context.Context, remote string) (string, func(), error) {
+	if remote != "" {
+		return remote, func() {}, nil
+	}
+	srv, err := rpc.NewServer(rpc.Config{})
+	if err == nil {
+		err = rpcbench.RegisterBench(srv, true)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	a, err := srv.Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	return a.String(), func() { srv.Close() }, nil
+}
+
+func netrpcTarget(ctx context.Context, c loadConfig) (*rpcbench.Target, error) {
+	if c.remote == "" {
+		return nil, errors.New("--impl netrpc needs --remote (start `lifenet serve --impl netrpc`)")
+	}
+	var clients []*netrpc.Client
+	t := &rpcbench.Target{Close: func() {
+		for _, cl := range clients {
+			cl.Close()
+		}
+	}}
+	sh := rpcbench.ShapeOf(c.call)
+	d := net.Dialer{Timeout: 3 * time.Second}
+	for range c.conns {
+		nc, err := d.DialContext(ctx, "tcp", strings.TrimPrefix(c.remote, "tcp://"))
+		if err != nil {
+			t.Close()
+			return nil, err
+		}
+		cl := netrpc.NewClient(nc)
+		clients = append(clients, cl)
+		for range c.inflight {
+			t.Callers = append(t.Callers, rpcbench.NetRPCCaller(cl, sh))
+		}
+	}
+	t.Stats = func(context.Context) (rpcbench.ProcStats, bool) {
+		var ps rpcbench.ProcStats
+		return ps, clients[0].Call("Bench.ServerStats", struct{}{}, &ps) == nil
+	}
+	return t, nil
+}
+
+func directTarget(c loadConfig) (*rpcbench.Target, error) {
+	srv, err := rpc.NewServer(rpc.Config{})
+	if err == nil {
+		err = rpcbench.RegisterBench(srv, true)
+	}
+	if err != nil {
+		return nil, err
+	}
+	sh := rpcbench.ShapeOf(c.call)
+	body, err := rpc.AppendRequest(nil, sh.Action, sh.Args())
+	if err != nil {
+		return nil, err
+	}
+	t := &rpcbench.Target{Close: func() { srv.Close() }, Stats: func(context.Context) (rpcbench.ProcStats, bool) { return rpcbench.ProcStats{}, false }}
+	for range c.goroutines {
+		dst := make([]byte, 0, 4096)
+		t.Callers = append(t.Callers, func(ctx context.Context) error {
+			out, isErr, ok := srv.Process(ctx, body, dst[:0])
+			if !ok || isErr {
+				return fmt.Errorf("process: no reply or an error reply (% x)", out)
+			}
+			return nil
+		})
+	}
+	return t, nil
+}
