@@ -12,14 +12,17 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
+	"syscall"
 
+	"github.com/lifenet/lifenet/cmd/lifenet/internal/cliflag"
 	"github.com/lifenet/lifenet/cmd/lifenet/internal/loadtest"
 	"github.com/lifenet/lifenet/cmd/lifenet/internal/matrix"
 	"github.com/lifenet/lifenet/cmd/lifenet/internal/rpctool"
 	"github.com/lifenet/lifenet/cmd/lifenet/internal/soak"
 )
 
-const usage = `usage: lifenet <command> [flags]
+const usage = `usage: lifenet <command> [flags] [arguments]
 
 commands:
   load     run a load test (NetLoadTest flags: --mode --oneway --clients --size --seconds
@@ -28,22 +31,41 @@ commands:
   matrix   run the scenario matrix in separate processes, lifenet beside raw std net (RPC rows: beside net/rpc)
            (--quick --only REGEX --out DIR --seconds --warmup --rounds --clientprocs N --pin --from DIR); writes results.md,
            results.json and results.html
-  serve    an RPC server with NewLife's benchmark controller (--host --port --impl lifenet|netrpc)
-  call     call an action of any SRMP/NewLife server: call [--http] [--list] ADDR ACTION [k=v … | JSON]
+  serve    an RPC server with NewLife's benchmark controller (--host --port --impl lifenet|netrpc --grace);
+           SIGINT or SIGTERM shut it down gracefully
+  call     call an action of any SRMP/NewLife server: call [--http] [--list] ADDR ACTION [key=value … | JSON]
   rpcload  RPC load test (--remote --impl --conns --inflight --seconds --call --direct --goroutines)
   soak     leak soak of an rpc and a codec server under churn and injected faults (--minutes --seconds
            --conns --interval --sample --seed); exit 1 on an upward trend, a resource not back to baseline
            or an unexplained error
   version  the module version, VCS commit and Go version of this binary
 
-<command> -h lists a command's flags and their defaults.
+lifenet help <command> (or lifenet <command> -h) lists a command's flags and their defaults.
+Exit codes: 0 done; 1 the run failed, found a fault, or was interrupted (SIGINT or SIGTERM:
+the report is of the time that ran); 2 a bad command line.
 `
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// SIGINT (Ctrl-C) and SIGTERM (kill, a supervisor) both cancel the
+	// command's context: every command stops gracefully and says so. A
+	// second signal is not caught (the default: the process ends at once).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, stop)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// commands are the subcommands: each returns its exit code (0 done, 1
+// failed or interrupted, 2 a bad command line).
+var commands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
+	"load":    loadtest.Main,
+	"matrix":  matrix.Main,
+	"serve":   rpctool.Serve,
+	"call":    rpctool.Call,
+	"rpcload": rpctool.Load,
+	"soak":    soak.Main,
+	"version": versionCmd,
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -52,29 +74,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch args[0] {
-	case "load":
-		return loadtest.Main(ctx, args[1:], stdout, stderr)
-	case "matrix":
-		return matrix.Main(ctx, args[1:], stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	case "version", "--version":
-		if len(args) > 1 {
-			fmt.Fprintf(stderr, "lifenet version: unexpected argument %q\n", args[1])
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 { // lifenet help load: load's help
+			if cmd, ok := commands[args[1]]; ok && len(args) == 2 {
+				return cmd(ctx, []string{"--help"}, stdout, stderr)
+			}
+			fmt.Fprintf(stderr, "lifenet help: unknown command %q (lifenet help lists them)\n", strings.Join(args[1:], " "))
 			return 2
 		}
-		fmt.Fprint(stdout, version(debug.ReadBuildInfo()))
+		fmt.Fprint(stdout, usage)
 		return 0
-	case "serve":
-		return rpctool.Serve(ctx, args[1:], stdout, stderr)
-	case "call":
-		return rpctool.Call(ctx, args[1:], stdout, stderr)
-	case "rpcload":
-		return rpctool.Load(ctx, args[1:], stdout, stderr)
-	case "soak":
-		return soak.Main(ctx, args[1:], stdout, stderr)
+	case "-version", "--version":
+		return versionCmd(ctx, args[1:], stdout, stderr)
+	}
+	if cmd, ok := commands[args[0]]; ok {
+		return cmd(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "lifenet: unknown command %q (lifenet help lists them)\n", args[0])
 	return 2
+}
+
+// versionCmd runs `lifenet version`.
+func versionCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := cliflag.New("version", "", "  The module version, VCS commit and Go version of this binary.")
+	if code, done := fs.Parse(args, stdout, stderr); done {
+		return code
+	}
+	fmt.Fprint(stdout, version(debug.ReadBuildInfo()))
+	return 0
 }

@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
+	"regexp"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -38,6 +41,15 @@ func TestCommands(t *testing.T) {
 		{[]string{"soak", "--minutes", "1", "--seconds", "5"}, 2, "exclude"},
 		{[]string{"version", "extra"}, 2, "extra"},
 		{[]string{"version"}, 0, "lifenet "},
+		{[]string{"serve", "extra"}, 2, "extra"},
+		{[]string{"rpcload", "extra"}, 2, "extra"},
+		{[]string{"help", "bogus"}, 2, `unknown command "bogus"`},
+		// Usage errors that exited 1 (issue 25 item 14).
+		{[]string{"rpcload", "--impl", "netrpc"}, 2, "--remote"},
+		{[]string{"rpcload", "--impl", "netrpc", "--remote", "nowhere"}, 2, "--remote"},
+		{[]string{"rpcload", "--remote", "ftp://127.0.0.1:1"}, 2, "--remote"},
+		{[]string{"call", "ftp://127.0.0.1:1", "A/B"}, 2, "unsupported server address"},
+		{[]string{"call", "--list", "127.0.0.1:1", "A/B"}, 2, "--list"},
 	} {
 		var out, errOut bytes.Buffer
 		code := run(context.Background(), c.args, &out, &errOut)
@@ -67,4 +79,109 @@ func TestVersion(t *testing.T) {
 	if got := version(&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, true); !strings.Contains(got, "lifenet (devel)\n") || !strings.Contains(got, "built   2026-02-03T00:00:00Z\n") {
 		t.Errorf("devel build:\n%s", got)
 	}
+}
+
+// TestHelp: every spelling of help, and every command's --help, -help and
+// -h, print the usage on stdout and exit 0; the usage names the arguments
+// a command takes, and no flag's help is garbled by a back-quoted word
+// (flag takes one for the argument's name) (issue 25 item 14).
+func TestHelp(t *testing.T) {
+	helps := [][]string{{"help"}, {"-h"}, {"-help"}, {"--help"}}
+	for name := range commands {
+		for _, h := range []string{"--help", "-help", "-h"} {
+			helps = append(helps, []string{name, h})
+		}
+		helps = append(helps, []string{"help", name})
+	}
+	for _, args := range helps {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), args, &out, &errOut)
+		if code != 0 || !strings.HasPrefix(out.String(), "usage: lifenet") || errOut.Len() > 0 {
+			t.Errorf("%q: exit %d, stdout %.60q…, stderr %q: want 0 and the usage", args, code, out.String(), errOut.String())
+		}
+		if strings.Contains(out.String(), "`") {
+			t.Errorf("%q: help has a back-quote:\n%s", args, out.String())
+		}
+	}
+	var out bytes.Buffer
+	run(context.Background(), []string{"call", "--help"}, &out, &out)
+	if !strings.Contains(out.String(), "usage: lifenet call [flags] ADDR ACTION [key=value … | JSON]") {
+		t.Errorf("call --help does not name ADDR ACTION:\n%s", out.String())
+	}
+	out.Reset()
+	run(context.Background(), []string{"rpcload", "--help"}, &out, &out)
+	if !regexp.MustCompile(`(?m)^  -impl string$`).MatchString(out.String()) {
+		t.Errorf("rpcload --help: no plain \"-impl string\" line:\n%s", out.String())
+	}
+}
+
+// rangeMessage is the one phrasing of an out-of-range flag.
+var rangeMessage = regexp.MustCompile(`^lifenet \w+: --[\w-]+ \S+: want between \S+ and \S+\n$`)
+
+// TestRangeMessages: every out-of-range flag value is reported in one
+// phrasing, "want between LO and HI", and exits 2 (issue 25 item 14).
+func TestRangeMessages(t *testing.T) {
+	for _, args := range [][]string{
+		{"load", "--clients", "0"}, {"load", "--clients", "5000"}, {"load", "--size", "0"}, {"load", "--seconds", "0"},
+		{"load", "--seconds", "NaN"}, {"load", "--warmup", "-1"}, {"load", "--port", "70000"}, {"load", "--frame", "-1"},
+		{"load", "--rcvbuf", "-1"}, {"load", "--udpbatch", "5000"}, {"load", "--idle-exit", "0"}, {"load", "--first-client", "0"},
+		{"load", "--codec", "srmp", "--window", "300"}, {"load", "--codec", "lengthfield", "--window", "-1"},
+		{"matrix", "--clientprocs", "0"}, {"matrix", "--rounds", "26"}, {"matrix", "--seconds", "0"}, {"matrix", "--warmup", "61"},
+		{"serve", "--port", "-1"}, {"serve", "--seconds", "-1"}, {"serve", "--grace", "-1s"},
+		{"call", "--timeout", "0s", "127.0.0.1:1", "A/B"}, {"call", "--timeout", "2h", "127.0.0.1:1", "A/B"},
+		{"rpcload", "--conns", "0"}, {"rpcload", "--inflight", "0"}, {"rpcload", "--conns", "4", "--inflight", "30000"},
+		{"rpcload", "--seconds", "0"}, {"rpcload", "--warmup", "-1"}, {"rpcload", "--goroutines", "0"},
+		{"soak", "--minutes", "0"}, {"soak", "--seconds", "0"}, {"soak", "--conns", "1"}, {"soak", "--interval", "0s"}, {"soak", "--interval", "2m"}, {"soak", "--sample", "50ms"},
+	} {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), args, &out, &errOut)
+		if code != 2 || !rangeMessage.MatchString(errOut.String()) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and \"--flag V: want between LO and HI\"", args, code, errOut.String())
+		}
+	}
+}
+
+// TestUDPLossWarning: a UDP echo run whose datagrams are lost (a server
+// that never answers) still exits 0 but warns on stderr and in its result
+// (issue 25 item 14).
+func TestUDPLossWarning(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	go func() { // reads everything, answers nothing
+		buf := make([]byte, 64<<10)
+		for {
+			if _, _, err := pc.ReadFrom(buf); err != nil {
+				return
+			}
+		}
+	}()
+	for _, json := range []bool{false, true} {
+		args := []string{"load", "--udp", "--remote", pc.LocalAddr().String(), "--seconds", "0.3", "--warmup", "0", "--clients", "1", "--size", "64"}
+		if json {
+			args = append(args, "--json")
+		}
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), args, &out, &errOut)
+		if code != 0 || !strings.Contains(errOut.String(), "lifenet load: WARNING: 100 % of the UDP datagrams were lost (more than 5 %)") {
+			t.Errorf("%q: exit %d, stderr %q: want 0 and the warning", args, code, errOut.String())
+		}
+		if !strings.Contains(out.String(), `"warning":"100 % of the UDP datagrams were lost`) {
+			t.Errorf("%q: the SUMMARY has no warning: %s", args, out.String())
+		}
+		if !json && !strings.Contains(out.String(), "WARNING     : 100 %") {
+			t.Errorf("%q: the result block has no warning:\n%s", args, out.String())
+		}
+	}
+	if !slices.Contains(strings.Fields(loadUsage()), "5") {
+		t.Errorf("load --help does not mention the 5 %% warning:\n%s", loadUsage())
+	}
+}
+
+func loadUsage() string {
+	var out bytes.Buffer
+	run(context.Background(), []string{"load", "--help"}, &out, &out)
+	return out.String()
 }

@@ -26,7 +26,8 @@ type Summary struct {
 	Calls       int64   `json:"calls"`
 	Errors      int64   `json:"errors"`
 	FirstError  string  `json:"firstError,omitempty"`
-	Elapsed     float64 `json:"elapsed"`
+	Elapsed     float64 `json:"elapsed"`               // seconds of the window that ran
+	Interrupted bool    `json:"interrupted,omitempty"` // ctx ended before the window did: Elapsed is shorter than asked
 	CallsPerSec float64 `json:"callsPerSec"`
 	Mean        float64 `json:"meanUs"`
 	P50         float64 `json:"p50Us"`
@@ -69,6 +70,8 @@ type worker struct {
 // Measure runs t's callers for the warm-up and the window and sums up: the
 // calls started inside the window, their latencies (HDR histograms, one
 // per goroutine), and the client's and server's CPU and bytes per call.
+// When ctx ends first (an interrupt) the summary is of the part of the
+// window that ran, its Elapsed that part's length, and Interrupted set.
 func Measure(ctx context.Context, win Window, t *Target, s Summary, progress io.Writer) Summary {
 	warm := time.Duration(win.Warmup * float64(time.Second))
 	window := time.Duration(win.Seconds * float64(time.Second))
@@ -100,6 +103,7 @@ func Measure(ctx context.Context, win Window, t *Target, s Summary, progress io.
 	sleepUntil(ctx, from)
 	s0 := take()
 	sleepUntil(ctx, until)
+	end := time.Now() // until, or earlier when interrupted
 	s1 := take()
 	wg.Wait()
 	stopProgress()
@@ -114,7 +118,13 @@ func Measure(ctx context.Context, win Window, t *Target, s Summary, progress io.
 	}
 	s.Calls = h.TotalCount()
 	s.Elapsed = window.Seconds()
-	s.CallsPerSec = float64(s.Calls) / s.Elapsed
+	if end.Before(until) { // ctx ended (this ctx's own deadline is past until)
+		s.Interrupted = true
+		s.Elapsed = max(end.Sub(from), 0).Seconds()
+	}
+	if s.Elapsed > 0 {
+		s.CallsPerSec = float64(s.Calls) / s.Elapsed
+	}
 	us := func(ns float64) float64 { return float64(int64(ns/10)) / 100 }
 	s.Mean, s.P50, s.P99 = us(h.Mean()), us(float64(h.ValueAtQuantile(50))), us(float64(h.ValueAtQuantile(99)))
 	s.P999, s.Max = us(float64(h.ValueAtQuantile(99.9))), us(float64(h.Max()))
@@ -206,6 +216,9 @@ func WriteSummary(out io.Writer, tool string, s Summary, human bool) {
 		}
 		fmt.Fprintf(out, "------- %s %s %s (%s) -------\n", tool, s.Impl, s.Call, shape)
 		fmt.Fprintf(out, "calls       : %d in %.2f s (%.0f/s), %d errors\n", s.Calls, s.Elapsed, s.CallsPerSec, s.Errors)
+		if s.Interrupted {
+			fmt.Fprintf(out, "interrupted : after %.2f s of the window; the figures are of that time\n", s.Elapsed)
+		}
 		fmt.Fprintf(out, "latency µs  : mean=%.1f  P50=%.1f  P99=%.1f  P99.9=%.1f  max=%.1f\n", s.Mean, s.P50, s.P99, s.P999, s.Max)
 		fmt.Fprintf(out, "client      : %.1f B/call allocated, %.2f µs CPU/call\n", s.ClientAlloc, s.ClientCPU)
 		if s.ServerCPU >= 0 {

@@ -56,7 +56,14 @@ type Summary struct {
 	ConnErrors    int64   `json:"connErrors,omitempty"`   // connections whose send or receive failed mid-run
 	FirstError    string  `json:"firstError,omitempty"`
 	LossPct       float64 `json:"lossPct,omitempty"`
+	Warning       string  `json:"warning,omitempty"`     // UDP: more than lossWarnPct of the datagrams lost
+	Interrupted   bool    `json:"interrupted,omitempty"` // ctx ended (SIGINT, SIGTERM) before the run did: Elapsed is the time that ran
+	Unanswered    int64   `json:"unanswered,omitempty"`  // interrupted: messages sent whose echoes had not come (not a loss)
 }
+
+// lossWarnPct is the UDP loss, in per cent of the datagrams sent, above
+// which a run warns that its rates measure the loss.
+const lossWarnPct = 5.0
 
 // run is one client run's shared state.
 type run struct {
@@ -133,7 +140,8 @@ func RunClient(ctx context.Context, cfg Config, addr string, out io.Writer) (Sum
 	stopProgress()
 	elapsed := time.Since(start).Seconds() // one-way: until the last send returned
 	runtime.ReadMemStats(&ms)
-	s := r.summary(elapsed)
+	s := r.summary(elapsed, ctx.Err() != nil)
+	s.Warning = lossWarning(s)
 	msgs := float64(s.SentBytes) / float64(cfg.Size)
 	if s.LatencyCount > 0 {
 		msgs = float64(s.LatencyCount)
@@ -427,10 +435,13 @@ func (r *run) syncRoundTrips(wctx context.Context, c *connRun) *hdrhistogram.His
 	return h
 }
 
-func (r *run) summary(elapsed float64) Summary {
+// summary sums the run up over elapsed seconds; interrupted says ctx
+// ended it early, so that what was in flight is reported as such rather
+// than as lost.
+func (r *run) summary(elapsed float64, interrupted bool) Summary {
 	cfg := r.cfg
 	s := Summary{Mode: cfg.modeName(), Protocol: cfg.protocol(), RecvMode: cfg.RecvMode, Impl: cfg.Impl, Codec: cfg.Codec, Window: cfg.Window,
-		Clients: cfg.Clients, Size: cfg.Size, Frame: cfg.Frame, Elapsed: round(elapsed, 3)}
+		Clients: cfg.Clients, Size: cfg.Size, Frame: cfg.Frame, Elapsed: round(elapsed, 3), Interrupted: interrupted}
 	if cfg.rawClient() && cfg.Impl != "raw" {
 		s.Client = "raw"
 	}
@@ -447,6 +458,12 @@ func (r *run) summary(elapsed float64) Summary {
 			s.MsgsPerSec = round(float64(s.LatencyCount)/elapsed, 1)
 		}
 		s.SentBytes = r.sent.Load()
+		if sent := int64(s.SentBytes / uint64(cfg.Size)); cfg.UDP && sent > 0 && !interrupted {
+			// Each connection can have one request in flight when the
+			// window closes: not a loss.
+			lost := max(sent-s.LatencyCount-int64(cfg.Clients), 0)
+			s.LossPct = roundSignificant(100*float64(lost)/float64(sent), 3)
+		}
 		return s
 	}
 	s.SentBytes = r.sent.Load()
@@ -464,7 +481,10 @@ func (r *run) summary(elapsed float64) Summary {
 	if cfg.Frame > 0 {
 		s.FramesPerSec = round(float64(moved)/float64(cfg.Frame)/elapsed, 1)
 	}
-	if !cfg.OneWay {
+	if !cfg.OneWay && interrupted {
+		s.Unanswered = max(int64(s.SentBytes/uint64(cfg.Size))-int64(s.RecvBytes/uint64(cfg.Size)), 0)
+	}
+	if !cfg.OneWay && !interrupted {
 		diff := int64(s.SentBytes/uint64(cfg.Size)) - int64(s.RecvBytes/uint64(cfg.Size))
 		s.IntegrityDiff = &diff
 		if cfg.UDP && s.SentBytes > 0 {
@@ -517,6 +537,15 @@ func (r *run) progress(ctx context.Context, start time.Time) func() {
 	return func() { close(done); wg.Wait() }
 }
 
+// lossWarning is the warning for a UDP run that lost more than
+// lossWarnPct of its datagrams, or "".
+func lossWarning(s Summary) string {
+	if s.Protocol != "udp" || s.LossPct <= lossWarnPct {
+		return ""
+	}
+	return fmt.Sprintf("%.3g %% of the UDP datagrams were lost (more than %g %%): the rates measure the loss, not the implementation", s.LossPct, lossWarnPct)
+}
+
 // WriteSummary prints the human-readable result block and the SUMMARY line.
 func WriteSummary(out io.Writer, s Summary, human bool) {
 	if human {
@@ -544,6 +573,19 @@ func WriteSummary(out io.Writer, s Summary, human bool) {
 			if s.IntegrityDiff != nil {
 				fmt.Fprintf(out, "integrity   : %d messages short\n", *s.IntegrityDiff)
 			}
+		}
+		if s.LossPct > 0 {
+			fmt.Fprintf(out, "loss        : %.3g %% of the datagrams\n", s.LossPct)
+		}
+		if s.Interrupted {
+			line := fmt.Sprintf("interrupted : after %.2f s; the figures are of that time", s.Elapsed)
+			if s.Unanswered > 0 {
+				line += fmt.Sprintf("; %d messages were in flight (not counted as lost)", s.Unanswered)
+			}
+			fmt.Fprintln(out, line)
+		}
+		if s.Warning != "" {
+			fmt.Fprintf(out, "WARNING     : %s\n", s.Warning)
 		}
 		fmt.Fprintf(out, "client      : %.1f B/msg allocated, %d GC, %.3f µs CPU/msg\n", s.AllocPerMsg, s.GC, s.CPUPerMsg)
 		fmt.Fprintf(out, "rates       : %s\n", rateNote(s))

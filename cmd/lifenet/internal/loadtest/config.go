@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lifenet/lifenet/cmd/lifenet/internal/cliflag"
 	"github.com/lifenet/lifenet/internal/baseline"
 	"github.com/lifenet/lifenet/transport"
 )
@@ -53,6 +54,7 @@ const (
 	maxSize     = 64 << 20
 	maxSeconds  = 3600
 	maxUDPBatch = 1024 // each datagram of a batch has a 64 KiB buffer
+	maxRcvBuf   = 1 << 30
 )
 
 // Parse reads NetLoadTest-style flags (`--name value`, `--bool`). For -h
@@ -66,11 +68,8 @@ func Parse(args []string) (Config, error) {
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if sf.idle < 0.5 || sf.idle > 60 {
-		return c, fmt.Errorf("--idle-exit %g: want 0.5…60 s", sf.idle)
-	}
-	if sf.first < 1 || sf.first > maxSeconds {
-		return c, fmt.Errorf("--first-client %g: want 1…%d s", sf.first, maxSeconds)
+	if err := cliflag.First(cliflag.Between("idle-exit", sf.idle, 0.5, 60), cliflag.Between("first-client", sf.first, 1, maxSeconds)); err != nil {
+		return c, err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -89,7 +88,10 @@ type secondFlags struct{ idle, first float64 }
 func Usage(w io.Writer) {
 	fs, _ := flagSet(&Config{})
 	fmt.Fprintln(w, "usage: lifenet load [flags]   (NewLife NetLoadTest flags; without --server/--remote both sides run here)")
-	fmt.Fprintln(w, "  two machines: `lifenet load --server --host 0.0.0.0` on one, `lifenet load --remote HOST:7800` on the other")
+	fmt.Fprintln(w, "  two machines: lifenet load --server --host 0.0.0.0 on one, lifenet load --remote HOST:7800 on the other")
+	fmt.Fprintf(w, "  UDP echo runs that lose more than %g %% of their datagrams say so on stderr and in the result (the rate is then\n", lossWarnPct)
+	fmt.Fprintln(w, "  a measure of loss). Interrupted (SIGINT or SIGTERM), a run reports the time that ran and exits 1.")
+	fmt.Fprintln(w, "\nflags:")
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 }
@@ -104,7 +106,7 @@ func flagSet(c *Config) (*flag.FlagSet, *secondFlags) {
 	fs.IntVar(&c.Size, "size", 1024, "payload bytes per send")
 	fs.Float64Var(&c.Seconds, "seconds", 10, "measurement window (s)")
 	fs.Float64Var(&c.Warmup, "warmup", 2, "pause before priming (s)")
-	fs.BoolVar(&c.UDP, "udp", false, "UDP instead of TCP")
+	fs.BoolVar(&c.UDP, "udp", false, "UDP instead of TCP (echo runs warn when more than 5 % of the datagrams are lost)")
 	fs.BoolVar(&c.Server, "server", false, "run only the server")
 	fs.StringVar(&c.Host, "host", "127.0.0.1", "address the server listens on (0.0.0.0 or :: for all)")
 	fs.IntVar(&c.Port, "port", 7800, "server port (with --server; 0 picks a free one)")
@@ -136,22 +138,20 @@ func (c *Config) normalize() error {
 		return fmt.Errorf("--host %q: want an IP address", c.Host)
 	case c.Remote != "" && !validRemote(c.Remote):
 		return fmt.Errorf("--remote %q: want host:port", c.Remote)
-	case c.Clients < 1 || c.Clients > maxClients:
-		return fmt.Errorf("--clients %d: want 1…%d", c.Clients, maxClients)
-	case c.Size < 1 || c.Size > maxSize:
-		return fmt.Errorf("--size %d: want 1…%d", c.Size, maxSize)
-	case c.Seconds <= 0 || c.Seconds > maxSeconds:
-		return fmt.Errorf("--seconds %g: want (0, %d]", c.Seconds, maxSeconds)
-	case c.Warmup < 0 || c.Warmup > maxSeconds:
-		return fmt.Errorf("--warmup %g: want [0, %d]", c.Warmup, maxSeconds)
-	case c.Port < 0 || c.Port > 65535:
-		return fmt.Errorf("--port %d out of range", c.Port)
-	case c.Frame < 0 || c.Frame > maxSize:
-		return fmt.Errorf("--frame %d: want 0…%d", c.Frame, maxSize)
-	case c.RcvBuf < 0:
-		return fmt.Errorf("--rcvbuf %d is negative", c.RcvBuf)
-	case c.UDPBatch < 0 || c.UDPBatch > maxUDPBatch:
-		return fmt.Errorf("--udpbatch %d: want 0…%d", c.UDPBatch, maxUDPBatch)
+	}
+	if err := cliflag.First(
+		cliflag.Between("clients", c.Clients, 1, maxClients),
+		cliflag.Between("size", c.Size, 1, maxSize),
+		cliflag.Between("seconds", c.Seconds, 0.1, maxSeconds),
+		cliflag.Between("warmup", c.Warmup, 0, maxSeconds),
+		cliflag.Between("port", c.Port, 0, 65535),
+		cliflag.Between("frame", c.Frame, 0, maxSize),
+		cliflag.Between("rcvbuf", c.RcvBuf, 0, maxRcvBuf),
+		cliflag.Between("udpbatch", c.UDPBatch, 0, maxUDPBatch),
+	); err != nil {
+		return err
+	}
+	switch {
 	case c.RecvMode != "sync" && c.RecvMode != "async" && c.RecvMode != "event":
 		return fmt.Errorf("--recvmode %q: want sync, async or event", c.RecvMode)
 	case c.Impl != "lifenet" && c.Impl != "raw":
@@ -162,8 +162,12 @@ func (c *Config) normalize() error {
 		return fmt.Errorf("--size %d does not fit a %s frame", c.Size, c.Codec)
 	case c.Codec != "none" && c.Impl == "raw" && !c.UDP && c.Size > baseline.BufferSize: // UDP: clamped to a datagram below
 		return fmt.Errorf("--size %d: raw %s frames must fit the baseline's %d-byte buffer", c.Size, c.Codec, baseline.BufferSize)
-	case c.Window != 0 && (c.Codec == "none" || c.Window < 0 || c.Window > 256 || c.Codec == "srmp" && c.Window > 255):
-		return errors.New("--window needs --codec srmp (1…255) or lengthfield (1…256)")
+	case c.Window != 0 && c.Codec == "none":
+		return errors.New("--window needs --codec srmp or lengthfield")
+	case c.Window != 0 && c.Codec == "srmp" && (c.Window < 1 || c.Window > 255):
+		return cliflag.Between("window", c.Window, 1, 255)
+	case c.Window != 0 && (c.Window < 1 || c.Window > 256):
+		return cliflag.Between("window", c.Window, 1, 256)
 	case c.Server && c.Remote != "":
 		return errors.New("--server and --remote exclude each other")
 	}

@@ -28,7 +28,8 @@ type Steady struct {
 	CPUPerMsg    float64 `json:"cpuSecPerMillion"` // server CPU seconds per million messages
 	Samples      int     `json:"samples"`
 	Impl         string  `json:"impl"`
-	Received     uint64  `json:"received"` // bytes received in all: UDP loss is 1 − received/sent
+	Received     uint64  `json:"received"`              // bytes received in all: UDP loss is 1 − received/sent
+	Interrupted  bool    `json:"interrupted,omitempty"` // stopped (SIGINT, SIGTERM) before the traffic ended
 }
 
 // echoServer is a running server of either implementation.
@@ -96,7 +97,8 @@ var ErrNoClient = errors.New("no client sent anything")
 // RunServer is `lifenet load --server`: it prints READY, a line per second,
 // and once traffic has stopped for IdleExit the STEADY line, then returns.
 // If no traffic comes within FirstClient it says so and returns an error
-// wrapping ErrNoClient.
+// wrapping ErrNoClient. Stopped while traffic still came (ctx ended), it
+// prints STEADY of what it measured and returns ErrInterrupted.
 func RunServer(ctx context.Context, cfg Config, out io.Writer) error {
 	srv, err := startServer(&cfg, cfg.listenAddr(cfg.Port))
 	if err != nil {
@@ -114,6 +116,9 @@ func RunServer(ctx context.Context, cfg Config, out io.Writer) error {
 	fmt.Fprintln(out, st.line(&cfg))
 	js, _ := json.Marshal(st)
 	fmt.Fprintf(out, "STEADY-JSON %s\n", js)
+	if st.Interrupted {
+		return fmt.Errorf("%w while traffic still came: STEADY is of the %d seconds measured", ErrInterrupted, st.Samples)
+	}
 	return nil
 }
 
@@ -133,10 +138,12 @@ func measureServer(ctx context.Context, cfg *Config, srv *echoServer, out io.Wri
 	defer tick.Stop()
 	var samples []float64
 	last, idle := bytes(), time.Duration(0)
-	for {
+	interrupted := false
+	for !interrupted {
 		select {
 		case <-ctx.Done():
-			return Steady{Impl: cfg.Impl, Samples: len(samples)}
+			interrupted = true
+			continue
 		case <-tick.C:
 		}
 		cur := bytes()
@@ -160,7 +167,7 @@ func measureServer(ctx context.Context, cfg *Config, srv *echoServer, out io.Wri
 	}
 	runtime.ReadMemStats(&ms)
 	total := bytes()
-	st := Steady{Samples: len(samples), GC: ms.NumGC - gc0, Impl: cfg.Impl, Received: total}
+	st := Steady{Samples: len(samples), GC: ms.NumGC - gc0, Impl: cfg.Impl, Received: total, Interrupted: interrupted}
 	if len(samples) == 0 || total == 0 {
 		return st
 	}

@@ -2,8 +2,6 @@ package matrix
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/lifenet/lifenet/cmd/lifenet/internal/cliflag"
 )
 
 // Main runs `lifenet matrix` and returns the exit code: 0 when the report
@@ -18,51 +18,41 @@ import (
 // flags, 1 when the matrix could not run or was interrupted (Ctrl-C: the
 // report is written from the runs that finished and says it is partial).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("lifenet matrix", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := cliflag.New("matrix", "", "  Runs each scenario as separate server and client processes of this binary, lifenet beside its baseline\n"+
+		"  (raw std net; net/rpc for the rpc-* rows), and writes results.md, results.json and results.html.\n"+
+		"  Interrupted (SIGINT or SIGTERM), it writes a partial report of the runs that finished and exits 1.")
 	quick := fs.Bool("quick", false, "short windows and a short scenario list (under 3 minutes)")
 	only := fs.String("only", "", "run only scenarios whose name matches this regexp")
 	out := fs.String("out", "", "output directory (default results/<timestamp>)")
-	procs := fs.Int("clientprocs", 1, "client processes per scenario (1…16)")
+	procs := fs.Int("clientprocs", 1, "client processes per scenario, between 1 and 16")
 	pin := fs.Bool("pin", false, "pin the server to CPU 0 and the clients to CPU 1 (taskset)")
-	rounds := fs.Int("rounds", 1, "lifenet/baseline pairs per scenario, 1…25 (raw std net; net/rpc for the rpc-* rows); the report gives medians")
+	rounds := fs.Int("rounds", 1, "lifenet/baseline pairs per scenario, between 1 and 25 (raw std net; net/rpc for the rpc-* rows); the report gives medians")
 	from := fs.String("from", "", "run nothing: write the md/json/html reports again from DIR/results.json")
 	// The window's and warm-up's defaults depend on --quick: the flags'
 	// own defaults are 0 and only an explicit value counts.
-	seconds := fs.Float64("seconds", 0, "measurement window per run, 0.1…600 s (default 10, with --quick 2)")
-	warmup := fs.Float64("warmup", 0, "warm-up before each window, 0…60 s (default 2, with --quick 0.5)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: lifenet matrix [flags]")
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
+	seconds := fs.Float64("seconds", 0, "measurement window per run in seconds, between 0.1 and 600 (default 10, with --quick 2)")
+	warmup := fs.Float64("warmup", 0, "warm-up before each window in seconds, between 0 and 60 (default 2, with --quick 0.5)")
+	if code, done := fs.Parse(args, stdout, stderr); done {
+		return code
+	}
+	set := fs.Set()
+	ifSet := func(name string, err error) error {
+		if set[name] {
+			return err
 		}
-		fmt.Fprintf(stderr, "lifenet matrix: %v\n", err)
-		return 2
+		return nil
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var bad string
-	switch {
-	case fs.NArg() > 0:
-		bad = fmt.Sprintf("unexpected argument %q", fs.Arg(0))
-	case *procs < 1 || *procs > 16:
-		bad = fmt.Sprintf("--clientprocs %d: want 1…16", *procs)
-	case *rounds < 1 || *rounds > 25:
-		bad = fmt.Sprintf("--rounds %d: want 1…25", *rounds)
-	case set["seconds"] && (*seconds < 0.1 || *seconds > 600):
-		bad = fmt.Sprintf("--seconds %g: want 0.1…600", *seconds)
-	case set["warmup"] && (*warmup < 0 || *warmup > 60):
-		bad = fmt.Sprintf("--warmup %g: want 0…60", *warmup)
-	case set["from"] && *from == "":
-		bad = "--from wants a directory holding results.json"
-	case *from != "" && (set["quick"] || set["only"] || set["seconds"] || set["warmup"] || set["rounds"] || set["clientprocs"] || set["pin"] || set["out"]):
-		bad = "--from runs nothing: it takes no other flag"
-	}
-	if bad != "" {
-		fmt.Fprintf(stderr, "lifenet matrix: %s\n", bad)
-		return 2
+	err := cliflag.First(
+		cliflag.Between("clientprocs", *procs, 1, 16),
+		cliflag.Between("rounds", *rounds, 1, 25),
+		ifSet("seconds", cliflag.Between("seconds", *seconds, 0.1, 600)),
+		ifSet("warmup", cliflag.Between("warmup", *warmup, 0, 60)),
+		cliflag.Check(!set["from"] || *from != "", "--from wants a directory holding results.json"),
+		cliflag.Check(*from == "" || !(set["quick"] || set["only"] || set["seconds"] || set["warmup"] || set["rounds"] || set["clientprocs"] || set["pin"] || set["out"]),
+			"--from runs nothing: it takes no other flag"),
+	)
+	if err != nil {
+		return cliflag.UsageError(stderr, "matrix", err)
 	}
 	if *from != "" {
 		return rewrite(*from, stdout, stderr)
@@ -84,7 +74,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if set["warmup"] {
 		opts.Warmup = *warmup
 	}
-	list, err := Filter(list, *only)
+	list, err = Filter(list, *only)
 	if err != nil {
 		fmt.Fprintf(stderr, "lifenet matrix: %v\n", err)
 		return 2

@@ -75,7 +75,7 @@ func TestRPCScenarios(t *testing.T) {
 
 func TestRPCArgs(t *testing.T) {
 	sc := rpcScenario("rpc-noarg-4x25", "noarg", 4, 25)
-	if got, want := strings.Join(sc.serveArgs("netrpc", 7901, 63), " "), "serve --impl netrpc --port 7901 --seconds 63"; got != want {
+	if got, want := strings.Join(sc.serveArgs("netrpc", 7901, 63), " "), "serve --impl netrpc --port 7901 --seconds 63 --grace 5s"; got != want {
 		t.Errorf("serve args %q, want %q", got, want)
 	}
 	got := strings.Join(sc.rpcloadArgs("netrpc", 7901, 2, 0.5), " ")

@@ -225,7 +225,7 @@ func TestInterruptedMatrixWritesPartialReport(t *testing.T) {
 }
 
 // Completed runs that lost TCP echoes or connections are listed; UDP loss
-// is not a fault.
+// is not a fault, but more than 5 % of it is listed with its warning.
 func TestFaultyRunsListed(t *testing.T) {
 	short, none := int64(3), int64(0)
 	rs := []Result{
@@ -234,11 +234,13 @@ func TestFaultyRunsListed(t *testing.T) {
 		{Scenario: Scenario{Name: "udp-loss", Proto: "udp"}, Impl: "lifenet", Round: 1, Client: &loadtest.Summary{IntegrityDiff: &short}},
 		{Scenario: Scenario{Name: "tcp-err", Proto: "tcp"}, Impl: "raw", Round: 3, Client: &loadtest.Summary{ConnErrors: 1, FirstError: "receive: EOF"}},
 		{Scenario: Scenario{Name: "tcp-quick", Proto: "tcp"}, Impl: "raw", Round: 1, Client: &loadtest.Summary{DrainSeconds: 0.2}},
+		{Scenario: Scenario{Name: "udp-heavy", Proto: "udp"}, Impl: "raw", Round: 1, Client: &loadtest.Summary{LossPct: 40, Warning: "40 % lost"}},
 		{Scenario: Scenario{Name: "tcp-stall", Proto: "tcp"}, Impl: "lifenet", Round: 1, Client: &loadtest.Summary{
 			IntegrityDiff: &short, DrainSeconds: 15.2, ConnErrors: 1, FirstError: "drain: 3 bytes missing\nclient a\nserver b"}},
 	}
 	got := strings.Join(faultyRuns(rs), "\n")
 	want := "- tcp-short (lifenet, round 2): 3 messages short\n- tcp-err (raw, round 3): 1 connections failed (first: receive: EOF)\n" +
+		"- udp-heavy (raw, round 1): 40 % lost\n" +
 		"- tcp-stall (lifenet, round 1): 3 messages short; 1 connections failed (first: drain: 3 bytes missing …); the last echoes took 15.2 s"
 	if got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)

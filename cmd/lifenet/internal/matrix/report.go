@@ -187,7 +187,7 @@ func writeTables(w io.Writer, rep Report) {
 		fmt.Fprintf(w, "\n## Failed runs\n\n%s\n", strings.Join(failed, "\n"))
 	}
 	if faults := faultyRuns(rep.Results); len(faults) > 0 {
-		fmt.Fprintf(w, "\n## Runs with lost TCP echoes, failed connections or calls, or slow drains\n\n%s\n", strings.Join(faults, "\n"))
+		fmt.Fprintf(w, "\n## Runs with lost TCP echoes, failed connections or calls, slow drains, or heavy UDP loss\n\n%s\n", strings.Join(faults, "\n"))
 	}
 }
 
@@ -266,8 +266,9 @@ func writeRPC(w io.Writer, ps []pair, bad map[string]bool) {
 const slowDrain = 1.0
 
 // faultyRuns lists runs that completed but lost TCP echoes (TCP delivers
-// everything or fails, so any shortfall is a fault), lost connections, or
-// took long to drain, and RPC runs with failed calls.
+// everything or fails, so any shortfall is a fault), lost connections,
+// took long to drain, or lost more than 5 % of their UDP datagrams, and
+// RPC runs with failed calls.
 func faultyRuns(rs []Result) []string {
 	var out []string
 	for _, r := range rs {
@@ -287,6 +288,9 @@ func faultyRuns(rs []Result) []string {
 		}
 		if c.DrainSeconds >= slowDrain {
 			why = append(why, fmt.Sprintf("the last echoes took %.1f s", c.DrainSeconds))
+		}
+		if c.Warning != "" {
+			why = append(why, c.Warning)
 		}
 		if len(why) > 0 {
 			out = append(out, fmt.Sprintf("- %s (%s, round %d): %s", r.Name, r.Impl, r.Round, strings.Join(why, "; ")))

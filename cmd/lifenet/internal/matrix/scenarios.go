@@ -49,9 +49,10 @@ func (s Scenario) impls() []string {
 }
 
 // serveArgs are the `lifenet serve` arguments of an RPC row's server; it
-// exits by itself after bound seconds should nothing stop it first.
+// exits by itself after bound seconds should nothing stop it first, and
+// its shutdown's grace is shorter than the wait of stopServer.
 func (s Scenario) serveArgs(impl string, port int, bound float64) []string {
-	return []string{"serve", "--impl", impl, "--port", strconv.Itoa(port), "--seconds", strconv.FormatFloat(bound, 'f', -1, 64)}
+	return []string{"serve", "--impl", impl, "--port", strconv.Itoa(port), "--seconds", strconv.FormatFloat(bound, 'f', -1, 64), "--grace", "5s"}
 }
 
 // rpcloadArgs are the `lifenet rpcload` arguments of an RPC row's client

@@ -226,7 +226,7 @@ func troubled(rs []Result) map[string]bool {
 	for _, r := range rs {
 		bad := r.Error != "" || r.RPC != nil && r.RPC.Errors > 0
 		if c := r.Client; c != nil {
-			bad = bad || c.ConnErrors > 0 || r.Proto == "tcp" && c.IntegrityDiff != nil && *c.IntegrityDiff != 0
+			bad = bad || c.ConnErrors > 0 || r.Proto == "tcp" && c.IntegrityDiff != nil && *c.IntegrityDiff != 0 || c.Warning != ""
 		}
 		if bad {
 			out[r.Name] = true

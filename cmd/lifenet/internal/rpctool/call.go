@@ -11,27 +11,36 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lifenet/lifenet/cmd/lifenet/internal/cliflag"
 	"github.com/lifenet/lifenet/rpc"
 )
 
-// Call runs `lifenet call [flags] ADDR ACTION [key=value … | JSON]`.
+// callArgs is call's synopsis after the flags.
+const callSynopsis = "ADDR ACTION [key=value … | JSON]"
+
+// Call runs `lifenet call [flags] ADDR ACTION [key=value … | JSON]`: 0 when
+// the call succeeded (its result on stdout), 1 when it failed, 2 for a bad
+// command line (an address rpc cannot dial included).
 func Call(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("call")
+	fs := cliflag.New("call", callSynopsis, "  Call ACTION of any SRMP/NewLife server at ADDR (host:port, tcp://, udp://, ws://, http://, https://)\n"+
+		"  and print its result. Arguments: key=value pairs (numbers and booleans as such, the rest as strings)\n"+
+		"  or one JSON document; none for an action without arguments. --list lists the actions (Api/All).")
 	useHTTP := fs.Bool("http", false, "call over HTTP (POST JSON) instead of SRMP")
-	list := fs.Bool("list", false, "list the server's actions (Api/All)")
+	list := fs.Bool("list", false, "list the server's actions (Api/All); then ACTION is not given")
 	timeout := fs.Duration("timeout", rpc.DefaultTimeout, "call timeout")
 	token := fs.String("token", "", "token merged into the arguments (NewLife ApiClient.Token)")
-	if code, done := parse(fs, args, stdout, stderr); done {
+	if code, done := fs.Parse(args, stdout, stderr); done {
 		return code
 	}
 	rest := fs.Args()
 	err := errors.Join(
-		check(len(rest) >= 1, "missing ADDR (usage: lifenet call [flags] ADDR ACTION [key=value … | JSON])"),
-		check(*list || len(rest) >= 2, "missing ACTION (or --list)"),
-		check(*timeout > 0 && *timeout <= time.Hour, "--timeout %v: want more than 0, at most 1h", *timeout),
+		cliflag.Check(len(rest) >= 1, "missing ADDR (usage: lifenet call [flags] %s)", callSynopsis),
+		cliflag.Check(*list || len(rest) >= 2, "missing ACTION (or --list)"),
+		cliflag.Check(!*list || len(rest) <= 1, "--list takes no ACTION or arguments"),
+		cliflag.Between("timeout", *timeout, time.Millisecond, time.Hour),
 	)
 	if err != nil {
-		return usageError(stderr, "call", err)
+		return cliflag.UsageError(stderr, "call", err)
 	}
 	action, params := "Api/All", []string(nil)
 	if !*list {
@@ -39,7 +48,7 @@ func Call(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	callArgs, err := parseCallArgs(params)
 	if err != nil {
-		return usageError(stderr, "call", err)
+		return cliflag.UsageError(stderr, "call", err)
 	}
 	addr := rest[0]
 	if *useHTTP && !strings.Contains(addr, "://") {
@@ -48,18 +57,21 @@ func Call(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	cl, err := rpc.Dial(ctx, addr, rpc.ClientConfig{Timeout: *timeout, Token: *token})
+	if errors.Is(err, rpc.ErrAddress) {
+		return cliflag.UsageError(stderr, "call", err)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "lifenet call: %v\n", err)
-		return 1
+		return cliflag.ExitFail
 	}
 	defer cl.Close()
 	var out []byte
 	if err := cl.Invoke(ctx, action, callArgs, &out); err != nil {
 		fmt.Fprintf(stderr, "lifenet call: %v\n", err)
-		return 1
+		return cliflag.ExitFail
 	}
 	printResult(stdout, out)
-	return 0
+	return cliflag.ExitOK
 }
 
 // parseCallArgs turns the command line's arguments into a call's: nothing,

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lifenet/lifenet/cmd/lifenet/internal/cliflag"
 	"github.com/lifenet/lifenet/internal/cpustat"
 	"github.com/lifenet/lifenet/internal/rpcbench"
 	"github.com/lifenet/lifenet/rpc"
@@ -40,12 +41,17 @@ const (
 	maxSeconds = 3600
 )
 
-// Load runs `lifenet rpcload`.
+// Load runs `lifenet rpcload`: 0 when the window ran and calls completed,
+// 1 when no call completed, the run failed or it was interrupted (SIGINT
+// or SIGTERM: the summary is of the part of the window that ran, and says
+// so), 2 for a bad command line.
 func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var c loadConfig
-	fs := newFlags("rpcload")
+	fs := cliflag.New("rpcload", "", "  NewLife.Remoting's RPC benchmark: calls/s, latency, and the client's and server's bytes and CPU per call,\n"+
+		"  against a server in this process, a lifenet serve (--remote), or Go's net/rpc (lifenet serve --impl netrpc,\n"+
+		"  then rpcload --impl netrpc --remote ADDR). Interrupted, it reports the time that ran and exits 1.")
 	fs.StringVar(&c.remote, "remote", "", "server address (host:port; empty: a server in this process)")
-	fs.StringVar(&c.impl, "impl", "lifenet", "lifenet or netrpc (Go's net/rpc; --remote must be a `lifenet serve --impl netrpc`)")
+	fs.StringVar(&c.impl, "impl", "lifenet", "client and server: lifenet or netrpc (Go's net/rpc; --remote must then be a server started with lifenet serve --impl netrpc)")
 	fs.IntVar(&c.conns, "conns", 1, "connections")
 	fs.IntVar(&c.inflight, "inflight", 1, "concurrent callers per connection")
 	fs.Float64Var(&c.seconds, "seconds", 5, "measured window in seconds")
@@ -56,39 +62,57 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&c.json, "json", false, "print only the SUMMARY line")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write this process's CPU profile here")
 	fs.StringVar(&c.recvMode, "recvmode", "event", "lifenet client: event (a receive goroutine per connection) or sync (waiting callers take turns reading)")
-	if code, done := parse(fs, args, stdout, stderr); done {
+	if code, done := fs.Parse(args, stdout, stderr); done {
 		return code
 	}
 	err := errors.Join(
-		check(c.impl == "lifenet" || c.impl == "netrpc", "--impl %q: want lifenet or netrpc", c.impl),
-		check(slices.Contains(rpcbench.Shapes, c.call), "--call %q: want one of %s", c.call, strings.Join(rpcbench.Shapes, ", ")),
-		check(c.conns >= 1 && c.conns <= maxConns, "--conns %d: want 1 to %d", c.conns, maxConns),
-		check(c.inflight >= 1 && c.conns*c.inflight <= maxCallers, "--inflight %d: want ≥ 1 and conns×inflight ≤ %d", c.inflight, maxCallers),
-		check(c.seconds > 0 && c.seconds <= maxSeconds, "--seconds %g: want more than 0, at most %d", c.seconds, maxSeconds),
-		check(c.warmup >= 0 && c.warmup <= maxSeconds, "--warmup %g: want 0 to %d", c.warmup, maxSeconds),
-		check(c.goroutines >= 1 && c.goroutines <= maxCallers, "--goroutines %d: want 1 to %d", c.goroutines, maxCallers),
-		check(!c.direct || c.impl == "lifenet", "--direct measures lifenet's Server.Process only"),
-		check(c.recvMode == "event" || c.recvMode == "sync", "--recvmode %q: want event or sync", c.recvMode),
+		cliflag.Check(c.impl == "lifenet" || c.impl == "netrpc", "--impl %q: want lifenet or netrpc", c.impl),
+		cliflag.Check(slices.Contains(rpcbench.Shapes, c.call), "--call %q: want one of %s", c.call, strings.Join(rpcbench.Shapes, ", ")),
+		cliflag.Between("conns", c.conns, 1, maxConns),
+		cliflag.Between("inflight", c.inflight, 1, maxCallers/max(c.conns, 1)),
+		cliflag.Between("seconds", c.seconds, 0.1, maxSeconds),
+		cliflag.Between("warmup", c.warmup, 0, maxSeconds),
+		cliflag.Between("goroutines", c.goroutines, 1, maxCallers),
+		cliflag.Check(!c.direct || c.impl == "lifenet", "--direct measures lifenet's Server.Process only"),
+		cliflag.Check(c.impl != "netrpc" || c.remote != "", "--impl netrpc needs --remote (start lifenet serve --impl netrpc)"),
+		cliflag.Check(c.impl != "netrpc" || validHostPort(strings.TrimPrefix(c.remote, "tcp://")), "--remote %q: want host:port", c.remote),
+		cliflag.Check(c.recvMode == "event" || c.recvMode == "sync", "--recvmode %q: want event or sync", c.recvMode),
 	)
 	if err != nil {
-		return usageError(stderr, "rpcload", err)
+		return cliflag.UsageError(stderr, "rpcload", err)
 	}
 	stop, err := cpustat.StartProfile(c.cpuProfile)
 	if err != nil {
-		return usageError(stderr, "rpcload", err)
+		return cliflag.UsageError(stderr, "rpcload", err)
 	}
 	s, err := runLoad(ctx, c, stderr)
 	stop()
-	if err != nil {
+	switch {
+	case errors.Is(err, rpc.ErrAddress):
+		return cliflag.UsageError(stderr, "rpcload", fmt.Errorf("--remote: %w", err))
+	case err != nil && ctx.Err() != nil:
+		fmt.Fprintf(stderr, "lifenet rpcload: interrupted before the window began (%v)\n", err)
+		return cliflag.ExitFail
+	case err != nil:
 		fmt.Fprintf(stderr, "lifenet rpcload: %v\n", err)
-		return 1
+		return cliflag.ExitFail
 	}
 	rpcbench.WriteSummary(stdout, "rpcload", s, !c.json)
+	if s.Interrupted {
+		fmt.Fprintf(stderr, "lifenet rpcload: interrupted after %.2f s of the %g s window: the figures are of that time\n", s.Elapsed, c.seconds)
+		return cliflag.ExitFail
+	}
 	if s.Calls == 0 {
 		fmt.Fprintf(stderr, "lifenet rpcload: no call completed (first error: %s)\n", s.FirstError)
-		return 1
+		return cliflag.ExitFail
 	}
-	return 0
+	return cliflag.ExitOK
+}
+
+// validHostPort reports whether a is host:port.
+func validHostPort(a string) bool {
+	host, port, err := net.SplitHostPort(a)
+	return err == nil && host != "" && port != ""
 }
 
 func runLoad(ctx context.Context, c loadConfig, progress io.Writer) (rpcbench.Summary, error) {
@@ -167,9 +191,6 @@ func localServer(ctx context.Context, remote string) (string, func(), error) {
 }
 
 func netrpcTarget(ctx context.Context, c loadConfig) (*rpcbench.Target, error) {
-	if c.remote == "" {
-		return nil, errors.New("--impl netrpc needs --remote (start `lifenet serve --impl netrpc`)")
-	}
 	var clients []*netrpc.Client
 	t := &rpcbench.Target{Close: func() {
 		for _, cl := range clients {

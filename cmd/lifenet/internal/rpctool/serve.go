@@ -3,14 +3,15 @@ package rpctool
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	netrpc "net/rpc"
 	"strconv"
+	"sync"
 	"time"
 
+	"github.com/lifenet/lifenet/cmd/lifenet/internal/cliflag"
 	"github.com/lifenet/lifenet/internal/cpustat"
 	"github.com/lifenet/lifenet/internal/rpcbench"
 	"github.com/lifenet/lifenet/rpc"
@@ -24,54 +25,94 @@ type serveConfig struct {
 	serial     bool
 	spawn      bool
 	seconds    float64
+	grace      time.Duration
 	cpuProfile string
 }
 
-// Serve runs `lifenet serve`.
+// Limits of serve's flags.
+const (
+	maxServeSeconds = 86400
+	maxGrace        = 10 * time.Minute
+	maxSleep        = time.Minute // Bench/Sleep's longest hold
+)
+
+// errGraceOver is Serve's error when calls were still running when the
+// grace period ended.
+var errGraceOver = errors.New("calls still running when the grace period ended were cut short")
+
+// Serve runs `lifenet serve`. It runs until ctx ends (SIGINT or SIGTERM:
+// lifenet's main cancels ctx on both) or --seconds pass, then shuts down:
+// new calls are refused, the calls in progress finish within --grace, and
+// it returns 0; 1 when the grace period ended first (those calls are cut
+// short) or the server failed, 2 for a bad flag.
 func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var c serveConfig
-	fs := newFlags("serve")
+	fs := cliflag.New("serve", "", "  An RPC server with NewLife's benchmark controller (Bench/NoArg, EchoString, EchoPacket, MultiArgs,\n"+
+		"  Add, ServerStats) and Bench/Sleep ms=N, which holds a call N ms (at most 60000), to try timeouts and --grace.\n"+
+		"  It prints READY and its addresses, and on SIGINT or SIGTERM (or after --seconds) shuts down gracefully:\n"+
+		"  exit 0 when every call in progress finished within --grace, 1 when some were cut short.")
 	fs.StringVar(&c.host, "host", "127.0.0.1", "address to listen on (0.0.0.0 or :: for all)")
 	fs.IntVar(&c.port, "port", 5500, "port (0 picks a free one)")
 	fs.StringVar(&c.impl, "impl", "lifenet", "server: lifenet or netrpc (Go's net/rpc, the baseline)")
 	fs.BoolVar(&c.udp, "udp", true, "lifenet: also serve SRMP over UDP on the same port")
 	fs.BoolVar(&c.serial, "serial", false, "lifenet: handle each connection's calls in order on its reading goroutine (NewLife Multiplex=false)")
 	fs.BoolVar(&c.spawn, "spawn", false, "lifenet: run the benchmark actions on a goroutine per call (NewLife Multiplex) instead of inline on the reading goroutine")
-	fs.Float64Var(&c.seconds, "seconds", 0, "exit after this many seconds (0: run until interrupted)")
+	fs.Float64Var(&c.seconds, "seconds", 0, "shut down after this many seconds (0: run until SIGINT or SIGTERM)")
+	fs.DurationVar(&c.grace, "grace", 10*time.Second, "on shutdown, how long the calls in progress may take to finish before they are cut short")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile here")
-	if code, done := parse(fs, args, stdout, stderr); done {
+	if code, done := fs.Parse(args, stdout, stderr); done {
 		return code
 	}
 	err := errors.Join(
-		check(c.impl == "lifenet" || c.impl == "netrpc", "--impl %q: want lifenet or netrpc", c.impl),
-		check(c.port >= 0 && c.port <= 65535, "--port %d: want 0 to 65535", c.port),
-		check(c.seconds >= 0 && c.seconds <= 86400, "--seconds %g: want 0 to 86400", c.seconds),
-		check(net.ParseIP(c.host) != nil || c.host == "localhost", "--host %q: want an IP address", c.host),
+		cliflag.Check(c.impl == "lifenet" || c.impl == "netrpc", "--impl %q: want lifenet or netrpc", c.impl),
+		cliflag.Between("port", c.port, 0, 65535),
+		cliflag.Between("seconds", c.seconds, 0, maxServeSeconds),
+		cliflag.Between("grace", c.grace, 0, maxGrace),
+		cliflag.Check(net.ParseIP(c.host) != nil || c.host == "localhost", "--host %q: want an IP address", c.host),
 	)
 	if err != nil {
-		return usageError(stderr, "serve", err)
+		return cliflag.UsageError(stderr, "serve", err)
 	}
 	if c.seconds > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(c.seconds*float64(time.Second)))
 		defer cancel()
 	}
-	if stop, err := cpustat.StartProfile(c.cpuProfile); err != nil {
-		return usageError(stderr, "serve", err)
-	} else {
-		defer stop()
+	stop, err := cpustat.StartProfile(c.cpuProfile)
+	if err != nil {
+		return cliflag.UsageError(stderr, "serve", err)
 	}
+	defer stop()
 	addr := net.JoinHostPort(c.host, strconv.Itoa(c.port))
 	if c.impl == "netrpc" {
-		err = serveNetRPC(ctx, addr, stdout)
+		err = serveNetRPC(ctx, addr, c.grace, stdout)
 	} else {
 		err = serveLifenet(ctx, c, addr, stdout)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "lifenet serve: %v\n", err)
-		return 1
+		return cliflag.ExitFail
 	}
-	return 0
+	return cliflag.ExitOK
+}
+
+// sleepArgs are Bench/Sleep's arguments.
+type sleepArgs struct {
+	Ms int `json:"ms"`
+}
+
+// sleep is Bench/Sleep: it holds the call args.Ms milliseconds (at most
+// maxSleep) or until the call is cancelled, and returns the milliseconds.
+func sleep(ctx context.Context, a sleepArgs) (int, error) {
+	d := min(time.Duration(max(a.Ms, 0))*time.Millisecond, maxSleep)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return int(d / time.Millisecond), nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
 }
 
 func serveLifenet(ctx context.Context, c serveConfig, addr string, stdout io.Writer) error {
@@ -80,7 +121,7 @@ func serveLifenet(ctx context.Context, c serveConfig, addr string, stdout io.Wri
 	if err != nil {
 		return err
 	}
-	if err := rpcbench.RegisterBench(srv, !c.spawn); err != nil {
+	if err := errors.Join(rpcbench.RegisterBench(srv, !c.spawn), rpc.Handle(srv, "Bench/Sleep", sleep)); err != nil {
 		return err
 	}
 	a, err := srv.Listen(ctx, "tcp", addr)
@@ -98,12 +139,20 @@ func serveLifenet(ctx context.Context, c serveConfig, addr string, stdout io.Wri
 	}
 	fmt.Fprintf(stdout, "%s http://%s ws://%s\n", ready, hp, hp)
 	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), c.grace)
 	defer cancel()
-	return srv.Shutdown(sctx)
+	if err := srv.Shutdown(sctx); err != nil {
+		if sctx.Err() != nil {
+			return fmt.Errorf("%w (--grace %v)", errGraceOver, c.grace)
+		}
+		return err
+	}
+	return nil
 }
 
-func serveNetRPC(ctx context.Context, addr string, stdout io.Writer) error {
+// serveNetRPC serves net/rpc until ctx ends, then closes the listener and
+// drains the connections within grace (drainNetRPC).
+func serveNetRPC(ctx context.Context, addr string, grace time.Duration, stdout io.Writer) error {
 	srv := netrpc.NewServer()
 	if err := srv.RegisterName("Bench", rpcbench.NetRPCBench{}); err != nil {
 		return err
@@ -113,66 +162,46 @@ func serveNetRPC(ctx context.Context, addr string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "READY tcp://%s\n", ln.Addr())
-	go func() {
-		<-ctx.Done()
-		ln.Close()
-	}()
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
 	var conns []net.Conn
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
+	var wg sync.WaitGroup
 	for {
 		c, err := ln.Accept()
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+			if ctx.Err() == nil {
+				err = fmt.Errorf("accept: %w", err)
+			} else {
+				err = nil
 			}
-			return err
+			return errors.Join(err, drainNetRPC(conns, &wg, grace))
 		}
 		conns = append(conns, c)
-		go srv.ServeConn(c)
+		wg.Go(func() { srv.ServeConn(c) })
 	}
 }
 
-// newFlags returns a flag set whose errors parse reports (in one line).
-func newFlags(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet("lifenet "+name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	return fs
-}
-
-// parse parses args; done says the command should exit with code (help
-// printed, or a flag error reported).
-func parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, done bool) {
-	err := fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fs.SetOutput(stdout)
-		fmt.Fprintf(stdout, "usage: %s [flags]\n", fs.Name())
-		fs.PrintDefaults()
-		return 0, true
+// drainNetRPC ends net/rpc's connections gracefully: a read deadline in
+// the past ends each ServeConn's read loop, and ServeConn then writes the
+// replies of the calls it had read before it closes the connection. What
+// is still open when grace ends is closed.
+func drainNetRPC(conns []net.Conn, wg *sync.WaitGroup, grace time.Duration) error {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for _, c := range conns {
+		c.SetReadDeadline(time.Now())
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
-		return 2, true
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	var err error
+	select {
+	case <-done:
+	case <-t.C:
+		err = fmt.Errorf("%w (--grace %v)", errGraceOver, grace)
 	}
-	return 0, false
-}
-
-func check(ok bool, format string, args ...any) error {
-	if ok {
-		return nil
+	for _, c := range conns {
+		c.Close()
 	}
-	return fmt.Errorf(format, args...)
-}
-
-// usageError reports a bad flag value in one line and returns exit code 2.
-func usageError(stderr io.Writer, cmd string, err error) int {
-	var first error = err
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		first = j.Unwrap()[0]
-	}
-	fmt.Fprintf(stderr, "lifenet %s: %v\n", cmd, first)
-	return 2
+	<-done
+	return err
 }
