@@ -21,12 +21,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := cliflag.New("matrix", "", "  Runs each scenario as separate server and client processes of this binary, lifenet beside its baseline\n"+
 		"  (raw std net; net/rpc for the rpc-* rows), and writes results.md, results.json and results.html.\n"+
 		"  Interrupted (SIGINT or SIGTERM), it writes a partial report of the runs that finished and exits 1.")
-	quick := fs.Bool("quick", false, "short windows and a short scenario list (under 3 minutes)")
+	quick := fs.Bool("quick", false, "short windows, 3 pairs each of a short scenario list, one or two per kind (about 3 minutes)")
 	only := fs.String("only", "", "run only scenarios whose name matches this regexp")
 	out := fs.String("out", "", "output directory (default results/<timestamp>)")
 	procs := fs.Int("clientprocs", 1, "client processes per scenario, between 1 and 16")
 	pin := fs.Bool("pin", false, "pin the server to CPU 0 and the clients to CPU 1 (taskset)")
-	rounds := fs.Int("rounds", 1, "lifenet/baseline pairs per scenario, between 1 and 25 (raw std net; net/rpc for the rpc-* rows); the report gives medians")
+	rounds := fs.Int("rounds", 1, "lifenet/baseline pairs per scenario, between 1 and 25 (raw std net; net/rpc for the rpc-* rows; default 1, with --quick 3); the report gives medians and the spread")
 	from := fs.String("from", "", "run nothing: write the md/json/html reports again from DIR/results.json")
 	// The window's and warm-up's defaults depend on --quick: the flags'
 	// own defaults are 0 and only an explicit value counts.
@@ -63,10 +63,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	env := gatherEnvironment() // before the runs write into the work tree
 	list := Full()
-	opts := Options{Seconds: 10, Warmup: 2, IdleExit: 3, ClientProcs: *procs, Rounds: *rounds, Pin: *pin, BasePort: 7900}
+	opts := Options{Seconds: 10, Warmup: 2, IdleExit: 3, ClientProcs: *procs, Rounds: *rounds, Pin: *pin, BasePort: 7900, Env: &env, Args: args}
 	if *quick {
 		list, opts.Seconds, opts.Warmup, opts.IdleExit = Quick(), 2, 0.5, 1
+		if !set["rounds"] {
+			opts.Rounds = QuickRounds
+		}
 	}
 	if set["seconds"] { // shorter windows: shorter idle wait before STEADY too
 		opts.Seconds, opts.IdleExit = *seconds, min(3, max(1, *seconds/3))
@@ -101,12 +105,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	runs := 0
 	for _, sc := range list {
-		runs += len(sc.impls()) * *rounds
+		runs += len(sc.impls()) * opts.Rounds
 	}
-	if runs == 2**rounds*len(list) {
-		fmt.Fprintf(stdout, "lifenet matrix: %d scenarios × 2 implementations × %d rounds, window %g s, into %s\n", len(list), *rounds, opts.Seconds, opts.Out)
+	if runs == 2*opts.Rounds*len(list) {
+		fmt.Fprintf(stdout, "lifenet matrix: %d scenarios × 2 implementations × %d rounds, window %g s, into %s\n", len(list), opts.Rounds, opts.Seconds, opts.Out)
 	} else { // the direct RPC path has no baseline
-		fmt.Fprintf(stdout, "lifenet matrix: %d scenarios × lifenet and its baseline × %d rounds (%d runs), window %g s, into %s\n", len(list), *rounds, runs, opts.Seconds, opts.Out)
+		fmt.Fprintf(stdout, "lifenet matrix: %d scenarios × lifenet and its baseline × %d rounds (%d runs), window %g s, into %s\n", len(list), opts.Rounds, runs, opts.Seconds, opts.Out)
 	}
 	results := Run(ctx, opts, list)
 	rep := NewReport(opts, results)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lifenet/lifenet/cmd/lifenet/internal/loadtest"
 	"github.com/lifenet/lifenet/cmd/lifenet/internal/rpctool"
@@ -75,9 +76,14 @@ func TestMatrixRunsAndReports(t *testing.T) {
 			t.Errorf("results.md lacks %q", want)
 		}
 	}
+	if rep.SchemaVersion != schemaVersion || len(rep.Ratios) != 2 || len(rep.Summary) == 0 || rep.Env == nil || rep.Env.Commit == "" {
+		t.Errorf("results.json: schema %d, %d ratios, summary %v, environment %+v", rep.SchemaVersion, len(rep.Ratios), rep.Summary, rep.Env)
+	}
 	page, _ := os.ReadFile(filepath.Join(dir, "results.html"))
-	if strings.Count(string(page), "<svg") != 4 || strings.Contains(string(page), "http://") && !strings.Contains(string(page), "http://www.w3.org/2000/svg") {
-		t.Errorf("results.html: %d charts", strings.Count(string(page), "<svg"))
+	verdict, chart := strings.Index(string(page), "<h2>Verdict</h2>"), strings.Index(string(page), `<div class="chart">`)
+	if strings.Count(string(page), `<div class="chart">`) != 3 || verdict < 0 || verdict > chart ||
+		strings.Contains(string(page), "http://") && !strings.Contains(string(page), "http://www.w3.org/2000/svg") {
+		t.Errorf("results.html: %d charts, verdict at %d, first chart at %d", strings.Count(string(page), `<div class="chart">`), verdict, chart)
 	}
 	chromiumRenders(t, filepath.Join(dir, "results.html"))
 }
@@ -90,7 +96,9 @@ func chromiumRenders(t *testing.T, page string) {
 		t.Log("chromium not installed: skipping the browser check")
 		return
 	}
-	out, err := exec.Command(bin, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--user-data-dir="+t.TempDir(), "--dump-dom", "file://"+page).Output()
 	if err != nil {
@@ -112,8 +120,20 @@ func TestFilterAndLists(t *testing.T) {
 	if err != nil || len(l) != 4 {
 		t.Errorf("udp round trips: %d, %v", len(l), err)
 	}
-	if len(Full()) < 50 || len(Quick()) != 17 {
+	if len(Full()) < 50 || len(Quick()) != 8 {
 		t.Errorf("full %d, quick %d", len(Full()), len(Quick()))
+	}
+	// --quick: one or two scenarios of each kind but UDP round trips and
+	// UDP codec rows, so that QuickRounds pairs of each fit in about three
+	// minutes.
+	kinds := map[string]int{}
+	for _, s := range Quick() {
+		kinds[groupName(s)]++
+	}
+	for _, k := range []string{"TCP one-way", "UDP one-way", "TCP echo pipeline", "TCP round trip", "codec echo, serial requests", "codec echo, windowed", rpcGroup} {
+		if kinds[k] == 0 || kinds[k] > 2 {
+			t.Errorf("quick has %d %s rows", kinds[k], k)
+		}
 	}
 	seen := map[string]bool{}
 	for _, s := range Full() {
@@ -254,34 +274,61 @@ func TestSummaryGroups(t *testing.T) {
 	serial.Codec = "srmp"
 	window := Scenario{Name: "w", Mode: "pipeline", Proto: "tcp", Codec: "srmp"}
 	ps := []pair{
-		{sc: oneway("tcp", 1024, 4, ""), rounds: 3, ratio: 1.10},
-		{sc: oneway("udp", 1024, 4, ""), rounds: 3, ratio: 0.92},
-		{sc: oneway("tcp", 32, 4, ""), rounds: 3, ratio: 0.94},
+		{sc: oneway("tcp", 1024, 4, ""), rounds: 3, ratio: 1.10, lo: 1.05, hi: 1.2},
+		{sc: oneway("udp", 1024, 4, ""), rounds: 3, ratio: 0.92, lo: 0.8, hi: 1.1},
+		{sc: oneway("tcp", 32, 4, ""), rounds: 3, ratio: 0.94, lo: 0.9, hi: 0.98},
 		{sc: oneway("tcp", 64, 4, ""), rounds: 0}, // no ratio
-		{sc: roundtrip("udp", 32, 1, "sync"), rounds: 1, ratio: 0.80},
-		{sc: serial, rounds: 3, ratio: 0.96},
-		{sc: window, rounds: 3, ratio: 0.85},
-		{sc: udpCodecScenarios()[0], rounds: 3, ratio: 1.05},
+		{sc: roundtrip("udp", 32, 1, "sync"), rounds: 1, ratio: 0.80, lo: 0.8, hi: 0.8},
+		{sc: serial, rounds: 3, ratio: 0.96, lo: 0.9, hi: 1.01},
+		{sc: window, rounds: 3, ratio: 0.85, lo: 0.8, hi: 0.9},
+		{sc: udpCodecScenarios()[0], rounds: 3, ratio: 1.05, lo: 1.0, hi: 1.1},
 	}
 	var b strings.Builder
-	writeSummary(&b, ps)
+	writeVerdict(&b, ps)
 	want := []string{
-		"| TCP one-way | 2 | **1.02×** | 0.94–1.10× | 1 | 2 |",
-		"| UDP one-way | 1 | **0.92×** | 0.92–0.92× | 0 | 1 |",
-		"| UDP round trip | 1 | **0.80×** | 0.80–0.80× | 0 | 0 |",
-		"| codec echo, serial requests | 1 | **0.96×** | 0.96–0.96× | 1 | 1 |",
-		"| codec echo, windowed | 1 | **0.85×** | 0.85–0.85× | 0 | 0 |",
-		"| UDP codec echo, serial requests | 1 | **1.05×** | 1.05–1.05× | 1 | 1 |",
-		"| all | 7 | **0.94×** | 0.80–1.10× | 3 | 5 |",
+		"| TCP one-way | 2 | **1.02×** | 0.94–1.10× | 1 better · 1 worse | 1 |",
+		"| UDP one-way | 1 | **0.92×** | 0.92–0.92× | 1 within noise | 0 |",
+		"| UDP round trip | 1 | **0.80×** | 0.80–0.80× | 1 one pair | 0 |",
+		"| codec echo, serial requests | 1 | **0.96×** | 0.96–0.96× | 1 within noise | 1 |",
+		"| codec echo, windowed | 1 | **0.85×** | 0.85–0.85× | 1 worse | 0 |",
+		"| UDP codec echo, serial requests | 1 | **1.05×** | 1.05–1.05× | 1 within noise | 1 |",
+		"| all | 7 | **0.94×** | 0.80–1.10× | 1 better · 3 within noise · 2 worse · 1 one pair | 3 |",
+		"| tcp-1KB | server packets/s | 3 | **1.10×** | 1.05–1.20× | better |",
+		"| udp-1KB | server packets/s | 3 | **0.92×** | 0.80–1.10× | within noise |",
+		"| tcp-32B | server packets/s | 3 | **0.94×** | 0.90–0.98× | worse |",
+		"| udp-32B-rt-sync-1C | round trips/s | 1 | **0.80×** | – | one pair |",
 	}
 	got := b.String()
 	last := -1
 	for _, w := range want {
 		i := strings.Index(got, w)
 		if i < 0 || i < last {
-			t.Fatalf("summary lacks (or misorders) %q:\n%s", w, got)
+			t.Fatalf("verdict lacks (or misorders) %q:\n%s", w, got)
 		}
 		last = i
+	}
+	if strings.Contains(got, "tcp-64B") {
+		t.Errorf("a scenario without a ratio in the verdict:\n%s", got)
+	}
+}
+
+// A ratio is better or worse only when every pair agrees; a spread that
+// crosses 1.0 is within noise, and one pair has no spread.
+func TestVerdicts(t *testing.T) {
+	for _, c := range []struct {
+		p    pair
+		want string
+	}{
+		{pair{rounds: 3, ratio: 1.1, lo: 1.01, hi: 1.3}, verdictBetter},
+		{pair{rounds: 3, ratio: 0.7, lo: 0.6, hi: 0.99}, verdictWorse},
+		{pair{rounds: 3, ratio: 0.7, lo: 0.6, hi: 1.05}, verdictNoise},
+		{pair{rounds: 2, ratio: 1.0, lo: 1.0, hi: 1.0}, verdictNoise},
+		{pair{rounds: 1, ratio: 0.5, lo: 0.5, hi: 0.5}, verdictOnePair},
+		{pair{rounds: 0}, verdictNone},
+	} {
+		if got := c.p.verdict(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.p, got, c.want)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package matrix
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -12,10 +13,36 @@ import (
 // RPC path has none.
 type pair struct {
 	sc           Scenario
-	lifenet, raw *Result // the median round (by rate) of each, nil if none succeeded
-	rounds       int     // rounds where both sides produced a rate
-	ratio        float64 // median of the per-round lifenet/raw rate ratios
-	lo, hi       float64 // their range
+	lifenet, raw *Result   // the median round (by rate) of each, nil if none succeeded
+	rounds       int       // rounds where both sides produced a rate
+	ratio        float64   // median of the per-round lifenet/raw rate ratios
+	lo, hi       float64   // their range: the spread across pairs
+	byRound      []float64 // the per-round ratios, in round order
+}
+
+// The verdicts of a ratio against parity (1.0).
+const (
+	verdictBetter  = "better"       // the whole spread is above 1.0
+	verdictWorse   = "worse"        // the whole spread is below 1.0
+	verdictNoise   = "within noise" // the spread crosses 1.0: neither a loss nor a win
+	verdictOnePair = "one pair"     // a single pair: no spread to judge by
+	verdictNone    = "no ratio"     // a side produced no rate
+)
+
+// verdict judges the ratio by its spread across pairs: better or worse
+// only when every pair agrees.
+func (p pair) verdict() string {
+	switch {
+	case p.rounds == 0:
+		return verdictNone
+	case p.rounds == 1:
+		return verdictOnePair
+	case p.lo > 1:
+		return verdictBetter
+	case p.hi < 1:
+		return verdictWorse
+	}
+	return verdictNoise
 }
 
 // pairs groups results by scenario, in order of first appearance.
@@ -43,14 +70,14 @@ func pairs(rs []Result) []pair {
 	out := make([]pair, 0, len(order))
 	for _, g := range order {
 		p := pair{sc: g.sc, lifenet: medianRun(g.lifenet), raw: medianRun(g.raw)}
-		var ratios []float64
-		for round, l := range g.lifenet {
-			if r := g.raw[round]; l.rate() > 0 && r.rate() > 0 {
-				ratios = append(ratios, l.rate()/r.rate())
+		rounds := slices.Sorted(maps.Keys(g.lifenet))
+		for _, round := range rounds {
+			if l, r := g.lifenet[round], g.raw[round]; l.rate() > 0 && r.rate() > 0 {
+				p.byRound = append(p.byRound, l.rate()/r.rate())
 			}
 		}
-		if len(ratios) > 0 {
-			slices.Sort(ratios)
+		if len(p.byRound) > 0 {
+			ratios := slices.Sorted(slices.Values(p.byRound))
 			p.rounds, p.ratio, p.lo, p.hi = len(ratios), median(ratios), ratios[0], ratios[len(ratios)-1]
 		}
 		out = append(out, p)
@@ -99,7 +126,8 @@ func median(sorted []float64) float64 {
 }
 
 // ratioText is the ratio cell: "1.02×", or "1.02× (0.95–1.10, 5)" over
-// several rounds, or "–" when a side has no rate.
+// several rounds (the median and the spread across pairs), or "–" when a
+// side has no rate.
 func (p pair) ratioText() string {
 	switch {
 	case p.rounds == 0:
@@ -108,4 +136,13 @@ func (p pair) ratioText() string {
 		return fmt.Sprintf("%.2f×", p.ratio)
 	}
 	return fmt.Sprintf("%.2f× (%.2f–%.2f, %d)", p.ratio, p.lo, p.hi, p.rounds)
+}
+
+// spreadText is the spread cell: "0.95–1.10×", or "–" with fewer than two
+// pairs.
+func (p pair) spreadText() string {
+	if p.rounds < 2 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f–%.2f×", p.lo, p.hi)
 }

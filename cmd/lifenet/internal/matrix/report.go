@@ -8,22 +8,91 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/lifenet/lifenet/internal/rpcbench"
 )
 
-// Report is what results.json holds.
+// schemaVersion is the layout of results.json: 2 added schema_version,
+// command, reproduce, ratios, summary and environment.commit_source (1,
+// before it, had none of them and no schema_version).
+const schemaVersion = 2
+
+// Report is what results.json holds. Ratios and Summary are derived from
+// Results (Write fills them), so that a dashboard reads the verdicts
+// without re-implementing the pairing.
 type Report struct {
-	Date    string       `json:"date"`
-	Seconds float64      `json:"seconds"`
-	Warmup  float64      `json:"warmup"`
-	Rounds  int          `json:"rounds"`
-	Partial string       `json:"partial,omitempty"`     // why some runs are missing (an interrupted matrix), or ""
-	Env     *Environment `json:"environment,omitempty"` // nil in reports made before it was recorded
-	Results []Result     `json:"results"`
+	SchemaVersion int          `json:"schema_version"`
+	Date          string       `json:"date"`
+	Seconds       float64      `json:"seconds"`
+	Warmup        float64      `json:"warmup"`
+	Rounds        int          `json:"rounds"`
+	Partial       string       `json:"partial,omitempty"`     // why some runs are missing (an interrupted matrix), or ""
+	Command       string       `json:"command,omitempty"`     // the command line that made the report
+	Reproduce     string       `json:"reproduce,omitempty"`   // a command line that runs it again on the commit measured
+	Env           *Environment `json:"environment,omitempty"` // nil in reports made before it was recorded
+	Ratios        []Ratio      `json:"ratios"`                // one per scenario, in the order run
+	Summary       []Group      `json:"summary"`               // by kind of scenario, then "all" and the RPC rows
+	Results       []Result     `json:"results"`
+}
+
+// Ratio is one scenario's lifenet/baseline ratio with its spread across
+// the pairs and its verdict against 1.0 (results.json "ratios").
+type Ratio struct {
+	Scenario     string    `json:"scenario"`
+	Group        string    `json:"group"`
+	Baseline     string    `json:"baseline"`    // raw (std net) or netrpc; "" for the direct RPC path
+	ComparedBy   string    `json:"compared_by"` // the rate the ratio is of
+	Pairs        int       `json:"pairs"`       // rounds where both sides produced a rate
+	Ratio        float64   `json:"ratio"`       // median of the pair ratios
+	Min          float64   `json:"min"`         // the spread across pairs
+	Max          float64   `json:"max"`
+	PairRatios   []float64 `json:"pair_ratios"` // in round order
+	Verdict      string    `json:"verdict"`     // better, worse, within noise, one pair, no ratio
+	Lifenet      float64   `json:"lifenet"`     // the median lifenet run's rate
+	BaselineRate float64   `json:"baseline_rate"`
+}
+
+// derive fills the fields computed from the results.
+func (rep *Report) derive() []pair {
+	ps := pairs(rep.Results)
+	rep.SchemaVersion = schemaVersion
+	rep.Ratios = rep.Ratios[:0]
+	for _, p := range ps {
+		baseline := ""
+		if impls := p.sc.impls(); len(impls) > 1 {
+			baseline = impls[1]
+		}
+		rep.Ratios = append(rep.Ratios, Ratio{Scenario: p.sc.Name, Group: groupName(p.sc), Baseline: baseline, ComparedBy: comparedBy(p.sc),
+			Pairs: p.rounds, Ratio: round3(p.ratio), Min: round3(p.lo), Max: round3(p.hi), PairRatios: roundAll(p.byRound), Verdict: p.verdict(),
+			Lifenet: p.lifenet.rate(), BaselineRate: p.raw.rate()})
+	}
+	rep.Summary = summarize(ps)
+	return ps
+}
+
+// comparedBy names the rate a scenario's ratio is of (Result.rate).
+func comparedBy(sc Scenario) string {
+	switch {
+	case sc.Mode == "oneway":
+		return "server packets/s"
+	case sc.isRPC():
+		return "calls/s"
+	case sc.Mode == "roundtrip":
+		return "round trips/s"
+	}
+	return "echoes/s"
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+func roundAll(vs []float64) []float64 {
+	out := make([]float64, len(vs))
+	for i, v := range vs {
+		out[i] = round3(v)
+	}
+	return out
 }
 
 // Read loads dir/results.json.
@@ -41,6 +110,7 @@ func Read(dir string) (Report, error) {
 
 // Write writes results.json, results.md and results.html into dir.
 func Write(dir string, rep Report) error {
+	rep.derive()
 	js, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
@@ -102,18 +172,61 @@ func writeMarkdown(w io.Writer, rep Report) {
 	fmt.Fprintln(w, "# lifenet socket matrix")
 	fmt.Fprintln(w)
 	writeHeader(w, rep)
+	ps := pairs(rep.Results)
+	writeVerdict(w, ps)
 	writeTables(w, rep)
+	writeEnvironment(w, rep)
+	writeHowToRead(w, rep)
 }
 
-// writeHeader writes what comes before the tables (and, in results.html,
-// the charts): the run's settings, the environment, how to read it.
+// writeHeader writes what comes before the verdict: the run's settings,
+// whether it is partial, the commit measured and the command that
+// reproduces it.
 func writeHeader(w io.Writer, rep Report) {
 	fmt.Fprintf(w, "%s · window %g s · warm-up %g s · %s\n\n", rep.Date, rep.Seconds, rep.Warmup, rep.method())
 	if rep.Partial != "" {
 		fmt.Fprintf(w, "**Partial report: %s.** Only the runs that finished are below.\n\n", rep.Partial)
 	}
-	writeEnvironment(w, rep)
-	writeHowToRead(w, rep)
+	commit := "not recorded"
+	if rep.Env != nil {
+		commit = "`" + rep.Env.Commit + "`"
+		if rep.Env.CommitSource != "" {
+			commit += " (" + rep.Env.CommitSource + ")"
+		}
+	}
+	fmt.Fprintf(w, "- commit measured: %s\n", commit)
+	if rep.Reproduce != "" {
+		fmt.Fprintf(w, "- reproduce: `%s`\n", rep.Reproduce)
+	} else if rep.Command != "" {
+		fmt.Fprintf(w, "- command: `%s`\n", rep.Command)
+	}
+	fmt.Fprintln(w)
+}
+
+// writeVerdict writes the summary by kind of scenario and each scenario's
+// ratio with its spread across pairs and its verdict.
+func writeVerdict(w io.Writer, ps []pair) {
+	gs := summarize(ps)
+	if len(gs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "## Verdict")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| group | scenarios | median of the scenario ratios | range | verdicts | ≥ 0.95× |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---|---:|")
+	for _, g := range gs {
+		fmt.Fprintf(w, "| %s | %d | **%.2f×** | %.2f–%.2f× | %s | %d |\n", g.Name, g.Scenarios, g.Median, g.Min, g.Max, g.verdictCounts(), g.AtParity)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| scenario | compared by | pairs | **lifenet/baseline** | spread across pairs | verdict |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---|")
+	for _, p := range ps {
+		if p.rounds == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | **%.2f×** | %s | %s |\n", p.sc.Name, comparedBy(p.sc), p.rounds, p.ratio, p.spreadText(), p.verdict())
+	}
+	fmt.Fprintln(w)
 }
 
 // writeTables writes the summary, the tables with their notes, and the
@@ -130,52 +243,63 @@ func writeTables(w io.Writer, rep Report) {
 		}
 		return out
 	}
-	writeSummary(w, ps)
-	fmt.Fprintln(w, "## 1. Throughput (one-way: the server only counts)")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| scenario | proto | size | clients | lifenet Gbps | lifenet pkt/s | raw pkt/s | **lifenet/raw** | server CPU s/M msg lifenet / raw | server B/msg lifenet |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-	sec := section("oneway")
-	for _, p := range sec {
-		fmt.Fprintf(w, "| %s | %s | %d | %d | %s | %s | %s | **%s** | %s / %s | %s |\n", p.sc.Name, p.sc.Proto, p.sc.Size, p.sc.Clients,
-			serverField(p.lifenet, func(r *Result) float64 { return r.Server.Gbps }, "%.2f"),
-			rate(p.lifenet.pktps()), rate(p.raw.pktps()), p.ratioText(),
-			serverField(p.lifenet, func(r *Result) float64 { return r.Server.CPUPerMsg }, "%.2f"),
-			serverField(p.raw, func(r *Result) float64 { return r.Server.CPUPerMsg }, "%.2f"),
-			serverField(p.lifenet, func(r *Result) float64 { return r.Server.AllocPerMsg }, "%.2f"))
-	}
-	writeNotes(w, sec, bad)
-	fmt.Fprintln(w, "\n## 2. Echo pipeline")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| scenario | size | clients | receive | lifenet msg/s | raw msg/s | **lifenet/raw** | integrity diff lifenet |")
-	fmt.Fprintln(w, "|---|---:|---:|---|---:|---:|---:|---:|")
-	sec = section("pipeline")
-	for _, p := range sec {
-		diff := "–"
-		if p.lifenet != nil && p.lifenet.Client != nil && p.lifenet.Client.IntegrityDiff != nil {
-			diff = fmt.Sprint(*p.lifenet.Client.IntegrityDiff)
+	if sec := section("oneway"); len(sec) > 0 {
+		fmt.Fprintln(w, "## 1. Throughput (one-way: the server only counts)")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| scenario | proto | size | clients | lifenet Gbps | lifenet pkt/s | raw pkt/s | **lifenet/raw** | server CPU s/M msg lifenet / raw | server B/msg lifenet |")
+		fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+		for _, p := range sec {
+			fmt.Fprintf(w, "| %s | %s | %d | %d | %s | %s | %s | **%s** | %s / %s | %s |\n", p.sc.Name, p.sc.Proto, p.sc.Size, p.sc.Clients,
+				serverField(p.lifenet, func(r *Result) float64 { return r.Server.Gbps }, "%.2f"),
+				rate(p.lifenet.pktps()), rate(p.raw.pktps()), p.ratioText(),
+				serverField(p.lifenet, func(r *Result) float64 { return r.Server.CPUPerMsg }, "%.2f"),
+				serverField(p.raw, func(r *Result) float64 { return r.Server.CPUPerMsg }, "%.2f"),
+				serverField(p.lifenet, func(r *Result) float64 { return r.Server.AllocPerMsg }, "%.2f"))
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | **%s** | %s |\n", p.sc.Name, p.sc.Size, p.sc.Clients, p.sc.RecvMode,
-			rate(p.lifenet.clientRate()), rate(p.raw.clientRate()), p.ratioText(), diff)
+		writeNotes(w, sec, bad)
+		fmt.Fprintln(w)
 	}
-	writeNotes(w, sec, bad)
-	fmt.Fprintln(w, "\n## 3. Round-trip latency (µs, client-observed)")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| scenario | proto | size | clients | receive | lifenet P50 / P95 / P99 / P99.9 / max | raw P50 / P99 | lifenet rt/s | raw rt/s | **lifenet/raw** |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---|---:|---:|---:|---:|---:|")
-	sec = section("roundtrip")
-	for _, p := range sec {
-		lat, rawLat := "–", "–"
-		if c := clientOf(p.lifenet); c != nil {
-			lat = fmt.Sprintf("%.0f / %.0f / %.0f / %.0f / %.0f", c.P50, c.P95, c.P99, c.P999, c.Max)
+	if sec := section("pipeline"); len(sec) > 0 {
+		fmt.Fprintln(w, "## 2. Echo pipeline")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| scenario | size | clients | receive | lifenet msg/s | raw msg/s | **lifenet/raw** | integrity diff lifenet |")
+		fmt.Fprintln(w, "|---|---:|---:|---|---:|---:|---:|---:|")
+		for _, p := range sec {
+			diff := "–"
+			if p.lifenet != nil && p.lifenet.Client != nil && p.lifenet.Client.IntegrityDiff != nil {
+				diff = fmt.Sprint(*p.lifenet.Client.IntegrityDiff)
+			}
+			fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | **%s** | %s |\n", p.sc.Name, p.sc.Size, p.sc.Clients, p.sc.RecvMode,
+				rate(p.lifenet.clientRate()), rate(p.raw.clientRate()), p.ratioText(), diff)
 		}
-		if c := clientOf(p.raw); c != nil {
-			rawLat = fmt.Sprintf("%.0f / %.0f", c.P50, c.P99)
-		}
-		fmt.Fprintf(w, "| %s | %s | %d | %d | %s | %s | %s | %s | %s | **%s** |\n", p.sc.Name, p.sc.Proto, p.sc.Size, p.sc.Clients, p.sc.RecvMode,
-			lat, rawLat, rate(p.lifenet.clientRate()), rate(p.raw.clientRate()), p.ratioText())
+		writeNotes(w, sec, bad)
+		fmt.Fprintln(w)
 	}
-	writeNotes(w, sec, bad)
+	if sec := section("roundtrip"); len(sec) > 0 {
+		fmt.Fprintln(w, "## 3. Round-trip latency (µs, client-observed)")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| scenario | proto | size | clients | receive | P50 lifenet / raw | P99 lifenet / raw | P95 / P99.9 / max lifenet | lifenet rt/s | raw rt/s | **lifenet/raw** |")
+		fmt.Fprintln(w, "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+		for _, p := range sec {
+			l, r := clientOf(p.lifenet), clientOf(p.raw)
+			pct := func(c *latencies, f func(*latencies) float64) string {
+				if c == nil {
+					return "–"
+				}
+				return fmt.Sprintf("%.0f", f(c))
+			}
+			p50 := func(c *latencies) float64 { return c.P50 }
+			p99 := func(c *latencies) float64 { return c.P99 }
+			tail := "–"
+			if l != nil {
+				tail = fmt.Sprintf("%.0f / %.0f / %.0f", l.P95, l.P999, l.Max)
+			}
+			fmt.Fprintf(w, "| %s | %s | %d | %d | %s | %s / %s | %s / %s | %s | %s | %s | **%s** |\n", p.sc.Name, p.sc.Proto, p.sc.Size, p.sc.Clients, p.sc.RecvMode,
+				pct(l, p50), pct(r, p50), pct(l, p99), pct(r, p99), tail, rate(p.lifenet.clientRate()), rate(p.raw.clientRate()), p.ratioText())
+		}
+		writeNotes(w, sec, bad)
+		fmt.Fprintln(w)
+	}
 	writeRPC(w, ps, bad)
 	var failed []string
 	for _, r := range rep.Results {
@@ -184,10 +308,10 @@ func writeTables(w io.Writer, rep Report) {
 		}
 	}
 	if len(failed) > 0 {
-		fmt.Fprintf(w, "\n## Failed runs\n\n%s\n", strings.Join(failed, "\n"))
+		fmt.Fprintf(w, "## Failed runs\n\n%s\n\n", strings.Join(failed, "\n"))
 	}
 	if faults := faultyRuns(rep.Results); len(faults) > 0 {
-		fmt.Fprintf(w, "\n## Runs with lost TCP echoes, failed connections or calls, slow drains, or heavy UDP loss\n\n%s\n", strings.Join(faults, "\n"))
+		fmt.Fprintf(w, "## Runs with lost TCP echoes, failed connections or calls, slow drains, or heavy UDP loss\n\n%s\n\n", strings.Join(faults, "\n"))
 	}
 }
 
@@ -221,7 +345,7 @@ func writeRPC(w io.Writer, ps []pair, bad map[string]bool) {
 	if len(paired)+len(direct) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\n## 4. RPC: lifenet vs net/rpc")
+	fmt.Fprintln(w, "## 4. RPC: lifenet vs net/rpc")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "`lifenet serve` beside `lifenet serve --impl netrpc` (Go's net/rpc), one `lifenet rpcload` process each; "+
 		"conns×inflight = connections × calls in flight on each. Server CPU and bytes per call are the server process's "+
@@ -257,6 +381,7 @@ func writeRPC(w io.Writer, ps []pair, bad map[string]bool) {
 		}
 		writeNotes(w, direct, bad)
 	}
+	fmt.Fprintln(w)
 }
 
 // slowDrain is how long a pipeline's last echoes may take after sending
@@ -309,89 +434,15 @@ func firstLine(s string) string {
 	return first
 }
 
-func clientOf(r *Result) *struct{ P50, P95, P99, P999, Max float64 } {
+// latencies are a round-trip run's client-observed percentiles, µs.
+type latencies struct{ P50, P95, P99, P999, Max float64 }
+
+func clientOf(r *Result) *latencies {
 	if r == nil || r.Client == nil || r.Client.LatencyCount == 0 {
 		return nil
 	}
 	c := r.Client
-	return &struct{ P50, P95, P99, P999, Max float64 }{c.P50, c.P95, c.P99, c.P999, c.Max}
-}
-
-// series is one named set of bars in a chart.
-type series struct {
-	name   string
-	color  string
-	values []float64
-}
-
-// barChart draws grouped bars as inline SVG: no scripts, no network. A
-// ref above zero draws a dashed reference line at that value (1.0 on
-// ratio charts).
-func barChart(title, unit string, labels []string, ss []series, ref float64) string {
-	const h, left, bottom, top = 360, 70, 150, 30
-	// Wide enough that rotated labels do not overlap; the page scrolls it.
-	w := max(720, left+10+len(labels)*max(20, 12*len(ss)))
-	var peak float64
-	for _, s := range ss {
-		for _, v := range s.values {
-			peak = max(peak, v)
-		}
-	}
-	if peak == 0 || len(labels) == 0 {
-		return fmt.Sprintf("<h2>%s</h2><p>no data</p>", html.EscapeString(title))
-	}
-	ticks, decimals := niceTicks(max(peak, ref))
-	scale := ticks[len(ticks)-1]
-	small := scale < 10 // ratios and Gbps: decimals; rates: k and M
-	label := func(v float64) string {
-		if small {
-			return strconv.FormatFloat(v, 'f', decimals, 64)
-		}
-		if v == 0 {
-			return "0"
-		}
-		return rate(v)
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `<h2>%s</h2><div class="chart"><svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="%s">`, html.EscapeString(title), w, h, html.EscapeString(title))
-	plotW, plotH := float64(w-left-10), float64(h-bottom-top)
-	y := func(v float64) float64 { return float64(h-bottom) - plotH*v/scale }
-	group := plotW / float64(len(labels))
-	bar := group * 0.8 / float64(len(ss))
-	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#333"/>`, left, h-bottom, w-10, h-bottom)
-	for _, t := range ticks[1:] {
-		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>`, left, y(t), w-10, y(t))
-	}
-	for _, t := range ticks {
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" font-size="11" text-anchor="end">%s</text>`, left-4, y(t)+4, html.EscapeString(label(t)))
-	}
-	for gi, l := range labels {
-		x0 := float64(left) + group*float64(gi) + group*0.1
-		for si, s := range ss {
-			if gi >= len(s.values) || s.values[gi] <= 0 {
-				continue // missing or zero: no bar, no "0 Gbps" tooltip
-			}
-			v := s.values[gi]
-			value := strconv.FormatFloat(v, 'f', 2, 64)
-			if !small {
-				value = rate(v)
-			}
-			fmt.Fprintf(&b, `<rect class="bar" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s %s: %s %s</title></rect>`,
-				x0+bar*float64(si), y(v), bar-1, plotH*v/scale, s.color, html.EscapeString(s.name), html.EscapeString(l), value, html.EscapeString(unit))
-		}
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="11" text-anchor="end" transform="rotate(-60 %.1f %d)">%s</text>`,
-			x0+group*0.4, h-bottom+14, x0+group*0.4, h-bottom+14, html.EscapeString(l))
-	}
-	if ref > 0 {
-		fmt.Fprintf(&b, `<line class="ref" x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#c0392b" stroke-width="1.5" stroke-dasharray="6 4"/>`+
-			`<text x="%d" y="%.1f" font-size="11" text-anchor="end" fill="#c0392b">%s× parity</text>`,
-			left, y(ref), w-10, y(ref), w-12, y(ref)-4, strconv.FormatFloat(ref, 'f', 1, 64))
-	}
-	for si, s := range ss {
-		fmt.Fprintf(&b, `<rect x="%d" y="8" width="12" height="12" fill="%s"/><text x="%d" y="18" font-size="12">%s</text>`, left+si*140, s.color, left+si*140+16, html.EscapeString(s.name))
-	}
-	fmt.Fprintf(&b, `<text x="12" y="%d" font-size="11" transform="rotate(-90 12 %d)">%s</text></svg></div>`, h/2, h/2, html.EscapeString(unit))
-	return b.String()
+	return &latencies{c.P50, c.P95, c.P99, c.P999, c.Max}
 }
 
 // niceTicks returns axis ticks from 0 at a round step (1, 2 or 5 × 10^k,
@@ -432,98 +483,6 @@ func pow10(m, k int) float64 {
 		return float64(m) / math.Pow10(-k)
 	}
 	return float64(m) * math.Pow10(k)
-}
-
-const (
-	colorLifenet = "#2b7bb9"
-	colorRaw     = "#b9b9b9"
-)
-
-func writeHTML(w io.Writer, rep Report) {
-	ps := pairs(rep.Results)
-	pick := func(keep func(Scenario) bool, val func(*Result) float64) ([]string, []series) {
-		var labels []string
-		l := series{name: "lifenet", color: colorLifenet}
-		r := series{name: "raw (std net)", color: colorRaw}
-		for _, p := range ps {
-			if keep(p.sc) {
-				labels = append(labels, p.sc.Name)
-				l.values = append(l.values, val(p.lifenet))
-				r.values = append(r.values, val(p.raw))
-			}
-		}
-		return labels, []series{l, r}
-	}
-	gbps := func(r *Result) float64 {
-		if r == nil || r.Server == nil {
-			return 0
-		}
-		return r.Server.Gbps
-	}
-	var body strings.Builder
-	labels, ss := pick(func(s Scenario) bool {
-		return s.Mode == "oneway" && s.Frame == 0 && !strings.Contains(s.Name, "-c") && !s.UDPConnect
-	}, gbps)
-	body.WriteString(barChart("Bandwidth vs packet size (one-way)", "Gbps", labels, ss, 0))
-	labels, ss = pick(func(s Scenario) bool {
-		return s.Mode == "oneway" && (strings.Contains(s.Name, "-c") || s.Clients != 8 && s.Proto == "tcp")
-	}, (*Result).pktps)
-	body.WriteString(barChart("Packet rate vs concurrency (one-way)", "packets/s", labels, ss, 0))
-	var lat []string
-	p50 := series{name: "lifenet P50", color: colorLifenet}
-	p99 := series{name: "lifenet P99", color: "#8e44ad"}
-	raw50 := series{name: "raw P50", color: colorRaw}
-	for _, p := range ps {
-		if p.sc.Mode != "roundtrip" {
-			continue
-		}
-		lat = append(lat, p.sc.Name)
-		var a, b, c float64
-		if x := clientOf(p.lifenet); x != nil {
-			a, b = x.P50, x.P99
-		}
-		if x := clientOf(p.raw); x != nil {
-			c = x.P50
-		}
-		p50.values, p99.values, raw50.values = append(p50.values, a), append(p99.values, b), append(raw50.values, c)
-	}
-	body.WriteString(barChart("Round-trip latency percentiles vs concurrency", "µs", lat, []series{p50, p99, raw50}, 0))
-	var calls []string
-	lc := series{name: "lifenet", color: colorLifenet}
-	nc := series{name: "net/rpc", color: colorRaw}
-	for _, p := range ps {
-		if p.sc.isRPC() && !p.sc.Direct {
-			calls = append(calls, p.sc.Name)
-			lc.values, nc.values = append(lc.values, p.lifenet.callRate()), append(nc.values, p.raw.callRate())
-		}
-	}
-	if len(calls) > 0 {
-		body.WriteString(barChart("RPC calls/s: lifenet vs net/rpc", "calls/s", calls, []series{lc, nc}, 0))
-	}
-	var all []string
-	rat := series{name: "lifenet / raw", color: colorLifenet}
-	for _, p := range ps {
-		if p.rounds > 0 {
-			all = append(all, p.sc.Name)
-			rat.values = append(rat.values, p.ratio)
-		}
-	}
-	ratTitle := "lifenet vs raw (throughput ratio; 1.0 = parity)"
-	if len(calls) > 0 {
-		rat.name = "lifenet / baseline"
-		ratTitle = "lifenet vs baseline (throughput ratio; 1.0 = parity; raw std net, net/rpc for the rpc-* rows)"
-	}
-	body.WriteString(barChart(ratTitle, "ratio", all, []series{rat}, 1))
-	var head, tables strings.Builder
-	writeHeader(&head, rep)
-	writeTables(&tables, rep)
-	fmt.Fprintf(w, `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>lifenet matrix %s</title>
-<style>body{font-family:system-ui,sans-serif;max-width:900px;margin:2em auto;padding:0 1em}h2{font-size:1.1em;margin-top:2em}.chart{overflow-x:auto}`+
-		`.table{overflow-x:auto}table{border-collapse:collapse;font-size:12px;margin:1em 0}th,td{border:1px solid #ddd;padding:2px 6px;text-align:left}th{background:#f6f6f6}.num{text-align:right}code{background:#f6f6f6}</style>
-</head><body><h1>lifenet socket matrix</h1>
-%s%s
-%s</body></html>
-`, html.EscapeString(rep.Date), markdownHTML(head.String()), body.String(), markdownHTML(tables.String()))
 }
 
 // markdownHTML turns the markdown the report writes into HTML: headings,
@@ -631,18 +590,64 @@ func inlineHTML(s string) string {
 	return s
 }
 
-// NewReport stamps a report.
+// NewReport stamps a report: the date, the run's settings, the
+// environment (opts.Env, or gathered now), the command line and the one
+// that reproduces it.
 func NewReport(opts Options, results []Result) Report {
-	env := gatherEnvironment()
-	return Report{Date: time.Now().UTC().Format("2006-01-02 15:04 UTC"), Seconds: opts.Seconds, Warmup: opts.Warmup,
-		Rounds: max(opts.Rounds, 1), Env: &env, Results: results}
+	env := opts.Env
+	if env == nil {
+		e := gatherEnvironment()
+		env = &e
+	}
+	rep := Report{SchemaVersion: schemaVersion, Date: time.Now().UTC().Format("2006-01-02 15:04 UTC"), Seconds: opts.Seconds, Warmup: opts.Warmup,
+		Rounds: max(opts.Rounds, 1), Env: env, Results: results}
+	if opts.Args != nil {
+		rep.Command, rep.Reproduce = commandLines(opts.Exe, opts.Args, env.Commit)
+	}
+	return rep
+}
+
+// commandLines are the matrix's command line as it was run (exe is the
+// binary: one `go run` built in a temporary directory is shown as `go run
+// ./cmd/lifenet`) and one that reproduces the report from a clone: a
+// checkout of the commit measured, then `go run ./cmd/lifenet` with the
+// same arguments. A dirty or unknown commit cannot be checked out: the
+// reproduction says so.
+func commandLines(exe string, args []string, commit string) (command, reproduce string) {
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = shellQuote(a)
+	}
+	rest := strings.Join(append([]string{"matrix"}, quoted...), " ")
+	prog := filepath.Base(exe)
+	if strings.Contains(filepath.ToSlash(exe), "/go-build") {
+		prog = "go run ./cmd/lifenet"
+	}
+	command = prog + " " + rest
+	switch {
+	case commit == "" || commit == "unknown":
+		reproduce = "go run ./cmd/lifenet " + rest + "  # commit unknown"
+	case strings.HasSuffix(commit, "-dirty"):
+		reproduce = "git checkout " + strings.TrimSuffix(commit, "-dirty") + " && go run ./cmd/lifenet " + rest + "  # the tree measured had uncommitted changes"
+	default:
+		reproduce = "git checkout " + commit + " && go run ./cmd/lifenet " + rest
+	}
+	return command, reproduce
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // method says how the numbers were taken.
 func (rep Report) method() string {
-	how := "every scenario runs twice: lifenet (server and client) and `raw` (the plain std-net loop); separate server and client processes. Ratio = lifenet / raw."
+	how := "every scenario runs once with lifenet (server and client) and once with `raw` (the plain std-net loop): one pair, no spread; separate server and client processes. Ratio = lifenet / raw."
 	if rep.Rounds > 1 {
-		how = fmt.Sprintf("every scenario runs %d rounds of lifenet (server and client) beside `raw` (the plain std-net loop), the pair back to back, taking turns going first; separate server and client processes. Rates and latencies are the median round's; ratio = median of the per-round lifenet/raw ratios, with their range.", rep.Rounds)
+		how = fmt.Sprintf("every scenario runs %d pairs of lifenet (server and client) beside `raw` (the plain std-net loop), the two back to back, taking turns going first; separate server and client processes. Rates and latencies are the median pair's; ratio = median of the pair ratios, spread = their range.", rep.Rounds)
 	}
 	for _, r := range rep.Results {
 		if r.isRPC() {

@@ -1,6 +1,11 @@
 package matrix
 
 import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -43,7 +48,7 @@ func TestEnvironmentHelpers(t *testing.T) {
 	}{
 		{nil, "unknown"},
 		{[]debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.modified", Value: "false"}}, "abc123"},
-		{[]debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.modified", Value: "true"}}, "abc123-modified"},
+		{[]debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.modified", Value: "true"}}, "abc123-dirty"},
 	} {
 		if got := commitOf(c.s); got != c.want {
 			t.Errorf("commitOf(%v) = %q, want %q", c.s, got, c.want)
@@ -75,7 +80,7 @@ func cannedReport() Report {
 	}
 	return Report{Date: "2026-11-30 12:00 UTC", Seconds: 2, Warmup: 0.5, Rounds: 1, Results: rs,
 		Env: &Environment{CPU: "Canned CPU 9000", Cores: 16, GOMAXPROCS: 8, OS: "linux/amd64", Kernel: "6.1.0-test",
-			Go: "go1.26.0", Commit: "abc123-modified"}}
+			Go: "go1.26.0", Commit: "abc123-dirty", CommitSource: commitFromGit}, Reproduce: "git checkout abc123 && go run ./cmd/lifenet matrix --quick"}
 }
 
 func TestReportSaysWhatIsMeasured(t *testing.T) {
@@ -89,7 +94,11 @@ func TestReportSaysWhatIsMeasured(t *testing.T) {
 		"- logical cores: 16 · GOMAXPROCS: 8",
 		"- OS: linux/amd64, kernel 6.1.0-test",
 		"- Go: go1.26.0",
-		"- lifenet commit: abc123-modified",
+		"- lifenet commit: abc123-dirty (git rev-parse)",
+		"- commit measured: `abc123-dirty` (git rev-parse)",
+		"- reproduce: `git checkout abc123 && go run ./cmd/lifenet matrix --quick`",
+		"## Verdict",
+		"| tcp-1KB | server packets/s | 1 | **1.06×** | – | one pair |",
 		"- date: 2026-11-30 12:00 UTC",
 		"## How to read this",
 		"lifenet ÷ baseline",
@@ -108,9 +117,8 @@ func TestReportSaysWhatIsMeasured(t *testing.T) {
 	if strings.Contains(got, "net/rpc") {
 		t.Error("results.md names net/rpc without RPC rows")
 	}
-	if strings.Index(got, "## Environment") > strings.Index(got, "## Summary") ||
-		strings.Index(got, "## How to read this") > strings.Index(got, "## Summary") {
-		t.Error("the environment and how-to-read do not open the report")
+	if i := strings.Index(got, "## Verdict"); i < 0 || i > strings.Index(got, "## 1. Throughput") || i < strings.Index(got, "- reproduce:") {
+		t.Error("the commit, the command and the verdict do not open the report")
 	}
 	if strings.Contains(got, "tcp-1KB: ") {
 		t.Error("a note on the one-way row at parity")
@@ -122,7 +130,10 @@ func TestReportSaysWhatIsMeasured(t *testing.T) {
 	for _, want := range []string{
 		"<h2>Environment</h2>",
 		"<li>CPU: Canned CPU 9000</li>",
-		"<li>lifenet commit: abc123-modified</li>",
+		"<li>lifenet commit: abc123-dirty (git rev-parse)</li>",
+		"<li>reproduce: <code>git checkout abc123 &amp;&amp; go run ./cmd/lifenet matrix --quick</code></li>",
+		"<h2>Verdict</h2>",
+		`<tr class="onepair"><td>tcp-1KB</td>`,
 		"<h2>How to read this</h2>",
 		"lifenet ÷ baseline",
 		"<table>",
@@ -130,7 +141,8 @@ func TestReportSaysWhatIsMeasured(t *testing.T) {
 		`<td class="num"><b>1.06×</b></td>`,
 		"<td>tcp-1KB</td>",
 		"<code>--rounds</code>",
-		`class="ref"`, `stroke-dasharray`, "1.0× parity",
+		"Round-trip latency: P50 and P99, lifenet beside raw",
+		`<title>lifenet P50 · tcp-32B-rt-sync-1C: 40.0 µs</title>`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("results.html lacks %q:\n%s", want, page)
@@ -144,15 +156,8 @@ func TestReportSaysWhatIsMeasured(t *testing.T) {
 	if strings.Contains(strings.ReplaceAll(page, "http://www.w3.org/2000/svg", ""), "http") {
 		t.Error("results.html refers to the network")
 	}
-	// The ratio chart (peak 3.0×) has round ticks 0, 1, 2, 3 and the 1.0 line.
-	ratio := page[strings.Index(page, "throughput ratio"):]
-	for _, want := range []string{">0<", ">1<", ">2<", ">3<"} {
-		if !strings.Contains(ratio, want) {
-			t.Errorf("ratio chart lacks tick %s", want)
-		}
-	}
-	if strings.Contains(ratio, ">0.75<") || strings.Contains(ratio, ">1.50<") {
-		t.Error("ratio chart has unround ticks")
+	if v, c := strings.Index(page, "<h2>Verdict</h2>"), strings.Index(page, `<div class="chart">`); v < 0 || c < v || strings.Index(page, "<h2>Environment</h2>") < c {
+		t.Error("results.html does not open with the verdict, then the charts")
 	}
 }
 
@@ -181,4 +186,129 @@ func TestInlineHTML(t *testing.T) {
 			t.Errorf("inlineHTML(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// Without a VCS stamp in the binary the commit is the work tree's HEAD,
+// "-dirty" when git status lists changes; outside a work tree, none.
+func TestGitCommit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	dir := t.TempDir()
+	git := func(args ...string) string {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"}, args...)...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %q: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if got := gitCommit(dir); got != "" {
+		t.Errorf("outside a work tree: %q", got)
+	}
+	git("init", "-q")
+	os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644)
+	git("add", "f")
+	git("commit", "-q", "-m", "one")
+	head := git("rev-parse", "HEAD")
+	if got := gitCommit(dir); got != head {
+		t.Errorf("clean tree: %q, want %q", got, head)
+	}
+	os.WriteFile(filepath.Join(dir, "new"), []byte("y"), 0o644)
+	if got := gitCommit(dir); got != head+"-dirty" {
+		t.Errorf("untracked file: %q, want %q", got, head+"-dirty")
+	}
+}
+
+// The report's command lines: as run, and from a checkout of the commit.
+func TestCommandLines(t *testing.T) {
+	for _, c := range []struct {
+		exe, commit        string
+		args               []string
+		command, reproduce string
+	}{
+		{"/tmp/go-build123/b001/exe/lifenet", "abc", []string{"--quick", "--only", "tcp-1KB|udp"},
+			"go run ./cmd/lifenet matrix --quick --only 'tcp-1KB|udp'", "git checkout abc && go run ./cmd/lifenet matrix --quick --only 'tcp-1KB|udp'"},
+		{"/usr/local/bin/lifenet", "abc-dirty", []string{"--rounds", "3"},
+			"lifenet matrix --rounds 3", "git checkout abc && go run ./cmd/lifenet matrix --rounds 3  # the tree measured had uncommitted changes"},
+		{"/usr/local/bin/lifenet", "unknown", []string{"--only", "it's"},
+			`lifenet matrix --only 'it'\''s'`, `go run ./cmd/lifenet matrix --only 'it'\''s'  # commit unknown`},
+	} {
+		command, reproduce := commandLines(c.exe, c.args, c.commit)
+		if command != c.command || reproduce != c.reproduce {
+			t.Errorf("%s %q:\n got %q\n     %q\nwant %q\n     %q", c.exe, c.args, command, reproduce, c.command, c.reproduce)
+		}
+	}
+}
+
+// results.json carries what a dashboard needs without redoing the
+// pairing: the schema version, each scenario's ratio with its spread and
+// verdict, the summary, the environment and the command lines; a
+// results.json of schema 1 (none of them) is brought up to date by
+// --from.
+func TestResultsJSON(t *testing.T) {
+	sc := oneway("tcp", 1024, 8, "")
+	var rs []Result
+	for round, pair := range [][2]float64{{100, 100}, {120, 100}, {90, 100}} {
+		rs = append(rs, Result{Scenario: sc, Impl: "lifenet", Round: round + 1, Server: &loadtest.Steady{PktPerSec: pair[0]}},
+			Result{Scenario: sc, Impl: "raw", Round: round + 1, Server: &loadtest.Steady{PktPerSec: pair[1]}})
+	}
+	env := Environment{CPU: "c", Cores: 2, GOMAXPROCS: 2, OS: "linux/amd64", Go: "go1.26", Commit: "abc", CommitSource: commitFromGit}
+	rep := NewReport(Options{Seconds: 2, Warmup: 0.5, Rounds: 3, Env: &env, Exe: "/bin/lifenet", Args: []string{"--quick"}}, rs)
+	dir := t.TempDir()
+	if err := Write(dir, rep); err != nil {
+		t.Fatal(err)
+	}
+	js, _ := os.ReadFile(filepath.Join(dir, "results.json"))
+	var got struct {
+		SchemaVersion int `json:"schema_version"`
+		Command       string
+		Reproduce     string
+		Environment   map[string]any
+		Ratios        []map[string]any
+		Summary       []map[string]any
+	}
+	if err := json.Unmarshal(js, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.SchemaVersion != 2 || got.Command != "lifenet matrix --quick" || got.Reproduce != "git checkout abc && go run ./cmd/lifenet matrix --quick" ||
+		got.Environment["commit"] != "abc" || got.Environment["commit_source"] != commitFromGit {
+		t.Errorf("results.json: %s", js)
+	}
+	want := map[string]any{"scenario": "tcp-1KB", "group": "TCP one-way", "baseline": "raw", "compared_by": "server packets/s", "pairs": 3.0,
+		"ratio": 1.0, "min": 0.9, "max": 1.2, "verdict": verdictNoise, "lifenet": 100.0, "baseline_rate": 100.0}
+	if len(got.Ratios) != 1 {
+		t.Fatalf("ratios %v", got.Ratios)
+	}
+	for k, v := range want {
+		if got.Ratios[0][k] != v {
+			t.Errorf("ratios[0].%s = %v, want %v", k, got.Ratios[0][k], v)
+		}
+	}
+	if pr, _ := got.Ratios[0]["pair_ratios"].([]any); len(pr) != 3 || pr[0] != 1.0 || pr[1] != 1.2 || pr[2] != 0.9 {
+		t.Errorf("pair_ratios %v, want 1, 1.2, 0.9 in round order", got.Ratios[0]["pair_ratios"])
+	}
+	if len(got.Summary) != 1 || got.Summary[0]["group"] != "TCP one-way" || got.Summary[0]["within_noise"] != 1.0 || got.Summary[0]["median"] != 1.0 {
+		t.Errorf("summary %v", got.Summary)
+	}
+	// Schema 1: no schema_version, ratios or summary.
+	os.WriteFile(filepath.Join(dir, "results.json"), []byte(`{"date":"d","seconds":2,"warmup":0.5,"rounds":3,"results":`+string(mustJSON(t, rs))+`}`), 0o644)
+	var out strings.Builder
+	if code := Main(context.Background(), []string{"--from", dir}, &out, &out); code != 0 {
+		t.Fatalf("--from: exit %d, %s", code, out.String())
+	}
+	again, err := Read(dir)
+	if err != nil || again.SchemaVersion != 2 || len(again.Ratios) != 1 || again.Ratios[0].Verdict != verdictNoise || len(again.Summary) != 1 {
+		t.Errorf("rewritten results.json: %v, %+v", err, again)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	js, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
 }

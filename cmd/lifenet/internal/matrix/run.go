@@ -32,6 +32,8 @@ type Options struct {
 	Pin         bool    // pin the server to CPU 0 and clients to CPU 1 (taskset)
 	Progress    io.Writer
 	BasePort    int
+	Env         *Environment // gathered before the runs (nil: when the report is made)
+	Args        []string     // the matrix's command-line arguments, for the report's command lines (nil: none recorded)
 }
 
 // Result is one scenario run with one implementation.

@@ -1,21 +1,34 @@
 package matrix
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
+	"time"
 )
 
-// group is one row of the report's summary: the scenarios of one kind and
-// the spread of their lifenet/raw ratios.
-type group struct {
-	name           string
-	ratios         []float64 // each scenario's ratio (median over rounds), sorted
-	atParity, near int       // scenarios at ≥ 0.95× and ≥ 0.90×
+// Group is one row of the report's summary (results.json "summary"): the
+// scenarios of one kind, the median and range of their lifenet/baseline
+// ratios, and how many of them are better, worse or within noise.
+type Group struct {
+	Name        string    `json:"group"`
+	Scenarios   int       `json:"scenarios"`
+	Median      float64   `json:"median"` // of the scenario ratios
+	Min         float64   `json:"min"`
+	Max         float64   `json:"max"`
+	Better      int       `json:"better"`       // scenarios whose spread across pairs is above 1.0
+	WithinNoise int       `json:"within_noise"` // … crosses 1.0
+	Worse       int       `json:"worse"`        // … is below 1.0
+	OnePair     int       `json:"one_pair"`     // scenarios with a single pair: no spread to judge by
+	AtParity    int       `json:"at_parity"`    // scenario ratios ≥ 0.95
+	ratios      []float64 // the scenario ratios, sorted once summarize is done
 }
 
 // groupName names the kind of scenario a ratio belongs to (TCP/UDP
@@ -52,28 +65,28 @@ const rpcGroup = "RPC vs net/rpc"
 // summarize groups the scenarios' ratios, in order of first appearance,
 // and appends the row for all of them (but the RPC rows, whose group
 // comes last).
-func summarize(ps []pair) []group {
-	var out []group
+func summarize(ps []pair) []Group {
+	var out []Group
 	index := map[string]int{}
-	all := group{name: "all"}
-	rpc := group{name: rpcGroup}
+	all := Group{Name: "all"}
+	rpc := Group{Name: rpcGroup}
 	for _, p := range ps {
 		if p.rounds == 0 {
 			continue
 		}
 		name := groupName(p.sc)
 		if name == rpcGroup {
-			rpc.add(p.ratio)
+			rpc.add(p)
 			continue
 		}
 		i, ok := index[name]
 		if !ok {
 			i = len(out)
 			index[name] = i
-			out = append(out, group{name: name})
+			out = append(out, Group{Name: name})
 		}
-		out[i].add(p.ratio)
-		all.add(p.ratio)
+		out[i].add(p)
+		all.add(p)
 	}
 	if len(out) > 1 {
 		out = append(out, all)
@@ -82,53 +95,71 @@ func summarize(ps []pair) []group {
 		out = append(out, rpc)
 	}
 	for i := range out {
-		slices.Sort(out[i].ratios)
+		g := &out[i]
+		slices.Sort(g.ratios)
+		g.Scenarios, g.Median, g.Min, g.Max = len(g.ratios), median(g.ratios), g.ratios[0], g.ratios[len(g.ratios)-1]
 	}
 	return out
 }
 
-func (g *group) add(ratio float64) {
-	g.ratios = append(g.ratios, ratio)
-	if ratio >= 0.95 {
-		g.atParity++
+func (g *Group) add(p pair) {
+	g.ratios = append(g.ratios, p.ratio)
+	if p.ratio >= 0.95 {
+		g.AtParity++
 	}
-	if ratio >= 0.90 {
-		g.near++
+	switch p.verdict() {
+	case verdictBetter:
+		g.Better++
+	case verdictWorse:
+		g.Worse++
+	case verdictNoise:
+		g.WithinNoise++
+	case verdictOnePair:
+		g.OnePair++
 	}
 }
 
-func writeSummary(w io.Writer, ps []pair) {
-	gs := summarize(ps)
-	if len(gs) == 0 {
-		return
+// verdictCounts is a group's "2 better · 1 within noise · …" cell.
+func (g Group) verdictCounts() string {
+	var parts []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{g.Better, verdictBetter}, {g.WithinNoise, verdictNoise}, {g.Worse, verdictWorse}, {g.OnePair, "one pair"}} {
+		if c.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
+		}
 	}
-	fmt.Fprintln(w, "## Summary")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| group | scenarios | median of the scenario ratios | range | ≥ 0.95× | ≥ 0.90× |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
-	for _, g := range gs {
-		fmt.Fprintf(w, "| %s | %d | **%.2f×** | %.2f–%.2f× | %d | %d |\n", g.name, len(g.ratios),
-			median(g.ratios), g.ratios[0], g.ratios[len(g.ratios)-1], g.atParity, g.near)
-	}
-	fmt.Fprintln(w)
+	return strings.Join(parts, " · ")
 }
 
 // Environment is the machine and build a report was made on, gathered
-// once when the report is made (see gatherEnvironment).
+// once when the matrix starts (see gatherEnvironment).
 type Environment struct {
-	CPU        string `json:"cpu"`              // /proc/cpuinfo "model name" on Linux, GOARCH otherwise
-	Cores      int    `json:"cores"`            // logical cores (runtime.NumCPU)
-	GOMAXPROCS int    `json:"gomaxprocs"`       // of the matrix process
-	OS         string `json:"os"`               // GOOS/GOARCH
-	Kernel     string `json:"kernel,omitempty"` // Linux: /proc/sys/kernel/osrelease
-	Go         string `json:"go"`               // runtime.Version
-	Commit     string `json:"commit"`           // vcs.revision (+ "-modified"), or "unknown"
+	CPU          string `json:"cpu"`              // /proc/cpuinfo "model name" on Linux, GOARCH otherwise
+	Cores        int    `json:"cores"`            // logical cores (runtime.NumCPU)
+	GOMAXPROCS   int    `json:"gomaxprocs"`       // of the matrix process
+	OS           string `json:"os"`               // GOOS/GOARCH
+	Kernel       string `json:"kernel,omitempty"` // Linux: /proc/sys/kernel/osrelease
+	Go           string `json:"go"`               // runtime.Version
+	Commit       string `json:"commit"`           // the commit measured (+ "-dirty" for uncommitted changes), or "unknown"
+	CommitSource string `json:"commit_source,omitempty"`
 }
 
-// gatherEnvironment reads the environment of this process.
+// Where Environment.Commit came from.
+const (
+	commitFromBuild = "build"         // the binary's VCS stamp
+	commitFromGit   = "git rev-parse" // the binary has none (go run, -buildvcs=false): the work tree's HEAD
+	commitUnknown   = "none: not a git work tree"
+)
+
+// gatherEnvironment reads the environment of this process. The commit is
+// the binary's VCS stamp or, when it has none (go run stamps none), the
+// HEAD of the git work tree the matrix runs in, with "-dirty" when `git
+// status --porcelain` lists changes.
 func gatherEnvironment() Environment {
 	env := Environment{CPU: runtime.GOARCH, Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0),
-		OS: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version(), Commit: "unknown"}
+		OS: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version(), Commit: "unknown", CommitSource: commitUnknown}
 	if runtime.GOOS == "linux" {
 		if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 			if m := cpuModel(string(b)); m != "" {
@@ -139,10 +170,34 @@ func gatherEnvironment() Environment {
 			env.Kernel = strings.TrimSpace(string(b))
 		}
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		env.Commit = commitOf(bi.Settings)
+	if bi, ok := debug.ReadBuildInfo(); ok && commitOf(bi.Settings) != "unknown" {
+		env.Commit, env.CommitSource = commitOf(bi.Settings), commitFromBuild
+	} else if c := gitCommit(""); c != "" {
+		env.Commit, env.CommitSource = c, commitFromGit
 	}
 	return env
+}
+
+// gitCommit is the HEAD of the git work tree at dir ("": the current
+// directory), "-dirty" appended when it has uncommitted changes, or "" if
+// dir is in no work tree (or git is missing).
+func gitCommit(dir string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	git := func(args ...string) ([]byte, error) {
+		cmd := exec.CommandContext(ctx, "git", args...)
+		cmd.Dir = dir
+		return cmd.Output()
+	}
+	head, err := git("rev-parse", "HEAD")
+	if err != nil {
+		return ""
+	}
+	rev := strings.TrimSpace(string(head))
+	if st, err := git("status", "--porcelain"); err != nil || len(bytes.TrimSpace(st)) > 0 {
+		rev += "-dirty"
+	}
+	return rev
 }
 
 // cpuModel is the first "model name" of a /proc/cpuinfo, or "".
@@ -156,7 +211,7 @@ func cpuModel(cpuinfo string) string {
 	return ""
 }
 
-// commitOf is the build's VCS revision, "-modified" when the tree had
+// commitOf is the build's VCS revision, "-dirty" when the tree had
 // changes, or "unknown".
 func commitOf(settings []debug.BuildSetting) string {
 	rev, modified := "", false
@@ -172,7 +227,7 @@ func commitOf(settings []debug.BuildSetting) string {
 		return "unknown"
 	}
 	if modified {
-		rev += "-modified"
+		rev += "-dirty"
 	}
 	return rev
 }
@@ -190,8 +245,12 @@ func writeEnvironment(w io.Writer, rep Report) {
 	if e.Kernel != "" {
 		osName += ", kernel " + e.Kernel
 	}
+	commit := e.Commit
+	if e.CommitSource != "" {
+		commit += " (" + e.CommitSource + ")"
+	}
 	fmt.Fprintf(w, "- CPU: %s\n- logical cores: %d · GOMAXPROCS: %d\n- OS: %s\n- Go: %s\n- lifenet commit: %s\n- date: %s\n\n",
-		e.CPU, e.Cores, e.GOMAXPROCS, osName, e.Go, e.Commit, rep.Date)
+		e.CPU, e.Cores, e.GOMAXPROCS, osName, e.Go, commit, rep.Date)
 }
 
 // writeHowToRead writes the paragraph that says what the ratios mean.
@@ -205,8 +264,10 @@ func writeHowToRead(w io.Writer, rep Report) {
 	fmt.Fprintf(w, "Every ratio is lifenet ÷ baseline, where the baseline is %s. "+
 		"For rates (Gbps, packets, messages, round trips, calls per second) higher is better and 1.00× is parity; "+
 		"for CPU, latency and bytes per message lower is better. "+
-		"One quick round on a shared machine is noisy, about ±30 %% per cell: read the medians of several rounds (`--rounds`), "+
-		"and treat a single-round ratio outside 0.5–2× as a reason to rerun, not a result. "+
+		"A scenario runs as alternating pairs (lifenet and its baseline back to back, taking turns going first; `--rounds`, 3 with `--quick`): "+
+		"its ratio is the median of the pair ratios and its spread their range. One pair on a shared machine swings about ±30 %%, "+
+		"so a ratio counts as better or worse only when its whole spread is above or below 1.00×; "+
+		"a spread that crosses 1.00× is within noise, neither a loss nor a win, and a single pair has no spread to judge by. "+
 		"Notes under a table say why a cell stands out where the tool knows.\n\n", baseline)
 }
 
