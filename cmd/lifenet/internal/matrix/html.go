@@ -58,7 +58,7 @@ func verdictHTML(ps []pair) string {
 	}
 	var b strings.Builder
 	b.WriteString("<h2>Verdict</h2>\n<div class=\"table\"><table class=\"verdict\">\n<tr><th>group</th><th class=\"num\">scenarios</th>" +
-		"<th class=\"num\">median of the scenario ratios</th><th class=\"num\">range</th><th>verdicts</th><th class=\"num\">≥ 0.95×</th></tr>\n")
+		"<th class=\"num\">median of the scenario ratios</th><th class=\"num\">their range</th><th>verdicts (by the spread across pairs)</th><th class=\"num\">≥ 0.95×</th></tr>\n")
 	for _, g := range gs {
 		var counts []string
 		for _, c := range []struct {

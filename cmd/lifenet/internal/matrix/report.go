@@ -212,7 +212,7 @@ func writeVerdict(w io.Writer, ps []pair) {
 	}
 	fmt.Fprintln(w, "## Verdict")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| group | scenarios | median of the scenario ratios | range | verdicts | ≥ 0.95× |")
+	fmt.Fprintln(w, "| group | scenarios | median of the scenario ratios | their range | verdicts (by the spread across pairs) | ≥ 0.95× |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---|---:|")
 	for _, g := range gs {
 		fmt.Fprintf(w, "| %s | %d | **%.2f×** | %.2f–%.2f× | %s | %d |\n", g.Name, g.Scenarios, g.Median, g.Min, g.Max, g.verdictCounts(), g.AtParity)
