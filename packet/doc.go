@@ -1,8 +1,8 @@
 // Package packet provides pooled, reference-counted byte buffers, the memory
 // every lifenet network layer receives into and sends from, and a byte pipe
-// (Pipe) for stream protocols built on them.
+// ([Pipe]) for stream protocols built on them.
 //
-// A *Packet is a handle: a view (offset, length) of a storage owner, plus an
+// A *[Packet] is a handle: a view (offset, length) of a storage owner, plus an
 // optional Next segment for scatter/gather. Pooled packets come from [Get] and
 // share one size-class pool per power of two from 64 B to 4 MiB; larger
 // requests are plain allocations that are never pooled. Wrap makes a plain,
@@ -14,7 +14,7 @@
 // handles (reference +1) without copying; each handle is released on its
 // own, and the storage returns to its pool exactly once, when the last handle
 // is released. Release releases the whole chain starting at the handle.
-// Releasing a handle twice panics with ErrReleased; a reference count that
+// Releasing a handle twice panics with [ErrReleased]; a reference count that
 // would go below zero panics with ErrOverRelease. Build with the
 // lifenet_debug tag to also detect any use of a released handle, poison
 // freed storage, and record the allocation stack of every outstanding buffer

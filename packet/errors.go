@@ -14,7 +14,7 @@ var (
 	// ErrShared is the panic value when an operation that needs the only
 	// reference to a buffer (Detach, growing Resize) finds others.
 	ErrShared = errors.New("packet: operation needs the only reference to the buffer")
-	// ErrBorrowed is the panic value when a Loan's view is detached, grown
+	// ErrBorrowed is the panic value when a [Loan]'s view is detached, grown
 	// or chained: it holds no reference to give away. Keep its bytes with
 	// Keep, Share or Clone instead.
 	ErrBorrowed = errors.New("packet: borrowed view (a Loan) cannot be given away; keep it with Keep, Share or Clone")

@@ -43,7 +43,7 @@ func (p *Packet) grow(k int) {
 // returns the packet that now starts with those k bytes (contents
 // unspecified); ownership of p moves into the result. When p is the only
 // handle to its storage and has k bytes of front slack (see
-// GetWithHeadroom), the header reuses the slack and the result is p itself;
+// [GetWithHeadroom]), the header reuses the slack and the result is p itself;
 // otherwise a new pooled k-byte segment is chained in front of p. The payload
 // is never copied.
 func (p *Packet) ExpandHeader(k int) *Packet {

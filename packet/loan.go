@@ -12,7 +12,7 @@ package packet
 // that lends views of its buffer learns from RefCount whether a receiver
 // kept a share, as it does for the buffer itself.
 //
-// A Loan is reused, not pooled: the zero value is ready, and one Loan serves
+// A [Loan] is reused, not pooled: the zero value is ready, and one Loan serves
 // one goroutine at a time.
 type Loan struct {
 	v Packet

@@ -80,7 +80,7 @@ func (p *Packet) RefCount() int {
 
 // Release gives up this handle and every segment chained after it. Storage
 // returns to its pool when its last handle is released. Releasing a released
-// handle panics with ErrReleased. Releasing a Loan's view does nothing: it
+// handle panics with ErrReleased. Releasing a [Loan]'s view does nothing: it
 // holds no reference.
 func (p *Packet) Release() {
 	for p != nil {
@@ -164,7 +164,7 @@ func (p *Packet) Skip(n int) {
 
 // Resize sets this segment's length to n. Shrinking is always allowed;
 // growing up to Cap() is allowed for plain views and for owned packets whose
-// storage no other handle shares (else it panics with ErrShared, because the
+// storage no other handle shares (else it panics with [ErrShared], because the
 // new bytes may belong to another view). It panics if n is out of [0, Cap()].
 func (p *Packet) Resize(n int) {
 	p.check()
@@ -179,7 +179,7 @@ func (p *Packet) Resize(n int) {
 
 // Detach ends the handle and returns its bytes, which leave the pool for
 // good and become ordinary garbage-collected memory. It panics with
-// ErrShared if other handles share the storage or the packet is chained.
+// [ErrShared] if other handles share the storage or the packet is chained.
 func (p *Packet) Detach() []byte {
 	p.check()
 	p.owning()
@@ -203,7 +203,7 @@ func (p *Packet) String() string {
 	return fmt.Sprintf("Packet(len=%d, total=%d, segments=%d, refs=%d)", len(p.buf), p.Total(), p.NumSegments(), p.RefCount())
 }
 
-// owning panics with ErrBorrowed if p is a Loan's view: the operation would
+// owning panics with [ErrBorrowed] if p is a [Loan]'s view: the operation would
 // give away or replace a reference the view does not hold.
 func (p *Packet) owning() {
 	if p.lent {
@@ -211,7 +211,7 @@ func (p *Packet) owning() {
 	}
 }
 
-// Borrowed reports whether p is a Loan's view (see Loan), which its
+// Borrowed reports whether p is a [Loan]'s view (see Loan), which its
 // receiver must not keep past the call that lent it.
 func (p *Packet) Borrowed() bool {
 	p.check()
@@ -224,7 +224,7 @@ func (p *Packet) Borrowed() bool {
 const KeepCopyBelow = 2 << 10
 
 // Keep returns a handle the caller owns for p's bytes: p itself, unless p is
-// a Loan's view; then a fitted copy if it is shorter than KeepCopyBelow,
+// a [Loan]'s view; then a fitted copy if it is shorter than [KeepCopyBelow],
 // else a share of its storage. Functions that take ownership of a packet
 // call Keep, so that a borrowed view can be passed to them safely.
 func (p *Packet) Keep() *Packet {

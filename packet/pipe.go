@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 )
 
-// Pipe defaults (NewLife v12 Pipe).
+// Pipe defaults (NewLife v12 [Pipe]).
 const (
 	// DefaultPauseThreshold is the unread byte count at which writers wait.
 	DefaultPauseThreshold = 1 << 20
@@ -20,7 +20,7 @@ const (
 	writeChunk = 4 << 10
 )
 
-// PipeConfig sets a Pipe's back-pressure. Writers wait once the bytes the
+// PipeConfig sets a [Pipe]'s back-pressure. Writers wait once the bytes the
 // reader has not yet examined reach PauseThreshold and continue once they fall
 // below ResumeThreshold (hysteresis). The zero value means the defaults;
 // [NoPause] as PauseThreshold turns back-pressure off.
@@ -63,7 +63,7 @@ func (c PipeConfig) Validate() error {
 }
 
 // Pipe is a byte pipe between one writer goroutine and one reader goroutine
-// (NewLife v12 Pipe). The writer moves packets in (Append, zero copy) or
+// (NewLife v12 [Pipe]). The writer moves packets in (Append, zero copy) or
 // copies bytes in (Write); the reader sees everything unconsumed as a list of
 // segments (Read, ReadAtLeast), reports progress as byte counts (Advance), or
 // cuts owned frames (TakeFrame). Back-pressure pauses the writer while too
@@ -185,7 +185,7 @@ func (p *Pipe) CloseWrite(err error) {
 }
 
 // CloseRead ends the reader side: unconsumed data is released, and pending
-// and later reads and writes fail with ErrClosedPipe (appended packets are
+// and later reads and writes fail with [ErrClosedPipe] (appended packets are
 // released). Later calls have no effect.
 func (p *Pipe) CloseRead() {
 	p.mu.Lock()

@@ -141,7 +141,7 @@ func (p *Pipe) consume(n int) {
 
 // TakeFrame cuts the first n unconsumed bytes out as an owned packet (whole
 // buffers move, partial ones are shared, nothing is copied) and consumes
-// them in the same step. It fails with ErrShortPipe if fewer than n bytes
+// them in the same step. It fails with [ErrShortPipe] if fewer than n bytes
 // are unconsumed.
 func (p *Pipe) TakeFrame(n int) (*Packet, error) {
 	p.mu.Lock()

@@ -71,7 +71,7 @@ func (p *Pipe) writeTail(hint int) *Packet {
 }
 
 // Flush waits while the pipe is paused (writer back-pressure). It returns
-// at once when the pipe is not paused, ErrClosedPipe if the reader closed
+// at once when the pipe is not paused, [ErrClosedPipe] if the reader closed
 // the pipe, or ctx's error if ctx ends first.
 func (p *Pipe) Flush(ctx context.Context) error {
 	for p.paused.Load() {

@@ -8,7 +8,7 @@ import (
 	"github.com/lifenet/lifenet/internal/pooltrack"
 )
 
-// Size classes: one pool per power of two from MinPooled to MaxPooled.
+// Size classes: one pool per power of two from [MinPooled] to MaxPooled.
 const (
 	// MinPooled is the smallest pooled buffer; smaller requests round up.
 	MinPooled = 1 << minShift
