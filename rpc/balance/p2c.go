@@ -17,9 +17,13 @@ import (
 // (default 10 s): a sample d later than the last weighs 1-e^(-d/Decay).
 // The first eight samples of an endpoint are averaged evenly instead, so
 // that one slow first call (a dial) does not set its load for a whole
-// time constant. An endpoint that gets no calls sees its average decay
-// towards zero by the same constant, so a server that was slow is tried
-// again. An endpoint with no sample yet is compared on its calls in flight
+// time constant. When P2C reads the average to compare, it decays it
+// towards zero by the same constant for the time since the endpoint's last
+// sample, so an endpoint that was slow, and was left alone for it, is
+// tried again: one 50 times slower than the others after about
+// ln 50 ≈ 4 time constants. An average with no sample for longer than
+// Decay is stale: the next sample starts it afresh, as an endpoint's
+// first, so an endpoint that has become fast has its share back at once. An endpoint with no sample yet is compared on its calls in flight
 // alone, neither favoured nor penalised for latency it has not shown.
 // Weights are ignored. A probe of an endpoint whose shield is over takes
 // precedence when it is one of the two.
@@ -110,20 +114,25 @@ func (p *P2C) lag(e *endpoint, now int64) float64 {
 
 func lagOf(e *endpoint) float64 { return math.Float64frombits(e.lag.Load()) }
 
-// sample folds one call's latency into e's average. Concurrent samples may
-// overwrite each other: the average loses a sample, never its bounds.
+// sample folds one call's latency into e's average: a sample d after the
+// last weighs 1-e^(-d/Decay), or 1/k for the k-th of the first eight; one
+// more than Decay after the last starts the average afresh.
+// (The decay of lag is for reading only: it lets an endpoint left alone
+// be tried again, and is not a sample.) Concurrent samples may overwrite
+// each other: the average loses a sample, never its bounds.
 func (s *set) sample(e *endpoint, latency time.Duration) {
 	now := s.now()
 	x := float64(max(latency, 0))
+	last := e.stamp.Load()
+	if last == 0 || now-last > int64(s.cfg.Decay) {
+		e.lag.Store(math.Float64bits(x)) // the first, or the average is stale
+		e.samples.Store(1)
+		e.stamp.Store(now)
+		return
+	}
 	k := e.samples.Load()
 	if k < warmup {
 		e.samples.Store(k + 1)
-	}
-	last := e.stamp.Load()
-	if last == 0 {
-		e.lag.Store(math.Float64bits(x))
-		e.stamp.Store(now)
-		return
 	}
 	alpha := 1 - math.Exp(-float64(max(now-last, 0))/float64(s.cfg.Decay))
 	if k < warmup {
