@@ -152,13 +152,13 @@ func TestShieldBackoff(t *testing.T) {
 			b := newBalancer(t, name, balance.Config{ShieldTime: time.Second, MaxShieldTime: 5 * time.Second}, "a", "b")
 			b.Done("a", rpc.PickResult{Unavailable: true})
 			for i, want := range []time.Duration{2, 4, 5, 5} {
-				time.Sleep(b.Stats()[0].ShieldedUntil.Sub(time.Now()))
+				time.Sleep(time.Until(b.Stats()[0].ShieldedUntil))
 				if got := pickN(t, b, 200, rpc.PickInfo{}, false); got["a"] != 1 {
 					t.Fatalf("probe %d: %v, want one pick of a", i, got)
 				}
 				b.Done("a", rpc.PickResult{Unavailable: true})
 				s := stat(t, b, "a")
-				if d := s.ShieldedUntil.Sub(time.Now()); d != want*time.Second || s.Failures != i+2 {
+				if d := time.Until(s.ShieldedUntil); d != want*time.Second || s.Failures != i+2 {
 					t.Fatalf("after failed probe %d: shield %v, failures %d; want %v, %d", i, d, s.Failures, want*time.Second, i+2)
 				}
 			}
@@ -166,7 +166,7 @@ func TestShieldBackoff(t *testing.T) {
 			pickN(t, b, 200, rpc.PickInfo{}, false)
 			b.Done("a", rpc.PickResult{})
 			b.Done("a", rpc.PickResult{Unavailable: true})
-			if d := stat(t, b, "a").ShieldedUntil.Sub(time.Now()); d != time.Second {
+			if d := time.Until(stat(t, b, "a").ShieldedUntil); d != time.Second {
 				t.Fatalf("after a success and a new failure: shield %v, want 1 s", d)
 			}
 		})
@@ -187,7 +187,7 @@ func TestShieldReportsOfEarlierCallsCountOnce(t *testing.T) {
 		}
 		b.Done("a", rpc.PickResult{}) // a call answered just before the reset
 		s := stat(t, b, "a")
-		if s.Failures != 1 || s.ShieldedUntil.Sub(time.Now()) != balance.DefaultShieldTime || s.InFlight != 0 {
+		if s.Failures != 1 || time.Until(s.ShieldedUntil) != balance.DefaultShieldTime || s.InFlight != 0 {
 			t.Fatalf("after 9 reports and a success: %+v, want 1 failure, the default shield, none in flight", s)
 		}
 	})
