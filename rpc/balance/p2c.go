@@ -57,8 +57,9 @@ func (p *P2C) Pick(info rpc.PickInfo) (string, error) {
 	}
 	var now int64
 	for range 3 {
-		i := rand.IntN(n)
-		j := rand.IntN(n - 1)
+		r := rand.Uint64() // two indexes from one draw (n < 2^32)
+		i := int((r >> 32) * uint64(n) >> 32)
+		j := int((r & 0xffffffff) * uint64(n-1) >> 32)
 		if j >= i {
 			j++
 		}
@@ -72,10 +73,7 @@ func (p *P2C) Pick(info rpc.PickInfo) (string, error) {
 			if s.status(b, &now) == expired && s.claim(b, now) {
 				return s.take(b)
 			}
-			if now == 0 {
-				now = s.now()
-			}
-			if p.less(b, a, now) {
+			if p.less(b, a) {
 				a = b
 			}
 			if s.pickable(a, &now) {
@@ -94,22 +92,42 @@ func (p *P2C) Pick(info rpc.PickInfo) (string, error) {
 	return s.take(s.random(sn, &info, false, &now))
 }
 
-// less reports whether a's load is below b's.
-func (p *P2C) less(a, b *endpoint, now int64) bool {
+// less reports whether a's load is below b's. Each average decays for
+// the time since its endpoint's last sample; since both decay from their
+// stamps to the same now, only the older one needs decaying, by the time
+// between the stamps, and Pick needs no clock.
+func (p *P2C) less(a, b *endpoint) bool {
 	fa, fb := float64(a.inflight.Load()+1), float64(b.inflight.Load()+1)
-	if a.stamp.Load() == 0 || b.stamp.Load() == 0 {
+	sa, sb := a.stamp.Load(), b.stamp.Load()
+	if sa == 0 || sb == 0 {
 		return fa < fb
 	}
-	return p.lag(a, now)*fa < p.lag(b, now)*fb
+	la, lb := lagOf(a), lagOf(b)
+	decay := float64(p.s.cfg.Decay)
+	if sa < sb {
+		la *= decay1(float64(sb-sa) / decay)
+	} else if sb < sa {
+		lb *= decay1(float64(sa-sb) / decay)
+	}
+	return la*fa < lb*fb
 }
 
-// lag is e's average latency decayed for the time since its last sample.
-func (p *P2C) lag(e *endpoint, now int64) float64 {
-	l := lagOf(e)
-	if d := now - e.stamp.Load(); d > 0 {
-		l *= math.Exp(-float64(d) / float64(p.s.cfg.Decay))
+// decay1 is e^(-x) for x ≥ 0, and decayed 1-e^(-x), the weight of a
+// sample x time constants after the last; for the small x of busy
+// endpoints both by their series (relative error below 10^-6), which
+// saves math.Exp on most calls.
+func decay1(x float64) float64 {
+	if x < 1.0/64 {
+		return 1 - decayed(x)
 	}
-	return l
+	return math.Exp(-x)
+}
+
+func decayed(x float64) float64 {
+	if x < 1.0/64 {
+		return x * (1 - x/2*(1-x/3))
+	}
+	return -math.Expm1(-x)
 }
 
 func lagOf(e *endpoint) float64 { return math.Float64frombits(e.lag.Load()) }
@@ -134,7 +152,7 @@ func (s *set) sample(e *endpoint, latency time.Duration) {
 	if k < warmup {
 		e.samples.Store(k + 1)
 	}
-	alpha := 1 - math.Exp(-float64(max(now-last, 0))/float64(s.cfg.Decay))
+	alpha := decayed(float64(max(now-last, 0)) / float64(s.cfg.Decay))
 	if k < warmup {
 		alpha = max(alpha, 1/float64(k+1))
 	}

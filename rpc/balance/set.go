@@ -31,7 +31,9 @@ type endpoint struct {
 
 	mu       sync.Mutex // shield transitions
 	failures int        // consecutive unavailable reports; 0 when healthy
-	probing  bool       // a pick was sent to it since its shield ended
+	// probing is set when a pick was sent to it since its shield ended;
+	// written under mu, read without it only to skip taking it.
+	probing atomic.Bool
 }
 
 // snapshot is one endpoint set as Update published it. It is never changed
@@ -212,7 +214,7 @@ func (s *set) claim(e *endpoint, now int64) bool {
 	if now < u {
 		return false // another pick won this probe
 	}
-	e.probing = true
+	e.probing.Store(true)
 	e.until.Store(now + int64(s.backoff(max(e.failures, 1))))
 	return true
 }
@@ -229,12 +231,12 @@ func (s *set) fail(e *endpoint) {
 	switch {
 	case u == 0:
 		e.failures = 1
-	case e.probing || now >= u:
+	case e.probing.Load() || now >= u:
 		e.failures++
 	default:
 		return
 	}
-	e.probing = false
+	e.probing.Store(false)
 	e.until.Store(now + int64(s.backoff(e.failures)))
 }
 
@@ -244,10 +246,10 @@ func (s *set) recover(e *endpoint) {
 	now := s.now()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if u := e.until.Load(); u != 0 && (e.probing || now >= u) {
+	if u := e.until.Load(); u != 0 && (e.probing.Load() || now >= u) {
 		e.until.Store(0)
 		e.failures = 0
-		e.probing = false
+		e.probing.Store(false)
 	}
 }
 
@@ -320,10 +322,10 @@ func (s *set) fallback(sn *snapshot, info *rpc.PickInfo, now *int64) *endpoint {
 			best, bestUntil, bestExcluded = e, u, excluded
 		}
 	}
-	if best != nil {
+	if best != nil && !best.probing.Load() {
 		best.mu.Lock()
 		if best.until.Load() != 0 {
-			best.probing = true // its Done decides, as a probe's
+			best.probing.Store(true) // its Done decides, as a probe's
 		}
 		best.mu.Unlock()
 	}
