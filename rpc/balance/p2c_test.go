@@ -49,10 +49,12 @@ func TestP2CMovesLoadFromSlow(t *testing.T) {
 		p := newP2C(t, balance.Config{}, "a", "b", "c")
 		slow := map[string]time.Duration{"a": 50 * time.Millisecond}
 		got := serve(t, p, 30000, time.Millisecond, slow) // 30 s
+		t.Logf("a 50× slower, 30 s: %v", got)
 		if got["a"] > 30 || got["b"] < 14000 || got["c"] < 14000 {
 			t.Fatalf("a 50× slower, 30 s: %v, want a < 0.1 %%, b and c about half each", got)
 		}
 		got = serve(t, p, 60000, time.Millisecond, slow) // 60 s more
+		t.Logf("60 s more: %v", got)
 		if got["a"] < 1 || got["a"] > 60 {
 			t.Fatalf("60 s more: %v, want a tried again, a few times", got)
 		}
@@ -60,6 +62,7 @@ func TestP2CMovesLoadFromSlow(t *testing.T) {
 		// of its last (slow) call, and then a third of the calls.
 		serve(t, p, 45000, time.Millisecond, nil)
 		got = serve(t, p, 15000, time.Millisecond, nil)
+		t.Logf("a fast again, 45 s to 60 s: %v", got)
 		if got["a"] < 4500 {
 			t.Fatalf("a fast again, 45 s to 60 s: %v, want a third for a", got)
 		}
