@@ -162,7 +162,9 @@ func (s *set) sample(e *endpoint, latency time.Duration) {
 }
 
 // Done implements [rpc.Balancer]; it folds the latency of a call that did
-// not find the endpoint unavailable into the endpoint's average.
+// not find the endpoint unavailable into the endpoint's average. A zero
+// Latency is no sample (an attempt abandoned before its reply, measured
+// by nothing).
 func (p *P2C) Done(addr string, result rpc.PickResult) { p.s.done(addr, result) }
 
 // Stats returns the state of each endpoint of the current set, in order.

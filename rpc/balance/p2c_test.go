@@ -122,7 +122,8 @@ func TestP2CUnseenIsNeutral(t *testing.T) {
 }
 
 // TestP2CAverage: the first samples are averaged evenly; later ones by
-// time, with the time constant Decay; an unavailable report is no sample;
+// time, with the time constant Decay; an unavailable report, or a zero
+// latency, is no sample;
 // one more than Decay after the last starts afresh.
 func TestP2CAverage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -136,8 +137,9 @@ func TestP2CAverage(t *testing.T) {
 			t.Fatalf("after 8 samples at once: %v, want their mean %v", got, want)
 		}
 		p.Done("a", rpc.PickResult{Latency: time.Hour, Unavailable: true})
+		p.Done("a", rpc.PickResult{})
 		if got, want := latency(), 507*time.Millisecond/8; got != want {
-			t.Fatalf("after an unavailable report: %v, want %v still", got, want)
+			t.Fatalf("after an unavailable report and a zero latency: %v, want %v still", got, want)
 		}
 		time.Sleep(2 * time.Second)
 		before := float64(latency())

@@ -140,7 +140,7 @@ func (s *set) done(addr string, r rpc.PickResult) {
 		s.fail(e)
 		return
 	}
-	if s.latency {
+	if s.latency && r.Latency > 0 {
 		s.sample(e, r.Latency)
 	}
 	if e.until.Load() != 0 {
