@@ -17,16 +17,16 @@ import (
 // (default 10 s): a sample d later than the last weighs 1-e^(-d/Decay).
 // The first eight samples of an endpoint are averaged evenly instead, so
 // that one slow first call (a dial) does not set its load for a whole
-// time constant. When P2C reads the average to compare, it decays it
-// towards zero by the same constant for the time since the endpoint's last
-// sample, so an endpoint that was slow, and was left alone for it, is
-// tried again: one 50 times slower than the others after about
-// ln 50 ≈ 4 time constants. An average with no sample for longer than
-// Decay is stale: the next sample starts it afresh, as an endpoint's
-// first, so an endpoint that has become fast has its share back at once. An endpoint with no sample yet is compared on its calls in flight
-// alone, neither favoured nor penalised for latency it has not shown.
-// Weights are ignored. A probe of an endpoint whose shield is over takes
-// precedence when it is one of the two.
+// time constant, and a sample more than Decay after the last starts the
+// average afresh, as a first. When P2C compares two averages, it decays
+// each towards zero by the same constant for the time since its last
+// sample, so an endpoint left alone for being slow is tried again (one 50
+// times slower than the others after about ln 50 ≈ 4 time constants), and
+// if it has become fast it has its share back from that call on. An
+// endpoint with no sample yet is compared on its calls in flight alone,
+// neither favoured nor penalised for latency it has not shown. Weights are
+// ignored. A probe of an endpoint whose shield is over takes precedence
+// when it is one of the two.
 type P2C struct{ s *set }
 
 var _ rpc.Balancer = (*P2C)(nil)
