@@ -19,10 +19,16 @@ type Balancer interface {
 	// the balancer owns the slice.
 	Update(endpoints []Endpoint)
 	// Pick chooses the endpoint for one attempt of a call and counts it
-	// in flight until Done. It fails with [ErrNoEndpoints] when the set is
-	// empty or every endpoint is excluded or shielded.
+	// in flight until Done. It fails, with [ErrNoEndpoints], only when the
+	// set is empty. It returns [PickInfo.Exclude] only if no other endpoint
+	// is usable and, when every endpoint is shielded, the one whose shield
+	// ends soonest (as a probe) rather than fail.
 	Pick(info PickInfo) (addr string, err error)
-	// Done reports how an attempt that Pick sent to addr ended.
+	// Done reports how an attempt that Pick sent to addr ended. It is
+	// called once for each Pick that returned no error, with the address
+	// Pick returned, after the attempt ended, whether or not addr is still
+	// in the set. A balancer ignores a Done for an address it does not
+	// know and never counts calls in flight below zero.
 	Done(addr string, result PickResult)
 }
 
@@ -44,8 +50,15 @@ type PickResult struct {
 	// Unavailable is set when the endpoint itself failed: the connection
 	// was refused, reset or closed, or the server is draining. Such an
 	// endpoint is shielded (skipped by Pick) until it is probed back. An
-	// error reply from the server is not unavailability.
+	// error reply from the server is not unavailability, and neither is a
+	// timeout by itself (a slow server is not a down one: its Latency
+	// tells).
 	Unavailable bool
+	// Canceled is set when the attempt ended before its reply for a reason
+	// not of the endpoint: the caller's ctx ended, or another attempt of
+	// the same call answered first. The balancer only ends the attempt's
+	// in-flight count: no latency sample, no shield change.
+	Canceled bool
 }
 
 type balanceKeyType struct{}

@@ -136,6 +136,9 @@ func (s *set) done(addr string, r rpc.PickResult) {
 			break
 		}
 	}
+	if r.Canceled {
+		return // not the endpoint's doing: no sample, no shield change
+	}
 	if r.Unavailable {
 		s.fail(e)
 		return

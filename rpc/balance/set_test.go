@@ -452,3 +452,39 @@ func BenchmarkPickDone(b *testing.B) {
 		})
 	}
 }
+
+// TestCanceledChangesNothingButInFlight: an attempt canceled for a reason
+// not of the endpoint ends its in-flight count and leaves the shield and
+// the latency as they were.
+func TestCanceledChangesNothingButInFlight(t *testing.T) {
+	forEach(t, func(t *testing.T, name string) {
+		synctest.Test(t, func(t *testing.T) {
+			b := newBalancer(t, name, balance.Config{ShieldTime: 10 * time.Second}, "a", "b")
+			b.Done("a", rpc.PickResult{Unavailable: true})
+			time.Sleep(10 * time.Second)
+			var probe string
+			for range 100 {
+				addr, err := b.Pick(rpc.PickInfo{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if addr == "a" {
+					probe = addr
+					break
+				}
+				b.Done(addr, rpc.PickResult{})
+			}
+			if probe != "a" {
+				t.Fatal("no probe of a after its shield")
+			}
+			if s := stat(t, b, "a"); s.InFlight != 1 {
+				t.Fatalf("the probe in flight: %+v", s)
+			}
+			b.Done("a", rpc.PickResult{Canceled: true, Latency: time.Millisecond})
+			s := stat(t, b, "a")
+			if s.InFlight != 0 || s.Failures != 1 || s.ShieldedUntil.IsZero() || s.Latency != 0 {
+				t.Fatalf("after a canceled probe: %+v, want nothing but the in-flight count changed", s)
+			}
+		})
+	})
+}
