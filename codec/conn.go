@@ -132,8 +132,9 @@ func newConn(s *transport.Session, o *Options) *Conn {
 		}
 	}
 	if f := flatStage(c.chain); f != nil && o.Handler != nil {
-		c.flat = &flatReplies{framing: f}
-		c.lf, _ = c.chain.handlers[len(c.chain.handlers)-1].(*lengthFieldHandler)
+		tail := c.chain.handlers[len(c.chain.handlers)-1]
+		c.flat = newFlat(f, tail, o.Handler)
+		c.lf, _ = tail.(*lengthFieldHandler)
 	}
 	switch o.Pipeline.match {
 	case MatchSRMP:
@@ -234,8 +235,12 @@ func (c *Conn) Session() *transport.Session { return c.sess }
 // message, a push, a length-field reply). It takes ownership of msg; a
 // borrowed message (such as the one a Handler got) is copied or kept.
 func (c *Conn) Write(msg any) error {
-	if c.flat != nil {
-		if p, ok := msg.(*packet.Packet); ok && c.lf != nil {
+	if fr := c.flat; fr != nil {
+		if p, ok := msg.(*packet.Packet); ok && p != nil && fr.format == flatLF16 && fr.hdr == 2 {
+			if n := p.Len(); n <= 1<<16-1 && c.appendWord(uint64(n), 2, p) { // the default header, from the stack
+				return nil
+			}
+		} else if ok && c.lf != nil {
 			if hdr, k, ok, err := c.lf.smallHeader(p); ok && err == nil && c.appendReply(hdr[:k], p) {
 				return nil
 			}
@@ -278,6 +283,15 @@ func (c *Conn) ReplyError(req *Message, payload *packet.Packet) error {
 // reply writes a reply: straight into the SRMP stage when it is the
 // pipeline's tail (no Message is made), else through the pipeline.
 func (c *Conn) reply(kind Kind, req *Message, payload *packet.Packet) error {
+	if fr := c.flat; fr != nil && fr.format == flatSRMP && payload != nil {
+		// A reply while a read is handled (the stage writes straight to
+		// the session then): into the read's reply buffer.
+		n := payload.Len()
+		hdr := uint64(byte(kind)<<srmpKindShift|req.Flag&srmpFlagMask) | uint64(req.Seq)<<8 | uint64(n)<<16
+		if n < srmpExtMarker && c.appendWord(hdr, srmpHeaderLen, payload) {
+			return nil
+		}
+	}
 	if c.srmpCtx != nil && c.chain.sess != nil && c.srmpCtx.index == c.chain.direct() && payload != nil && small(payload) {
 		// The common reply: into the read's reply buffer (flat path), or
 		// straight into the session's send buffer.

@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"encoding/binary"
 	"sync"
 	"sync/atomic"
 
@@ -9,9 +10,14 @@ import (
 
 // The flat read path. For the common pipeline of one framing stage on a
 // stream, the frames of a read are cut in one loop and each goes straight to
-// the connection's sink; replies to the borrowed requests being handled are
-// appended to a per-read buffer and handed to the session once, when the
-// read's frames are done (docs/perf/codec-echo.md has what each costs).
+// the connection's handler (or, for a reply, to its request); replies to the
+// borrowed requests being handled are appended to a per-read buffer and
+// handed to the session once, when the read's frames are done
+// (docs/perf/codec-echo.md has what each costs).
+//
+// The loop knows its format: SRMP and the default length field (two bytes,
+// little-endian) have their header read once, in the loop, and the view the
+// handler gets starts past it; other formats ask the framer's splitter.
 //
 // Order: every other write through the Conn made while a read is in
 // progress (a push, a request, a reply that is not small, from any
@@ -23,7 +29,21 @@ type flatReplies struct {
 	mu      sync.Mutex  // guards buf: replies may (wrongly, but safely) come from other goroutines
 	buf     []byte
 	rest    packet.Loan // the read's unframed tail, lent to the pipeline path (the framer's loan cuts frames in it)
+
+	format  flatFormat
+	hdr     int              // flatLF16: the header's length (Offset + 2)
+	max     int              // the framer's MaxFrame
+	handler func(*Conn, any) // Options.Handler
 }
+
+// How the flat loop cuts frames, and how small replies are encoded.
+type flatFormat uint8
+
+const (
+	flatSplitter flatFormat = iota // the framer's splitter, the stage's decode
+	flatSRMP                       // SRMP, read in the loop
+	flatLF16                       // a 2-byte little-endian length field after Offset bytes, read in the loop
+)
 
 // flatLimit bounds the per-read reply buffer; past it, replies go to the
 // session as they come.
@@ -40,6 +60,21 @@ func flatStage(ch *Chain) *framing {
 		return nil // lines are scanned, not cut by length: the pipeline path serves them
 	}
 	return framingOf(ch.handlers[n-1])
+}
+
+// newFlat sets up the flat path of the stage f, the tail of the
+// connection's pipeline.
+func newFlat(f *framing, tail Handler, handler func(*Conn, any)) *flatReplies {
+	fr := &flatReplies{framing: f, max: f.framer.max, handler: handler}
+	switch h := tail.(type) {
+	case srmpHandler:
+		fr.format = flatSRMP
+	case *lengthFieldHandler:
+		if s := h.lf.Size; s == 0 || s == 2 {
+			fr.format, fr.hdr = flatLF16, h.lf.Offset+2
+		}
+	}
+	return fr
 }
 
 // framingOf returns the framing of this package's framing stages, or nil.
@@ -60,46 +95,116 @@ func framingOf(h Handler) *framing {
 // caller's.
 func (c *Conn) flatRead(p *packet.Packet) {
 	fr := c.flat
-	f := fr.framing
 	b := p.Bytes()
-	f.ctx = &c.chain.ctxs[len(c.chain.ctxs)-1]
 	fr.inRead.Store(true)
 	defer func() {
 		if fr.inRead.Load() { // a handler panicked: the replies to the frames before it still go out
 			c.endRead()
 		}
 	}()
-	off := 0
-	for off < len(b) {
-		n, err := f.framer.frameLen(b[off:])
-		if err != nil || n <= 0 || n > len(b)-off {
-			break
-		}
-		v := f.framer.loan.Lend(p, off, n)
-		switch f.decode { // receiveFrame's common cases, in the loop: a call less per frame
-		case decodeSRMP:
-			f.in.lend(v)
-			err = c.sink(&f.in)
-			f.in = Message{}
-		case decodeHeader:
-			v.Skip(f.header)
-			err = c.sink(v)
-		default:
-			err = f.receiveFrame(v)
-		}
-		f.framer.loan.End()
-		if err != nil {
+	var off int
+	switch fr.format {
+	case flatSRMP:
+		off = c.flatSRMP(p, b)
+	case flatLF16:
+		off = c.flatLF16(p, b)
+	default:
+		var err error
+		if off, err = c.flatSplit(p, b); err != nil {
 			c.endRead()
 			c.sess.AbortAfterWrites(err)
 			return
 		}
-		off += n
 	}
 	c.endRead()
 	if off < len(b) {
 		c.read(fr.rest.Lend(p, off, len(b)-off))
 		fr.rest.End()
 	}
+}
+
+// flatLF16 handles the whole frames of b, p's bytes, in the default
+// length-field format and returns the bytes they take. A frame past
+// MaxFrame is left to the pipeline path, which reports it.
+func (c *Conn) flatLF16(p *packet.Packet, b []byte) int {
+	fr := c.flat
+	loan := &fr.framing.framer.loan
+	m, h, hl, max := c.m, fr.handler, fr.hdr, fr.max
+	off := 0
+	for len(b)-off >= hl {
+		n := hl + int(binary.LittleEndian.Uint16(b[off+hl-2:]))
+		if n > len(b)-off || n > max {
+			break
+		}
+		v := loan.Lend(p, off+hl, n-hl)
+		if m.pending() { // a reply to this side's oldest request
+			m.deliver(0, v)
+		} else {
+			h(c, v)
+		}
+		loan.End()
+		off += n
+	}
+	return off
+}
+
+// flatSRMP handles the whole SRMP frames of b, p's bytes, and returns the
+// bytes they take. A frame past MaxFrame, or one with a bad length, is left
+// to the pipeline path, which reports it.
+func (c *Conn) flatSRMP(p *packet.Packet, b []byte) int {
+	fr := c.flat
+	f := fr.framing
+	loan := &f.framer.loan
+	in := &f.in
+	m, h, max := c.m, fr.handler, fr.max
+	off := 0
+	for len(b)-off >= srmpHeaderLen {
+		r := b[off:]
+		n, hl := srmpHeaderLen+int(binary.LittleEndian.Uint16(r[2:])), srmpHeaderLen
+		if n == srmpHeaderLen+srmpExtMarker {
+			k, err := SRMPSplitter{}.FrameLen(r, max)
+			if err != nil || k <= 0 {
+				break
+			}
+			n, hl = k, srmpExtHeaderLen
+		}
+		if n > len(r) || n > max {
+			break
+		}
+		// Field by field, not a composite literal: see packet.Loan.Lend.
+		in.Kind, in.Flag, in.Seq, in.borrowed = Kind(r[0]>>srmpKindShift), r[0]&srmpFlagMask, r[1], true
+		in.Payload = loan.Lend(p, off+hl, n-hl)
+		if in.Kind >= KindReply { // a reply or an error reply
+			m.deliver(int(in.Seq), in)
+		} else {
+			h(c, in)
+		}
+		loan.End()
+		off += n
+	}
+	*in = Message{}
+	return off
+}
+
+// flatSplit handles the whole frames of b, p's bytes, cut by the framer's
+// splitter, and returns the bytes they take.
+func (c *Conn) flatSplit(p *packet.Packet, b []byte) (int, error) {
+	f := c.flat.framing
+	f.ctx = &c.chain.ctxs[len(c.chain.ctxs)-1]
+	off := 0
+	for off < len(b) {
+		n, err := f.framer.frameLen(b[off:])
+		if err != nil || n <= 0 || n > len(b)-off {
+			break
+		}
+		err = f.receiveFrame(f.framer.loan.Lend(p, off, n))
+		f.framer.loan.End()
+		if err != nil {
+			return off, err
+		}
+		off += n
+	}
+	return off, nil
 }
 
 // endRead hands the read's replies to the session.
@@ -148,4 +253,44 @@ func (c *Conn) appendReply(header []byte, payload *packet.Packet) bool {
 	fr.mu.Unlock()
 	payload.Release() // nothing for a borrowed view
 	return true
+}
+
+// appendWord is appendReply for a header of k <= 8 bytes given as the
+// little-endian bytes of hdr, on the flat path of a connection (c.flat is
+// set) and a non-nil payload: one store for the header.
+func (c *Conn) appendWord(hdr uint64, k int, payload *packet.Packet) bool {
+	fr := c.flat
+	b := payload.Bytes()
+	if payload.Next() != nil || len(b) >= copyBelow || !fr.inRead.Load() {
+		return false
+	}
+	fr.mu.Lock()
+	if !fr.inRead.Load() {
+		fr.mu.Unlock()
+		return false
+	}
+	l := len(fr.buf)
+	n := l + k + len(b)
+	if n+8 > cap(fr.buf) {
+		fr.grow(n + 8)
+	}
+	buf := fr.buf[:n]
+	binary.LittleEndian.PutUint64(fr.buf[l:l+8], hdr) // within the capacity; the payload overwrites what passes k
+	copy(buf[l+k:], b)
+	fr.buf = buf
+	if n >= flatLimit {
+		c.sendRepliesLocked()
+	}
+	fr.mu.Unlock()
+	if !payload.Borrowed() {
+		payload.Release()
+	}
+	return true
+}
+
+// grow makes room for n bytes in buf (called with mu held).
+func (fr *flatReplies) grow(n int) {
+	nb := make([]byte, len(fr.buf), max(n, 2*cap(fr.buf), 4<<10))
+	copy(nb, fr.buf)
+	fr.buf = nb
 }
