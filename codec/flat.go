@@ -26,8 +26,9 @@ import (
 type flatReplies struct {
 	framing *framing    // the one stage
 	inRead  atomic.Bool // the reading goroutine is handling a read's frames
-	mu      sync.Mutex  // guards buf: replies may (wrongly, but safely) come from other goroutines
-	buf     []byte
+	mu      sync.Mutex  // guards buf and n: replies may (wrongly, but safely) come from other goroutines
+	buf     []byte      // the replies' storage, all of it (len = cap)
+	n       int         // the bytes of buf in use
 	rest    packet.Loan // the read's unframed tail, lent to the pipeline path (the framer's loan cuts frames in it)
 
 	format  flatFormat
@@ -142,9 +143,12 @@ func (c *Conn) flatLF16(p *packet.Packet, b []byte) int {
 		} else {
 			h(c, v)
 		}
-		loan.End()
+		if debug {
+			loan.End() // the next Lend reuses the view; in debug builds a kept one panics
+		}
 		off += n
 	}
+	loan.End()
 	return off
 }
 
@@ -179,9 +183,12 @@ func (c *Conn) flatSRMP(p *packet.Packet, b []byte) int {
 		} else {
 			h(c, in)
 		}
-		loan.End()
+		if debug {
+			loan.End()
+		}
 		off += n
 	}
+	loan.End()
 	*in = Message{}
 	return off
 }
@@ -227,9 +234,9 @@ func (c *Conn) flushReplies() {
 }
 
 func (c *Conn) sendRepliesLocked() {
-	if fr := c.flat; len(fr.buf) > 0 {
-		c.sess.SendBytes(fr.buf) // a closed session drops them, as it would any write
-		fr.buf = fr.buf[:0]
+	if fr := c.flat; fr.n > 0 {
+		c.sess.SendBytes(fr.buf[:fr.n]) // a closed session drops them, as it would any write
+		fr.n = 0
 	}
 }
 
@@ -245,9 +252,15 @@ func (c *Conn) appendReply(header []byte, payload *packet.Packet) bool {
 		fr.mu.Unlock()
 		return false
 	}
-	fr.buf = append(fr.buf, header...)
-	fr.buf = append(fr.buf, payload.Bytes()...)
-	if len(fr.buf) >= flatLimit {
+	b := payload.Bytes()
+	l := fr.n
+	n := l + len(header) + len(b)
+	if n > len(fr.buf) {
+		fr.grow(n)
+	}
+	copy(fr.buf[l+copy(fr.buf[l:], header):], b)
+	fr.n = n
+	if n >= flatLimit {
 		c.sendRepliesLocked()
 	}
 	fr.mu.Unlock()
@@ -261,23 +274,21 @@ func (c *Conn) appendReply(header []byte, payload *packet.Packet) bool {
 func (c *Conn) appendWord(hdr uint64, k int, payload *packet.Packet) bool {
 	fr := c.flat
 	b := payload.Bytes()
-	if payload.Next() != nil || len(b) >= copyBelow || !fr.inRead.Load() {
+	if payload.Next() != nil || len(b) >= copyBelow {
 		return false
 	}
 	fr.mu.Lock()
-	if !fr.inRead.Load() {
-		fr.mu.Unlock()
-		return false
-	}
-	l := len(fr.buf)
+	l := fr.n
 	n := l + k + len(b)
-	if n+8 > cap(fr.buf) {
-		fr.grow(n + 8)
+	if n+8 > len(fr.buf) || !fr.inRead.Load() {
+		if !fr.roomLocked(n + 8) {
+			return false // not in a read: fr.mu is released
+		}
 	}
-	buf := fr.buf[:n]
-	binary.LittleEndian.PutUint64(fr.buf[l:l+8], hdr) // within the capacity; the payload overwrites what passes k
-	copy(buf[l+k:], b)
-	fr.buf = buf
+	buf := fr.buf
+	binary.LittleEndian.PutUint64(buf[l:], hdr) // the payload overwrites what passes k
+	copy(buf[l+k:n], b)
+	fr.n = n
 	if n >= flatLimit {
 		c.sendRepliesLocked()
 	}
@@ -288,9 +299,24 @@ func (c *Conn) appendWord(hdr uint64, k int, payload *packet.Packet) bool {
 	return true
 }
 
+// roomLocked makes room for n bytes in buf, or, outside a read, releases
+// mu and reports false (called with mu held).
+//
+//go:noinline
+func (fr *flatReplies) roomLocked(n int) bool {
+	if !fr.inRead.Load() {
+		fr.mu.Unlock()
+		return false
+	}
+	if n > len(fr.buf) {
+		fr.grow(n)
+	}
+	return true
+}
+
 // grow makes room for n bytes in buf (called with mu held).
 func (fr *flatReplies) grow(n int) {
-	nb := make([]byte, len(fr.buf), max(n, 2*cap(fr.buf), 4<<10))
-	copy(nb, fr.buf)
+	nb := make([]byte, max(n, 2*len(fr.buf), 4<<10))
+	copy(nb, fr.buf[:fr.n])
 	fr.buf = nb
 }
