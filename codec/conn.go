@@ -2,6 +2,7 @@ package codec
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
@@ -236,9 +237,27 @@ func (c *Conn) Session() *transport.Session { return c.sess }
 // borrowed message (such as the one a Handler got) is copied or kept.
 func (c *Conn) Write(msg any) error {
 	if fr := c.flat; fr != nil {
-		if p, ok := msg.(*packet.Packet); ok && p != nil && fr.format == flatLF16 && fr.hdr == 2 {
-			if n := p.Len(); n <= 1<<16-1 && c.appendWord(uint64(n), 2, p) { // the default header, from the stack
-				return nil
+		if p, ok := msg.(*packet.Packet); ok && p != nil && fr.format == flatLF16 {
+			// appendWord(uint64(p.Len()), 2, p), written out: a call less per reply.
+			b := p.Bytes()
+			if p.Next() == nil && len(b) < copyBelow {
+				fr.mu.Lock()
+				l := fr.n
+				n := l + 2 + len(b)
+				if n+8 <= len(fr.buf) && fr.inRead.Load() || fr.roomLocked(n+8) {
+					buf := fr.buf
+					binary.LittleEndian.PutUint16(buf[l:], uint16(len(b)))
+					copy(buf[l+2:n], b)
+					fr.n = n
+					if n >= flatLimit {
+						c.sendRepliesLocked()
+					}
+					fr.mu.Unlock()
+					if !p.Borrowed() {
+						p.Release()
+					}
+					return nil
+				}
 			}
 		} else if ok && c.lf != nil {
 			if hdr, k, ok, err := c.lf.smallHeader(p); ok && err == nil && c.appendReply(hdr[:k], p) {

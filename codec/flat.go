@@ -43,7 +43,7 @@ type flatFormat uint8
 const (
 	flatSplitter flatFormat = iota // the framer's splitter, the stage's decode
 	flatSRMP                       // SRMP, read in the loop
-	flatLF16                       // a 2-byte little-endian length field after Offset bytes, read in the loop
+	flatLF16                       // the default length field (2 bytes, little-endian, no offset), read in the loop
 )
 
 // flatLimit bounds the per-read reply buffer; past it, replies go to the
@@ -71,8 +71,8 @@ func newFlat(f *framing, tail Handler, handler func(*Conn, any)) *flatReplies {
 	case srmpHandler:
 		fr.format = flatSRMP
 	case *lengthFieldHandler:
-		if s := h.lf.Size; s == 0 || s == 2 {
-			fr.format, fr.hdr = flatLF16, h.lf.Offset+2
+		if s := h.lf.Size; (s == 0 || s == 2) && h.lf.Offset == 0 {
+			fr.format = flatLF16
 		}
 	}
 	return fr
@@ -108,7 +108,7 @@ func (c *Conn) flatRead(p *packet.Packet) {
 	case flatSRMP:
 		off = c.flatSRMP(p, b)
 	case flatLF16:
-		off = c.flatLF16(p, b)
+		off = c.flatLF16(p)
 	default:
 		var err error
 		if off, err = c.flatSplit(p, b); err != nil {
@@ -124,31 +124,30 @@ func (c *Conn) flatRead(p *packet.Packet) {
 	}
 }
 
-// flatLF16 handles the whole frames of b, p's bytes, in the default
-// length-field format and returns the bytes they take. A frame past
-// MaxFrame is left to the pipeline path, which reports it.
-func (c *Conn) flatLF16(p *packet.Packet, b []byte) int {
-	fr := c.flat
-	loan := &fr.framing.framer.loan
-	m, h, hl, max := c.m, fr.handler, fr.hdr, fr.max
+// flatLF16 handles the whole frames of p in the default length-field
+// format (a 2-byte little-endian length, no offset) and returns the bytes
+// they take. A frame past MaxFrame is left to the pipeline path, which
+// reports it.
+func (c *Conn) flatLF16(p *packet.Packet) int {
+	b := p.Bytes()
 	off := 0
-	for len(b)-off >= hl {
-		n := hl + int(binary.LittleEndian.Uint16(b[off+hl-2:]))
-		if n > len(b)-off || n > max {
+	for off+2 <= len(b) {
+		n := 2 + (int(b[off]) | int(b[off+1])<<8)
+		if n > len(b)-off || n > c.flat.max {
 			break
 		}
-		v := loan.Lend(p, off+hl, n-hl)
-		if m.pending() { // a reply to this side's oldest request
-			m.deliver(0, v)
+		v := c.flat.framing.framer.loan.Lend(p, off+2, n-2)
+		if c.m.pending() { // a reply to this side's oldest request
+			c.m.deliver(0, v)
 		} else {
-			h(c, v)
+			c.flat.handler(c, v)
 		}
 		if debug {
-			loan.End() // the next Lend reuses the view; in debug builds a kept one panics
+			c.flat.framing.framer.loan.End() // the next Lend reuses the view; in debug builds a kept one panics
 		}
 		off += n
 	}
-	loan.End()
+	c.flat.framing.framer.loan.End()
 	return off
 }
 
