@@ -303,12 +303,28 @@ func (c *Conn) ReplyError(req *Message, payload *packet.Packet) error {
 // pipeline's tail (no Message is made), else through the pipeline.
 func (c *Conn) reply(kind Kind, req *Message, payload *packet.Packet) error {
 	if fr := c.flat; fr != nil && fr.format == flatSRMP && payload != nil {
-		// A reply while a read is handled (the stage writes straight to
-		// the session then): into the read's reply buffer.
-		n := payload.Len()
-		hdr := uint64(byte(kind)<<srmpKindShift|req.Flag&srmpFlagMask) | uint64(req.Seq)<<8 | uint64(n)<<16
-		if n < srmpExtMarker && c.appendWord(hdr, srmpHeaderLen, payload) {
-			return nil
+		// A small reply while a read is handled (the stage writes straight
+		// to the session then): into the read's reply buffer, the header
+		// as one store.
+		b := payload.Bytes()
+		if payload.Next() == nil && len(b) < copyBelow {
+			fr.mu.Lock()
+			l := fr.n
+			n := l + srmpHeaderLen + len(b)
+			if n+8 <= len(fr.buf) && fr.inRead.Load() || fr.roomLocked(n+8) {
+				buf := fr.buf
+				binary.LittleEndian.PutUint32(buf[l:], uint32(byte(kind)<<srmpKindShift|req.Flag&srmpFlagMask)|uint32(req.Seq)<<8|uint32(len(b))<<16)
+				copy(buf[l+srmpHeaderLen:n], b)
+				fr.n = n
+				if n >= flatLimit {
+					c.sendRepliesLocked()
+				}
+				fr.mu.Unlock()
+				if !payload.Borrowed() {
+					payload.Release()
+				}
+				return nil
+			}
 		}
 	}
 	if c.srmpCtx != nil && c.chain.sess != nil && c.srmpCtx.index == c.chain.direct() && payload != nil && small(payload) {

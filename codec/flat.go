@@ -1,7 +1,6 @@
 package codec
 
 import (
-	"encoding/binary"
 	"sync"
 	"sync/atomic"
 
@@ -106,7 +105,7 @@ func (c *Conn) flatRead(p *packet.Packet) {
 	var off int
 	switch fr.format {
 	case flatSRMP:
-		off = c.flatSRMP(p, b)
+		off = c.flatSRMP(p)
 	case flatLF16:
 		off = c.flatLF16(p)
 	default:
@@ -129,41 +128,44 @@ func (c *Conn) flatRead(p *packet.Packet) {
 // they take. A frame past MaxFrame is left to the pipeline path, which
 // reports it.
 func (c *Conn) flatLF16(p *packet.Packet) int {
+	fr := c.flat
+	loan := &fr.framing.framer.loan
+	m, h, max := c.m, fr.handler, fr.max
 	b := p.Bytes()
 	off := 0
-	for off+2 <= len(b) {
-		n := 2 + (int(b[off]) | int(b[off+1])<<8)
-		if n > len(b)-off || n > c.flat.max {
+	for len(b)-off >= 2 {
+		r := b[off:]
+		n := 2 + (int(r[0]) | int(r[1])<<8)
+		if n > len(r) || n > max {
 			break
 		}
-		v := c.flat.framing.framer.loan.Lend(p, off+2, n-2)
-		if c.m.pending() { // a reply to this side's oldest request
-			c.m.deliver(0, v)
+		v := loan.Lend(p, off+2, n-2)
+		if m.pending() { // a reply to this side's oldest request
+			m.deliver(0, v)
 		} else {
-			c.flat.handler(c, v)
+			h(c, v)
 		}
 		if debug {
-			c.flat.framing.framer.loan.End() // the next Lend reuses the view; in debug builds a kept one panics
+			loan.End() // the next Lend reuses the view; in debug builds a kept one panics
 		}
 		off += n
 	}
-	c.flat.framing.framer.loan.End()
+	loan.End()
 	return off
 }
 
-// flatSRMP handles the whole SRMP frames of b, p's bytes, and returns the
-// bytes they take. A frame past MaxFrame, or one with a bad length, is left
-// to the pipeline path, which reports it.
-func (c *Conn) flatSRMP(p *packet.Packet, b []byte) int {
+// flatSRMP handles the whole SRMP frames of p and returns the bytes they
+// take. A frame past MaxFrame, or one with a bad length, is left to the
+// pipeline path, which reports it.
+func (c *Conn) flatSRMP(p *packet.Packet) int {
 	fr := c.flat
-	f := fr.framing
-	loan := &f.framer.loan
-	in := &f.in
+	loan, in := &fr.framing.framer.loan, &fr.framing.in
 	m, h, max := c.m, fr.handler, fr.max
+	b := p.Bytes()
 	off := 0
 	for len(b)-off >= srmpHeaderLen {
 		r := b[off:]
-		n, hl := srmpHeaderLen+int(binary.LittleEndian.Uint16(r[2:])), srmpHeaderLen
+		n, hl := srmpHeaderLen+(int(r[2])|int(r[3])<<8), srmpHeaderLen
 		if n == srmpHeaderLen+srmpExtMarker {
 			k, err := SRMPSplitter{}.FrameLen(r, max)
 			if err != nil || k <= 0 {
@@ -267,39 +269,9 @@ func (c *Conn) appendReply(header []byte, payload *packet.Packet) bool {
 	return true
 }
 
-// appendWord is appendReply for a header of k <= 8 bytes given as the
-// little-endian bytes of hdr, on the flat path of a connection (c.flat is
-// set) and a non-nil payload: one store for the header.
-func (c *Conn) appendWord(hdr uint64, k int, payload *packet.Packet) bool {
-	fr := c.flat
-	b := payload.Bytes()
-	if payload.Next() != nil || len(b) >= copyBelow {
-		return false
-	}
-	fr.mu.Lock()
-	l := fr.n
-	n := l + k + len(b)
-	if n+8 > len(fr.buf) || !fr.inRead.Load() {
-		if !fr.roomLocked(n + 8) {
-			return false // not in a read: fr.mu is released
-		}
-	}
-	buf := fr.buf
-	binary.LittleEndian.PutUint64(buf[l:], hdr) // the payload overwrites what passes k
-	copy(buf[l+k:n], b)
-	fr.n = n
-	if n >= flatLimit {
-		c.sendRepliesLocked()
-	}
-	fr.mu.Unlock()
-	if !payload.Borrowed() {
-		payload.Release()
-	}
-	return true
-}
-
 // roomLocked makes room for n bytes in buf, or, outside a read, releases
-// mu and reports false (called with mu held).
+// mu and reports false (called with mu held): the slow part of appending a
+// small reply, which Conn.Write and Conn.reply write out themselves.
 //
 //go:noinline
 func (fr *flatReplies) roomLocked(n int) bool {
