@@ -2,7 +2,6 @@ package codec
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
@@ -236,30 +235,35 @@ func (c *Conn) Session() *transport.Session { return c.sess }
 // message, a push, a length-field reply). It takes ownership of msg; a
 // borrowed message (such as the one a Handler got) is copied or kept.
 func (c *Conn) Write(msg any) error {
-	if fr := c.flat; fr != nil {
-		if p, ok := msg.(*packet.Packet); ok && p != nil && fr.format == flatLF16 {
-			// appendWord(uint64(p.Len()), 2, p), written out: a call less per reply.
-			b := p.Bytes()
-			if p.Next() == nil && len(b) < copyBelow {
-				fr.mu.Lock()
-				l := fr.n
-				n := l + 2 + len(b)
-				if n+8 <= len(fr.buf) && fr.inRead.Load() || fr.roomLocked(n+8) {
-					buf := fr.buf
-					binary.LittleEndian.PutUint16(buf[l:], uint16(len(b)))
-					copy(buf[l+2:n], b)
-					fr.n = n
-					if n >= flatLimit {
-						c.sendRepliesLocked()
-					}
-					fr.mu.Unlock()
-					if !p.Borrowed() {
-						p.Release()
-					}
-					return nil
-				}
+	if p, ok := msg.(*packet.Packet); ok && p != nil && c.flat != nil && c.flat.format == flatLF16 && p.Next() == nil && p.Len() < copyBelow {
+		// A small reply while a read is handled: into the read's reply
+		// buffer (appendReply, written out here: a call less per reply).
+		fr := c.flat
+		fr.mu.Lock()
+		b, l := p.Bytes(), fr.n
+		if n := l + 2 + len(b); n <= len(fr.buf) && fr.inRead.Load() {
+			d := fr.buf[l:n]
+			_ = d[1]
+			d[0], d[1] = byte(len(b)), byte(len(b)>>8)
+			copy(d[2:], b)
+			fr.n = n
+			if n >= flatLimit {
+				c.sendRepliesLocked()
 			}
-		} else if ok && c.lf != nil {
+			fr.mu.Unlock()
+			if !p.Borrowed() {
+				p.Release()
+			}
+			return nil
+		}
+		fr.mu.Unlock() // not in a read, or the buffer must grow
+	}
+	return c.write(msg)
+}
+
+func (c *Conn) write(msg any) error {
+	if c.flat != nil {
+		if p, ok := msg.(*packet.Packet); ok && c.lf != nil {
 			if hdr, k, ok, err := c.lf.smallHeader(p); ok && err == nil && c.appendReply(hdr[:k], p) {
 				return nil
 			}
@@ -302,31 +306,33 @@ func (c *Conn) ReplyError(req *Message, payload *packet.Packet) error {
 // reply writes a reply: straight into the SRMP stage when it is the
 // pipeline's tail (no Message is made), else through the pipeline.
 func (c *Conn) reply(kind Kind, req *Message, payload *packet.Packet) error {
-	if fr := c.flat; fr != nil && fr.format == flatSRMP && payload != nil {
-		// A small reply while a read is handled (the stage writes straight
-		// to the session then): into the read's reply buffer, the header
-		// as one store.
-		b := payload.Bytes()
-		if payload.Next() == nil && len(b) < copyBelow {
-			fr.mu.Lock()
-			l := fr.n
-			n := l + srmpHeaderLen + len(b)
-			if n+8 <= len(fr.buf) && fr.inRead.Load() || fr.roomLocked(n+8) {
-				buf := fr.buf
-				binary.LittleEndian.PutUint32(buf[l:], uint32(byte(kind)<<srmpKindShift|req.Flag&srmpFlagMask)|uint32(req.Seq)<<8|uint32(len(b))<<16)
-				copy(buf[l+srmpHeaderLen:n], b)
-				fr.n = n
-				if n >= flatLimit {
-					c.sendRepliesLocked()
-				}
-				fr.mu.Unlock()
-				if !payload.Borrowed() {
-					payload.Release()
-				}
-				return nil
+	if payload != nil && c.flat != nil && c.flat.format == flatSRMP && payload.Next() == nil && payload.Len() < copyBelow {
+		// A small reply while a read is handled: into the read's reply
+		// buffer (appendReply, written out here: a call less per reply).
+		fr := c.flat
+		fr.mu.Lock()
+		b, l := payload.Bytes(), fr.n
+		if n := l + srmpHeaderLen + len(b); n <= len(fr.buf) && fr.inRead.Load() {
+			d := fr.buf[l:n]
+			_ = d[3]
+			d[0], d[1], d[2], d[3] = byte(kind)<<srmpKindShift|req.Flag&srmpFlagMask, req.Seq, byte(len(b)), byte(len(b)>>8)
+			copy(d[srmpHeaderLen:], b)
+			fr.n = n
+			if n >= flatLimit {
+				c.sendRepliesLocked()
 			}
+			fr.mu.Unlock()
+			if !payload.Borrowed() {
+				payload.Release()
+			}
+			return nil
 		}
+		fr.mu.Unlock() // not in a read, or the buffer must grow
 	}
+	return c.replySlow(kind, req, payload)
+}
+
+func (c *Conn) replySlow(kind Kind, req *Message, payload *packet.Packet) error {
 	if c.srmpCtx != nil && c.chain.sess != nil && c.srmpCtx.index == c.chain.direct() && payload != nil && small(payload) {
 		// The common reply: into the read's reply buffer (flat path), or
 		// straight into the session's send buffer.

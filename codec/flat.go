@@ -269,22 +269,6 @@ func (c *Conn) appendReply(header []byte, payload *packet.Packet) bool {
 	return true
 }
 
-// roomLocked makes room for n bytes in buf, or, outside a read, releases
-// mu and reports false (called with mu held): the slow part of appending a
-// small reply, which Conn.Write and Conn.reply write out themselves.
-//
-//go:noinline
-func (fr *flatReplies) roomLocked(n int) bool {
-	if !fr.inRead.Load() {
-		fr.mu.Unlock()
-		return false
-	}
-	if n > len(fr.buf) {
-		fr.grow(n)
-	}
-	return true
-}
-
 // grow makes room for n bytes in buf (called with mu held).
 func (fr *flatReplies) grow(n int) {
 	nb := make([]byte, max(n, 2*len(fr.buf), 4<<10))
