@@ -1,6 +1,7 @@
 package codec_test
 
 import (
+	"io"
 	"net"
 	"testing"
 
@@ -51,5 +52,64 @@ func TestFlatPathKeepsWriteOrder(t *testing.T) {
 			t.Fatalf("message %d: kind %d seq %d, %d bytes; want kind %d seq %d, %d bytes", i, m.Kind, m.Seq, m.Payload.Total(), w.kind, w.seq, w.n)
 		}
 		m.Release()
+	}
+}
+
+// On the flat read path every frame of a read is lent in the same view,
+// which ends with the read: in lifenet_debug builds a handler that (wrongly)
+// kept a borrowed payload panics when it uses it after the read.
+func TestFlatPathEndsTheLoanWithTheRead(t *testing.T) {
+	leakcheck.Check(t)
+	for _, format := range []string{"lengthfield", "srmp"} {
+		t.Run(format, func(t *testing.T) {
+			var stale *packet.Packet
+			closed := make(chan any, 1)
+			opts := codec.Options{
+				Pipeline: lfPipeline(),
+				Handler: func(c *codec.Conn, msg any) {
+					if m, ok := msg.(*codec.Message); ok {
+						stale = m.Payload
+						c.Reply(m, m.Payload)
+						return
+					}
+					stale = msg.(*packet.Packet)
+					c.Write(stale)
+				},
+				OnClose: func(*codec.Conn, error) { closed <- panicOf(func() { stale.Len() }) }, // the reading goroutine, after its reads
+			}
+			var frames []byte // three frames in one write: one read on the server
+			for i := range 3 {
+				body := []byte{'a' + byte(i), 'b'}
+				if format == "srmp" {
+					frames = append(frames, encodeSRMP(t, codec.KindRequest, codec.FlagBinary, uint8(i+1), body)...)
+				} else {
+					frames = append(frames, byte(len(body)), 0)
+					frames = append(frames, body...)
+				}
+			}
+			if format == "srmp" {
+				opts.Pipeline = srmpPipeline()
+			}
+			_, addr := serve(t, "tcp", opts)
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conn.Write(frames); err != nil {
+				t.Fatal(err)
+			}
+			echo := make([]byte, len(frames)) // the replies are as long as the requests
+			if _, err := io.ReadFull(conn, echo); err != nil {
+				t.Fatal(err)
+			}
+			conn.Close()
+			r := <-closed
+			if debugBuild && r != packet.ErrReleased {
+				t.Errorf("a payload kept past its read: panic %v, want ErrReleased", r)
+			}
+			if !debugBuild && r != nil {
+				t.Errorf("a payload kept past its read: panic %v in a build without lifenet_debug", r)
+			}
+		})
 	}
 }
