@@ -237,7 +237,9 @@ func (c *Conn) Session() *transport.Session { return c.sess }
 func (c *Conn) Write(msg any) error {
 	if p, ok := msg.(*packet.Packet); ok && p != nil && c.flat != nil && c.flat.format == flatLF16 && p.Next() == nil && p.Len() < copyBelow {
 		// A small reply while a read is handled: into the read's reply
-		// buffer (appendReply, written out here: a call less per reply).
+		// buffer, the 2-byte length, then the payload (appendReply written
+		// out for the default field: a call and a header array less per
+		// reply; growth and the case outside a read are left to it).
 		fr := c.flat
 		fr.mu.Lock()
 		b, l := p.Bytes(), fr.n
@@ -261,6 +263,7 @@ func (c *Conn) Write(msg any) error {
 	return c.write(msg)
 }
 
+// write is Write past its fast path.
 func (c *Conn) write(msg any) error {
 	if c.flat != nil {
 		if p, ok := msg.(*packet.Packet); ok && c.lf != nil {
@@ -308,7 +311,8 @@ func (c *Conn) ReplyError(req *Message, payload *packet.Packet) error {
 func (c *Conn) reply(kind Kind, req *Message, payload *packet.Packet) error {
 	if payload != nil && c.flat != nil && c.flat.format == flatSRMP && payload.Next() == nil && payload.Len() < copyBelow {
 		// A small reply while a read is handled: into the read's reply
-		// buffer (appendReply, written out here: a call less per reply).
+		// buffer, the 4-byte header, then the payload (appendReply written
+		// out for SRMP, as in Write).
 		fr := c.flat
 		fr.mu.Lock()
 		b, l := payload.Bytes(), fr.n
@@ -332,6 +336,7 @@ func (c *Conn) reply(kind Kind, req *Message, payload *packet.Packet) error {
 	return c.replySlow(kind, req, payload)
 }
 
+// replySlow is reply past its fast path.
 func (c *Conn) replySlow(kind Kind, req *Message, payload *packet.Packet) error {
 	if c.srmpCtx != nil && c.chain.sess != nil && c.srmpCtx.index == c.chain.direct() && payload != nil && small(payload) {
 		// The common reply: into the read's reply buffer (flat path), or

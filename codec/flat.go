@@ -15,8 +15,11 @@ import (
 // (docs/perf/codec-echo.md has what each costs).
 //
 // The loop knows its format: SRMP and the default length field (two bytes,
-// little-endian) have their header read once, in the loop, and the view the
-// handler gets starts past it; other formats ask the framer's splitter.
+// little-endian, no offset) have their header read once, in the loop, and
+// the view the handler gets starts past it; other formats ask the framer's
+// splitter. Every frame of a read is lent in the same view (the next frame's
+// Lend re-points it), which ends with the read. Conn.Write and Conn.reply
+// append a small reply of these two formats themselves.
 //
 // Order: every other write through the Conn made while a read is in
 // progress (a push, a request, a reply that is not small, from any
@@ -31,7 +34,6 @@ type flatReplies struct {
 	rest    packet.Loan // the read's unframed tail, lent to the pipeline path (the framer's loan cuts frames in it)
 
 	format  flatFormat
-	hdr     int              // flatLF16: the header's length (Offset + 2)
 	max     int              // the framer's MaxFrame
 	handler func(*Conn, any) // Options.Handler
 }
