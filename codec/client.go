@@ -10,7 +10,7 @@ import (
 
 // Client is a codec-level client: a transport client whose connection runs
 // a pipeline, with requests and replies matched. All methods are safe for
-// concurrent use; with AutoReconnect each new connection gets a new Conn,
+// concurrent use; with AutoReconnect each new connection gets a new [Conn],
 // and the calls go to the current one.
 type Client struct {
 	tc   *transport.Client
@@ -41,7 +41,7 @@ func Dial(ctx context.Context, network, address string, cfg transport.ClientConf
 		NewHandler: func(s *transport.Session) transport.SessionHandler {
 			conn := newConn(s, o)
 			c.conn.Store(conn)
-			return conn
+			return (*sessionHandler)(conn)
 		},
 	}
 	tc, err := transport.Dial(ctx, network, address, cfg, h)
@@ -63,46 +63,46 @@ func Dial(ctx context.Context, network, address string, cfg transport.ClientConf
 func (c *Client) Conn() *Conn { return c.conn.Load() }
 
 // Request sends an SRMP request on the current connection; see
-// Conn.Request.
+// [Conn.Request].
 func (c *Client) Request(ctx context.Context, m *Message) (*Message, error) {
 	return c.Conn().Request(ctx, m)
 }
 
 // RequestBytes sends an SRMP request with a copy of payload on the current
-// connection; see Conn.RequestBytes.
+// connection; see [Conn.RequestBytes].
 func (c *Client) RequestBytes(ctx context.Context, flag uint8, payload []byte) (*Message, error) {
 	return c.Conn().RequestBytes(ctx, flag, payload)
 }
 
 // RequestBytesAsync sends an SRMP request with a copy of payload on the
-// current connection; see Conn.RequestBytesAsync.
+// current connection; see [Conn.RequestBytesAsync].
 func (c *Client) RequestBytesAsync(ctx context.Context, flag uint8, payload []byte, cb func(*Message, error)) error {
 	return c.Conn().RequestBytesAsync(ctx, flag, payload, cb)
 }
 
 // RequestPacket sends a length-field or delimiter request on the current
-// connection; see Conn.RequestPacket.
+// connection; see [Conn.RequestPacket].
 func (c *Client) RequestPacket(ctx context.Context, p *packet.Packet) (*packet.Packet, error) {
 	return c.Conn().RequestPacket(ctx, p)
 }
 
 // RequestAsync sends an SRMP request on the current connection; see
-// Conn.RequestAsync.
+// [Conn.RequestAsync].
 func (c *Client) RequestAsync(ctx context.Context, m *Message, cb func(*Message, error)) error {
 	return c.Conn().RequestAsync(ctx, m, cb)
 }
 
 // RequestPacketAsync sends a length-field or delimiter request on the
-// current connection; see Conn.RequestPacketAsync.
+// current connection; see [Conn.RequestPacketAsync].
 func (c *Client) RequestPacketAsync(ctx context.Context, p *packet.Packet, cb func(*packet.Packet, error)) error {
 	return c.Conn().RequestPacketAsync(ctx, p, cb)
 }
 
 // Batch runs f with the current connection's writes held back; see
-// Conn.Batch.
+// [Conn.Batch].
 func (c *Client) Batch(f func()) error { return c.Conn().Batch(f) }
 
-// Write sends a one-way message on the current connection; see Conn.Write.
+// Write sends a one-way message on the current connection; see [Conn.Write].
 func (c *Client) Write(msg any) error { return c.Conn().Write(msg) }
 
 // Transport returns the underlying transport client.

@@ -17,30 +17,30 @@ import (
 // when the server or client is created and not after.
 type Options struct {
 	// Pipeline builds each connection's handlers (required); its framing
-	// stage decides how requests are matched (see Pipeline.Match).
+	// stage decides how requests are matched (see [Pipeline.Match]).
 	Pipeline *Pipeline
 	// Timeout is the request timeout when the request's context has no
-	// earlier deadline (default DefaultRequestTimeout, 30 s).
+	// earlier deadline (default [DefaultRequestTimeout], 30 s).
 	Timeout time.Duration
 	// Handler gets every inbound message that is not a reply to one of
-	// this side's requests: a borrowed *Message for SRMP, a borrowed
+	// this side's requests: a borrowed *[Message] for SRMP, a borrowed
 	// *packet.Packet payload for the length-field and delimiter formats
 	// (see Message for borrowing; nothing needs releasing). It runs on the
 	// connection's reading goroutine, one message at a time per connection;
 	// replies it makes to the frames of one read leave together when they
-	// are all handled (writes made through the Conn keep their order; a
+	// are all handled (writes made through the [Conn] keep their order; a
 	// write straight to the transport session may overtake them). A
 	// handler that blocks stops its connection's reads; it gets no
 	// cancellation signal, so one that may wait long should watch
 	// c.Session().Reason() or its own deadline (a server's Close waits for
-	// it). A panic in Handler ends its connection (transport.ReasonError,
+	// it). A panic in [Handler] ends its connection (transport.ReasonError,
 	// cause *transport.PanicError) after the replies already made go out;
 	// the connection's pending requests fail with ErrConnClosed.
 	Handler func(c *Conn, msg any)
 	// MaxPartialBytes caps, for a server, the bytes all its connections
-	// together hold in incomplete frames (default DefaultMaxPartialBytes;
+	// together hold in incomplete frames (default [DefaultMaxPartialBytes];
 	// negative: no cap). A connection whose frame would need more ends
-	// with ErrMemoryCap, so that peers sending the start of large frames
+	// with [ErrMemoryCap], so that peers sending the start of large frames
 	// cannot take the server's memory. Clients ignore it.
 	MaxPartialBytes int64
 	// OnOpen and OnClose, if set, run when a connection starts (before its
@@ -48,9 +48,6 @@ type Options struct {
 	OnOpen  func(c *Conn)
 	OnClose func(c *Conn, err error)
 }
-
-// ErrNoPipeline is returned when Options.Pipeline is nil.
-var ErrNoPipeline = errors.New("codec: Options.Pipeline is required")
 
 // Validate reports whether the options can serve a connection.
 func (o *Options) Validate() error {
@@ -62,30 +59,6 @@ func (o *Options) Validate() error {
 	}
 	return nil
 }
-
-// Request errors.
-var (
-	// ErrNoMatch: the pipeline has no framing stage of this package, so
-	// nothing can pair replies with requests.
-	ErrNoMatch = errors.New("codec: requests need a pipeline with an SRMP, length-field or delimiter stage")
-	// ErrWrongFormat: Request on a connection whose format is not SRMP, or
-	// RequestPacket on an SRMP connection.
-	ErrWrongFormat = errors.New("codec: request type does not match the connection's format")
-	// ErrNotRequest: Request was given a message whose Kind is not
-	// KindRequest (use Write for one-way messages).
-	ErrNotRequest = errors.New("codec: Request needs a message of KindRequest")
-	// ErrNotSent wraps, with ErrConnClosed, the error of a request that
-	// found its connection ended before it was written, or whose write
-	// failed before any of its bytes left: it never reached the peer, so a
-	// new connection may carry it again. (A request pending when its
-	// connection ends, or whose write failed part way, fails with
-	// ErrConnClosed alone: it may have been served.)
-	ErrNotSent = errors.New("codec: request not sent")
-	// ErrAsyncNeedsEvents: RequestAsync on a ReceiveSync client, where only
-	// a waiting Request reads and nothing would read the replies of
-	// requests nobody waits for.
-	ErrAsyncNeedsEvents = errors.New("codec: RequestAsync needs a client with a receive goroutine (not ReceiveSync)")
-)
 
 // Conn is one connection seen through the codec layer: its pipeline, and
 // its pending requests. All methods are safe for concurrent use.
@@ -151,9 +124,19 @@ func newConn(s *transport.Session, o *Options) *Conn {
 	return c
 }
 
-// Receive implements transport.SessionHandler: received bytes go through
-// the pipeline.
-func (c *Conn) Receive(_ *transport.Session, p *packet.Packet) {
+// sessionHandler is the [transport.SessionHandler] of a [Conn]'s session,
+// kept out of Conn's method set: only the transport calls it.
+type sessionHandler Conn
+
+func (h *sessionHandler) Receive(_ *transport.Session, p *packet.Packet) { (*Conn)(h).receive(p) }
+
+func (h *sessionHandler) Closed(_ *transport.Session, e *transport.CloseError) {
+	(*Conn)(h).closed(e)
+}
+
+// receive runs received bytes through the pipeline (the flat path when
+// it can).
+func (c *Conn) receive(p *packet.Packet) {
 	if c.flat != nil && p.Next() == nil && c.flat.framing.framer.Buffered() == 0 && c.chain.direct() == len(c.chain.handlers)-1 {
 		c.flatRead(p)
 		return
@@ -173,9 +156,9 @@ func (c *Conn) frameExpired(now int64) bool {
 	return false
 }
 
-// Closed implements transport.SessionHandler: handlers learn the end and
-// pending requests fail with ErrConnClosed.
-func (c *Conn) Closed(_ *transport.Session, e *transport.CloseError) {
+// closed tells the handlers that the connection ended and fails its
+// pending requests with ErrConnClosed.
+func (c *Conn) closed(e *transport.CloseError) {
 	if c.server != nil {
 		c.server.conns.Delete(c)
 	}
@@ -233,7 +216,7 @@ func (c *Conn) Session() *transport.Session { return c.sess }
 
 // Write gives msg to the pipeline without waiting for anything (a one-way
 // message, a push, a length-field reply). It takes ownership of msg; a
-// borrowed message (such as the one a Handler got) is copied or kept.
+// borrowed message (such as the one a [Handler] got) is copied or kept.
 func (c *Conn) Write(msg any) error {
 	if p, ok := msg.(*packet.Packet); ok && p != nil && c.flat != nil && c.flat.format == flatLF16 && p.Next() == nil && p.Len() < copyBelow {
 		// A small reply while a read is handled: into the read's reply
@@ -307,7 +290,7 @@ func (c *Conn) ReplyError(req *Message, payload *packet.Packet) error {
 }
 
 // reply writes a reply: straight into the SRMP stage when it is the
-// pipeline's tail (no Message is made), else through the pipeline.
+// pipeline's tail (no [Message] is made), else through the pipeline.
 func (c *Conn) reply(kind Kind, req *Message, payload *packet.Packet) error {
 	if payload != nil && c.flat != nil && c.flat.format == flatSRMP && payload.Next() == nil && payload.Len() < copyBelow {
 		// A small reply while a read is handled: into the read's reply
@@ -361,8 +344,8 @@ func (c *Conn) replySlow(kind Kind, req *Message, payload *packet.Packet) error 
 // Request sends an SRMP request and waits for its reply, which the caller
 // owns and must release. Request assigns m.Seq; m.Kind must be
 // KindRequest. It waits first for a free in-flight slot when
-// MaxInFlightSRMP requests are pending. It fails with ctx's error, with
-// ErrTimeout after Options.Timeout, or with ErrConnClosed. It takes
+// [MaxInFlightSRMP] requests are pending. It fails with ctx's error, with
+// [ErrTimeout] after Options.Timeout, or with ErrConnClosed. It takes
 // ownership of m.
 func (c *Conn) Request(ctx context.Context, m *Message) (*Message, error) {
 	key, ch, err := c.startMessage(ctx, m, nil)
@@ -417,12 +400,12 @@ func waitTyped[T any](ctx context.Context, c *Conn, key int, ch chan result, err
 }
 
 // RequestAsync sends an SRMP request like Request but returns once it is
-// sent; cb gets the reply or the error later (ErrTimeout, ErrConnClosed).
+// sent; cb gets the reply or the error later ([ErrTimeout], [ErrConnClosed]).
 // The reply is borrowed: valid during cb (Keep it to hold it longer). cb
 // runs on the connection's reading goroutine or on the timeout sweeper and
 // must not block. ctx bounds only the wait for a free in-flight slot. It
 // takes ownership of m. A ReceiveSync client refuses it
-// (ErrAsyncNeedsEvents).
+// ([ErrAsyncNeedsEvents]).
 func (c *Conn) RequestAsync(ctx context.Context, m *Message, cb func(reply *Message, err error)) error {
 	if c.lead != nil {
 		m.Release()
@@ -462,12 +445,12 @@ const (
 // server-streaming calls). Like RequestBytesPrefixed, it takes only replies
 // that start with the first prefixLen bytes of payload. cb gets each reply,
 // borrowed, on the reading goroutine, and returns what it wants next; the
-// request ends when cb returns StreamDone or StreamLeave, or gets an error
-// (its step then does not matter): an error reply, ErrTimeout when no
+// request ends when cb returns [StreamDone] or [StreamLeave], or gets an error
+// (its step then does not matter): an error reply, [ErrTimeout] when no
 // reply came within the timeout since the last one, ErrConnClosed. The
 // sequence number stays taken until then, and after a timeout or
 // StreamLeave as StreamLeave says. cb must not block. A ReceiveSync client
-// refuses it (ErrAsyncNeedsEvents).
+// refuses it ([ErrAsyncNeedsEvents]).
 func (c *Conn) RequestStream(ctx context.Context, flag uint8, payload []byte, prefixLen int, cb func(reply *Message, err error) StreamStep) error {
 	if c.lead != nil {
 		return ErrAsyncNeedsEvents
@@ -565,17 +548,10 @@ func (c *Conn) start(ctx context.Context, want MatchMode, cb *callback, echo []b
 	return key, ch, nil
 }
 
-// sendCoalesced sends a request. When the caller is about to block for
-// its reply and other requests of this connection are in flight, their
-// callers are likely about to send too (woken by the replies of one read):
-// the write is held back while this goroutine yields once, so that those
-// requests leave in the same write instead of one system call each. A lone
-// request, an asynchronous one (its caller may be the reading goroutine, or
-// pipelining) and one inside Batch are written at once.
 // sendError classifies a request's failed send on a connection that ended:
-// ErrNotSent when none of its bytes left (the connection had ended, or the
+// [ErrNotSent] when none of its bytes left (the connection had ended, or the
 // write failed before its first byte), so a new connection may carry it;
-// else ErrConnClosed alone, since a write that failed part way may have
+// else [ErrConnClosed] alone, since a write that failed part way may have
 // delivered the whole request.
 func sendError(err error) error {
 	switch {
@@ -587,6 +563,13 @@ func sendError(err error) error {
 	return fmt.Errorf("%w: %w", ErrConnClosed, err)
 }
 
+// sendCoalesced sends a request. When the caller is about to block for
+// its reply and other requests of this connection are in flight, their
+// callers are likely about to send too (woken by the replies of one read):
+// the write is held back while this goroutine yields once, so that those
+// requests leave in the same write instead of one system call each. A lone
+// request, an asynchronous one (its caller may be the reading goroutine, or
+// pipelining) and one inside Batch are written at once.
 func (c *Conn) sendCoalesced(key int, blocking bool, send func(int) error) error {
 	if !blocking || c.m.inFlight.Load() <= 1 || c.batches.Load() > 0 || c.lead != nil || c.chain.Datagram {
 		return send(key)

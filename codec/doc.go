@@ -4,10 +4,10 @@
 // delimited lines (SplitDataCodec), with requests matched to their replies
 // — by sequence number for SRMP, in order for the formats without ids.
 //
-// A Server (NewServer) and a Client (Dial) run a Pipeline on each
+// A [Server] ([NewServer]) and a [Client] (Dial) run a [Pipeline] on each
 // connection: a framing stage first, then any handlers of the
 // application's own. Inbound messages reach Options.Handler; the handler
-// answers with Conn.Reply (SRMP) or Conn.Write. The wire formats are
+// answers with [Conn.Reply] (SRMP) or [Conn.Write]. The wire formats are
 // written down in docs/PROTOCOL.md.
 //
 // # Ownership
@@ -15,7 +15,7 @@
 // Reads lend, writes give. A message the handler gets is borrowed: it is a
 // view of the connection's receive buffer, valid until the handler
 // returns, and needs no release. A handler that keeps a message or its
-// payload past the call calls Message.Keep, Message.TakePayload or
+// payload past the call calls [Message.Keep], [Message.TakePayload] or
 // packet.Packet.Keep (a copy when small, a share of the receive buffer when
 // large). Whatever is given to Write, Reply and Request belongs to the
 // connection from then on, including on error; a borrowed message may be
@@ -31,7 +31,7 @@
 //
 // # Concurrency
 //
-// Server, Client, Conn and Pipeline are safe for concurrent use. A
+// Server, Client, [Conn] and Pipeline are safe for concurrent use. A
 // connection's handler runs on its reading goroutine, one message at a
 // time; requests, replies and writes may come from any goroutine.
 package codec

@@ -3,6 +3,8 @@ package codec_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -239,5 +241,24 @@ func TestFIFOUnsentRequestLeavesQueue(t *testing.T) {
 				r.Release()
 			}
 		})
+	}
+}
+
+// Every Validate error of the package wraps ErrConfig, ErrNoPipeline too.
+func TestNoPipelineIsAConfigError(t *testing.T) {
+	if _, err := codec.NewServer(transport.Config{}, codec.Options{}); !errors.Is(err, codec.ErrConfig) {
+		t.Errorf("NewServer without a pipeline: %v, want an ErrConfig", err)
+	}
+}
+
+// A request's timeout is a net.Error that says so and matches
+// context.DeadlineExceeded, as a context's deadline does.
+func TestTimeoutIsANetErrorAndADeadline(t *testing.T) {
+	var ne net.Error
+	if !errors.As(codec.ErrTimeout, &ne) || !ne.Timeout() {
+		t.Errorf("ErrTimeout is not a net.Error with Timeout() true")
+	}
+	if !errors.Is(fmt.Errorf("request 7: %w", codec.ErrTimeout), context.DeadlineExceeded) {
+		t.Errorf("a wrapped ErrTimeout does not match context.DeadlineExceeded")
 	}
 }

@@ -18,10 +18,10 @@ import (
 // little-endian, no offset) have their header read once, in the loop, and
 // the view the handler gets starts past it; other formats ask the framer's
 // splitter. Every frame of a read is lent in the same view (the next frame's
-// Lend re-points it), which ends with the read. Conn.Write and Conn.reply
+// Lend re-points it), which ends with the read. [Conn.Write] and Conn.reply
 // append a small reply of these two formats themselves.
 //
-// Order: every other write through the Conn made while a read is in
+// Order: every other write through the [Conn] made while a read is in
 // progress (a push, a request, a reply that is not small, from any
 // goroutine) first hands the buffered replies to the session, so writes
 // leave in the order they were made.

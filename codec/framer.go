@@ -1,7 +1,6 @@
 package codec
 
 import (
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -10,29 +9,10 @@ import (
 	"github.com/lifenet/lifenet/packet"
 )
 
-// Framing errors. Each ends the connection it happened on: once a stream
-// is out of step, no later byte can be trusted.
-var (
-	// ErrFrameTooLarge: a frame's declared length exceeds MaxFrame. It is
-	// checked before any buffer is taken for the frame.
-	ErrFrameTooLarge = errors.New("codec: frame exceeds the maximum size")
-	// ErrFrameExpired: a frame was not complete within Expire of its
-	// first byte (whether its bytes stopped or trickle in).
-	ErrFrameExpired = errors.New("codec: partial frame expired")
-	// ErrCorruptFrame: bytes that cannot start a valid frame.
-	ErrCorruptFrame = errors.New("codec: corrupt frame")
-	// ErrMemoryCap: the bytes a server holds in incomplete frames, over all
-	// its connections, would pass Options.MaxPartialBytes; the connection
-	// whose frame needed more ends.
-	ErrMemoryCap = errors.New("codec: the server's memory for incomplete frames is used up")
-	// ErrTruncated: the stream ended inside a frame.
-	ErrTruncated = errors.New("codec: stream ended inside a frame")
-)
-
 // Splitter finds frame boundaries in a byte stream. FrameLen looks at the
 // start of b and returns n > 0, the whole frame's length in bytes (which may
 // exceed len(b)); or n < 0, meaning at least -n bytes are needed before the
-// length can be known; or an error (wrapping ErrCorruptFrame) if b can never
+// length can be known; or an error (wrapping [ErrCorruptFrame]) if b can never
 // start a valid frame. Lengths are computed in 64-bit arithmetic and a
 // frame longer than maxFrame is reported as ErrFrameTooLarge.
 type Splitter interface {
@@ -46,11 +26,8 @@ type FramerConfig struct {
 	Expire   time.Duration // how long a frame may take from its first byte to its last (default DefaultExpire; negative: never)
 }
 
-// ErrConfig is wrapped by every Validate error of this package.
-var ErrConfig = errors.New("codec: invalid config")
-
 // DefaultFramerConfig returns the framer limits with every field set to
-// its default; a zero FramerConfig means the same.
+// its default; a zero [FramerConfig] means the same.
 func DefaultFramerConfig() FramerConfig { return FramerConfig{}.withDefaults() }
 
 // Validate reports a field out of range. Zero fields are valid.
@@ -83,7 +60,7 @@ func (c FramerConfig) withDefaults() FramerConfig {
 // share of the input shows in the input's RefCount, so a receive loop knows
 // not to reuse that buffer.
 //
-// A Framer holds one connection's state and is not safe for concurrent use.
+// A [Framer] holds one connection's state and is not safe for concurrent use.
 type Framer struct {
 	split   Splitter
 	max     int
@@ -165,7 +142,7 @@ func (b *budget) give(n int) {
 	}
 }
 
-// Close reports ErrTruncated if the stream ended inside a frame, and
+// Close reports [ErrTruncated] if the stream ended inside a frame, and
 // releases what the framer holds.
 func (f *Framer) Close() error {
 	n := f.Buffered()
@@ -177,13 +154,13 @@ func (f *Framer) Close() error {
 }
 
 // Feed splits the bytes of p, calling emit with each complete frame, which
-// emit borrows (see Framer). p stays the caller's.
+// emit borrows (see [Framer]). p stays the caller's.
 // On an error the framer's state is dropped and the connection must end.
 func (f *Framer) Feed(p *packet.Packet, emit func(*packet.Packet) error) error {
 	return f.feed(p, frameFunc(emit))
 }
 
-// frameReceiver gets the frames a Framer cuts (an interface, so that the
+// frameReceiver gets the frames a [Framer] cuts (an interface, so that the
 // framing stages are called directly, without a method value's wrapper).
 type frameReceiver interface {
 	receiveFrame(frame *packet.Packet) error

@@ -93,12 +93,12 @@ func small(payload *packet.Packet) bool {
 	return payload == nil || payload.Next() == nil && payload.Len() < copyBelow
 }
 
-// srmpHandler decodes SRMP frames into borrowed *Message values and encodes
+// srmpHandler decodes SRMP frames into borrowed *[Message] values and encodes
 // *Message values.
 type srmpHandler struct{ *framing }
 
 // SRMPFraming returns the pipeline stage of NewLife's StandardCodec: inbound
-// bytes become borrowed *Message values (see Message), outbound *Message
+// bytes become borrowed *[Message] values (see Message), outbound *Message
 // values become frames. Requests on its connections match replies by
 // sequence number.
 func SRMPFraming(cfg FramerConfig) func() Handler {

@@ -11,7 +11,7 @@ import (
 // LengthField is the length-prefixed format (NewLife LengthFieldCodec):
 // Offset header bytes (written as zeros, skipped on read), then a length
 // field of Size bytes counting the payload only. Size is 1, 2 (the
-// default), 4 (little-endian), -2, -4 (big-endian), or VarintLength for a
+// default), 4 (little-endian), -2, -4 (big-endian), or [VarintLength] for a
 // 7-bit varint (LEB128, low group first, at most 5 bytes; NewLife's Size 0).
 // The zero value is Size 2, Offset 0.
 type LengthField struct {

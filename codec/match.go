@@ -2,7 +2,6 @@ package codec
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -11,15 +10,6 @@ import (
 
 	"github.com/lifenet/lifenet/internal/mono"
 	"github.com/lifenet/lifenet/packet"
-)
-
-// Matching errors.
-var (
-	// ErrTimeout: no reply within the request timeout.
-	ErrTimeout = errors.New("codec: request timed out")
-	// ErrConnClosed: the connection ended before the reply came; pending
-	// and later requests fail with it.
-	ErrConnClosed = errors.New("codec: connection closed")
 )
 
 // In-flight limits per connection: SRMP has 256 sequence numbers (one
@@ -154,7 +144,7 @@ func newMatcher(fifo bool, timeout time.Duration) *matcher {
 
 // acquire takes a free in-flight slot, waiting for one while all are in
 // use (back-pressure: never overwrite), for at most the timeout
-// (ErrTimeout): the wait is part of the request's time, and waited, which
+// ([ErrTimeout]): the wait is part of the request's time, and waited, which
 // register subtracts from its deadline, says how long it was. On success it
 // returns with m.mu held; register then claims the slot.
 func (m *matcher) acquire(ctx context.Context) (waited time.Duration, err error) {
@@ -448,7 +438,7 @@ func (m *matcher) echoed(key int, reply *Message) bool {
 // deliverStream hands one reply of a stream to its callback (m.mu held on
 // entry, released inside). The slot stays the stream's, its deadline moved
 // on, until the callback wants no more: then its number is free, or left
-// in quarantine when the stream did not end (StreamLeave).
+// in quarantine when the stream did not end ([StreamLeave]).
 func (m *matcher) deliverStream(key int, reply any) {
 	w := &m.slots[key]
 	cb, gen := w.cb, w.gen
@@ -622,7 +612,7 @@ func (m *matcher) setOnExpire(f func()) {
 	m.onExpire = f
 }
 
-// close fails every pending request with ErrConnClosed and refuses new ones.
+// close fails every pending request with [ErrConnClosed] and refuses new ones.
 func (m *matcher) close() {
 	var pending []callback
 	m.mu.Lock()
@@ -641,7 +631,7 @@ func (m *matcher) close() {
 	}
 }
 
-// failPending ends every request: blocking waiters get ErrConnClosed now,
+// failPending ends every request: blocking waiters get [ErrConnClosed] now,
 // asynchronous ones are returned for the caller to call outside m.mu.
 // Called with m.mu held.
 func (m *matcher) failPending() (pending []callback) {

@@ -9,7 +9,7 @@ import (
 
 // Message is an SRMP message.
 //
-// A message is either owned or borrowed. NewMessage, DecodeSRMP and Keep
+// A message is either owned or borrowed. [NewMessage], [DecodeSRMP] and Keep
 // return owned messages: the owner releases them (Release frees the
 // payload too) or hands them to a call that takes ownership. The messages a
 // connection hands to Options.Handler and to RequestAsync callbacks are
@@ -17,7 +17,7 @@ import (
 // view of the receive buffer. A borrowed message needs no Release (it does
 // nothing); to keep one, call Keep, or TakePayload for its payload only.
 //
-// A Message belongs to one goroutine at a time.
+// A [Message] belongs to one goroutine at a time.
 type Message struct {
 	Kind    Kind
 	Flag    uint8 // six bits (FlagString, FlagPacket, FlagBinary, FlagJSON or user bits)
@@ -37,7 +37,7 @@ func NewMessage(kind Kind, flag, seq uint8, payload *packet.Packet) *Message {
 	return m
 }
 
-// Borrowed reports whether m is borrowed (see Message).
+// Borrowed reports whether m is borrowed (see [Message]).
 func (m *Message) Borrowed() bool { return m.borrowed }
 
 // Release frees an owned message and its payload; on a borrowed message it
@@ -104,7 +104,7 @@ func (m *Message) Encode() (*packet.Packet, error) {
 	return EncodeSRMP(kind, flag, seq, p)
 }
 
-// DecodeSRMP turns one SRMP frame (as cut by a Framer with SRMPSplitter)
+// DecodeSRMP turns one SRMP frame (as cut by a [Framer] with [SRMPSplitter])
 // into an owned message, taking ownership of the frame (a borrowed frame is
 // kept with packet.Keep): the header is skipped in place and the rest
 // becomes the payload.
@@ -125,7 +125,7 @@ func DecodeSRMP(frame *packet.Packet) (*Message, error) {
 }
 
 // lend fills m, a connection's reused message, with a borrowed SRMP frame
-// as cut by a Framer (exactly one frame): its payload is the frame's view
+// as cut by a [Framer] (exactly one frame): its payload is the frame's view
 // past the header.
 func (m *Message) lend(frame *packet.Packet) {
 	h := parseSRMPHeader(frame.Bytes())

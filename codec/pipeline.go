@@ -1,16 +1,11 @@
 package codec
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )
-
-// ErrUnencoded is returned when an outbound message reaches the head of a
-// pipeline without having been encoded into a *packet.Packet.
-var ErrUnencoded = errors.New("codec: message reached the transport unencoded (missing encoder handler?)")
 
 // Handler is one stage of a pipeline. Read handles an inbound message
 // (head → tail) and Write an outbound one (tail → head); each passes on
@@ -19,11 +14,11 @@ var ErrUnencoded = errors.New("codec: message reached the transport unencoded (m
 // Reads lend, writes give. A message passed to Read (and on with FireRead)
 // is borrowed for the call: the stage that made it keeps ownership and
 // reuses or frees it when FireRead returns, so a stage that keeps a message
-// past the call keeps a copy (Message.Keep, packet.Packet.Keep). A message
+// past the call keeps a copy ([Message.Keep], packet.Packet.Keep). A message
 // passed to Write (and on with FireWrite) is given: the callee passes it on
 // or releases it, including on error.
 //
-// Each connection gets its own Handler instances (see Pipeline), so a
+// Each connection gets its own [Handler] instances (see [Pipeline]), so a
 // handler may keep per-connection state in its fields; it is called from
 // one goroutine at a time for reads, but writes may come from any
 // goroutine, so state used by Write must be safe for concurrent use.
@@ -59,7 +54,7 @@ type Detector interface {
 
 // Pipeline is an ordered list of handler constructors, shared by all the
 // connections of a server or client; NewChain builds one connection's
-// handlers. A Pipeline is immutable and safe for concurrent use.
+// handlers. A [Pipeline] is immutable and safe for concurrent use.
 type Pipeline struct {
 	makers []func() Handler
 	match  MatchMode
@@ -128,7 +123,7 @@ func (ch *Chain) direct() int {
 }
 
 // HandlerContext links a handler to its place in a chain. Its methods follow the
-// Handler's: FireRead on the reading goroutine, FireWrite and WriteBytes
+// [Handler]'s: FireRead on the reading goroutine, FireWrite and WriteBytes
 // from any.
 type HandlerContext struct {
 	chain *Chain
@@ -201,7 +196,7 @@ func (ch *Chain) send(msg any) error {
 }
 
 // Conn returns the connection the context's chain serves, or nil for a
-// chain built outside a Server or Client (NewChain).
+// chain built outside a [Server] or [Client] (NewChain).
 func (c *HandlerContext) Conn() *Conn { return c.chain.conn }
 
 // FireRead passes msg to the next handler, or out of the tail.

@@ -61,7 +61,7 @@ func (s *Server) hooks() transport.Hooks {
 			if s.sweeping.CompareAndSwap(false, true) {
 				go s.sweep()
 			}
-			return c
+			return (*sessionHandler)(c)
 		},
 	}
 }

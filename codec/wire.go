@@ -38,7 +38,7 @@ const (
 )
 
 // Length-field codec: the length field's size in bytes; negative sizes are
-// big-endian; VarintLength selects a 7-bit varint (LEB128, at most 5 bytes;
+// big-endian; [VarintLength] selects a 7-bit varint (LEB128, at most 5 bytes;
 // NewLife's Size 0).
 const (
 	VarintLength = -1

@@ -210,11 +210,10 @@ func TestRPCActionPanics(t *testing.T) {
 // What one panic costs a pipelining codec client: the connection, so every
 // request behind the panicking one fails with codec.ErrConnClosed (pending
 // when the connection ended: not retried). The replies to the requests
-// handled before it, in the same read, should still leave: the transport
-// flushes what a read's handlers queued even when one panics. That holds
-// when the pipeline has a stage of the application's after the framing
-// stage; on the direct path (the framing stage alone) codec holds those
-// replies itself and drops them (reported on issue 13; skipped until fixed).
+// handled before it, in the same read, still leave: the transport flushes
+// what a read's handlers queued even when one panics, and on the direct
+// path (the framing stage alone) codec hands the read's buffered replies
+// to the session before the panic goes on. Both paths are checked.
 func TestCodecHandlerPanicEndsThePipeline(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
