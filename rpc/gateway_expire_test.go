@@ -107,10 +107,13 @@ func TestGatewayWholeUnitsDoNotExpire(t *testing.T) {
 // under the handler as an expired partial unit. In memory, so each write
 // is one read of the server.
 func TestGatewayServedUnitsDoNotExpire(t *testing.T) {
-	const expire = 50 * time.Millisecond
-	srv, _ := startServer(t, expireCfg(), func(srv *rpc.Server) {
+	// The gap between a unit's two writes is a small share of Expire, so a
+	// loaded machine does not stretch it past Expire (which would end the
+	// connection rightly); the action runs three times Expire.
+	const expire, gap = 250 * time.Millisecond, 5 * time.Millisecond
+	srv, _ := startServer(t, rpc.Config{Framer: codec.FramerConfig{Expire: expire}}, func(srv *rpc.Server) {
 		must(t, rpc.Handle(srv, "Slow/Inline", func(context.Context, struct{}) (int32, error) {
-			time.Sleep(6 * expire)
+			time.Sleep(3 * expire)
 			return 7, nil
 		}, rpc.WithInline()))
 	})
@@ -121,7 +124,7 @@ func TestGatewayServedUnitsDoNotExpire(t *testing.T) {
 		rc := dialMem(t, l)
 		req := "GET /Slow/Inline HTTP/1.1\r\nHost: x\r\n\r\n"
 		rc.write([]byte(req[:20]))
-		time.Sleep(expire / 2)
+		time.Sleep(gap)
 		rc.write([]byte(req[20:]))
 		resp, got := rc.readHTTP()
 		if resp.StatusCode != 200 || got != `{"action":"Slow/Inline","code":0,"data":7}` {
@@ -141,7 +144,7 @@ func TestGatewayServedUnitsDoNotExpire(t *testing.T) {
 		must(t, ws.CheckResponse(resp, key))
 		f := ws.AppendFrame(nil, ws.Binary, srmp(b0Request, 1, body(t, "Slow/Inline", nil)), &testMask)
 		rc.write(f[:5])
-		time.Sleep(expire / 2)
+		time.Sleep(gap)
 		rc.write(f[5:])
 		if got := rc.readWS(); !bytes.Equal(got.Payload, srmp(b0Reply, 1, body(t, "Slow/Inline", "7"))) {
 			t.Fatalf("answer % x", got.Payload)
