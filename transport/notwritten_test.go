@@ -52,7 +52,7 @@ func TestSendThatFailsPartWayIsNotNotWritten(t *testing.T) {
 	leakcheck.Check(t)
 	addr, accepted := plainPeer(t) // never reads
 	cfg := transport.ClientConfig{}
-	cfg.WriteTimeout = time.Second // well past the coarse clock's lag, so the write starts before its deadline
+	cfg.WriteTimeout = 3 * time.Second // well past the coarse clock's lag and a loaded machine's copy of 64 MiB, so the write starts before its deadline
 	c, err := transport.Dial(context.Background(), "tcp", addr, cfg, transport.Hooks{})
 	if err != nil {
 		t.Fatal(err)
