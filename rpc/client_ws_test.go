@@ -16,6 +16,7 @@ import (
 func TestWSClientTakesMaxFrameFromItsConfig(t *testing.T) {
 	fc := codec.DefaultFramerConfig()
 	fc.MaxFrame = 11 << 20
+	fc.Expire = time.Minute // -race on a loaded machine may take more than the default 5 s to move 10 MiB
 	_, addr := startServer(t, rpc.Config{Framer: fc}, func(s *rpc.Server) {
 		must(t, rpc.Handle(s, "Bench/EchoPacket", func(_ context.Context, b []byte) ([]byte, error) { return b, nil }))
 	})
