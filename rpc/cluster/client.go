@@ -1,0 +1,337 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lifenet/lifenet/rpc"
+)
+
+// Client calls the actions of a service whose servers a [rpc.Resolver]
+// finds, spreading the calls over them with a [rpc.Balancer]. It keeps one
+// [rpc.Client] per endpoint, dialed on the first call picked for it. All
+// methods are safe for concurrent use.
+type Client struct {
+	cfg Config
+	b   rpc.Balancer
+	log *slog.Logger
+
+	ctx    context.Context // ends on Close: the watch and the dials
+	cancel context.CancelFunc
+	watchc chan struct{} // closed when the watch goroutine returns
+
+	// eps holds the endpoints by Addr: the current set's, and those that
+	// left it but have not closed yet (see update).
+	eps atomic.Pointer[map[string]*endpoint]
+
+	mu     sync.Mutex // serializes set changes against Close
+	closed atomic.Bool
+
+	retry  retrier
+	budget budget
+}
+
+// Dial returns a client of the service r resolves, balanced by b (which the
+// client then owns: it calls b.Update with every set). It starts r's
+// Watch and waits for its first set, at most Config.ResolveTimeout and
+// never past ctx; it dials no server (each endpoint is dialed on the first
+// call picked for it).
+func Dial(ctx context.Context, r rpc.Resolver, b rpc.Balancer, cfg Config) (*Client, error) {
+	if r == nil || b == nil {
+		return nil, fmt.Errorf("%w: Dial needs a resolver and a balancer", ErrConfig)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.fill()
+	c := &Client{cfg: cfg, b: b, log: cfg.Logger, watchc: make(chan struct{})}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.retry = retrier{p: cfg.Retry}
+	c.budget.init(cfg.Retry.Budget)
+	empty := map[string]*endpoint{}
+	c.eps.Store(&empty)
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+
+	first := make(chan struct{})
+	var once sync.Once
+	var werr error
+	go func() {
+		defer close(c.watchc)
+		werr = r.Watch(c.ctx, func(eps []rpc.Endpoint) {
+			c.update(eps)
+			once.Do(func() { close(first) })
+		})
+		if c.ctx.Err() == nil {
+			c.log.Warn("cluster: the resolver stopped; the client keeps its last endpoint set", "err", werr)
+		}
+	}()
+
+	t := time.NewTimer(cfg.ResolveTimeout)
+	defer t.Stop()
+	select {
+	case <-first:
+		return c, nil
+	case <-c.watchc:
+		select {
+		case <-first: // the set came, then the watch ended
+			return c, nil
+		default:
+		}
+		c.Close()
+		if werr == nil {
+			werr = rpc.ErrNoEndpoints
+		}
+		return nil, fmt.Errorf("cluster: resolver: %w", werr)
+	case <-t.C:
+		c.Close()
+		return nil, fmt.Errorf("cluster: no endpoint set within %v: %w", cfg.ResolveTimeout, rpc.ErrNoEndpoints)
+	case <-ctx.Done():
+		c.Close()
+		return nil, fmt.Errorf("cluster: waiting for the first endpoint set: %w", ctx.Err())
+	}
+}
+
+// update applies a new endpoint set. The client's map keeps every
+// endpoint not yet closed, those that left the set (draining) included,
+// so that a pick racing the update finds the endpoint it names, old or
+// new: the map is published first, then the balancer learns the set, then
+// the endpoints that left drain (each closes once its calls in flight
+// end, and the next update forgets it).
+func (c *Client) update(set []rpc.Endpoint) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed.Load() {
+		return
+	}
+	old := *c.eps.Load()
+	next := make(map[string]*endpoint, len(set))
+	in := make(map[string]bool, len(set))
+	var added, removed []string
+	for _, ep := range set {
+		if ep.Addr == "" || in[ep.Addr] {
+			continue
+		}
+		in[ep.Addr] = true
+		e := old[ep.Addr]
+		if e != nil && !e.revive() {
+			e = nil // it closed: a new one replaces it
+		}
+		if e == nil {
+			e = newEndpoint(ep)
+			added = append(added, ep.Addr)
+		} else {
+			e.ep = ep
+		}
+		next[ep.Addr] = e
+	}
+	var leaving []*endpoint
+	for addr, e := range old {
+		if in[addr] {
+			continue
+		}
+		_, wasRemoved, closed := e.inFlight()
+		if closed {
+			continue
+		}
+		next[addr] = e
+		if !wasRemoved {
+			leaving = append(leaving, e)
+			removed = append(removed, addr)
+		}
+	}
+	c.eps.Store(&next)
+	c.b.Update(slices.Clone(set))
+	for _, e := range leaving {
+		e.remove()
+	}
+	c.log.Info("cluster: endpoint set", "endpoints", len(in), "added", added, "removed", removed)
+}
+
+// EndpointState is what [Client.Endpoints] tells of one endpoint.
+type EndpointState struct {
+	rpc.Endpoint
+	// Connected: its client was dialed and is open.
+	Connected bool
+	// InFlight is the number of its calls in flight.
+	InFlight int
+	// Draining: it left the set and closes once InFlight is 0.
+	Draining bool
+	// Attempts counts the attempts sent to it, Failures those that
+	// failed (error replies included).
+	Attempts, Failures uint64
+}
+
+// Endpoints returns the state of the endpoints, by Addr: those of the
+// current set, and those that left it and still drain.
+func (c *Client) Endpoints() []EndpointState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := *c.eps.Load()
+	var out []EndpointState
+	for _, addr := range slices.Sorted(maps.Keys(cur)) {
+		e := cur[addr]
+		n, removed, closed := e.inFlight()
+		if closed {
+			continue
+		}
+		out = append(out, EndpointState{Endpoint: e.ep, Connected: e.cl.Load() != nil, InFlight: n,
+			Draining: removed, Attempts: e.attempts.Load(), Failures: e.failures.Load()})
+	}
+	return out
+}
+
+// Close stops the resolver's watch, refuses new calls ([rpc.ErrClosed]),
+// waits for the calls in flight (each bounded by its ctx and
+// Config.Client.Timeout) and closes every endpoint's client.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed.Swap(true) {
+		c.mu.Unlock()
+		return nil
+	}
+	c.cancel()
+	all := slices.Collect(maps.Values(*c.eps.Load()))
+	c.mu.Unlock()
+	<-c.watchc
+	for _, e := range all {
+		e.remove()
+	}
+	for _, e := range all {
+		<-e.closedc
+	}
+	return nil
+}
+
+// Invoke calls action with args on an endpoint the balancer picks and
+// decodes the reply's data into result, as [rpc.Client.Invoke] does. It
+// retries as Config.Retry says, and races the call over several endpoints
+// when ctx is marked with [Race]. An empty set fails with an error
+// matching [rpc.ErrNoServer] and [rpc.ErrNoEndpoints]; a closed client
+// with [rpc.ErrClosed].
+func (c *Client) Invoke(ctx context.Context, action string, args, result any) error {
+	if c.closed.Load() {
+		return rpc.ErrClosed
+	}
+	m, _ := ctx.Value(markKey{}).(*mark)
+	if m != nil && m.race {
+		if !m.idempotent {
+			return fmt.Errorf("%w: %s: a Race call must be marked Idempotent too", ErrConfig, action)
+		}
+		return c.race(ctx, m.stagger, action, args, result)
+	}
+	idem := m != nil && m.idempotent
+	info := rpc.PickInfo{Action: action, Key: rpc.BalanceKey(ctx)}
+	for n := 1; ; n++ {
+		addr, sent, err := c.attempt(ctx, &info, action, args, result)
+		if err == nil {
+			c.budget.success()
+			return nil
+		}
+		if !c.retryable(ctx, err, sent, idem, n) {
+			return err
+		}
+		if werr := c.retry.wait(ctx, n); werr != nil {
+			return err
+		}
+		info.Exclude = addr
+	}
+}
+
+// Call is the generic form of Invoke: it returns the result as an R.
+func Call[R any](ctx context.Context, c *Client, action string, args any) (R, error) {
+	var r R
+	err := c.Invoke(ctx, action, args, &r)
+	return r, err
+}
+
+// errNoEndpoints is a pick's error on an empty set.
+var errNoEndpoints = fmt.Errorf("cluster: %w: %w", rpc.ErrNoServer, rpc.ErrNoEndpoints)
+
+// pick picks an endpoint for one attempt and counts it in flight on it.
+// An address the balancer returns that is no longer (or not yet) in the
+// client's set, or whose endpoint has closed, is given back (Done,
+// Canceled) and picked again, a few times.
+func (c *Client) pick(info *rpc.PickInfo) (string, *endpoint, error) {
+	for range 4 {
+		addr, err := c.b.Pick(*info)
+		if err != nil {
+			return "", nil, errNoEndpoints
+		}
+		if e := (*c.eps.Load())[addr]; e != nil && e.acquire() {
+			return addr, e, nil
+		}
+		c.b.Done(addr, rpc.PickResult{Canceled: true})
+	}
+	return "", nil, errNoEndpoints
+}
+
+// attempt sends one attempt of a call: sent reports whether it may have
+// reached a server (see neverSent).
+func (c *Client) attempt(ctx context.Context, info *rpc.PickInfo, action string, args, result any) (addr string, sent bool, err error) {
+	addr, e, err := c.pick(info)
+	if err != nil {
+		return "", false, err
+	}
+	err = c.send(ctx, addr, e, action, args, result)
+	if err == nil {
+		return addr, true, nil
+	}
+	return addr, !neverSent(err), err
+}
+
+// neverSent reports an attempt's error that shows its request was not
+// written: [rpc.ErrNotSent], or [rpc.ErrNoServer], which rpc.Client
+// returns only when it could not connect (nor could this client dial the
+// endpoint: dialError matches it too) — before the request is written.
+func neverSent(err error) bool {
+	return errors.Is(err, rpc.ErrNotSent) || errors.Is(err, rpc.ErrNoServer)
+}
+
+// dialError is the error of an attempt whose endpoint could not be
+// dialed: it matches [rpc.ErrNoServer] and the dial's error.
+type dialError struct {
+	addr string
+	err  error
+}
+
+func (d *dialError) Error() string   { return "cluster: dial " + d.addr + ": " + d.err.Error() }
+func (d *dialError) Unwrap() []error { return []error{rpc.ErrNoServer, d.err} }
+
+// send runs one attempt on e, which pick counted in flight, reports it to
+// the balancer and ends it.
+func (c *Client) send(ctx context.Context, addr string, e *endpoint, action string, args, result any) error {
+	start := time.Now()
+	sent := false
+	cl, err := e.client(ctx, c.ctx, c.cfg.Client)
+	if err == nil {
+		sent = true
+		err = cl.Invoke(ctx, action, args, result)
+	} else if ctx.Err() == nil {
+		c.log.Warn("cluster: dial failed", "addr", addr, "err", err)
+		err = &dialError{addr: addr, err: err}
+	} else if errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("%w (%s, dialing %s): %w", rpc.ErrTimeout, action, addr, err)
+	}
+	e.attempts.Add(1)
+	if err != nil {
+		e.failures.Add(1)
+	}
+	var res rpc.PickResult
+	if !sent && ctx.Err() == nil {
+		res = rpc.PickResult{Unavailable: true, Latency: time.Since(start)}
+	} else {
+		res = classify(ctx, err, time.Since(start))
+	}
+	c.b.Done(addr, res)
+	e.release()
+	return err
+}
