@@ -1,0 +1,194 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
+	"github.com/lifenet/lifenet/rpc"
+	"github.com/lifenet/lifenet/rpc/balance"
+	"github.com/lifenet/lifenet/rpc/cluster"
+)
+
+func failover(t testing.TB) rpc.Balancer {
+	b, err := balance.NewFailover(balance.Config{})
+	must(t, err)
+	return b
+}
+
+// killDuring runs a Test/Work call of id on c (Failover: it goes to ss[0]
+// first), closes ss[0] once the call runs there, and returns the call's
+// answer.
+func killDuring(t *testing.T, ctx context.Context, c *cluster.Client, l *ledger, ss []*server, id int64) (string, error) {
+	t.Helper()
+	type answer struct {
+		who string
+		err error
+	}
+	res := make(chan answer, 1)
+	go func() {
+		who, err := cluster.Call[string](ctx, c, "Test/Work", WorkArgs{ID: id, Sleep: 500 * time.Millisecond})
+		res <- answer{who, err}
+	}()
+	until(t, "the call running on the first server", func() bool { on, ok := l.server(id); return ok && on == ss[0].name })
+	ss[0].srv.Close()
+	a := <-res
+	return a.who, a.err
+}
+
+var retry3 = cluster.Config{Retry: cluster.RetryPolicy{MaxAttempts: 3, InitialBackoff: time.Millisecond}}
+
+// An idempotent call whose server dies under it is sent again, to another
+// endpoint, and succeeds there.
+func TestRetryIdempotent(t *testing.T) {
+	leakcheck.Check(t)
+	l := newLedger()
+	ss := startServers(t, 2, l)
+	c := dial(t, rpc.StaticResolver(endpointsOf(ss...)), failover(t), retry3)
+	who, err := killDuring(t, cluster.Idempotent(context.Background()), c, l, ss, 1)
+	if err != nil || who != "B" {
+		t.Fatalf("an idempotent call whose server died: %q, %v; want B's answer", who, err)
+	}
+	if n := l.count(1); n != 2 {
+		t.Errorf("the idempotent call ran %d times, want 2 (once on each server)", n)
+	}
+}
+
+// A call not marked idempotent that was written is never sent again: it
+// fails with rpc.ErrConnClosed, having run once.
+func TestRetryNeverResendsWritten(t *testing.T) {
+	leakcheck.Check(t)
+	l := newLedger()
+	ss := startServers(t, 2, l)
+	c := dial(t, rpc.StaticResolver(endpointsOf(ss...)), failover(t), retry3)
+	_, err := killDuring(t, context.Background(), c, l, ss, 1)
+	if !errors.Is(err, rpc.ErrConnClosed) {
+		t.Fatalf("a written call whose server died: %v, want rpc.ErrConnClosed", err)
+	}
+	if n := l.count(1); n != 1 {
+		t.Errorf("the call ran %d times, want 1", n)
+	}
+	if ss[1].calls.Load() != 0 {
+		t.Errorf("the call reached the second server")
+	}
+}
+
+// A call that never left (its endpoint could not be dialed) is retried on
+// another endpoint, idempotent or not; with no policy it fails.
+func TestRetryNotSent(t *testing.T) {
+	leakcheck.Check(t)
+	l := newLedger()
+	s := startServer(t, "A", l)
+	eps := rpc.StaticResolver{{Addr: deadAddr(t)}, {Addr: s.addr}}
+
+	c := dial(t, eps, failover(t), retry3)
+	who, err := cluster.Call[string](context.Background(), c, "Test/Work", WorkArgs{ID: 1})
+	if err != nil || who != "A" {
+		t.Errorf("a call whose first endpoint is down, with retries: %q, %v; want A's answer", who, err)
+	}
+
+	c = dial(t, eps, failover(t), cluster.Config{})
+	if _, err := cluster.Call[string](context.Background(), c, "Test/Work", WorkArgs{ID: 2}); !errors.Is(err, rpc.ErrNoServer) {
+		t.Errorf("the same without retries: %v, want rpc.ErrNoServer", err)
+	}
+}
+
+// An error reply is not retried, idempotent or not.
+func TestRetryNotOnErrorReply(t *testing.T) {
+	leakcheck.Check(t)
+	ss := startServers(t, 2, nil)
+	c := dial(t, rpc.StaticResolver(endpointsOf(ss...)), roundRobin(t), retry3)
+	if _, err := cluster.Call[string](cluster.Idempotent(context.Background()), c, "Test/Fail", nil); !errors.Is(err, rpc.ErrArgs) {
+		t.Fatalf("Test/Fail: %v, want rpc.ErrArgs", err)
+	}
+	if n := ss[0].calls.Load() + ss[1].calls.Load(); n != 1 {
+		t.Errorf("an error reply ran %d times, want 1", n)
+	}
+}
+
+// attempts sums the attempts c sent to its endpoints.
+func attempts(c *cluster.Client) uint64 {
+	var n uint64
+	for _, e := range c.Endpoints() {
+		n += e.Attempts
+	}
+	return n
+}
+
+// With every server down, the budget stops the retry storm: of 200 calls
+// (3 attempts each allowed), about MaxTokens/2 are retried, not 400; with
+// the budget off, every call makes its 3 attempts.
+func TestRetryBudget(t *testing.T) {
+	leakcheck.Check(t)
+	eps := rpc.StaticResolver{{Addr: deadAddr(t)}, {Addr: deadAddr(t)}}
+	const calls = 200
+	run := func(cfg cluster.Config) uint64 {
+		c := dial(t, eps, roundRobin(t), cfg)
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for range calls / 4 {
+					if _, err := cluster.Call[string](context.Background(), c, "Test/Who", nil); !errors.Is(err, rpc.ErrNoServer) {
+						t.Errorf("a call with every server down: %v, want rpc.ErrNoServer", err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return attempts(c)
+	}
+	with := run(retry3)
+	off := retry3
+	off.Retry.Budget.MaxTokens = -1
+	without := run(off)
+	t.Logf("attempts for %d calls, every server down: %d with the default budget (10 tokens), %d without", calls, with, without)
+	if with > calls+10 {
+		t.Errorf("with the budget, %d attempts for %d calls: the retries went past the budget", with, calls)
+	}
+	if without != 3*calls {
+		t.Errorf("without the budget, %d attempts for %d calls, want %d", without, calls, 3*calls)
+	}
+}
+
+// Successes refill the budget: once a burst of failures spent it, a call
+// that could be retried is not; after 70 successes (7 tokens) it is again.
+func TestRetryBudgetRefills(t *testing.T) {
+	leakcheck.Check(t)
+	s := startServer(t, "A", nil)
+	r := newSetResolver([]rpc.Endpoint{{Addr: deadAddr(t)}})
+	c := dial(t, r, roundRobin(t), retry3)
+	setTo := func(eps ...rpc.Endpoint) {
+		r.Set(eps)
+		until(t, "the new set", func() bool { return len(c.Endpoints()) == len(eps) })
+	}
+	// failures counts the calls of 4 that fail, two of which start on a
+	// new dead endpoint (round-robin), retried on A if the budget lets.
+	failures := func() int {
+		setTo(rpc.Endpoint{Addr: deadAddr(t)}, rpc.Endpoint{Addr: s.addr})
+		n := 0
+		for range 4 {
+			if _, err := cluster.Call[string](context.Background(), c, "Test/Who", nil); err != nil {
+				n++
+			}
+		}
+		return n
+	}
+	for range 20 { // spend the budget
+		cluster.Call[string](context.Background(), c, "Test/Who", nil)
+	}
+	if n := failures(); n == 0 {
+		t.Errorf("with the budget spent, no call failed: retries went on")
+	}
+	setTo(rpc.Endpoint{Addr: s.addr})
+	for range 70 {
+		_, err := cluster.Call[string](context.Background(), c, "Test/Who", nil)
+		must(t, err)
+	}
+	if n := failures(); n != 0 {
+		t.Errorf("with the budget refilled, %d calls failed: they were not retried", n)
+	}
+}
