@@ -84,10 +84,11 @@ type server struct {
 	addr  string
 	calls atomic.Int64 // Test/Who and Test/Work calls it answered or ran
 	who   atomic.Int64 // Test/Who calls alone
+	delay atomic.Int64 // how long Test/Slow takes here (a time.Duration)
 }
 
 // startServer starts a server named name on 127.0.0.1:0 with the actions
-// Test/Who (its name), Test/Work (WorkArgs: counted in l, sleeps, then its
+// Test/Who (its name), Test/Slow (its name after its delay), Test/Work (WorkArgs: counted in l, sleeps, then its
 // name; nil l counts nothing) and Test/Fail (a 400 error reply). It is
 // closed when the test ends.
 func startServer(t *testing.T, name string, l *ledger) *server {
@@ -111,6 +112,15 @@ func startServer(t *testing.T, name string, l *ledger) *server {
 			case <-ctx.Done():
 				return "", ctx.Err()
 			}
+		}
+		return name, nil
+	}))
+	must(t, rpc.Handle(srv, "Test/Slow", func(ctx context.Context, _ struct{}) (string, error) {
+		s.calls.Add(1)
+		select {
+		case <-time.After(time.Duration(s.delay.Load())):
+		case <-ctx.Done():
+			return "", ctx.Err()
 		}
 		return name, nil
 	}))

@@ -52,7 +52,8 @@ func (c *Client) race(ctx context.Context, stagger time.Duration, action string,
 			if slices.Contains(used, addr) {
 				c.b.Done(addr, rpc.PickResult{Canceled: true})
 				e.release()
-				continue
+				info.Exclude = addr // (one address only: a policy that keeps
+				continue            // choosing the used ones ends the race's growth)
 			}
 			used = append(used, addr)
 			pending++
