@@ -3,7 +3,6 @@ package cluster_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -428,5 +427,4 @@ func TestInvokeAllocs(t *testing.T) {
 	if over > base+2 {
 		t.Errorf("cluster.Client.Invoke allocates %.1f per call, rpc.Client.Invoke %.1f: more than 2 over", over, base)
 	}
-	_ = fmt.Sprint
 }

@@ -1,0 +1,64 @@
+// Package cluster is a client of a service served by many servers: it
+// finds them with an [rpc.Resolver] ([rpc.StaticResolver], [DNSResolver],
+// the etcd module's Resolver), spreads its calls over them with an
+// [rpc.Balancer] (the policies of package
+// [github.com/lifenet/lifenet/rpc/balance]), retries what is safe to
+// retry, and races calls marked for it.
+//
+// # The life of a call
+//
+// Resolve. [Dial] starts the resolver's Watch and waits for its first
+// endpoint set. Each set it reports replaces the last: the client makes
+// the new endpoints, hands the set to the balancer ([rpc.Balancer.Update])
+// and lets the endpoints that left drain. A new endpoint takes calls from
+// the next pick on; one that left takes no new call, its calls in flight
+// finish, and then its connection closes. No call fails because the set
+// changed.
+//
+// Pick. Each attempt asks the balancer for an endpoint
+// ([rpc.Balancer.Pick], with the action and the ctx's
+// [rpc.WithBalanceKey] key), and counts itself in flight on it.
+//
+// Per-endpoint client. Each endpoint has its own [rpc.Client] with
+// [Config.Client], dialed on the first call picked for it (a balancer
+// such as [github.com/lifenet/lifenet/rpc/balance.Failover] uses one endpoint of many, and a large set
+// should not open a connection to every server); the calls that pick it
+// meanwhile share that dial. A dial that fails fails the attempt with an
+// error matching [rpc.ErrNoServer] and reports the endpoint unavailable,
+// which shields it at once; the next pick of it (its probe) dials again.
+//
+// Done. The attempt's end goes back to the balancer
+// ([rpc.Balancer.Done]) as a [rpc.PickResult]:
+//
+//   - Unavailable: a connection refused, reset or closed
+//     ([rpc.ErrConnClosed], [rpc.ErrNotSent]), no server reachable
+//     ([rpc.ErrNoServer]), a failed dial, or a server shutting down (its
+//     503 [rpc.ErrShutdown] reply);
+//   - a plain sample of the latency: a success, an error reply (an
+//     [*rpc.APIError], [rpc.ErrBusy] included), or a timeout (the time
+//     waited: a slow server is not a down one);
+//   - Canceled: the caller's ctx was canceled, or another attempt of a
+//     race won.
+//
+// Retry. With [Config.Retry] ([RetryPolicy]; none by default), a failed
+// attempt is sent again, to another endpoint ([rpc.PickInfo.Exclude]),
+// after an exponential backoff with jitter, while the budget
+// ([RetryBudget], grpc-go's throttling) allows, only when that cannot run
+// the call twice: it never left ([rpc.ErrNotSent], [rpc.ErrNoServer], a
+// failed dial), a shutting-down server refused it unrun, or the call is
+// marked [Idempotent] and its endpoint failed or timed out. A call that
+// was written and is not marked idempotent is never sent again; an error
+// reply is never retried.
+//
+// Race. A call whose ctx is marked with [Race] (and [Idempotent]) goes to
+// one endpoint, then to another each stagger with no answer (or at once
+// when an attempt fails), up to [Config.RaceAttempts]; the first success
+// is the call's, and the others are canceled.
+//
+// Close ends the watch, refuses new calls, waits for those in flight and
+// closes every endpoint's client.
+//
+// The hot path (no retry, no race) adds no allocation to
+// [rpc.Client.Invoke]'s: a pick, a map lookup, a few atomic counts on the
+// endpoint and the Done.
+package cluster
