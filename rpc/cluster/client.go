@@ -23,9 +23,14 @@ type Client struct {
 	b   rpc.Balancer
 	log *slog.Logger
 
-	ctx    context.Context // ends on Close: the watch and the dials
+	wctx    context.Context // ends on Close: the watch
+	wcancel context.CancelFunc
+	watchc  chan struct{} // closed when the watch goroutine returns
+	// ctx ends once Close has drained the calls: the dials still running
+	// (all their callers gave up), which dials counts.
+	ctx    context.Context
 	cancel context.CancelFunc
-	watchc chan struct{} // closed when the watch goroutine returns
+	dials  sync.WaitGroup
 
 	// eps holds the endpoints by Addr: the current set's, and those that
 	// left it but have not closed yet (see update).
@@ -60,17 +65,18 @@ func Dial(ctx context.Context, r rpc.Resolver, b rpc.Balancer, cfg Config) (*Cli
 	empty := map[string]*endpoint{}
 	c.eps.Store(&empty)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.wctx, c.wcancel = context.WithCancel(c.ctx)
 
 	first := make(chan struct{})
 	var once sync.Once
 	var werr error
 	go func() {
 		defer close(c.watchc)
-		werr = r.Watch(c.ctx, func(eps []rpc.Endpoint) {
+		werr = r.Watch(c.wctx, func(eps []rpc.Endpoint) {
 			c.update(eps)
 			once.Do(func() { close(first) })
 		})
-		if c.ctx.Err() == nil {
+		if c.wctx.Err() == nil {
 			c.log.Warn("cluster: the resolver stopped; the client keeps its last endpoint set", "err", werr)
 		}
 	}()
@@ -198,7 +204,7 @@ func (c *Client) Close() error {
 		c.mu.Unlock()
 		return nil
 	}
-	c.cancel()
+	c.wcancel()
 	all := slices.Collect(maps.Values(*c.eps.Load()))
 	c.mu.Unlock()
 	<-c.watchc
@@ -208,6 +214,8 @@ func (c *Client) Close() error {
 	for _, e := range all {
 		<-e.closedc
 	}
+	c.cancel()
+	c.dials.Wait()
 	return nil
 }
 
@@ -311,7 +319,7 @@ func (d *dialError) Unwrap() []error { return []error{rpc.ErrNoServer, d.err} }
 func (c *Client) send(ctx context.Context, addr string, e *endpoint, action string, args, result any) error {
 	start := time.Now()
 	sent := false
-	cl, err := e.client(ctx, c.ctx, c.cfg.Client)
+	cl, err := e.client(ctx, c.ctx, &c.dials, c.cfg.Client)
 	if err == nil {
 		sent = true
 		err = cl.Invoke(ctx, action, args, result)

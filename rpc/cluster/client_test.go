@@ -275,7 +275,8 @@ func TestDialFailureShields(t *testing.T) {
 // server's 503 is Unavailable.
 func TestOutcomes(t *testing.T) {
 	leakcheck.Check(t)
-	s := startServer(t, "A", nil)
+	l := newLedger()
+	s := startServer(t, "A", l)
 	b := record(roundRobin(t))
 	c := dial(t, rpc.StaticResolver{{Addr: s.addr}}, b, cluster.Config{})
 	ctx := context.Background()
@@ -310,12 +311,11 @@ func TestOutcomes(t *testing.T) {
 
 	// Shutdown refuses new calls with 503 while one runs.
 	running := make(chan error, 1)
-	calls := s.calls.Load()
 	go func() {
-		_, err := cluster.Call[string](ctx, c, "Test/Work", WorkArgs{Sleep: 300 * time.Millisecond})
+		_, err := cluster.Call[string](ctx, c, "Test/Work", WorkArgs{ID: 99, Sleep: 300 * time.Millisecond})
 		running <- err
 	}()
-	until(t, "a call running", func() bool { return s.calls.Load() > calls })
+	until(t, "a call running", func() bool { return l.count(99) == 1 })
 	shut := make(chan error, 1)
 	go func() { shut <- s.srv.Shutdown(context.Background()) }()
 	time.Sleep(50 * time.Millisecond)

@@ -87,13 +87,12 @@ func (e *endpoint) tryClose() {
 	if !e.state.CompareAndSwap(removedBit, removedBit|closedBit) {
 		return // a call started again, or another closer won
 	}
+	// A dial still running (its callers gave up) closes its client itself
+	// when it lands (see dial).
 	e.mu.Lock()
-	d := e.dialer
+	cl := e.cl.Load()
 	e.mu.Unlock()
-	if d != nil {
-		<-d.done // only a call in flight dials, and none is: it has ended
-	}
-	if cl := e.cl.Load(); cl != nil {
+	if cl != nil {
 		cl.Close()
 	}
 	close(e.closedc)
@@ -109,8 +108,9 @@ func (e *endpoint) inFlight() (n int, removed, closed bool) {
 // client returns the endpoint's client, dialing it if need be (one dial
 // at a time, on dctx, the cluster client's; a caller waits for it as long
 // as its own ctx lets it). A failed dial is not kept: the next call dials
-// again (the balancer shields the endpoint meanwhile).
-func (e *endpoint) client(ctx, dctx context.Context, cfg rpc.ClientConfig) (*rpc.Client, error) {
+// again (the balancer shields the endpoint meanwhile). dials counts the
+// dial goroutines, for Close to wait for.
+func (e *endpoint) client(ctx, dctx context.Context, dials *sync.WaitGroup, cfg rpc.ClientConfig) (*rpc.Client, error) {
 	if cl := e.cl.Load(); cl != nil {
 		return cl, nil
 	}
@@ -123,7 +123,11 @@ func (e *endpoint) client(ctx, dctx context.Context, cfg rpc.ClientConfig) (*rpc
 	if d == nil {
 		d = &dial{done: make(chan struct{})}
 		e.dialer = d
-		go e.dial(d, dctx, cfg)
+		dials.Add(1)
+		go func() {
+			defer dials.Done()
+			e.dial(d, dctx, cfg)
+		}()
 	}
 	e.mu.Unlock()
 	select {
@@ -137,7 +141,12 @@ func (e *endpoint) client(ctx, dctx context.Context, cfg rpc.ClientConfig) (*rpc
 func (e *endpoint) dial(d *dial, ctx context.Context, cfg rpc.ClientConfig) {
 	d.cl, d.err = rpc.Dial(ctx, e.addr, cfg)
 	e.mu.Lock()
-	if d.err == nil {
+	switch {
+	case d.err != nil:
+	case e.state.Load()&closedBit != 0: // closed while dialing: nobody waits
+		d.cl.Close()
+		d.cl, d.err = nil, rpc.ErrClosed
+	default:
 		e.cl.Store(d.cl)
 	}
 	e.dialer = nil
