@@ -27,6 +27,11 @@ const DefaultRequestTimeout = 30 * time.Second
 // sweepEvery is how often expired requests are failed.
 const sweepEvery = 50 * time.Millisecond
 
+// reuseHold: a number whose previous request was sent this recently, and
+// so had its reply even more recently, counts in MatchStats.Reused when
+// it is given out with more than half the numbers taken.
+const reuseHold = time.Second
+
 // callback is a RequestAsync callback of either format, or a
 // RequestStream callback.
 type callback struct {
@@ -57,6 +62,15 @@ type MatchStats struct {
 	Unknown  uint64 // replies matching no pending request (late, duplicate, never asked); released
 	TimedOut uint64 // requests failed with ErrTimeout
 	InFlight int    // numbers (SRMP) or queue places (FIFO) taken now: pending requests, and timed-out ones still in quarantine
+	// Reused (SRMP) counts requests given a sequence number whose previous
+	// reply came less than about a round trip before: fewer replies had
+	// come since than requests were in flight, and its previous request
+	// was sent under a second before. A duplicate of that reply arriving
+	// then would be taken for the new request's. Numbers are given out
+	// least recently freed first, so this is every request sent while more
+	// than 128 numbers are taken (timed-out ones in quarantine included)
+	// on a busy connection (see docs/reliability.md, issue 26 F6).
+	Reused uint64
 }
 
 // Slot states.
@@ -91,8 +105,18 @@ type result struct {
 var resultChans = sync.Pool{New: func() any { return make(chan result, 1) }}
 
 // matcher pairs replies with requests on one connection. SRMP keys
-// requests by sequence number (1…255, then 0, as NewLife); a timed-out SRMP
-// request frees its number at once, so its late reply is unknown. FIFO
+// requests by sequence number. A request takes the number that has been
+// free longest (the front of a ring of free numbers, to whose back a freed
+// one goes), so a number whose reply came is given out again only after
+// every number freed before it: with n requests in flight it rests while
+// 256 − n others are given out, and a duplicate of its reply that comes in
+// that time lands on a free number (or one whose waiter has not taken its
+// reply yet), is unknown and dropped, instead of reaching the next request
+// given the number (issue 26 F6: the wire has 8 bits; any choice is
+// NewLife's, since the peer echoes the number). Serial requests get 1…255,
+// then 0, as NewLife's client gives them. A timed-out SRMP request keeps
+// its number in quarantine until its late reply comes or a timeout passes
+// (see giveUp). FIFO
 // (the length-field format has no ids) answers the oldest pending request;
 // a timed-out FIFO request stays queued, abandoned, so the connection stays
 // in step when its reply does come. (NewLife's queue matches the most
@@ -108,7 +132,9 @@ type matcher struct {
 	free    int          // in-flight slots left: back-pressure, never overwrite
 	cap     int          // the slots there are
 	waiting int          // requests waiting in acquire for a free slot
-	next    int          // SRMP: the next sequence number to try
+	ring    *[256]uint8  // the free slots' keys, least recently freed first, from rhead to rtail; made with slots
+	rhead   uint8        // the ring's front and back (a uint8 wraps at its length): acquire's count says whether it holds a key, and
+	rtail   uint8        // a slot being freed is not in it, so it is never full when one is added
 	order   *[256]int    // FIFO: slot keys in request order, a ring; made with slots
 	head    int
 	count   int
@@ -129,6 +155,8 @@ type matcher struct {
 	queued            atomic.Int32 // FIFO: count, readable without the lock
 	inFlight          atomic.Int32 // slots taken, readable without the lock
 	clock             atomic.Int64 // mono reading, set by the sweeper each tick while it runs (deadline, starting one): no clock read per request
+
+	reused atomic.Uint64 // MatchStats.Reused
 }
 
 func newMatcher(fifo bool, timeout time.Duration) *matcher {
@@ -139,7 +167,7 @@ func newMatcher(fifo bool, timeout time.Duration) *matcher {
 	if timeout <= 0 {
 		timeout = DefaultRequestTimeout
 	}
-	return &matcher{fifo: fifo, timeout: timeout, free: n, cap: n, stop: make(chan struct{}), freed: make(chan struct{}, 1), next: 1, due: math.MaxInt64, chans: &resultChans}
+	return &matcher{fifo: fifo, timeout: timeout, free: n, cap: n, stop: make(chan struct{}), freed: make(chan struct{}, 1), due: math.MaxInt64, chans: &resultChans}
 }
 
 // acquire takes a free in-flight slot, waiting for one while all are in
@@ -186,6 +214,10 @@ func (m *matcher) acquire(ctx context.Context) (waited time.Duration, err error)
 	}
 	if m.slots == nil {
 		m.slots = new([256]waiter)
+		m.ring = new([256]uint8)
+		for i := range m.ring {
+			m.ring[i] = uint8(i + 1) // 1…255, then 0
+		}
 		if m.fifo {
 			m.order = new([256]int)
 		}
@@ -217,17 +249,29 @@ func (m *matcher) register(cb *callback, echo []byte, waited time.Duration) (int
 	// waiting at least its timeout (it fails within two ticks after).
 	deadline := m.deadline() - int64(waited)
 	defer m.mu.Unlock() // held since acquire
-	key := m.next
-	for m.slots[key].state != slotFree { // a slot taken in acquire guarantees one
-		key = (key + 1) % len(m.slots)
+	// The slot acquire took (so the ring holds at least one): the one free
+	// longest.
+	key := int(m.ring[m.rhead])
+	m.rhead++
+	w := &m.slots[key]
+	if w.state != slotFree {
+		panic("codec: matcher: a taken slot in the free ring")
 	}
-	m.next = (key + 1) % len(m.slots)
+	// The replies since this number's own are the numbers behind it in
+	// the ring: 256 − n with n taken (this request's included). Fewer than
+	// n, less than about a round trip, while its previous request was sent
+	// under reuseHold ago (its deadline tells), and a duplicate of that
+	// reply still on its way would be taken for this request's. Counted
+	// only: no free number has rested longer, and waiting would cut the
+	// throughput of a client that keeps 255 in flight.
+	if !m.fifo && 2*(m.cap-m.free) > len(m.ring) && w.deadline > deadline-int64(reuseHold) {
+		m.reused.Add(1)
+	}
 	if m.fifo {
 		m.order[(m.head+m.count)%len(m.order)] = key
 		m.count++
 		m.queued.Store(int32(m.count))
 	}
-	w := &m.slots[key]
 	w.state, w.deadline, w.async = slotPending, deadline, cb != nil
 	w.gen++
 	if len(echo) > 0 {
@@ -312,11 +356,15 @@ func (m *matcher) giveUp(key int) {
 	}
 }
 
-// freeSlot returns a slot and its token. Called with m.mu held.
+// freeSlot returns a slot and its token; the slot goes to the back of the
+// free ring, to be used again after every slot freed before it. Called with
+// m.mu held.
 func (m *matcher) freeSlot(key int) {
 	w := &m.slots[key]
 	w.state, w.cb, w.async, w.echo = slotFree, callback{}, false, 0
-	if m.err == nil {
+	if m.err == nil { // after close no request takes a slot: the ring is left as it is
+		m.ring[m.rtail] = uint8(key)
+		m.rtail++
 		m.free++
 		m.inFlight.Store(int32(m.cap - m.free))
 		m.passOn()
@@ -657,5 +705,5 @@ func (m *matcher) failPending() (pending []callback) {
 func (m *matcher) pending() bool { return m.queued.Load() > 0 }
 
 func (m *matcher) stats() MatchStats {
-	return MatchStats{Unknown: m.unknown.Load(), TimedOut: m.timedOut.Load(), InFlight: int(m.inFlight.Load())}
+	return MatchStats{Unknown: m.unknown.Load(), TimedOut: m.timedOut.Load(), InFlight: int(m.inFlight.Load()), Reused: m.reused.Load()}
 }
