@@ -66,3 +66,33 @@ func BenchmarkProcessEchoPacket16(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkCallNoArgInline measures one caller's whole calls over loopback
+// TCP to an action run inline (on the connection's reading goroutine): the
+// client's and the server's call paths with no goroutine per call, the
+// figure scripts/instrs.sh counts (docs/perf/rpc.md, "Interceptors").
+func BenchmarkCallNoArgInline(b *testing.B) {
+	benchCallInline(b, rpc.Config{}, rpc.ClientConfig{})
+}
+
+func benchCallInline(b *testing.B, cfg rpc.Config, ccfg rpc.ClientConfig) {
+	srv, err := rpc.NewServer(cfg)
+	must(b, err)
+	must(b, rpc.Handle(srv, "Bench/NoArgInline", func(context.Context, struct{}) (int32, error) { return 42, nil }, rpc.WithInline()))
+	addr, err := srv.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	must(b, err)
+	defer srv.Close()
+	ctx := context.Background()
+	cl, err := rpc.Dial(ctx, addr.String(), ccfg)
+	must(b, err)
+	defer cl.Close()
+	var r int32
+	must(b, cl.Invoke(ctx, "Bench/NoArgInline", nil, &r))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := cl.Invoke(ctx, "Bench/NoArgInline", nil, &r); err != nil || r != 42 {
+			b.Fatal(r, err)
+		}
+	}
+}
