@@ -18,10 +18,12 @@ type invoker func(ctx context.Context, data, dst []byte) ([]byte, kind, error)
 // action is one registered action.
 type action struct {
 	name    string
+	id      uint32 // its order of registration (a session's callCache slot)
 	invoke  invoker
 	sig     string // for Api/All: "Result Name(Param)"
 	inline  bool   // runs on the connection's reading goroutine (Inline)
 	builtin bool   // one of the server's own actions (Api/All, Api/Info): Authorize does not apply
+	open    bool   // never authorized, even with AuthorizeBuiltins (Api/Health)
 	stream  streamer
 }
 
@@ -42,6 +44,7 @@ func WithInline() HandleOption { return func(a *action) { a.inline = true } }
 type registry struct {
 	mu   sync.Mutex // serializes writers
 	snap atomic.Pointer[actions]
+	ids  uint32 // actions registered so far (mu)
 }
 
 type actions struct {
@@ -78,6 +81,10 @@ func (r *registry) add(acts ...*action) error {
 			delete(next.exact, old.name) // the application's action replaces a built-in
 		}
 		next.exact[a.name], next.fold[low] = a, a
+	}
+	for _, a := range acts {
+		a.id = r.ids
+		r.ids++
 	}
 	r.snap.Store(next)
 	return nil

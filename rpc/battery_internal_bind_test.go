@@ -68,7 +68,13 @@ func TestBatteryBindArgPrimitive(t *testing.T) {
 	if err := bindArg([]byte("True"), &b); err != nil || !b {
 		t.Errorf("bool from True (as .NET writes it): %v, %v", b, err)
 	}
-	for _, bad := range []string{"abc", `{"a":1,"b":2}`, `{"Token":"t"}`, "99999999999999999999", `{"a":`} {
+	for _, none := range []string{`{"Token":"t"}`, `{"traceparent":"00-a-b-01","TraceId":"x"}`} {
+		n = 7
+		if err := bindArg([]byte(none), &n); err != nil || n != 7 {
+			t.Errorf("int from %s (reserved keys alone: no value): %d, %v", none, n, err)
+		}
+	}
+	for _, bad := range []string{"abc", `{"a":1,"b":2}`, `{}`, "99999999999999999999", `{"a":`} {
 		n = 0
 		if err := bindArg([]byte(bad), &n); !errors.Is(err, ErrArgs) {
 			t.Errorf("int from %s: %v, want ErrArgs", bad, err)

@@ -14,8 +14,12 @@ import (
 // struct by field name (case-insensitively, numbers may come as strings, as
 // from a query string) and a primitive from its one entry; raw text binds a
 // primitive; bytes bind as they are (aliasing data: valid during the call).
-// Empty data leaves dst at its zero value.
-func bindArg(data []byte, dst any) error {
+// Empty data leaves dst at its zero value. The reserved keys (Token,
+// traceparent, …; reserved.go) are not counted when a primitive binds
+// from an object's one entry; keys adds the server's Config.MetadataKeys.
+func bindArg(data []byte, dst any) error { return bindArgKeys(data, nil, dst) }
+
+func bindArgKeys(data []byte, keys *keySet, dst any) error {
 	if len(data) == 0 {
 		return nil
 	}
@@ -26,11 +30,14 @@ func bindArg(data []byte, dst any) error {
 	rv := reflect.ValueOf(dst).Elem()
 	if isPrimitive(rv.Kind()) {
 		if isJSON(data) {
-			one, err := singleEntry(data)
+			one, err := singleEntry(data, keys)
 			if err != nil {
 				return err
 			}
 			data = one
+		}
+		if len(data) == 0 {
+			return nil // an object of reserved keys alone: no value
 		}
 		text := string(data)
 		if rv.Kind() != reflect.String {
@@ -48,9 +55,11 @@ func bindArg(data []byte, dst any) error {
 }
 
 // bindString binds a string parameter as bindArg does.
-func bindString(data []byte) (string, error) {
+func bindString(data []byte) (string, error) { return bindStringKeys(data, nil) }
+
+func bindStringKeys(data []byte, keys *keySet) (string, error) {
 	if isJSON(data) {
-		one, err := singleEntry(data)
+		one, err := singleEntry(data, keys)
 		if err != nil {
 			return "", err
 		}
@@ -66,34 +75,56 @@ func isPrimitive(k reflect.Kind) bool {
 	return k == reflect.String || k == reflect.Bool || (k >= reflect.Int && k <= reflect.Float64)
 }
 
-// singleEntry returns the value of a JSON object's one entry (a Token
-// entry aside): how a single primitive parameter is found by name when the
-// handler's parameter has none.
-func singleEntry(data []byte) ([]byte, error) {
-	if v, ok := simpleEntry(data); ok {
+// singleEntry returns the value of a JSON object's one entry, the
+// reserved keys and the server's metadata keys aside (nil when it has no
+// other): how a single primitive parameter is found by name when the
+// handler's parameter has none. A NewLife client's
+// {"input":"x","Token":"t","TraceId":"…","traceparent":"…"} gives "x".
+func singleEntry(data []byte, keys *keySet) ([]byte, error) {
+	if v, ok := simpleEntry(data); ok && (keys == nil || keys.kind(simpleKey(data)) == rkNone) {
 		return v, nil
+	}
+	var one []byte
+	n, reserved := 0, 0
+	if eachEntry(data, true, func(k, v []byte) {
+		if keys.kind(k) == rkNone {
+			one = v
+			n++
+		} else {
+			reserved++
+		}
+	}) {
+		switch {
+		case n == 1: // several entries, one of them the value: no map, no allocation
+			return one, nil
+		case n == 0 && reserved > 0:
+			return nil, nil
+		}
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrArgs, err)
 	}
-	var one json.RawMessage
-	n := 0
+	one, n, reserved = nil, 0, 0
 	for k, v := range m {
-		if strings.EqualFold(k, tokenKey) {
+		if keys.kind([]byte(k)) != rkNone {
+			reserved++
 			continue
 		}
 		one = v
 		n++
 	}
-	if n != 1 {
+	switch {
+	case n == 0 && reserved > 0:
+		return nil, nil
+	case n != 1:
 		return nil, fmt.Errorf("%w: a single value is expected, the object has %d entries", ErrArgs, n)
 	}
 	return one, nil
 }
 
 // simpleEntry is singleEntry's fast path for the common object of one
-// entry whose key has no escapes and is not Token: {"input":"x"} or
+// entry whose key has no escapes and is not reserved: {"input":"x"} or
 // {"a":42}. It returns the value's bytes (a string with its quotes); ok is
 // false whenever the object is anything else, and the full parser decides.
 func simpleEntry(b []byte) ([]byte, bool) {
@@ -109,7 +140,7 @@ func simpleEntry(b []byte) ([]byte, bool) {
 	for k < len(b) && b[k] != '"' && b[k] != '\\' && b[k] >= 0x20 {
 		k++
 	}
-	if k >= len(b) || b[k] != '"' || strings.EqualFold(string(b[i+1:k]), tokenKey) {
+	if k >= len(b) || b[k] != '"' || reservedKind(b[i+1:k]) != rkNone {
 		return nil, false
 	}
 	i = skipSpace(b, k+1)
@@ -138,6 +169,12 @@ func simpleEntry(b []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return b[start:end], true
+}
+
+// simpleKey is the key of an object simpleEntry took.
+func simpleKey(b []byte) []byte {
+	i := skipSpace(b, skipSpace(b, 0)+1) + 1
+	return b[i:plainStringEnd(b, i)]
 }
 
 // plainStringEnd returns the index of the quote that ends the JSON string

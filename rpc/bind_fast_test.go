@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+	"unicode/utf8"
 )
 
 // simpleEntry must agree with the full parser whenever it answers.
@@ -70,5 +71,55 @@ func TestPlainStringEnd(t *testing.T) {
 		if got := plainStringEnd(body, 0); got != -1 {
 			t.Errorf("no quote in %d bytes: %d; want -1", n, got)
 		}
+	}
+}
+
+// eachEntry in strict mode must agree with encoding/json whenever it
+// answers: the object is valid, and its entries are the parser's (for keys
+// given once).
+func FuzzEachEntry(f *testing.F) {
+	for _, s := range []string{`{"input":"x","Token":"t1","traceparent":"00-a-b-01"}`, `{}`, ` { "a" : [1,{"b":"}"}] , "c":null } `,
+		`{"a":"x\"y","b":tru}`, `{"a":1,}`, `{"a":{"b":}}`, `{"a":"\u00e9","b":-0.5e3}`, `{"a":1}x`, `{"a":1,"a":2}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var keys, vals []string
+		if !eachEntry(b, true, func(k, v []byte) { keys, vals = append(keys, string(k)), append(vals, string(v)) }) {
+			return
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("eachEntry read %q, which encoding/json refuses: %v", b, err)
+		}
+		count := map[string]int{}
+		for _, k := range keys {
+			count[k]++
+		}
+		for i, k := range keys {
+			if count[k] == 1 && utf8.ValidString(k) && string(m[k]) != vals[i] { // (the parser mends invalid UTF-8 in keys)
+				t.Fatalf("eachEntry(%q): %s = %s, the parser says %s", b, k, vals[i], m[k])
+			}
+		}
+	})
+}
+
+// A primitive binds from the one entry that is not a reserved key or one
+// of the server's metadata keys.
+func TestSingleEntrySkipsReservedKeys(t *testing.T) {
+	keys := newKeySet([]string{"Tenant"})
+	for in, want := range map[string]string{
+		`{"input":"x","Token":"t","TraceId":"00-a-b-00","traceparent":"00-a-c-01"}`: `"x"`,
+		`{"Request-Id":"|a.b_","n":5,"eagleeye-traceid":"a-b","Timeout-Ms":100}`:    `5`,
+		`{"tenant":"acme","input":"y"}`:                                             `"y"`,
+		`{"Tenant":"acme"}`:                                                         ``,
+		`{"input":"a\"b","traceparent":"x"}`:                                        `"a\"b"`,
+	} {
+		got, err := singleEntry([]byte(in), keys)
+		if err != nil || string(got) != want {
+			t.Errorf("singleEntry(%s) = %s, %v; want %s", in, got, err, want)
+		}
+	}
+	if _, err := singleEntry([]byte(`{"tenant":"acme","input":"y"}`), nil); err == nil {
+		t.Error("without the metadata key, two entries bound to one value")
 	}
 }

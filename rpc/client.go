@@ -57,6 +57,20 @@ type ClientConfig struct {
 	// action and its data, borrowed for the call. It runs on the
 	// connection's reading goroutine and must not block.
 	OnPush func(action string, data []byte)
+	// Interceptors wrap every call, one-way call and stream the client
+	// makes, and the pushes it gets, the first outermost (see
+	// [Interceptor]).
+	Interceptors []Interceptor
+	// SendTimeout sends each call's remaining time (until its context's
+	// deadline, or Timeout) to the server, as the key Timeout-Ms of its
+	// argument object (docs/PROTOCOL.md §5.2a), so that a lifenet server's
+	// handler gets a context that ends when the caller stops waiting. A
+	// call without arguments sends an object of it; a bare value, bytes
+	// and an array have no room for it. Off by default: a NewLife server
+	// has no use for the key (it binds no parameter, as none can be named
+	// Timeout-Ms, but a single complex parameter bound from the whole
+	// object would see it as an unknown key).
+	SendTimeout bool
 }
 
 // DefaultClientConfig returns a ClientConfig with every default filled in.
@@ -111,6 +125,7 @@ type Client struct {
 	closed atomic.Bool
 	token  atomic.Pointer[string]
 	web    *http.Client // for http:// servers
+	chain  Next         // ClientConfig.Interceptors around runCall; nil: none
 }
 
 // slot is one of the client's connections: the live one, or the dial that
@@ -146,6 +161,9 @@ func Dial(ctx context.Context, servers string, cfg ClientConfig) (*Client, error
 	c := &Client{cfg: cfg, addrs: addrs, slots: make([]slot, cfg.Conns)}
 	c.SetToken(cfg.Token)
 	c.opts = codec.Options{Timeout: cfg.Timeout, Handler: c.onPush}
+	if len(cfg.Interceptors) > 0 {
+		c.chain = chain(cfg.Interceptors, c.runCall)
+	}
 	if isHTTP(addrs[0]) {
 		c.web = &http.Client{Timeout: cfg.Timeout}
 		return c, nil
@@ -345,14 +363,72 @@ func (c *Client) pick(ctx context.Context) (*codec.Conn, error) {
 // retries once; calls Login makes (with the context it gets) do not run
 // Login again.
 func (c *Client) Invoke(ctx context.Context, action string, args, result any) error {
-	err := c.invoke(ctx, action, args, result)
+	if c.chain != nil {
+		return c.intercept(ctx, KindUnary, action, args, result, nil)
+	}
+	return c.invokeLogin(ctx, action, args, result, nil)
+}
+
+// invokeLogin is a call with its Login retry; iv, when not nil, is its
+// Invocation, which keeps the reply.
+func (c *Client) invokeLogin(ctx context.Context, action string, args, result any, iv *Invocation) error {
+	err := c.invoke(ctx, action, args, result, iv)
 	if err != nil && c.cfg.Login != nil && ctx.Value(inLogin{}) == nil && isUnauthorized(err) {
 		if lerr := c.cfg.Login(context.WithValue(ctx, inLogin{}, true), c); lerr != nil {
 			return errors.Join(err, lerr)
 		}
-		err = c.invoke(ctx, action, args, result)
+		err = c.invoke(ctx, action, args, result, iv)
 	}
 	return err
+}
+
+// intercept runs a call of kind through the interceptors; item is a
+// stream's consumer.
+func (c *Client) intercept(ctx context.Context, kind CallKind, action string, args, result any, item func(*codec.Message) (bool, error)) error {
+	iv := getCall()
+	iv.client, iv.cl, iv.argv, iv.res, iv.item = true, c, args, result, item
+	iv.own = CallInfo{action: action, kind: kind, token: c.Token(), hasToken: true}
+	iv.info = &iv.own
+	err := c.chain(ctx, iv)
+	putCall(iv)
+	return err
+}
+
+// runCall is a call itself, after the client's interceptors.
+func (c *Client) runCall(ctx context.Context, iv *Invocation) error {
+	switch iv.info.kind {
+	case KindOneWay:
+		return c.oneWay(ctx, iv.info.action, iv.argv)
+	case KindStream:
+		return c.runStream(ctx, iv)
+	case KindPush:
+		if iv.onPush != nil {
+			iv.onPush(iv.info.action, iv.raw)
+		}
+		return nil
+	}
+	return c.invokeLogin(ctx, iv.info.action, iv.argv, iv.res, iv)
+}
+
+// extrasOf fills x with what a call made with ctx carries besides its
+// arguments (nil: nothing): ctx's metadata and trace context, and with
+// SendTimeout its remaining time.
+func (c *Client) extrasOf(ctx context.Context, x *extras) *extras {
+	md, _ := ctx.Value(outgoingKey{}).(*outgoing)
+	tc, _ := ctx.Value(traceKey{}).(*TraceContext)
+	var ms int64
+	if c.cfg.SendTimeout {
+		left := c.cfg.Timeout
+		if dl, ok := ctx.Deadline(); ok {
+			left = min(left, time.Until(dl))
+		}
+		ms = max(int64((left+time.Millisecond-1)/time.Millisecond), 1)
+	}
+	if md == nil && tc == nil && ms == 0 {
+		return nil
+	}
+	x.md, x.trace, x.timeout = md, tc, ms
+	return x
 }
 
 // inLogin marks the context of a Login run: a login call refused with 401
@@ -426,7 +502,7 @@ func (c *Client) showToken(ctx context.Context, cn *codec.Conn, carried bool) er
 		return nil // nothing to show (a cleared token does not clear the session's)
 	}
 	var stack [128]byte
-	body, _, err := appendRequest(stack[:0], actionInfo, nil, *cur, nil)
+	body, _, err := appendRequest(stack[:0], actionInfo, nil, *cur, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -449,15 +525,18 @@ func (c *Client) SetToken(t string) { c.token.Store(&t) }
 // Token returns the client's current token.
 func (c *Client) Token() string { return *c.token.Load() }
 
-func (c *Client) invoke(ctx context.Context, action string, args, result any) error {
+// invoke makes one call; iv, when not nil, keeps its reply (and the
+// reply's data as its result) for the interceptors.
+func (c *Client) invoke(ctx context.Context, action string, args, result any, iv *Invocation) error {
 	if c.closed.Load() {
 		return ErrClosed
 	}
 	if c.web != nil {
-		return c.invokeHTTP(ctx, action, args, result)
+		return c.invokeHTTP(ctx, action, args, result, iv)
 	}
 	var stack [256]byte
-	body, carried, err := appendRequest(stack[:0], action, args, c.Token(), c.cfg.Headers)
+	var xs extras
+	body, carried, err := appendRequest(stack[:0], action, args, c.Token(), c.cfg.Headers, c.extrasOf(ctx, &xs))
 	if err == nil {
 		err = c.fits(action, body)
 	}
@@ -483,11 +562,22 @@ func (c *Client) invoke(ctx context.Context, action string, args, result any) er
 	if err != nil {
 		return callError(action, err)
 	}
-	defer reply.Release()
 	if reply.Flag&flagStream != 0 { // a lifenet server's stream: the rest of it is dropped
+		reply.Release()
 		return fmt.Errorf("rpc: %s: %w", action, ErrStreamAction)
 	}
-	return decodeReply(reply, result)
+	if iv == nil {
+		defer reply.Release()
+		return decodeReply(reply, result)
+	}
+	b, err := parseBody(reply.PayloadBytes(), false)
+	if err != nil {
+		reply.Release()
+		return err
+	}
+	iv.dropReply()
+	iv.reply, iv.result = reply, b.data
+	return decodeResult(b.data, result)
 }
 
 // Call is the generic form of Invoke: it returns the result as an R.
@@ -500,7 +590,15 @@ func Call[R any](ctx context.Context, c *Client, action string, args any) (R, er
 // InvokeOneWay sends action with args and waits for nothing: the server
 // runs it and answers nothing, even on error.
 func (c *Client) InvokeOneWay(ctx context.Context, action string, args any) error {
-	body, carried, err := appendRequest(nil, action, args, c.Token(), c.cfg.Headers)
+	if c.chain != nil {
+		return c.intercept(ctx, KindOneWay, action, args, nil, nil)
+	}
+	return c.oneWay(ctx, action, args)
+}
+
+func (c *Client) oneWay(ctx context.Context, action string, args any) error {
+	var xs extras
+	body, carried, err := appendRequest(nil, action, args, c.Token(), c.cfg.Headers, c.extrasOf(ctx, &xs))
 	if err == nil {
 		err = c.fits(action, body)
 	}
@@ -562,10 +660,20 @@ func localError(action string, err error) error {
 // onPush hands a server's one-way requests to OnPush.
 func (c *Client) onPush(_ *codec.Conn, msg any) {
 	m, ok := msg.(*codec.Message)
-	if !ok || m.IsReply() || c.cfg.OnPush == nil {
+	if !ok || m.IsReply() || c.cfg.OnPush == nil && c.chain == nil {
 		return // replies nobody waits for any more (timed out) are dropped
 	}
-	if b, err := parseBody(m.PayloadBytes(), false); err == nil {
+	b, err := parseBody(m.PayloadBytes(), false)
+	switch {
+	case err != nil:
+	case c.chain != nil:
+		iv := getCall()
+		iv.client, iv.cl, iv.raw, iv.coded, iv.onPush = true, c, b.data, true, c.cfg.OnPush
+		iv.own = CallInfo{action: string(b.action), kind: KindPush}
+		iv.info = &iv.own
+		c.chain(context.Background(), iv)
+		putCall(iv)
+	case c.cfg.OnPush != nil:
 		c.cfg.OnPush(string(b.action), b.data)
 	}
 }

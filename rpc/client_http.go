@@ -17,17 +17,35 @@ import (
 // invokeHTTP calls an action of an http:// server: POST with the
 // arguments as a JSON object (GET without arguments), the answer in
 // NewLife's {"action","code","data"} envelope.
-func (c *Client) invokeHTTP(ctx context.Context, action string, args, result any) error {
+//
+// The call's metadata and remaining time (SendTimeout) go in the body as
+// keys, as over SRMP (a call without arguments then POSTs an object of
+// them); its trace context goes as a traceparent header, as NewLife's
+// ApiHttpClient sends it. iv, when not nil, keeps the answer's data.
+func (c *Client) invokeHTTP(ctx context.Context, action string, args, result any, iv *Invocation) error {
+	var xs extras
+	x := c.extrasOf(ctx, &xs)
+	var trace string
+	if x != nil && x.trace != nil {
+		trace = x.trace.String()
+		x.trace = nil
+	}
 	var body []byte
-	if args != nil {
-		b, k, err := appendValue(nil, args)
-		if err != nil {
-			return err
+	if args != nil || x.makesObject() {
+		b, k := []byte("{}"), kindJSON
+		headers := c.cfg.Headers
+		if args != nil {
+			var err error
+			if b, k, err = appendValue(nil, args); err != nil {
+				return err
+			}
+		} else {
+			headers = nil
 		}
 		if k != kindJSON || !isJSON(b) || b[0] != '{' {
 			return fmt.Errorf("%w: an HTTP call takes an object (struct or map) argument, not %T", ErrArgs, args)
 		}
-		body, _ = mergeKeys(b, 0, "", c.cfg.Headers)
+		body, _ = mergeKeys(b, 0, "", headers, x)
 		if len(body) > c.cfg.Framer.MaxFrame {
 			return fmt.Errorf("rpc: %s: %w: request body of %d bytes, limit %d (Framer.MaxFrame)", action, ErrTooLarge, len(body), c.cfg.Framer.MaxFrame)
 		}
@@ -39,10 +57,14 @@ func (c *Client) invokeHTTP(ctx context.Context, action string, args, result any
 		defer cancel()
 	}
 	return c.eachServer(func(k int) (bool, error) {
-		resp, sent, err := c.post(ctx, k, action, body)
+		resp, sent, err := c.post(ctx, k, action, body, trace)
 		switch {
 		case err == nil:
-			return true, decodeHTTP(resp, action, result, c.cfg.Framer.MaxFrame)
+			var raw *[]byte
+			if iv != nil {
+				raw = &iv.result
+			}
+			return true, decodeHTTP(resp, action, result, c.cfg.Framer.MaxFrame, raw)
 		case caller.Err() != nil:
 			return true, localError(action, caller.Err())
 		case ctx.Err() != nil: // the client's Timeout
@@ -56,7 +78,7 @@ func (c *Client) invokeHTTP(ctx context.Context, action string, args, result any
 
 // post sends one call to server k; sent reports whether the request was
 // written, so that a failure after it may have run the call.
-func (c *Client) post(ctx context.Context, k int, action string, body []byte) (resp *http.Response, sent bool, err error) {
+func (c *Client) post(ctx context.Context, k int, action string, body []byte, traceparent string) (resp *http.Response, sent bool, err error) {
 	u := *c.addrs[k]
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + action
 	method, rd := http.MethodGet, io.Reader(nil)
@@ -75,33 +97,40 @@ func (c *Client) post(ctx context.Context, k int, action string, body []byte) (r
 	if t := c.Token(); t != "" {
 		req.Header.Set("Authorization", "Bearer "+t)
 	}
+	if traceparent != "" {
+		req.Header.Set("traceparent", traceparent)
+	}
 	resp, err = c.web.Do(req)
 	return resp, wrote.Load(), err
 }
 
-// decodeHTTP reads an HTTP answer: the envelope, or a raw body.
-func decodeHTTP(resp *http.Response, action string, result any, limit int) error {
+// decodeHTTP reads an HTTP answer: the envelope, or a raw body; raw, when
+// not nil, gets the answer's data.
+func decodeHTTP(resp *http.Response, action string, result any, limit int, raw *[]byte) error {
 	defer resp.Body.Close()
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		return fmt.Errorf("rpc: %s: %w", action, ErrStreamAction) // its events may never end: not read
 	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
+	all, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
 	if err != nil {
 		return fmt.Errorf("rpc: %s: %w", action, err)
 	}
-	if len(raw) > limit {
+	if len(all) > limit {
 		return fmt.Errorf("rpc: %s: %w: answer larger than %d bytes (Framer.MaxFrame)", action, ErrTooLarge, limit)
 	}
 	if !strings.Contains(resp.Header.Get("Content-Type"), "json") {
 		if resp.StatusCode >= 300 {
-			return apiErrorOf(action, resp.StatusCode, strings.TrimSpace(string(raw)))
+			return apiErrorOf(action, resp.StatusCode, strings.TrimSpace(string(all)))
 		}
-		return decodeResult(raw, result)
+		if raw != nil {
+			*raw = all
+		}
+		return decodeResult(all, result)
 	}
 	if resp.StatusCode >= 300 { // a UseHttpStatus server: the code is the status
-		return apiErrorOf(action, resp.StatusCode, trimText(raw))
+		return apiErrorOf(action, resp.StatusCode, trimText(all))
 	}
-	if len(raw) == 0 {
+	if len(all) == 0 {
 		return nil
 	}
 	var env struct {
@@ -109,10 +138,13 @@ func decodeHTTP(resp *http.Response, action string, result any, limit int) error
 		Code   *int            `json:"code"`
 		Data   json.RawMessage `json:"data"`
 	}
-	if json.Unmarshal(raw, &env) != nil || env.Action == nil || env.Code == nil {
-		env.Data = raw // no envelope: a UseHttpStatus server's bare value
+	if json.Unmarshal(all, &env) != nil || env.Action == nil || env.Code == nil {
+		env.Data = all // no envelope: a UseHttpStatus server's bare value
 	} else if *env.Code != CodeOK && *env.Code != 200 {
 		return apiErrorOf(action, *env.Code, trimText(env.Data))
+	}
+	if raw != nil && string(env.Data) != "null" {
+		*raw = env.Data
 	}
 	if len(env.Data) == 0 || string(env.Data) == "null" || result == nil {
 		return nil

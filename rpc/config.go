@@ -45,11 +45,16 @@ type Config struct {
 	UseHTTPStatus bool
 	// MaxHTTPHeader bounds an HTTP request's header (default 64 KiB).
 	MaxHTTPHeader int
+	// Interceptors wrap every call the server answers, its streams and
+	// one-way calls included, the first outermost (see [Interceptor]).
+	Interceptors []Interceptor
 	// Authorize, if set, runs before every action but the built-in Api/All
 	// and Api/Info (an application's own Api/… actions included, and an
-	// action registered in place of a built-in); an error it returns is
-	// the call's reply (an *APIError's code, else 500). It runs on the
-	// call's goroutine; a panic in it is a 500, counted and logged like a
+	// action registered in place of a built-in) and Api/Health; an error
+	// it returns is the call's reply (an *APIError's code, else 500). It
+	// is an interceptor, the innermost (after Interceptors, which see the
+	// calls it refuses); s is nil for a call through Process, action the
+	// registered name. A panic in it is a 500, counted and logged like a
 	// handler's.
 	Authorize func(ctx context.Context, s *Session, action string) error
 	// AuthorizeBuiltins runs Authorize before the built-in Api/All and
@@ -57,6 +62,15 @@ type Config struct {
 	// health check: a server that sets it answers them as Authorize
 	// says).
 	AuthorizeBuiltins bool
+	// MetadataKeys are the keys of an argument object a server takes as
+	// the call's metadata besides the reserved ones (Token, traceparent,
+	// TraceId, Request-Id, Eagleeye-Traceid, Timeout-Ms): the keys of
+	// NewLife's ApiClient.Headers its clients send, or those lifenet
+	// clients send with AppendToOutgoingContext. Matched in any case, they
+	// are in [CallInfo.Metadata], and a primitive parameter bound from an
+	// object's one entry does not count them (a struct still binds a field
+	// of their name).
+	MetadataKeys []string
 	// NoBuiltins serves neither Api/All nor Api/Info (a call of either is
 	// a 404, unless the application registers its own). To replace one,
 	// register an action of its name: Handle and Register replace a

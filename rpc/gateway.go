@@ -131,9 +131,14 @@ func (g *gateway) enter(c *codec.HandlerContext, m int32, p *packet.Packet) erro
 func (g *gateway) setMode(m int32) {
 	g.mode.Store(m)
 	switch m {
-	case modeSRMP, modeWS:
+	case modeSRMP:
+		g.ss.wire.CompareAndSwap(0, uint32(ProtoSRMP)) // (a UDP peer's is set)
+		g.ss.proto.Store(protoSRMP)
+	case modeWS:
+		g.ss.wire.Store(uint32(ProtoWebSocket))
 		g.ss.proto.Store(protoSRMP)
 	case modeHTTP:
+		g.ss.wire.Store(uint32(ProtoHTTP))
 		g.ss.proto.Store(protoHTTP)
 	}
 }

@@ -87,10 +87,7 @@ func (g *gateway) answerHTTP(c *codec.HandlerContext, req *http.Request, body []
 		return g.respond(c, req, action, code, kindText, []byte(err.Error()))
 	}
 	if t := httpToken(req); t != "" {
-		g.ss.SetToken(t)
-	}
-	if len(data) > 0 && g.ss.takeToken(data) {
-		data = nil // the token alone: no arguments
+		g.ss.SetToken(t) // a Token argument, read with the call, comes after it
 	}
 	if !validAction([]byte(action)) {
 		return g.respond(c, req, action, CodeNotFound, kindText, []byte(notFound([]byte(action)).Message))
@@ -102,9 +99,9 @@ func (g *gateway) answerHTTP(c *codec.HandlerContext, req *http.Request, body []
 		if req.Method == http.MethodHead {
 			return g.headSSE(c)
 		}
-		return g.streamSSE(c, action, a, data)
+		return g.streamSSE(c, req, action, a, data)
 	}
-	out, k, err := s.exec(g.ss.ctx, g.ss, name, a, data, nil)
+	out, k, err := s.exec(g.ss.ctx, g.ss, name, a, KindUnary, data, req.Header.Get("traceparent"), nil)
 	if s.stopped.Load() {
 		return nil // cut short by Close: it fails with its connection
 	}
@@ -131,10 +128,10 @@ const sseHead = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Con
 // is delimited by the connection's end, so the connection answers nothing
 // after it: bytes that follow the request (a pipelined request) are read
 // and ignored, and the connection closes after the last event.
-func (g *gateway) streamSSE(c *codec.HandlerContext, action string, a *action, data []byte) error {
+func (g *gateway) streamSSE(c *codec.HandlerContext, req *http.Request, action string, a *action, data []byte) error {
 	g.mode.Store(modeClosing)
 	g.s.begin(g.ss)
-	go g.runSSE(c, action, a, bytes.Clone(data)) // data may be a view of g.buf
+	go g.runSSE(c, action, a, bytes.Clone(data), req.Header.Get("traceparent")) // data may be a view of g.buf
 	return nil
 }
 
@@ -151,7 +148,7 @@ func (g *gateway) headSSE(c *codec.HandlerContext) error {
 // runSSE writes an SSE stream's head, a `data: {"action","code","data"}`
 // event per item, an error as one event with its code, then the end event
 // `data: ` (empty), and closes the connection once they are written.
-func (g *gateway) runSSE(c *codec.HandlerContext, action string, a *action, data []byte) {
+func (g *gateway) runSSE(c *codec.HandlerContext, action string, a *action, data []byte, traceHeader string) {
 	defer g.s.end(g.ss)
 	defer g.ss.conn.Close()
 	if c.WriteBytes([]byte(sseHead)) != nil {
@@ -162,7 +159,7 @@ func (g *gateway) runSSE(c *codec.HandlerContext, action string, a *action, data
 		b = appendEnvelope(append(b[:0], "data: "...), action, code, k, v)
 		return c.WriteBytes(append(b, "\n\n"...))
 	}
-	err := g.s.runStream(g.ss, a, data, func(item []byte, k kind) error { return event(CodeOK, k, item) })
+	err := g.s.runStream(g.ss, []byte(action), a, data, traceHeader, func(item []byte, k kind) error { return event(CodeOK, k, item) })
 	switch {
 	case g.s.stopped.Load():
 		return // cut short by Close: it ends with its connection

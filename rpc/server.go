@@ -39,6 +39,9 @@ type Server struct {
 	spawned atomic.Int64
 
 	dropped, panics atomic.Uint64
+
+	keys  *keySet // Config.MetadataKeys
+	chain Next    // Config.Interceptors and Authorize around runCall; nil: none
 }
 
 // NewServer returns a server with cfg and the built-in actions Api/All and
@@ -50,8 +53,15 @@ func NewServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cfg.fill()
-	s := &Server{cfg: cfg, started: time.Now()}
+	s := &Server{cfg: cfg, started: time.Now(), keys: newKeySet(cfg.MetadataKeys)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	ics := append([]Interceptor(nil), cfg.Interceptors...)
+	if cfg.Authorize != nil {
+		ics = append(ics, s.authorize) // innermost: the others see the calls it refuses
+	}
+	if len(ics) > 0 {
+		s.chain = chain(ics, s.runCall)
+	}
 	stages := []func() codec.Handler{codec.SRMPFraming(cfg.Framer)}
 	if !cfg.NoHTTP || !cfg.NoWebSocket {
 		stages = append([]func() codec.Handler{func() codec.Handler { return newGateway(s) }}, stages...)
@@ -291,7 +301,11 @@ func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action) {
 	}
 	bp := bodyPool.Get().(*[]byte)
 	defer putBody(bp)
-	out, isErr := s.call(ss.ctx, ss, b, a, (*bp)[:0])
+	kind := KindUnary
+	if m.Kind == codec.KindOneWay {
+		kind = KindOneWay
+	}
+	out, isErr := s.call(ss.ctx, ss, b, a, kind, (*bp)[:0])
 	if err := tooLarge("reply", len(out), s.cfg.Framer.MaxFrame); err != nil {
 		// The caller's framer would end the connection: answer 413 instead.
 		s.cfg.Log.Warn("rpc: reply too large", "action", string(b.action), "err", err)
@@ -330,19 +344,17 @@ func (s *Server) Process(ctx context.Context, body, dst []byte) (reply []byte, i
 	if !ok {
 		return dst, false, false
 	}
-	reply, isErr = s.call(ctx, nil, b, a, dst)
+	reply, isErr = s.call(ctx, nil, b, a, KindUnary, dst)
 	return reply, isErr, true
 }
 
-// call runs a routed request and appends its reply body to dst.
-func (s *Server) call(ctx context.Context, ss *Session, b body, a *action, dst []byte) ([]byte, bool) {
-	if b.hasData && ss.takeToken(b.data) {
-		b.data, b.hasData = nil, false // the token alone: no arguments
-	}
+// call runs a routed request of kind (a call or a one-way call) and
+// appends its reply body to dst.
+func (s *Server) call(ctx context.Context, ss *Session, b body, a *action, kind CallKind, dst []byte) ([]byte, bool) {
 	dst = appendNameBytes(dst, b.action)
 	off := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
-	out, k, err := s.exec(ctx, ss, b.action, a, b.data, dst)
+	out, k, err := s.exec(ctx, ss, b.action, a, kind, b.data, "", dst)
 	if err != nil {
 		code, msg := s.errorReply(b.action, err)
 		return appendError(dst[:off], code, msg), true
@@ -358,39 +370,77 @@ func (s *Server) call(ctx context.Context, ss *Session, b body, a *action, dst [
 // (the direct path).
 var errStreamHere = &APIError{Code: 501, Message: "a streaming action needs an SRMP, WebSocket or HTTP call"}
 
-// exec runs action a (nil: unknown name), turning a panic of Authorize or
-// of the handler into a 500.
-func (s *Server) exec(ctx context.Context, ss *Session, name []byte, a *action, data, dst []byte) (out []byte, k kind, err error) {
+// exec runs action a (nil: unknown name) called as name with data, in a
+// context descending from parent (Process's) or the session's, through
+// the interceptors, turning a panic of theirs or of the handler into a 500.
+// traceHeader is an HTTP request's traceparent header.
+func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *action, kind CallKind, data []byte, traceHeader string, dst []byte) (out []byte, k kind, err error) {
 	switch {
 	case s.closing.Load():
 		return dst, kindNull, ErrShutdown
-	case a == nil:
+	case a == nil && s.chain == nil:
+		if d := scanCall(data, s.keys); d.hasToken && ss != nil {
+			ss.noteToken(d.token) // NewLife reads it before it looks the action up
+		}
 		return dst, kindNull, notFound(name)
-	case a.stream != nil:
+	case a != nil && a.stream != nil:
 		return dst, kindNull, errStreamHere
 	}
-	defer s.recoverCall(a, &err) // Authorize is the application's code too: a panic in it is a 500
-	if err := s.authorize(ctx, ss, a); err != nil {
-		return dst, kindNull, err
+	raw := data
+	ctx, data, cancel := s.callContext(parent, ss, name, a, kind, data, traceHeader)
+	if cancel != nil {
+		defer cancel()
 	}
-	return a.invoke(ctx, data, dst)
+	defer s.recoverCall(a, &err) // interceptors are the application's code too: a panic in one is a 500
+	if s.chain == nil {
+		return a.invoke(ctx, data, dst)
+	}
+	c := getCall()
+	c.info, c.raw, c.data, c.keys = CallInfoFrom(ctx), raw, data, s.keys
+	c.a, c.name, c.dst, c.off = a, name, dst, len(dst)
+	err = s.chain(ctx, c)
+	out, k = c.dst, c.k
+	putCall(c)
+	return out, k, err
 }
 
-// authorize runs Config.Authorize for a call of a; callers recover its
-// panics (recoverCall).
-func (s *Server) authorize(ctx context.Context, ss *Session, a *action) error {
-	if auth := s.cfg.Authorize; auth != nil && (!a.builtin || s.cfg.AuthorizeBuiltins) {
-		return auth(ctx, ss, a.name)
+// runCall is the call itself, after the interceptors: the action's
+// handler (or, for an unknown action, its 404).
+func (s *Server) runCall(ctx context.Context, c *Invocation) error {
+	switch {
+	case c.a == nil:
+		return notFound(c.name)
+	case c.a.stream != nil:
+		return c.a.stream(ctx, c.data, c.send)
 	}
-	return nil
+	out, k, err := c.a.invoke(ctx, c.data, c.dst[:c.off])
+	c.dst, c.k = out, k
+	return err
 }
 
-// recoverCall turns a panic of a handler or of Authorize into a 500 error
-// (deferred), counted and logged once.
+// authorize is Config.Authorize as the innermost interceptor: it guards
+// every action but the built-ins (unless Config.AuthorizeBuiltins) and
+// Api/Health (always open, for probes); an unknown action's 404 needs no
+// authorization, as NewLife's.
+func (s *Server) authorize(ctx context.Context, c *Invocation, next Next) error {
+	if a := c.a; a != nil && !a.open && (!a.builtin || s.cfg.AuthorizeBuiltins) {
+		if err := s.cfg.Authorize(ctx, c.info.ss, a.name); err != nil {
+			return err
+		}
+	}
+	return next(ctx, c)
+}
+
+// recoverCall turns a panic of a handler or of an interceptor into a 500
+// error (deferred), counted and logged once.
 func (s *Server) recoverCall(a *action, err *error) {
 	if r := recover(); r != nil {
 		s.panics.Add(1)
-		s.cfg.Log.Error("rpc: handler panic", "action", a.name, "panic", r, "stack", string(debug.Stack()))
+		name := "(unknown action)"
+		if a != nil {
+			name = a.name
+		}
+		s.cfg.Log.Error("rpc: handler panic", "action", name, "panic", r, "stack", string(debug.Stack()))
 		*err = panicError{r}
 	}
 }

@@ -1,21 +1,14 @@
 package rpc
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"net"
 	"strconv"
-	"strings"
 	"sync/atomic"
 
 	"github.com/lifenet/lifenet/codec"
 	"github.com/lifenet/lifenet/packet"
 )
-
-// tokenKey is the argument key that carries a caller's token (NewLife
-// ApiClient.Token is merged into the arguments under it).
-const tokenKey = "Token"
 
 // Session is one caller's connection (or UDP peer) to a Server (NewLife
 // IApiSession). Handlers find theirs with SessionFrom. All methods are safe
@@ -25,9 +18,35 @@ type Session struct {
 	conn    *codec.Conn
 	ctx     context.Context
 	cancel  context.CancelFunc
-	running atomic.Int32 // calls running on their own goroutines
-	proto   atomic.Int32 // protoUndecided, protoSRMP or protoHTTP: where pushes may go
+	running atomic.Int32  // calls running on their own goroutines
+	proto   atomic.Int32  // protoUndecided, protoSRMP or protoHTTP: where pushes may go
+	wire    atomic.Uint32 // its Protocol, once its first bytes showed it
 	token   atomic.Pointer[string]
+	calls   callCache
+}
+
+// Protocol is what a session's connection speaks.
+type Protocol uint8
+
+const (
+	ProtoSRMP      Protocol = iota + 1 // raw SRMP over TCP, TLS or a Unix socket
+	ProtoHTTP                          // HTTP/1.1 (the port's gateway)
+	ProtoWebSocket                     // SRMP in WebSocket messages
+	ProtoUDP                           // SRMP in UDP datagrams
+)
+
+func (p Protocol) String() string {
+	switch p {
+	case ProtoSRMP:
+		return "SRMP"
+	case ProtoHTTP:
+		return "HTTP"
+	case ProtoWebSocket:
+		return "WebSocket"
+	case ProtoUDP:
+		return "UDP"
+	}
+	return "undecided"
 }
 
 // What a session's connection speaks, as far as pushes go: until its
@@ -45,11 +64,23 @@ func newSession(s *Server, c *codec.Conn) *Session {
 	ss := &Session{srv: s, conn: c}
 	ctx, cancel := context.WithCancel(s.ctx)
 	ss.ctx, ss.cancel = context.WithValue(ctx, sessionKey{}, ss), cancel
-	if s.cfg.NoHTTP && s.cfg.NoWebSocket {
+	switch {
+	case c.Session().Datagram():
+		ss.wire.Store(uint32(ProtoUDP))
+	case s.cfg.NoHTTP && s.cfg.NoWebSocket:
 		ss.proto.Store(protoSRMP) // no gateway: nothing else to speak
+		ss.wire.Store(uint32(ProtoSRMP))
 	}
 	return ss
 }
+
+// Protocol returns what the session's connection speaks: SRMP, HTTP,
+// WebSocket or UDP (0 until its first bytes show it; a handler never sees
+// that).
+func (s *Session) Protocol() Protocol { return Protocol(s.wire.Load()) }
+
+// LocalAddr returns the server's address the caller reached.
+func (s *Session) LocalAddr() net.Addr { return s.conn.Session().LocalAddr() }
 
 // SessionFrom returns the session of the call whose context ctx is, or
 // nil (a direct Process call, or a context from elsewhere).
@@ -94,7 +125,7 @@ func (s *Session) Push(action string, args any) error {
 	if !s.pushable() {
 		return ErrPushHTTP // a session reaches the application (SessionFrom) only once its protocol is known
 	}
-	body, _, err := appendRequest(nil, action, args, "", nil)
+	body, _, err := appendRequest(nil, action, args, "", nil, nil)
 	if err != nil {
 		return err
 	}
@@ -115,7 +146,7 @@ func (s *Session) pushBody(body []byte) error {
 // (NewLife ApiServer.InvokeAll) and returns how many it went to. A
 // connection whose client has not yet shown its protocol gets none.
 func (s *Server) PushAll(action string, args any) (int, error) {
-	body, _, err := appendRequest(nil, action, args, "", nil)
+	body, _, err := appendRequest(nil, action, args, "", nil, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -135,47 +166,31 @@ func (s *Session) pushable() bool {
 	return s.proto.Load() == protoSRMP
 }
 
-// takeToken sets the session's token from an argument object's Token
-// entry (NewLife's ApiHandler reads it into the session the same way) and
-// reports whether the object holds nothing else: a client's way to show
-// its token on a call without arguments, which then has none. A quick scan
-// spares the parse when there is no Token. s may be nil (the direct
-// path): the token is then only recognized.
-func (s *Session) takeToken(data []byte) (only bool) {
-	if t, ok := tokenOnly(data); ok { // a lifenet client's call without arguments: nothing to parse
-		if s != nil && s.Token() != string(t) {
+// noteToken sets the session's token from the raw value of an argument
+// object's Token entry (NewLife's ApiHandler reads it into the session the
+// same way; a null or empty token clears it), allocating only when it
+// changes.
+func (s *Session) noteToken(raw []byte) {
+	if t, ok := plainText(raw); ok {
+		if s.Token() != string(t) {
 			s.SetToken(string(t))
 		}
-		return true
+		return
 	}
-	if !isJSON(data) || !bytes.Contains(data, []byte(`oken"`)) {
-		return false
+	if t := trimText(raw); s.Token() != t {
+		s.SetToken(t)
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(data, &m) != nil {
-		return false
-	}
-	for k, v := range m {
-		if strings.EqualFold(k, tokenKey) {
-			if t := trimText(v); s != nil && s.Token() != t {
-				s.SetToken(t)
-			}
-			return len(m) == 1
-		}
-	}
-	return false
 }
 
 func appendInt(dst []byte, v int64) []byte { return strconv.AppendInt(dst, v, 10) }
 
-// tokenOnly returns t when data is exactly {"Token":"t"} with t free of
+// tokenHead is how a lifenet client's object of a token alone starts.
+const tokenHead = `{"Token":"`
+
+// tokenOnly reports whether data is exactly {"Token":"t"} with t free of
 // escapes (how a lifenet client sends its token on a call without
 // arguments).
-func tokenOnly(data []byte) (t []byte, ok bool) {
-	const head = `{"Token":"`
+func tokenOnly(data []byte) bool {
 	n := len(data)
-	if n < len(head)+2 || string(data[:len(head)]) != head || data[n-1] != '}' || plainStringEnd(data, len(head)) != n-2 {
-		return nil, false
-	}
-	return data[len(head) : n-2], true
+	return n >= len(tokenHead)+2 && string(data[:len(tokenHead)]) == tokenHead && data[n-1] == '}' && plainStringEnd(data, len(tokenHead)) == n-2
 }

@@ -72,12 +72,9 @@ func (s *Server) serveStream(ss *Session, req *codec.Message, b body, a *action)
 		}
 		return ss.conn.ReplyBytes(&m, out)
 	}
-	if b.hasData && ss.takeToken(b.data) {
-		b.data = nil // the token alone: no arguments
-	}
 	err := ErrShutdown
 	if !s.closing.Load() {
-		err = s.runStream(ss, a, b.data, send)
+		err = s.runStream(ss, b.action, a, b.data, "", send)
 	}
 	if oneWay || s.stopped.Load() { // a stream cut short by Close fails with its connection
 		return
@@ -90,14 +87,25 @@ func (s *Server) serveStream(ss *Session, req *codec.Message, b body, a *action)
 	ss.conn.ReplyBytes(&m, appendNameBytes(out[:0], b.action))
 }
 
-// runStream authorizes and runs a stream of session ss, turning a panic of
-// Authorize or of the action into a 500.
-func (s *Server) runStream(ss *Session, a *action, data []byte, send func([]byte, kind) error) (err error) {
-	defer s.recoverCall(a, &err)
-	if err := s.authorize(ss.ctx, ss, a); err != nil {
-		return err
+// runStream runs a stream of session ss through the interceptors,
+// turning a panic of theirs or of the action into a 500. traceHeader is an
+// HTTP request's traceparent header.
+func (s *Server) runStream(ss *Session, name []byte, a *action, data []byte, traceHeader string, send func([]byte, kind) error) (err error) {
+	raw := data
+	ctx, data, cancel := s.callContext(ss.ctx, ss, name, a, KindStream, data, traceHeader)
+	if cancel != nil {
+		defer cancel()
 	}
-	return a.stream(ss.ctx, data, send)
+	defer s.recoverCall(a, &err)
+	if s.chain == nil {
+		return a.stream(ctx, data, send)
+	}
+	c := getCall()
+	c.info, c.raw, c.data, c.keys = CallInfoFrom(ctx), raw, data, s.keys
+	c.a, c.name, c.send = a, name, send
+	err = s.chain(ctx, c)
+	putCall(c)
+	return err
 }
 
 // MaxStreamBuffer is how many replies of a stream a client holds for a
@@ -117,6 +125,22 @@ const MaxStreamBufferBytes = 64 << 20
 func Stream[T any](ctx context.Context, c *Client, action string, args any) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
+		if c.chain != nil {
+			stopped := false // yield returned false, or got an error
+			err := c.intercept(ctx, KindStream, action, args, nil, func(m *codec.Message) (bool, error) {
+				var item T
+				err := decodeReply(m, &item)
+				if !yield(item, err) || err != nil {
+					stopped = true
+					return false, err
+				}
+				return true, nil
+			})
+			if err != nil && !stopped {
+				yield(zero, err)
+			}
+			return
+		}
 		q, err := c.openStream(ctx, action, args)
 		if err != nil {
 			yield(zero, err)
@@ -155,11 +179,36 @@ type streamQueue struct {
 	dropped bool // the consumer left
 }
 
+// runStream is a stream itself, after the client's interceptors: it hands
+// each item to iv.item until the stream ends or the consumer stops.
+func (c *Client) runStream(ctx context.Context, iv *Invocation) error {
+	q, err := c.openStream(ctx, iv.info.action, iv.argv)
+	if err != nil {
+		return err
+	}
+	defer q.abandon()
+	for {
+		m, err := q.next(ctx)
+		if errors.Is(err, errStreamEnd) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		more, err := iv.item(m)
+		m.Release()
+		if !more {
+			return err
+		}
+	}
+}
+
 func (c *Client) openStream(ctx context.Context, action string, args any) (*streamQueue, error) {
 	if c.web != nil {
 		return nil, fmt.Errorf("%w: streams need a socket server", ErrAddress)
 	}
-	body, carried, err := appendRequest(nil, action, args, c.Token(), c.cfg.Headers)
+	var xs extras
+	body, carried, err := appendRequest(nil, action, args, c.Token(), c.cfg.Headers, c.extrasOf(ctx, &xs))
 	if err == nil {
 		err = c.fits(action, body)
 	}

@@ -1,0 +1,216 @@
+package rpc
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+// CallKind tells calls apart: a call waiting for its reply, a one-way
+// call, a stream, and (on a client) a server's push.
+type CallKind uint8
+
+const (
+	KindUnary  CallKind = iota + 1 // Invoke and Call; a request with a reply
+	KindOneWay                     // InvokeOneWay; a one-way request (no reply)
+	KindStream                     // Stream and HandleStream
+	KindPush                       // a server's push, as a client sees it (Session.Push, PushAll)
+)
+
+func (k CallKind) String() string {
+	switch k {
+	case KindUnary:
+		return "unary"
+	case KindOneWay:
+		return "one-way"
+	case KindStream:
+		return "stream"
+	case KindPush:
+		return "push"
+	}
+	return "unknown"
+}
+
+// CallInfo describes the call a server runs: what its handler's context
+// and its interceptors see ([CallInfoFrom], [Invocation.Info]). It never changes
+// during the call, and may be kept after it.
+type CallInfo struct {
+	action   string
+	kind     CallKind
+	ss       *Session
+	token    string
+	hasToken bool // token is the call's own (no session)
+	deadline time.Time
+	trace    TraceContext
+	hasTrace bool
+	md       Metadata
+}
+
+// Action returns the name the caller called (which may differ from the
+// registered name in case, or be matched by "Controller/*" or "*").
+func (i *CallInfo) Action() string { return i.action }
+
+// Kind returns the kind of call.
+func (i *CallInfo) Kind() CallKind { return i.kind }
+
+// Session returns the caller's session: nil for [Server.Process] and on a
+// client.
+func (i *CallInfo) Session() *Session { return i.ss }
+
+// Token returns the caller's token: its session's ([Session.Token], which
+// a Token argument of this call has updated), or through
+// [Server.Process] the call's Token argument.
+func (i *CallInfo) Token() string {
+	if i.ss != nil && !i.hasToken {
+		return i.ss.Token()
+	}
+	return i.token
+}
+
+// Metadata returns the call's metadata: the entries of its argument object
+// under reserved keys (traceparent, TraceId, Timeout-Ms, …; the token is
+// [CallInfo.Token]) and under the server's [Config.MetadataKeys], as
+// text. nil when it has none.
+func (i *CallInfo) Metadata() Metadata { return i.md }
+
+// Deadline returns the deadline the caller sent (its remaining time, as
+// Timeout-Ms; see [ClientConfig.SendTimeout]); ok is false when it sent
+// none. The handler's context ends then.
+func (i *CallInfo) Deadline() (deadline time.Time, ok bool) {
+	return i.deadline, !i.deadline.IsZero()
+}
+
+// Trace returns the caller's trace context (traceparent, or NewLife's
+// Request-Id, Eagleeye-Traceid or TraceId; over HTTP also a traceparent
+// header); ok is false when the call carries none.
+func (i *CallInfo) Trace() (tc TraceContext, ok bool) { return i.trace, i.hasTrace }
+
+// Protocol returns what the caller's connection speaks (0 without a
+// session).
+func (i *CallInfo) Protocol() Protocol {
+	if i.ss == nil {
+		return 0
+	}
+	return i.ss.Protocol()
+}
+
+type callInfoKey struct{}
+
+// traceKey holds a *TraceContext (WithTraceContext).
+type traceKey struct{}
+
+// CallInfoFrom returns the call a handler's context belongs to, or nil: a
+// context from elsewhere, or a call through [Server.Process] that carries
+// no trace context, deadline or metadata on a server without interceptors
+// (the direct path allocates nothing for it).
+func CallInfoFrom(ctx context.Context) *CallInfo {
+	i, _ := ctx.Value(callInfoKey{}).(*CallInfo)
+	return i
+}
+
+// WithTraceContext returns a context whose calls carry tc (a client sends
+// it as NewLife's tracer does: "traceparent" in the argument object; over
+// HTTP a traceparent header). A handler's context carries its caller's
+// trace context already, so the calls it makes continue the caller's
+// trace; an OpenTelemetry interceptor replaces it with its own span's.
+func WithTraceContext(ctx context.Context, tc TraceContext) context.Context {
+	return context.WithValue(ctx, traceKey{}, &tc)
+}
+
+// TraceContextFrom returns the trace context ctx carries: set by
+// [WithTraceContext], or a handler's caller's; ok is false when it has
+// none.
+func TraceContextFrom(ctx context.Context) (tc TraceContext, ok bool) {
+	if p, _ := ctx.Value(traceKey{}).(*TraceContext); p != nil {
+		return *p, true
+	}
+	return tc, false
+}
+
+// callCtx is a handler's context: its session's (or Process's caller's),
+// with the call's CallInfo.
+type callCtx struct {
+	context.Context
+	info CallInfo
+}
+
+func (c *callCtx) Value(k any) any {
+	switch k.(type) {
+	case callInfoKey:
+		return &c.info
+	case traceKey:
+		if c.info.hasTrace {
+			return &c.info.trace
+		}
+	}
+	return c.Context.Value(k)
+}
+
+// callCache holds a session's call contexts of the calls that carry no
+// more than a token (no trace, deadline or metadata), by action: such a
+// context never changes, so the calls of the same action share one, and a
+// call allocates none.
+type callCache [4]atomic.Pointer[callCtx]
+
+// get returns the shared context of calls of kind of action a on ss.
+func (cc *callCache) get(ss *Session, a *action, kind CallKind) context.Context {
+	p := &cc[a.id&uint32(len(cc)-1)]
+	if c := p.Load(); c != nil && c.info.kind == kind && c.info.action == a.name {
+		return c
+	}
+	c := &callCtx{Context: ss.ctx, info: CallInfo{action: a.name, kind: kind, ss: ss}}
+	p.Store(c)
+	return c
+}
+
+// callContext reads what a request's data carries besides its arguments:
+// the token (into the session), the trace context (or traceHeader, an
+// HTTP request's traceparent), the deadline and the metadata; and returns
+// the handler's context and the data to bind (nil for an object of
+// reserved keys alone). cancel, when not nil, ends the context's deadline.
+// name is the name called, a its action (nil: unknown); parent is
+// Process's caller's context (a session's calls descend from its own).
+func (s *Server) callContext(parent context.Context, ss *Session, name []byte, a *action, kind CallKind, data []byte, traceHeader string) (ctx context.Context, bind []byte, cancel context.CancelFunc) {
+	raw := data
+	d := scanCall(data, s.keys)
+	if d.hasToken && ss != nil {
+		ss.noteToken(d.token)
+	}
+	if d.onlyReserved() {
+		data = nil
+	}
+	if !d.extra() && traceHeader == "" {
+		switch {
+		case ss != nil && a != nil && string(name) == a.name:
+			return ss.calls.get(ss, a, kind), data, nil
+		case ss == nil && s.chain == nil:
+			return parent, data, nil // the direct path allocates nothing
+		}
+	}
+	if ss != nil {
+		parent = ss.ctx
+	}
+	c := &callCtx{Context: parent, info: CallInfo{kind: kind, ss: ss}}
+	if a != nil && string(name) == a.name {
+		c.info.action = a.name
+	} else {
+		c.info.action = string(name)
+	}
+	if d.hasToken && ss == nil {
+		c.info.token, c.info.hasToken = textOf(d.token), true
+	}
+	if d.trace != nil {
+		c.info.trace, c.info.hasTrace = traceFrom(d.traceRank, textOf(d.trace))
+	} else if traceHeader != "" {
+		c.info.trace, c.info.hasTrace = ParseTraceContext(traceHeader)
+	}
+	if d.md > 0 {
+		c.info.md = metadataOf(raw, s.keys, d.md)
+	}
+	if dl, ok := timeoutOf(d.timeout, time.Now()); ok {
+		c.info.deadline = dl
+		ctx, cancel = context.WithDeadline(c, dl)
+		return ctx, data, cancel
+	}
+	return c, data, nil
+}

@@ -1,0 +1,207 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/lifenet/lifenet/codec"
+)
+
+// Interceptor wraps the calls of a server ([Config.Interceptors]) or of a
+// client ([ClientConfig.Interceptors]): calls, one-way calls, streams and,
+// on a client, the server's pushes (c.Kind() tells them apart). It runs
+// the call by calling next, with ctx or a context derived from it, and
+// returns the call's error; it may return before calling next (an error
+// refuses the call, [Invocation.SetResult] answers it instead), call next more
+// than once (a client's retry), or change the result ([Invocation.SetResult]).
+// Interceptors are chained in the order installed, the first outermost:
+// it runs first and sees the error the others and the call return.
+//
+// On a server, interceptors run where the call runs (see the package
+// documentation: for an action registered WithInline, on the connection's
+// reading goroutine), for every call the server answers: an unknown
+// action's too (its error is the 404), not those refused before
+// (ErrShutdown while shutting down, ErrBusy past MaxInFlight). A panic in
+// one is a panic of the call: a 500, counted and logged. The context they
+// get is the handler's: [CallInfoFrom] finds the call in it, with its
+// session, token, metadata, deadline and trace context. For a stream, next
+// returns when the stream ends.
+//
+// On a client, the interceptors of a call run in the caller's goroutine
+// before anything is sent; next encodes the call with the metadata and
+// trace context of the context it gets (an interceptor adds them with
+// [AppendToOutgoingContext] and [WithTraceContext]), sends it, waits for
+// the reply and decodes it into the caller's result; a 401 runs
+// ClientConfig.Login and sends the call again within one next. For a
+// stream, next returns when the stream ends, the items going to the
+// caller's loop meanwhile. A push's interceptors run on the connection's
+// reading goroutine; next hands the push to ClientConfig.OnPush, and an
+// interceptor that does not call it drops the push.
+//
+// c is valid until the interceptor returns; keep nothing of it after.
+type Interceptor func(ctx context.Context, c *Invocation, next Next) error
+
+// Next runs the rest of a call: the next interceptor, and after the last
+// the call itself.
+type Next func(ctx context.Context, c *Invocation) error
+
+// Invocation is one call as its interceptors see it: what it is, its arguments
+// and its result. It is reused after the call: an interceptor keeps
+// nothing of it once it returns.
+type Invocation struct {
+	info   *CallInfo
+	own    CallInfo // a client's call's info
+	client bool
+
+	raw   []byte // the arguments' data (server: as it came; client: encoded when asked)
+	data  []byte // server: the data to bind (nil for an object of reserved keys alone)
+	keys  *keySet
+	argv  any  // client: the caller's arguments
+	coded bool // client: raw holds argv encoded
+
+	// The result: server, the reply body being built (dst from off);
+	// client, the reply's data.
+	dst    []byte
+	off    int
+	k      kind
+	result []byte
+	set    bool // SetResult replaced the result
+
+	// server
+	a    *action
+	name []byte
+	send func(item []byte, k kind) error // a stream's
+
+	// client
+	cl     *Client
+	res    any                                         // the caller's result pointer
+	reply  *codec.Message                              // the reply result aliases (released after the chain)
+	item   func(*codec.Message) (more bool, err error) // a stream's consumer: more false when it stopped
+	onPush func(action string, data []byte)
+}
+
+// Info returns the call's description. On a client it has the action, the
+// kind and the client's token; the call's metadata and trace context are
+// those of the context next gets ([OutgoingMetadata], [TraceContextFrom]).
+func (c *Invocation) Info() *CallInfo { return c.info }
+
+// Action returns the name called.
+func (c *Invocation) Action() string { return c.info.action }
+
+// Kind returns the kind of call.
+func (c *Invocation) Kind() CallKind { return c.info.kind }
+
+// Client reports whether c is a client's call (or push), not a server's.
+func (c *Invocation) Client() bool { return c.client }
+
+// Args returns the data of the call's arguments as they go on the wire
+// (borrowed: valid until the interceptor returns). On a server: the
+// request's data, reserved keys included (a token, a trace context).
+// On a client: the arguments encoded (as NewLife encodes them: a string
+// raw, a struct as JSON; without the token and metadata the client merges
+// in), encoded when first asked for; for a push, its data.
+func (c *Invocation) Args() []byte {
+	if c.client && !c.coded {
+		c.coded = true
+		c.raw, _, _ = appendValue(nil, c.argv)
+	}
+	return c.raw
+}
+
+// DecodeArgs binds the call's arguments to v (a pointer) as a handler's
+// parameter is bound: a struct from an object by field name, a primitive
+// from raw text or an object's one entry (the reserved keys aside), []byte
+// as the data (borrowed).
+func (c *Invocation) DecodeArgs(v any) error {
+	data := c.data
+	if c.client {
+		data = c.Args()
+	}
+	return bindArgKeys(data, c.keys, v)
+}
+
+// Result returns the call's result as it goes on the wire (borrowed:
+// valid until the interceptor returns; nil for a null result and before
+// next returns): on a server, what the reply carries; on a client, the
+// reply's data (over HTTP the envelope's data, as JSON). A stream, a
+// one-way call and a push have none.
+func (c *Invocation) Result() []byte {
+	if c.client {
+		return c.result
+	}
+	if c.k == kindNull || len(c.dst) < c.off {
+		return nil
+	}
+	return c.dst[c.off:]
+}
+
+// DecodeResult decodes the result into v (a pointer), as a client decodes
+// a reply's data.
+func (c *Invocation) DecodeResult(v any) error { return decodeResult(c.Result(), v) }
+
+// SetResult makes v the call's result, encoded as a handler's result is
+// (before next, it answers the call without running it; after, it
+// replaces what the call returned): on a server, the reply carries it; on
+// a client, it is decoded into the caller's result. An interceptor that
+// then returns an error answers with the error instead. It fails for a
+// stream, a one-way call and a push, which have no result to replace.
+func (c *Invocation) SetResult(v any) error {
+	if c.info.kind != KindUnary {
+		return errNoResult
+	}
+	if c.client {
+		b, _, err := appendValue(nil, v)
+		if err != nil {
+			return err
+		}
+		c.dropReply()
+		c.result, c.set = b, true
+		if c.res == nil {
+			return nil
+		}
+		return decodeResult(b, c.res)
+	}
+	out, k, err := appendValue(c.dst[:c.off], v)
+	if err != nil {
+		return err
+	}
+	c.dst, c.k, c.set = out, k, true
+	return nil
+}
+
+var errNoResult = errors.New("rpc: SetResult: only a call with a reply has a result")
+
+// dropReply releases the reply a client's result aliases.
+func (c *Invocation) dropReply() {
+	if c.reply != nil {
+		c.reply.Release()
+		c.reply = nil
+	}
+	c.result = nil
+}
+
+var callPool = sync.Pool{New: func() any { return new(Invocation) }}
+
+func getCall() *Invocation { return callPool.Get().(*Invocation) }
+
+// putCall returns c to the pool, emptied (the reply it held released).
+func putCall(c *Invocation) {
+	c.dropReply()
+	*c = Invocation{}
+	callPool.Put(c)
+}
+
+// chain builds the function that runs interceptors around last, the first
+// outermost. It is built once: a call through it allocates nothing.
+func chain(ics []Interceptor, last Next) Next {
+	next := last
+	for i := len(ics) - 1; i >= 0; i-- {
+		ic, inner := ics[i], next
+		if ic == nil {
+			continue
+		}
+		next = func(ctx context.Context, c *Invocation) error { return ic(ctx, c, inner) }
+	}
+	return next
+}

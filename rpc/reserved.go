@@ -1,0 +1,483 @@
+package rpc
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The reserved argument keys: what a call carries besides its arguments,
+// merged into its argument object as NewLife merges ApiClient.Token, its
+// Headers and its tracer's traceparent (docs/PROTOCOL.md §5.2a). A server
+// finds them case-insensitively, as NewLife's dictionary does, counts none
+// of them when a primitive parameter binds from an object's one entry, and
+// leaves them in the data: a struct with a field of their name still binds
+// it.
+const (
+	keyToken       = "Token"            // the caller's token (NewLife ApiClient.Token)
+	keyTraceparent = "traceparent"      // W3C trace context (NewLife ISpan.Attach)
+	keyTraceID     = "TraceId"          // NewLife's ambient span (ApiClient.Headers["TraceId"])
+	keyRequestID   = "Request-Id"       // read by NewLife's Detach
+	keyEagleeye    = "Eagleeye-Traceid" // read by NewLife's Detach
+	keyTimeout     = "Timeout-Ms"       // lifenet: the caller's remaining time, in ms
+)
+
+// Which reserved key a key is (0: none).
+const (
+	rkNone = iota
+	rkToken
+	rkTraceparent
+	rkTraceID
+	rkRequestID
+	rkEagleeye
+	rkTimeout
+	rkMetadata // one of the server's Config.MetadataKeys
+)
+
+// reservedKind says which reserved key k is, in any case.
+func reservedKind(k []byte) int {
+	switch len(k) {
+	case 5:
+		if foldEq(k, keyToken) {
+			return rkToken
+		}
+	case 7:
+		if foldEq(k, keyTraceID) {
+			return rkTraceID
+		}
+	case 10:
+		if foldEq(k, keyRequestID) {
+			return rkRequestID
+		}
+		if foldEq(k, keyTimeout) {
+			return rkTimeout
+		}
+	case 11:
+		if foldEq(k, keyTraceparent) {
+			return rkTraceparent
+		}
+	case 16:
+		if foldEq(k, keyEagleeye) {
+			return rkEagleeye
+		}
+	}
+	return rkNone
+}
+
+// keySet is a server's Config.MetadataKeys (nil: none).
+type keySet struct{ keys []string }
+
+func newKeySet(keys []string) *keySet {
+	if len(keys) == 0 {
+		return nil
+	}
+	return &keySet{keys: append([]string(nil), keys...)}
+}
+
+// kind says which reserved key k is, counting the set's keys as
+// rkMetadata.
+func (s *keySet) kind(k []byte) int {
+	if r := reservedKind(k); r != rkNone {
+		return r
+	}
+	if s != nil {
+		for _, m := range s.keys {
+			if len(m) == len(k) && foldEq(k, m) {
+				return rkMetadata
+			}
+		}
+	}
+	return rkNone
+}
+
+// foldEq reports whether b equals s in ASCII case-insensitively.
+func foldEq(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range len(b) {
+		x, y := b[i], s[i]
+		if x == y {
+			continue
+		}
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// eachEntry calls f with the key (without its quotes) and the raw value of
+// each top-level entry of the JSON object data, in order, allocating
+// nothing. It returns false when it cannot read data as such an object: not
+// an object, malformed, or a key with an escape or a control byte (whose
+// text the caller must get from encoding/json). strict validates every
+// value as encoding/json would (then a true result means data is valid
+// JSON); otherwise objects and arrays are only skipped, which is enough to
+// find the top-level keys. (data leaks to f: a caller whose data must stay
+// on its stack uses openObject and nextEntry.)
+func eachEntry(data []byte, strict bool, f func(key, val []byte)) bool {
+	i, st := openObject(data)
+	for st == entryMore {
+		var ks, ke, vs, ve int
+		ks, ke, vs, ve, i, st = nextEntry(data, i, strict)
+		if st != entryBad {
+			f(data[ks:ke], data[vs:ve])
+		}
+	}
+	return st == entryLast
+}
+
+// The states of a walk over an object's entries.
+const (
+	entryBad  = iota // not an object nextEntry can read
+	entryMore        // an entry starts at the index
+	entryLast        // the object ended, well formed
+)
+
+// openObject starts a walk over the JSON object b: the index of its first
+// entry and entryMore, entryLast for {}, or entryBad.
+func openObject(b []byte) (int, int) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return 0, entryBad
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		if skipSpace(b, i+1) == len(b) {
+			return i, entryLast
+		}
+		return i, entryBad
+	}
+	return i, entryMore
+}
+
+// nextEntry reads the entry of the JSON object b at index i: the bounds of
+// its key (without the quotes) and of its value, the index of the next
+// entry, and the walk's state after it (entryBad: the entry, or what
+// follows it, cannot be read; see eachEntry).
+func nextEntry(b []byte, i int, strict bool) (ks, ke, vs, ve, next, st int) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, 0, 0, 0, i, entryBad
+	}
+	ks = i + 1
+	ke = ks
+	for ke < len(b) && b[ke] != '"' && b[ke] != '\\' && b[ke] >= 0x20 {
+		ke++
+	}
+	if ke >= len(b) || b[ke] != '"' {
+		return 0, 0, 0, 0, i, entryBad
+	}
+	i = skipSpace(b, ke+1)
+	if i >= len(b) || b[i] != ':' {
+		return 0, 0, 0, 0, i, entryBad
+	}
+	vs = skipSpace(b, i+1)
+	if ve = skipValue(b, vs, strict); ve < 0 {
+		return 0, 0, 0, 0, i, entryBad
+	}
+	i = skipSpace(b, ve)
+	if i >= len(b) {
+		return 0, 0, 0, 0, i, entryBad
+	}
+	switch b[i] {
+	case ',':
+		return ks, ke, vs, ve, skipSpace(b, i+1), entryMore
+	case '}':
+		if skipSpace(b, i+1) == len(b) {
+			return ks, ke, vs, ve, i, entryLast
+		}
+	}
+	return 0, 0, 0, 0, i, entryBad
+}
+
+// skipValue returns the index just past the JSON value at b[i], or -1.
+func skipValue(b []byte, i int, strict bool) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch c := b[i]; {
+	case c == '"':
+		end := skipString(b, i)
+		if end < 0 {
+			return -1
+		}
+		return end
+	case c == '{' || c == '[':
+		end := skipNested(b, i)
+		if end < 0 || strict && !json.Valid(b[i:end]) {
+			return -1
+		}
+		return end
+	default:
+		s := i
+		for i < len(b) && (b[i] == '-' || b[i] == '+' || b[i] == '.' || (b[i] >= '0' && b[i] <= '9') || (b[i] >= 'a' && b[i] <= 'z') || b[i] == 'E') {
+			i++
+		}
+		if i == s || !json.Valid(b[s:i]) {
+			return -1
+		}
+		return i
+	}
+}
+
+// skipString returns the index just past the JSON string whose quote is
+// at b[i], or -1 when it does not end or is not valid.
+func skipString(b []byte, i int) int {
+	if end := plainStringEnd(b, i+1); end >= 0 {
+		return end + 1
+	}
+	j := i + 1
+	for j < len(b) && b[j] != '"' {
+		if b[j] == '\\' {
+			j++
+		}
+		j++
+	}
+	if j >= len(b) || !json.Valid(b[i:j+1]) {
+		return -1
+	}
+	return j + 1
+}
+
+// skipNested returns the index just past the object or array at b[i]
+// (strings inside skipped as strings), or -1 when it does not end.
+func skipNested(b []byte, i int) int {
+	depth := 0
+	for i < len(b) {
+		switch b[i] {
+		case '"':
+			j := i + 1
+			for j < len(b) && b[j] != '"' {
+				if b[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if j >= len(b) {
+				return -1
+			}
+			i = j
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		}
+		i++
+	}
+	return -1
+}
+
+// callData is what a server finds in a request's argument object besides
+// the arguments: the reserved keys' values (raw JSON, aliasing the data)
+// and the Config.MetadataKeys entries.
+type callData struct {
+	token    []byte
+	hasToken bool
+	// trace is the raw value of the trace key of highest rank found
+	// (traceRank: traceparent, Request-Id, Eagleeye-Traceid, TraceId, as
+	// NewLife's Detach looks them up).
+	trace     []byte
+	traceRank int
+	timeout   []byte
+	md        int  // entries that are reserved (but Token) or metadata keys: what Metadata shows
+	others    int  // entries that are neither reserved nor metadata keys: the arguments
+	object    bool // data is an object that was read
+}
+
+// extra reports whether the call carries more than a token: a trace, a
+// deadline or metadata, which make a call context of its own.
+func (d *callData) extra() bool { return d.md > 0 }
+
+// onlyReserved reports whether the data is an object of reserved keys and
+// metadata alone: the call has no arguments (a lifenet client's call
+// without arguments that carries a token, metadata or a deadline).
+func (d *callData) onlyReserved() bool { return d.object && d.others == 0 && (d.md > 0 || d.hasToken) }
+
+// traceRank orders the trace keys as NewLife's SpanExtension.Detach reads
+// them: the first found of traceparent, Request-Id, Eagleeye-Traceid and
+// TraceId.
+func traceRank(rk int) int {
+	switch rk {
+	case rkTraceparent:
+		return 4
+	case rkRequestID:
+		return 3
+	case rkEagleeye:
+		return 2
+	case rkTraceID:
+		return 1
+	}
+	return 0
+}
+
+// scanCall finds the reserved keys and metadata of a request's data (keys
+// adds the server's metadata keys). Data that is no object finds none; an
+// object with an escaped key is read by encoding/json.
+func scanCall(data []byte, keys *keySet) (d callData) {
+	if len(data) < 2 {
+		return d
+	}
+	if tokenOnly(data) { // a lifenet client's call without arguments: nothing to parse
+		d.token, d.hasToken, d.object = data[len(tokenHead)-1:len(data)-1], true, true
+		return d
+	}
+	if !isJSON(data) {
+		return d
+	}
+	note := func(k, v []byte) {
+		switch rk := keys.kind(k); rk {
+		case rkNone:
+			d.others++
+		case rkToken:
+			d.token, d.hasToken = v, true
+		default:
+			d.md++
+			if r := traceRank(rk); r > d.traceRank {
+				d.trace, d.traceRank = v, r
+			} else if rk == rkTimeout {
+				d.timeout = v
+			}
+		}
+	}
+	if eachEntry(data, false, note) {
+		d.object = true
+		return d
+	}
+	d = callData{}
+	var m map[string]json.RawMessage
+	if data[skipSpace(data, 0)] != '{' || json.Unmarshal(data, &m) != nil {
+		return d
+	}
+	d.object = true
+	for k, v := range m {
+		note([]byte(k), v)
+	}
+	return d
+}
+
+// plainText returns the text of the raw JSON value v without allocating
+// when it is a string without escapes (its bytes between the quotes) or a
+// literal (as it is; null: nothing, as NewLife's token + "" reads it);
+// ok is false for a string with escapes.
+func plainText(v []byte) (t []byte, ok bool) {
+	switch {
+	case string(v) == "null":
+		return nil, true
+	case len(v) >= 2 && v[0] == '"':
+		if end := plainStringEnd(v, 1); end == len(v)-1 {
+			return v[1:end], true
+		}
+		return nil, false
+	}
+	return v, true
+}
+
+// textOf is the text of a raw JSON value: a string's, a literal as it is.
+func textOf(v []byte) string {
+	if t, ok := plainText(v); ok {
+		return string(t)
+	}
+	return trimText(v)
+}
+
+// timeoutOf is the deadline a Timeout-Ms entry's raw value gives, counted
+// from now: a positive number of milliseconds, as a number or a string.
+func timeoutOf(v []byte, now time.Time) (time.Time, bool) {
+	if len(v) == 0 {
+		return time.Time{}, false
+	}
+	ms, err := strconv.ParseInt(textOf(v), 10, 64)
+	if err != nil || ms <= 0 {
+		return time.Time{}, false
+	}
+	return now.Add(time.Duration(ms) * time.Millisecond), true
+}
+
+// TraceContext is a call's trace context in the form NewLife and W3C carry
+// it (traceparent "00-{TraceID}-{SpanID}-{Flags:02x}"): a server finds the
+// caller's in the request, and a client sends the one in its call's
+// context (see [WithTraceContext]). lifenet keeps no spans of its own: an
+// OpenTelemetry integration starts them from this in an [Interceptor].
+// IDs are kept as they come: NewLife's trace IDs have 30 characters, not
+// W3C's 32 hex digits.
+type TraceContext struct {
+	TraceID string
+	SpanID  string // the caller's span: the parent of the server's
+	Flags   byte   // W3C trace-flags; 1: sampled
+}
+
+// String returns tc as a traceparent value: "00-{TraceID}-{SpanID}-{Flags}"
+// (NewLife's DefaultSpan.ToString).
+func (tc TraceContext) String() string { return string(appendTraceparent(nil, tc)) }
+
+func appendTraceparent(dst []byte, tc TraceContext) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, "00-"...)
+	dst = append(dst, tc.TraceID...)
+	dst = append(dst, '-')
+	dst = append(dst, tc.SpanID...)
+	return append(dst, '-', hex[tc.Flags>>4], hex[tc.Flags&15])
+}
+
+// ParseTraceContext reads a traceparent value as NewLife's
+// SpanExtension.Detach reads a TraceId: "00-{trace}-{span}-{flags}", each
+// part as it is, of any length (NewLife's trace IDs have 30 characters),
+// flags in hex; a value without '-' is a bare trace ID. ok is false when
+// it gives no trace ID.
+func ParseTraceContext(s string) (tc TraceContext, ok bool) {
+	parts := strings.Split(strings.TrimSpace(s), "-")
+	switch len(parts) {
+	case 1:
+		tc.TraceID = parts[0]
+	default:
+		tc.TraceID = parts[1]
+		if len(parts) > 2 {
+			tc.SpanID = parts[2]
+		}
+		if len(parts) > 3 && len(parts[3]) >= 2 {
+			if f, err := strconv.ParseUint(parts[3][:2], 16, 8); err == nil {
+				tc.Flags = byte(f)
+			}
+		}
+	}
+	return tc, tc.TraceID != ""
+}
+
+// traceFrom reads the trace context of a request's trace key of rank r
+// (traceRank), as NewLife's Detach2 does: traceparent and TraceId as
+// ParseTraceContext; Request-Id as "|{trace}.{…}.{span}_" (the last part
+// is the parent); Eagleeye-Traceid as "{trace}-{span}".
+func traceFrom(r int, s string) (TraceContext, bool) {
+	switch r {
+	case 3: // Request-Id
+		parts := strings.FieldsFunc(s, func(c rune) bool { return c == '.' || c == '_' })
+		if len(parts) == 0 {
+			return TraceContext{}, false
+		}
+		tc := TraceContext{TraceID: strings.TrimLeft(parts[0], "|")}
+		if len(parts) > 1 {
+			tc.SpanID = parts[len(parts)-1]
+		}
+		return tc, tc.TraceID != ""
+	case 2: // Eagleeye-Traceid
+		trace, span, _ := strings.Cut(strings.TrimSpace(s), "-")
+		span, _, _ = strings.Cut(span, "-")
+		return TraceContext{TraceID: trace, SpanID: span}, trace != ""
+	case 4: // traceparent: a value without '-' gives nothing
+		if !strings.Contains(s, "-") {
+			return TraceContext{}, false
+		}
+	}
+	return ParseTraceContext(s)
+}
