@@ -10,10 +10,20 @@ import (
 
 // BenchmarkCallNoArg measures a whole call over loopback TCP, client and
 // server in this process (b.N calls from 16 goroutines on one connection).
-func BenchmarkCallNoArg(b *testing.B) {
-	_, addr := benchServer(b, rpc.Config{})
+func BenchmarkCallNoArg(b *testing.B) { benchCallNoArg(b, rpc.Config{}, rpc.ClientConfig{}) }
+
+// BenchmarkCallNoArgIntercepted is BenchmarkCallNoArg with one interceptor
+// that does nothing on each side: the chain's cost.
+func BenchmarkCallNoArgIntercepted(b *testing.B) {
+	benchCallNoArg(b, rpc.Config{Interceptors: []rpc.Interceptor{noop}}, rpc.ClientConfig{Interceptors: []rpc.Interceptor{noop}})
+}
+
+func noop(ctx context.Context, c *rpc.Invocation, next rpc.Next) error { return next(ctx, c) }
+
+func benchCallNoArg(b *testing.B, cfg rpc.Config, ccfg rpc.ClientConfig) {
+	_, addr := benchServer(b, cfg)
 	ctx := context.Background()
-	cl, err := rpc.Dial(ctx, addr, rpc.ClientConfig{})
+	cl, err := rpc.Dial(ctx, addr, ccfg)
 	must(b, err)
 	defer cl.Close()
 	b.ReportAllocs()
@@ -30,8 +40,16 @@ func BenchmarkCallNoArg(b *testing.B) {
 }
 
 // BenchmarkProcessNoArg measures the direct path (Server.Process).
-func BenchmarkProcessNoArg(b *testing.B) {
-	srv, _ := benchServer(b, rpc.Config{})
+func BenchmarkProcessNoArg(b *testing.B) { benchProcessNoArg(b, rpc.Config{}) }
+
+// BenchmarkProcessNoArgIntercepted is the direct path through one
+// interceptor that does nothing.
+func BenchmarkProcessNoArgIntercepted(b *testing.B) {
+	benchProcessNoArg(b, rpc.Config{Interceptors: []rpc.Interceptor{noop}})
+}
+
+func benchProcessNoArg(b *testing.B, cfg rpc.Config) {
+	srv, _ := benchServer(b, cfg)
 	body, err := rpc.AppendRequest(nil, "Bench/NoArg", nil)
 	must(b, err)
 	ctx := context.Background()
@@ -73,6 +91,12 @@ func BenchmarkProcessEchoPacket16(b *testing.B) {
 // figure scripts/instrs.sh counts (docs/perf/rpc.md, "Interceptors").
 func BenchmarkCallNoArgInline(b *testing.B) {
 	benchCallInline(b, rpc.Config{}, rpc.ClientConfig{})
+}
+
+// BenchmarkCallNoArgInlineIntercepted is BenchmarkCallNoArgInline with one
+// interceptor that does nothing on each side.
+func BenchmarkCallNoArgInlineIntercepted(b *testing.B) {
+	benchCallInline(b, rpc.Config{Interceptors: []rpc.Interceptor{noop}}, rpc.ClientConfig{Interceptors: []rpc.Interceptor{noop}})
 }
 
 func benchCallInline(b *testing.B, cfg rpc.Config, ccfg rpc.ClientConfig) {
