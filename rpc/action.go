@@ -153,7 +153,7 @@ func lowerASCII(dst, s []byte) []byte {
 // types as JSON; a nil pointer, slice or map is a null result. Use
 // struct{} for an action without arguments.
 func Handle[A, R any](s *Server, name string, fn func(ctx context.Context, args A) (R, error), opts ...HandleOption) error {
-	a := &action{name: name, invoke: typedInvoker(fn), sig: signature[A, R](name)}
+	a := &action{name: name, invoke: typedInvoker(fn, s.keys), sig: signature[A, R](name)}
 	for _, o := range opts {
 		o(a)
 	}
@@ -161,8 +161,9 @@ func Handle[A, R any](s *Server, name string, fn func(ctx context.Context, args 
 }
 
 // typedInvoker adapts a typed handler to an invoker. A []byte argument is
-// the data itself (no binding, nothing allocated).
-func typedInvoker[A, R any](fn func(context.Context, A) (R, error)) invoker {
+// the data itself (no binding, nothing allocated). keys are the server's
+// metadata keys, which binding skips.
+func typedInvoker[A, R any](fn func(context.Context, A) (R, error), keys *keySet) invoker {
 	if raw, ok := any(fn).(func(context.Context, []byte) (R, error)); ok {
 		return func(ctx context.Context, data, dst []byte) ([]byte, kind, error) {
 			r, err := raw(ctx, data)
@@ -177,7 +178,7 @@ func typedInvoker[A, R any](fn func(context.Context, A) (R, error)) invoker {
 			var a string // bound here, not through reflection: nothing escapes
 			if len(data) > 0 {
 				var err error
-				if a, err = bindString(data); err != nil {
+				if a, err = bindStringKeys(data, keys); err != nil {
 					return dst, kindNull, err
 				}
 			}
@@ -191,7 +192,7 @@ func typedInvoker[A, R any](fn func(context.Context, A) (R, error)) invoker {
 	return func(ctx context.Context, data, dst []byte) ([]byte, kind, error) {
 		var a A
 		if len(data) > 0 {
-			if err := bindArg(data, &a); err != nil {
+			if err := bindArgKeys(data, keys, &a); err != nil {
 				return dst, kindNull, err
 			}
 		}

@@ -62,9 +62,11 @@ type ClientConfig struct {
 	// [Interceptor]).
 	Interceptors []Interceptor
 	// SendTimeout sends each call's remaining time (until its context's
-	// deadline, or Timeout) to the server, as the key Timeout-Ms of its
-	// argument object (docs/PROTOCOL.md §5.2a), so that a lifenet server's
-	// handler gets a context that ends when the caller stops waiting. A
+	// deadline, or Timeout; a stream's, its context's deadline only) to
+	// the server, as the key Timeout-Ms of its argument object
+	// (docs/PROTOCOL.md §5.2a), so that a lifenet server's handler gets a
+	// context that ends when the caller stops waiting (and sends no reply
+	// past it, which the caller would drop). A
 	// call without arguments sends an object of it; a bare value, bytes
 	// and an array have no room for it. Off by default: a NewLife server
 	// has no use for the key (it binds no parameter, as none can be named
@@ -412,17 +414,24 @@ func (c *Client) runCall(ctx context.Context, iv *Invocation) error {
 
 // extrasOf fills x with what a call made with ctx carries besides its
 // arguments (nil: nothing): ctx's metadata and trace context, and with
-// SendTimeout its remaining time.
-func (c *Client) extrasOf(ctx context.Context, x *extras) *extras {
+// SendTimeout its remaining time: until ctx's deadline or the client's
+// Timeout, whichever comes first; for a stream (whose Timeout bounds the
+// wait for each item, not the stream) ctx's deadline only.
+func (c *Client) extrasOf(ctx context.Context, x *extras, stream bool) *extras {
 	md, _ := ctx.Value(outgoingKey{}).(*outgoing)
 	tc, _ := ctx.Value(traceKey{}).(*TraceContext)
 	var ms int64
 	if c.cfg.SendTimeout {
-		left := c.cfg.Timeout
-		if dl, ok := ctx.Deadline(); ok {
-			left = min(left, time.Until(dl))
+		left, ok := c.cfg.Timeout, !stream
+		if dl, has := ctx.Deadline(); has {
+			left, ok = min(left, time.Until(dl)), true
+			if stream {
+				left = time.Until(dl)
+			}
 		}
-		ms = max(int64((left+time.Millisecond-1)/time.Millisecond), 1)
+		if ok {
+			ms = max(int64((left+time.Millisecond-1)/time.Millisecond), 1)
+		}
 	}
 	if md == nil && tc == nil && ms == 0 {
 		return nil
@@ -536,7 +545,7 @@ func (c *Client) invoke(ctx context.Context, action string, args, result any, iv
 	}
 	var stack [256]byte
 	var xs extras
-	body, carried, err := appendRequest(stack[:0], action, args, c.Token(), c.cfg.Headers, c.extrasOf(ctx, &xs))
+	body, carried, err := appendRequest(stack[:0], action, args, c.Token(), c.cfg.Headers, c.extrasOf(ctx, &xs, false))
 	if err == nil {
 		err = c.fits(action, body)
 	}
@@ -598,7 +607,7 @@ func (c *Client) InvokeOneWay(ctx context.Context, action string, args any) erro
 
 func (c *Client) oneWay(ctx context.Context, action string, args any) error {
 	var xs extras
-	body, carried, err := appendRequest(nil, action, args, c.Token(), c.cfg.Headers, c.extrasOf(ctx, &xs))
+	body, carried, err := appendRequest(nil, action, args, c.Token(), c.cfg.Headers, c.extrasOf(ctx, &xs, false))
 	if err == nil {
 		err = c.fits(action, body)
 	}

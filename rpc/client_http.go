@@ -24,7 +24,7 @@ import (
 // ApiHttpClient sends it. iv, when not nil, keeps the answer's data.
 func (c *Client) invokeHTTP(ctx context.Context, action string, args, result any, iv *Invocation) error {
 	var xs extras
-	x := c.extrasOf(ctx, &xs)
+	x := c.extrasOf(ctx, &xs, false)
 	var trace string
 	if x != nil && x.trace != nil {
 		trace = x.trace.String()

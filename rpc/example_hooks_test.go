@@ -84,3 +84,51 @@ func ExampleInterceptor_auth() {
 	// 403 rpc: admins only (403)
 	// restarting <nil>
 }
+
+// Metadata round trip: the client puts a tenant in its call's context; the
+// server, which names the key in MetadataKeys, finds it in the handler's
+// CallInfo. On the wire it is a key of the argument object, as NewLife's
+// ApiClient.Headers are: {"input":"hi","Tenant":"acme"}.
+func ExampleAppendToOutgoingContext() {
+	srv, client := hooksServer(rpc.Config{MetadataKeys: []string{"Tenant"}}, rpc.ClientConfig{}, func(s *rpc.Server) {
+		rpc.Handle(s, "Echo/Say", func(ctx context.Context, in string) (string, error) {
+			tenant := rpc.CallInfoFrom(ctx).Metadata().Get("Tenant")
+			return tenant + ": " + in, nil
+		})
+	})
+	defer srv.Close()
+	defer client.Close()
+
+	ctx := rpc.AppendToOutgoingContext(context.Background(), "Tenant", "acme")
+	r, err := rpc.Call[string](ctx, client, "Echo/Say", map[string]string{"input": "hi"})
+	fmt.Println(r, err)
+	// Output: acme: hi <nil>
+}
+
+// A deadline reaching a handler: with SendTimeout the client sends the
+// call's remaining time (Timeout-Ms), and the handler's context ends when
+// the caller stops waiting, so the server stops work nobody waits for.
+func ExampleClientConfig_sendTimeout() {
+	stopped := make(chan error, 1)
+	srv, client := hooksServer(rpc.Config{}, rpc.ClientConfig{SendTimeout: true}, func(s *rpc.Server) {
+		rpc.Handle(s, "Report/Build", func(ctx context.Context, _ struct{}) (string, error) {
+			_, sent := rpc.CallInfoFrom(ctx).Deadline()
+			fmt.Println("deadline sent:", sent)
+			<-ctx.Done() // a long job that watches its context
+			stopped <- ctx.Err()
+			return "", ctx.Err()
+		})
+	})
+	defer srv.Close()
+	defer client.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := rpc.Call[string](ctx, client, "Report/Build", nil)
+	fmt.Println("caller:", errors.Is(err, rpc.ErrTimeout))
+	fmt.Println("handler:", <-stopped)
+	// Output:
+	// deadline sent: true
+	// caller: true
+	// handler: context deadline exceeded
+}

@@ -2,6 +2,8 @@ package rpc
 
 import (
 	"bytes"
+	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -35,8 +37,13 @@ import (
 // a connection whose unit is not complete Framer.Expire after its first
 // byte ends with codec.ErrFrameExpired.
 type gateway struct {
-	s         *Server
-	ss        *Session
+	s  *Server
+	ss *Session
+	// mu serializes the reading goroutine's Read with an HTTP call's own
+	// goroutine, which answers its call and then serves what was read
+	// meanwhile; it guards what follows it.
+	mu        sync.Mutex
+	pending   bool // an HTTP call runs on its own goroutine: what comes is held, not served
 	mode      atomic.Int32
 	buf       []byte       // bytes held while detecting, or of an HTTP request or WebSocket frame in progress
 	continued bool         // 100 Continue went out for the HTTP request in buf
@@ -69,12 +76,18 @@ func (g *gateway) Read(c *codec.HandlerContext, msg any) error {
 	if !ok {
 		return c.FireRead(msg)
 	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	in := len(g.buf) + p.Total()
 	since := g.since.Swap(0) // a unit this read completes is served, not held: no clock runs while it is
 	err := g.read(c, p)
 	g.track(c, since, len(g.buf) < in)
 	return err
 }
+
+// errHeldTooLarge ends a connection that sends more than a request's worth
+// of bytes while its HTTP call runs.
+var errHeldTooLarge = errors.New("rpc: too many bytes sent while an HTTP call runs")
 
 // read handles p by the connection's mode.
 func (g *gateway) read(c *codec.HandlerContext, p *packet.Packet) error {
@@ -83,6 +96,13 @@ func (g *gateway) read(c *codec.HandlerContext, p *packet.Packet) error {
 		return c.FireRead(p)
 	case modeHTTP:
 		g.buf = p.AppendTo(g.buf)
+		if g.pending { // held until the call in progress is answered
+			if len(g.buf) > g.s.cfg.MaxHTTPHeader+g.s.cfg.Framer.MaxFrame {
+				g.buf = nil
+				c.Conn().Session().Abort(errHeldTooLarge)
+			}
+			return nil
+		}
 		return g.serveHTTP(c)
 	case modeWS:
 		g.buf = p.AppendTo(g.buf)
@@ -223,6 +243,7 @@ func (g *gateway) Write(c *codec.HandlerContext, msg any) error {
 func (g *gateway) track(c *codec.HandlerContext, since int64, progress bool) {
 	expire := g.s.cfg.Framer.Expire
 	switch {
+	case g.pending: // what is held while an HTTP call runs is no unit in progress: no clock
 	case len(g.buf) == 0 || expire < 0:
 		if cap(g.buf) > keepBuf {
 			g.buf = nil
@@ -251,6 +272,8 @@ func (g *gateway) expire(c *codec.HandlerContext, expire time.Duration) {
 
 // Closed implements [codec.CloseHandler].
 func (g *gateway) Closed(*codec.HandlerContext, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	g.buf = nil
 	g.since.Store(0)
 	if g.timer != nil {

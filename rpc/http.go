@@ -21,7 +21,7 @@ import (
 // connection closes. A request that upgrades to WebSocket switches the
 // connection to WebSocket.
 func (g *gateway) serveHTTP(c *codec.HandlerContext) error {
-	for g.mode.Load() == modeHTTP {
+	for g.mode.Load() == modeHTTP && !g.pending {
 		end := bytes.Index(g.buf, []byte("\r\n\r\n"))
 		if end < 0 {
 			if len(g.buf) > g.s.cfg.MaxHTTPHeader {
@@ -57,6 +57,9 @@ func (g *gateway) serveHTTP(c *codec.HandlerContext) error {
 			return err
 		}
 		g.buf = g.buf[:copy(g.buf, g.buf[n:])]
+		if g.pending {
+			break // its goroutine answers it, closes after it if asked, and serves what follows
+		}
 		if req.Close {
 			g.mode.Store(modeClosing)
 			g.ss.conn.Close()
@@ -101,7 +104,48 @@ func (g *gateway) answerHTTP(c *codec.HandlerContext, req *http.Request, body []
 		}
 		return g.streamSSE(c, req, action, a, data)
 	}
+	if a != nil && !a.inline && !s.cfg.Serial && !s.closing.Load() {
+		// On a goroutine of its own, as an SRMP call: the reading
+		// goroutine goes on reading, so a client that leaves ends the
+		// session, which cancels the call's context.
+		g.pending = true
+		s.begin(g.ss)
+		go g.runHTTP(c, req, action, a, bytes.Clone(data)) // data may be a view of g.buf
+		return nil
+	}
 	out, k, err := s.exec(g.ss.ctx, g.ss, name, a, KindUnary, data, req.Header.Get("traceparent"), nil)
+	return g.answer(c, req, action, out, k, err)
+}
+
+// runHTTP runs an HTTP call on its own goroutine, answers it, then serves
+// the requests read meanwhile (in order: HTTP/1.1 answers in order).
+func (g *gateway) runHTTP(c *codec.HandlerContext, req *http.Request, action string, a *action, data []byte) {
+	defer g.s.end(g.ss)
+	out, k, err := g.s.exec(g.ss.ctx, g.ss, []byte(action), a, KindUnary, data, req.Header.Get("traceparent"), nil)
+	werr := g.answer(c, req, action, out, k, err)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.pending = false
+	switch {
+	case werr != nil || g.s.stopped.Load() || g.mode.Load() != modeHTTP:
+		return
+	case req.Close:
+		g.mode.Store(modeClosing)
+		g.buf = nil
+		g.ss.conn.Close()
+		return
+	}
+	if err := g.serveHTTP(c); err != nil {
+		c.Conn().Session().Abort(err)
+		return
+	}
+	g.track(c, 0, true) // the clock of a unit left incomplete starts now
+}
+
+// answer writes the response of an HTTP call that returned out (of kind
+// k) or err.
+func (g *gateway) answer(c *codec.HandlerContext, req *http.Request, action string, out []byte, k kind, err error) error {
+	s := g.s
 	if s.stopped.Load() {
 		return nil // cut short by Close: it fails with its connection
 	}
@@ -109,7 +153,7 @@ func (g *gateway) answerHTTP(c *codec.HandlerContext, req *http.Request, body []
 		err = fmt.Errorf("%w: result of %d bytes, limit %d (Framer.MaxFrame)", ErrTooLarge, len(out), s.cfg.Framer.MaxFrame)
 	}
 	if err != nil {
-		code, msg := s.errorReply(name, err)
+		code, msg := s.errorReply([]byte(action), err)
 		return g.respond(c, req, action, int(code), kindText, []byte(msg))
 	}
 	return g.respond(c, req, action, CodeOK, k, out)

@@ -62,7 +62,7 @@ func (s *Server) Register(controller any, opts ...RegisterOption) error {
 	var acts []*action
 	for i := 0; i < t.NumMethod(); i++ {
 		m := t.Method(i)
-		a, err := methodAction(rv.Method(i), m.Name, reg)
+		a, err := methodAction(rv.Method(i), m.Name, reg, s.keys)
 		if err != nil {
 			return err
 		}
@@ -89,7 +89,7 @@ func controllerName(t reflect.Type) string {
 }
 
 // methodAction builds the action of one method.
-func methodAction(fn reflect.Value, method string, reg registration) (*action, error) {
+func methodAction(fn reflect.Value, method string, reg registration, keys *keySet) (*action, error) {
 	ft := fn.Type()
 	in := 0
 	withCtx := ft.NumIn() > 0 && ft.In(0) == ctxType
@@ -134,7 +134,7 @@ func methodAction(fn reflect.Value, method string, reg registration) (*action, e
 		}
 		if argType != nil {
 			p := reflect.New(argType)
-			if err := bindArg(data, p.Interface()); err != nil {
+			if err := bindArgKeys(data, keys, p.Interface()); err != nil {
 				return dst, kindNull, err
 			}
 			args = append(args, p.Elem())

@@ -305,7 +305,7 @@ func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action) {
 	if m.Kind == codec.KindOneWay {
 		kind = KindOneWay
 	}
-	out, isErr := s.call(ss.ctx, ss, b, a, kind, (*bp)[:0])
+	out, isErr, gone := s.call(ss.ctx, ss, b, a, kind, (*bp)[:0])
 	if err := tooLarge("reply", len(out), s.cfg.Framer.MaxFrame); err != nil {
 		// The caller's framer would end the connection: answer 413 instead.
 		s.cfg.Log.Warn("rpc: reply too large", "action", string(b.action), "err", err)
@@ -315,6 +315,7 @@ func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action) {
 	switch {
 	case m.Kind == codec.KindOneWay: // never answered, even on error
 	case s.stopped.Load(): // cut short by Close: it fails with its connection
+	case gone: // past the deadline the caller sent: it stopped waiting, and would drop the reply
 	case !isErr:
 		ss.conn.ReplyBytes(m, out) // a closed connection drops it, as it would any write
 	default:
@@ -344,27 +345,35 @@ func (s *Server) Process(ctx context.Context, body, dst []byte) (reply []byte, i
 	if !ok {
 		return dst, false, false
 	}
-	reply, isErr = s.call(ctx, nil, b, a, KindUnary, dst)
-	return reply, isErr, true
+	reply, isErr, gone := s.call(ctx, nil, b, a, KindUnary, dst)
+	return reply, isErr, !gone
 }
 
 // call runs a routed request of kind (a call or a one-way call) and
-// appends its reply body to dst.
-func (s *Server) call(ctx context.Context, ss *Session, b body, a *action, kind CallKind, dst []byte) ([]byte, bool) {
+// appends its reply body to dst; gone says the call ended past the
+// deadline its caller sent, who no longer waits for the reply.
+func (s *Server) call(ctx context.Context, ss *Session, b body, a *action, kind CallKind, dst []byte) (reply []byte, isErr, gone bool) {
 	dst = appendNameBytes(dst, b.action)
 	off := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
 	out, k, err := s.exec(ctx, ss, b.action, a, kind, b.data, "", dst)
+	if err == errCallerGone {
+		return dst[:off], true, true
+	}
 	if err != nil {
 		code, msg := s.errorReply(b.action, err)
-		return appendError(dst[:off], code, msg), true
+		return appendError(dst[:off], code, msg), true, false
 	}
 	if k == kindNull {
-		return out[:off], false
+		return out[:off], false, false
 	}
 	patchDataLen(out, off)
-	return out, false
+	return out, false, false
 }
+
+// errCallerGone: a call ended past the deadline its caller sent (over
+// HTTP, a 504).
+var errCallerGone error = &codeError{code: CodeTimeout, msg: "rpc: the caller's deadline passed", local: true}
 
 // errStreamHere: a streaming action called where replies cannot stream
 // (the direct path).
@@ -389,7 +398,12 @@ func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *actio
 	raw := data
 	ctx, data, cancel := s.callContext(parent, ss, name, a, kind, data, traceHeader)
 	if cancel != nil {
-		defer cancel()
+		defer func() {
+			if ctx.Err() == context.DeadlineExceeded {
+				err = errCallerGone
+			}
+			cancel()
+		}()
 	}
 	defer s.recoverCall(a, &err) // interceptors are the application's code too: a panic in one is a 500
 	if s.chain == nil {

@@ -27,10 +27,11 @@ type streamer func(ctx context.Context, data []byte, send func(item []byte, k ki
 // yielded, then `data: ` empty) and the connection closes after the last
 // (a request pipelined after a streaming one is not answered).
 func HandleStream[A, T any](s *Server, name string, fn func(ctx context.Context, args A) iter.Seq2[T, error]) error {
+	keys := s.keys
 	st := func(ctx context.Context, data []byte, send func([]byte, kind) error) error {
 		var a A
 		if len(data) > 0 {
-			if err := bindArg(data, &a); err != nil {
+			if err := bindArgKeys(data, keys, &a); err != nil {
 				return err
 			}
 		}
@@ -208,7 +209,7 @@ func (c *Client) openStream(ctx context.Context, action string, args any) (*stre
 		return nil, fmt.Errorf("%w: streams need a socket server", ErrAddress)
 	}
 	var xs extras
-	body, carried, err := appendRequest(nil, action, args, c.Token(), c.cfg.Headers, c.extrasOf(ctx, &xs))
+	body, carried, err := appendRequest(nil, action, args, c.Token(), c.cfg.Headers, c.extrasOf(ctx, &xs, true))
 	if err == nil {
 		err = c.fits(action, body)
 	}

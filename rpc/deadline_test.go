@@ -1,0 +1,198 @@
+package rpc_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lifenet/lifenet/rpc"
+)
+
+// With SendTimeout a client sends each call's remaining time as
+// Timeout-Ms: its context's deadline, else its Timeout; into an object
+// made for a call without arguments; never without SendTimeout.
+func TestClientSendsItsRemainingTime(t *testing.T) {
+	got := make(chan string, 4)
+	addr := fakeServer(t, func(f frame) []byte {
+		action, data := splitBody(f.payload)
+		got <- data
+		return srmp(b0Reply, f.seq, body(t, action, "1"))
+	})
+	ms := func(data, prefix string) int {
+		t.Helper()
+		v, ok := strings.CutPrefix(data, prefix)
+		if !ok || !strings.HasSuffix(v, "}") {
+			t.Fatalf("data %s, want %s…}", data, prefix)
+		}
+		n, err := strconv.Atoi(strings.TrimSuffix(v, "}"))
+		must(t, err)
+		return n
+	}
+	cl := dialClient(t, addr, rpc.ClientConfig{SendTimeout: true, Timeout: 3 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	must(t, cl.Invoke(ctx, "Bench/Add", addArgs{A: 1}, nil))
+	if n := ms(recv(t, got, "a call"), `{"a":1,"b":0,"Timeout-Ms":`); n > 2000 || n < 1000 {
+		t.Errorf("remaining time %d ms, want about 2000", n)
+	}
+	must(t, cl.Invoke(context.Background(), "Bench/Add", nil, nil))
+	if n := ms(recv(t, got, "a call"), `{"Timeout-Ms":`); n != 3000 {
+		t.Errorf("remaining time %d ms, want the client's Timeout, 3000", n)
+	}
+	must(t, cl.Invoke(ctx, "Bench/Add", "bare", nil))
+	if d := recv(t, got, "a call"); d != "bare" {
+		t.Errorf("a bare value carried %q", d)
+	}
+	off := dialClient(t, addr, rpc.ClientConfig{})
+	must(t, off.Invoke(ctx, "Bench/Add", nil, nil))
+	if d := recv(t, got, "a call"); d != "" {
+		t.Errorf("without SendTimeout: %q", d)
+	}
+}
+
+// deadlineServer serves Slow/Wait, which waits for its context's end and
+// reports the deadline it had and why it ended.
+type waited struct {
+	deadline time.Time
+	sent     bool // CallInfo.Deadline's ok
+	err      error
+}
+
+func deadlineServer(t *testing.T, release <-chan struct{}) (*rpc.Server, string, <-chan waited, <-chan struct{}) {
+	ended := make(chan waited, 4)
+	entered := make(chan struct{}, 4)
+	srv, addr := startServer(t, rpc.Config{}, func(s *rpc.Server) {
+		must(t, rpc.Handle(s, "Slow/Wait", func(ctx context.Context, _ struct{}) (string, error) {
+			dl, _ := ctx.Deadline()
+			_, sent := rpc.CallInfoFrom(ctx).Deadline()
+			entered <- struct{}{}
+			select {
+			case <-ctx.Done():
+			case <-release:
+			}
+			ended <- waited{dl, sent, ctx.Err()}
+			return "done", nil
+		}))
+	})
+	return srv, addr, ended, entered
+}
+
+// A deadline the caller sent reaches the handler: its context ends then,
+// as the caller stops waiting; SRMP has no other way to cancel a call.
+func TestDeadlineReachesTheHandler(t *testing.T) {
+	_, addr, ended, _ := deadlineServer(t, nil)
+	cl := dialClient(t, addr, rpc.ClientConfig{SendTimeout: true})
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := rpc.Call[string](ctx, cl, "Slow/Wait", nil)
+	if !errors.Is(err, rpc.ErrTimeout) {
+		t.Fatalf("call: %v, want ErrTimeout", err)
+	}
+	w := recv(t, ended, "the handler's end")
+	if !errors.Is(w.err, context.DeadlineExceeded) || !w.sent {
+		t.Errorf("handler ended with %v (deadline sent: %v), want its deadline", w.err, w.sent)
+	}
+	if d := w.deadline.Sub(start); d < 100*time.Millisecond || d > 2*time.Second {
+		t.Errorf("handler's deadline %v after the call began, want about 200ms", d)
+	}
+}
+
+// A handler's context without a deadline still ends when its connection
+// ends, and at Close; with a deadline too.
+func TestHandlerContextEndsWithItsConnection(t *testing.T) {
+	srv, addr, ended, entered := deadlineServer(t, nil)
+	for _, send := range []bool{false, true} {
+		cl, err := rpc.Dial(context.Background(), addr, rpc.ClientConfig{SendTimeout: send, Timeout: time.Minute})
+		must(t, err)
+		errc := make(chan error, 1)
+		go func() { _, err := rpc.Call[string](context.Background(), cl, "Slow/Wait", nil); errc <- err }()
+		recv(t, entered, "the handler")
+		cl.Close()
+		w := recv(t, ended, "the handler's end")
+		if !errors.Is(w.err, context.Canceled) || w.sent != send || w.deadline.IsZero() == send {
+			t.Errorf("SendTimeout %v: handler ended with %+v, want cancelled by the connection's end", send, w)
+		}
+		recv(t, errc, "the call's end")
+	}
+	cl := dialClient(t, addr, rpc.ClientConfig{SendTimeout: true})
+	go rpc.Call[string](context.Background(), cl, "Slow/Wait", nil)
+	recv(t, entered, "the handler")
+	srv.Close()
+	if w := recv(t, ended, "the handler's end"); !errors.Is(w.err, context.Canceled) {
+		t.Errorf("at Close: %+v", w)
+	}
+}
+
+// Without SendTimeout, the handler's context has no deadline.
+func TestNoDeadlineByDefault(t *testing.T) {
+	release := make(chan struct{})
+	close(release)
+	_, addr, ended, _ := deadlineServer(t, release)
+	cl := dialClient(t, addr, rpc.ClientConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := rpc.Call[string](ctx, cl, "Slow/Wait", nil); err != nil {
+		t.Fatal(err)
+	}
+	if w := recv(t, ended, "the handler's end"); !w.deadline.IsZero() || w.sent || w.err != nil {
+		t.Errorf("handler had %+v", w)
+	}
+}
+
+// Over HTTP, a client that leaves (closes its connection, or a lifenet
+// http:// client whose call's context ends) cancels the handler's context:
+// the call runs on its own goroutine while the connection is read.
+func TestHTTPClientLeavingCancelsTheHandler(t *testing.T) {
+	_, addr, ended, entered := deadlineServer(t, nil)
+	conn, err := net.Dial("tcp", addr)
+	must(t, err)
+	_, err = conn.Write([]byte("GET /Slow/Wait HTTP/1.1\r\nHost: x\r\n\r\n"))
+	must(t, err)
+	recv(t, entered, "the handler")
+	conn.Close()
+	if w := recv(t, ended, "the handler's end"); !errors.Is(w.err, context.Canceled) {
+		t.Errorf("raw client left: handler ended with %+v", w)
+	}
+
+	cl := dialClient(t, "http://"+addr, rpc.ClientConfig{})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { _, err := rpc.Call[string](ctx, cl, "Slow/Wait", nil); errc <- err }()
+	recv(t, entered, "the handler")
+	cancel()
+	if w := recv(t, ended, "the handler's end"); !errors.Is(w.err, context.Canceled) {
+		t.Errorf("http:// client gave up: handler ended with %+v", w)
+	}
+	if err := recv(t, errc, "the call"); !errors.Is(err, context.Canceled) {
+		t.Errorf("call: %v", err)
+	}
+}
+
+// Requests pipelined behind an HTTP call that runs on its own goroutine
+// are answered after it, in order.
+func TestHTTPPipelinedBehindASlowCall(t *testing.T) {
+	release := make(chan struct{})
+	_, addr, ended, entered := deadlineServer(t, release)
+	conn, err := net.Dial("tcp", addr)
+	must(t, err)
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(testTimeout))
+	_, err = conn.Write([]byte("GET /Slow/Wait HTTP/1.1\r\nHost: x\r\n\r\nGET /Slow/Wait HTTP/1.1\r\nHost: x\r\n\r\n"))
+	must(t, err)
+	recv(t, entered, "the first call")
+	close(release)
+	r := bufio.NewReader(conn)
+	for i := range 2 {
+		resp, err := readResponse(r)
+		if err != nil || resp != `{"action":"Slow/Wait","code":0,"data":"done"}` {
+			t.Fatalf("answer %d: %q, %v", i, resp, err)
+		}
+		recv(t, ended, "a call's end")
+	}
+}
