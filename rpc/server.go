@@ -396,7 +396,18 @@ func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *actio
 		return dst, kindNull, errStreamHere
 	}
 	raw := data
-	ctx, data, cancel := s.callContext(parent, ss, name, a, kind, data, traceHeader)
+	var ctx context.Context
+	var cancel context.CancelFunc
+	switch {
+	case len(data) > 0 || traceHeader != "":
+		ctx, data, cancel = s.callContext(parent, ss, name, a, kind, data, traceHeader)
+	case ss != nil && a != nil && string(name) == a.name: // callContext's answer for a call without data, sooner
+		ctx = ss.calls.get(ss, a, kind)
+	case ss == nil && s.chain == nil:
+		ctx = parent
+	default:
+		ctx, data, cancel = s.callContext(parent, ss, name, a, kind, data, traceHeader)
+	}
 	if cancel != nil {
 		defer func() {
 			if ctx.Err() == context.DeadlineExceeded {
