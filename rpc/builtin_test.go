@@ -67,7 +67,7 @@ func TestBuiltinsOffReplacedAuthorized(t *testing.T) {
 		t.Errorf("a replaced Api/Info: %q, %v", s, err)
 	}
 	all, err := rpc.Call[[]string](ctx, cl, "Api/All", nil)
-	if err != nil || len(all) != 2 || !strings.Contains(all[1], "Api/Info") || strings.Contains(all[1], "Object") {
+	if err != nil || len(all) != 3 || !strings.Contains(all[2], "Api/Info") || strings.Contains(all[2], "Object") {
 		t.Errorf("Api/All after the replacement: %q, %v", all, err)
 	}
 

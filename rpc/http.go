@@ -84,6 +84,9 @@ func (g *gateway) sendContinue(c *codec.HandlerContext, req *http.Request) error
 
 // answerHTTP runs one HTTP call and writes its response.
 func (g *gateway) answerHTTP(c *codec.HandlerContext, req *http.Request, body []byte) error {
+	if req.URL.Path == "/healthz" && (req.Method == http.MethodGet || req.Method == http.MethodHead) && !g.s.cfg.NoBuiltins {
+		return g.serveHealthz(c, req)
+	}
 	action := strings.TrimPrefix(req.URL.Path, "/")
 	data, code, err := httpArgs(req, body)
 	if err != nil {

@@ -26,7 +26,8 @@ type Server struct {
 	cancel  context.CancelFunc
 	started time.Time
 
-	closing atomic.Bool
+	closing    atomic.Bool
+	notServing atomic.Bool // SetServing(false)
 	// stopped: Close (or Shutdown past its ctx) began; calls cut short end
 	// unanswered, failing with their connections (see stop).
 	stopped atomic.Bool
@@ -98,6 +99,7 @@ func (s *Server) Serve(l net.Listener) error { return s.cs.Serve(l) }
 // ctx ends first, and then cancels the calls' contexts and closes
 // everything at once.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.notServing.Store(true) // health checks first: balancers stop sending
 	s.closing.Store(true)
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
@@ -119,6 +121,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Close cancels the contexts of the calls in progress and closes every
 // listener and connection at once.
 func (s *Server) Close() error {
+	s.notServing.Store(true)
 	s.closing.Store(true)
 	s.stop()
 	return s.cs.Close()

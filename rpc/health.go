@@ -1,0 +1,60 @@
+package rpc
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/lifenet/lifenet/codec"
+)
+
+// actionHealth is the built-in health action.
+const actionHealth = "Api/Health"
+
+// Health texts: Api/Health's result while serving, and the body of GET
+// /healthz.
+const (
+	healthServing    = "Serving"
+	healthNotServing = "NotServing"
+)
+
+// ErrNotServing: the server reports itself not serving (503), to Api/Health
+// and GET /healthz: it is shutting down, or the application said so with
+// [Server.SetServing] (draining, warming up).
+var ErrNotServing error = &codeError{code: CodeUnavailable, msg: "rpc: not serving"}
+
+// SetServing sets what the server reports to health checks: serving (the
+// default) or not. A load balancer that asks Api/Health or GET /healthz
+// sends no new calls to a server that is not serving; the server still
+// answers the calls it gets. An application sets it false to drain before
+// it stops, or before Listen until it has warmed up. Shutdown and Close
+// set it false for good.
+func (s *Server) SetServing(serving bool) { s.notServing.Store(!serving) }
+
+// Serving reports whether the server reports itself serving: not shutting
+// down, and not set otherwise with SetServing.
+func (s *Server) Serving() bool { return !s.notServing.Load() && !s.closing.Load() }
+
+// health answers Api/Health: "Serving", or ErrNotServing (503). It needs no
+// token: Authorize never guards it, even with AuthorizeBuiltins
+// (interceptors see it, as every call).
+func (s *Server) health(context.Context, struct{}) (string, error) {
+	if !s.Serving() {
+		return "", ErrNotServing
+	}
+	return healthServing, nil
+}
+
+// serveHealthz answers GET or HEAD /healthz on the HTTP form, before any
+// action or interceptor: 200 "Serving" while serving, 503 "NotServing"
+// otherwise, as text.
+func (g *gateway) serveHealthz(c *codec.HandlerContext, req *http.Request) error {
+	status, text := http.StatusOK, healthServing
+	if !g.s.Serving() {
+		status, text = http.StatusServiceUnavailable, healthNotServing
+	}
+	head := httpHead(status, "text/plain; charset=utf-8", len(text), !req.Close)
+	if req.Method == http.MethodHead {
+		return c.WriteBytes(head)
+	}
+	return c.WriteBytes(head, []byte(text))
+}
