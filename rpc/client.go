@@ -126,7 +126,8 @@ type Client struct {
 	server atomic.Uint32 // index of the address to dial next
 	closed atomic.Bool
 	token  atomic.Pointer[string]
-	web    *http.Client // for http:// servers
+	web    *http.Client // for http:// and https:// servers
+	ownWeb bool         // web has a transport of its own (Transport.TLS), closed with the client
 	chain  Next         // ClientConfig.Interceptors around runCall; nil: none
 }
 
@@ -148,9 +149,19 @@ type dialing struct {
 	cancel context.CancelFunc // Close ends the dial at once
 }
 
-// Dial returns a client of servers, a comma-separated list of addresses
-// ("tcp://host:port", "udp://…", "ws://host:port/path", "http://…"; no
-// scheme means tcp), and connects to the first that answers.
+// Dial returns a client of servers, a comma-separated list of addresses,
+// and connects to the first that answers. An address is
+//   - "tcp://host:port" (no scheme means tcp): SRMP over TCP, or over TLS
+//     when cfg.Transport.TLS is set;
+//   - "tls://host:port": SRMP over TLS, with cfg.Transport.TLS (its
+//     RootCAs check the server, its Certificates are the client's for
+//     mutual TLS), or the system's roots; the host is the server name
+//     when the config names none;
+//   - "udp://host:port": SRMP in datagrams;
+//   - "ws://host:port/path", "wss://…": SRMP in WebSocket, wss over TLS
+//     as tls://;
+//   - "http://host:port/prefix", "https://…": NewLife's HTTP form, https
+//     with cfg.Transport.TLS, or the system's roots.
 func Dial(ctx context.Context, servers string, cfg ClientConfig) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -167,7 +178,7 @@ func Dial(ctx context.Context, servers string, cfg ClientConfig) (*Client, error
 		c.chain = chain(cfg.Interceptors, c.runCall)
 	}
 	if isHTTP(addrs[0]) {
-		c.web = &http.Client{Timeout: cfg.Timeout}
+		c.web, c.ownWeb = webClient(cfg)
 		return c, nil
 	}
 	if _, err := c.conn(ctx, 0); err != nil {
@@ -191,9 +202,9 @@ func parseServers(servers string) ([]*url.URL, error) {
 			return nil, fmt.Errorf("%w: %q: %v", ErrAddress, s, err)
 		}
 		switch u.Scheme {
-		case "tcp", "udp", "ws", "http", "https":
+		case "tcp", "tls", "udp", "ws", "wss", "http", "https":
 		default:
-			return nil, fmt.Errorf("%w: %q (tcp, udp, ws, http or https)", ErrAddress, s)
+			return nil, fmt.Errorf("%w: %q (tcp, tls, udp, ws, wss, http or https)", ErrAddress, s)
 		}
 		if u.Host == "" {
 			return nil, fmt.Errorf("%w: %q has no host", ErrAddress, s)
@@ -321,12 +332,16 @@ func (c *Client) dial(ctx context.Context, u *url.URL) (*codec.Client, error) {
 	case "udp":
 		network = "udp"
 		opts.Pipeline = codec.NewPipeline(codec.SRMPFraming(c.cfg.Framer))
-	case "ws":
+	case "ws", "wss":
 		opts.Pipeline = codec.NewPipeline(wsClientStage(u, c.cfg.Framer.MaxFrame), codec.SRMPFraming(c.cfg.Framer))
 	default:
 		opts.Pipeline = codec.NewPipeline(codec.SRMPFraming(c.cfg.Framer))
 	}
-	cc, err := codec.Dial(ctx, network, u.Host, c.cfg.Transport, opts)
+	tcfg := c.cfg.Transport
+	if u.Scheme == "tls" || u.Scheme == "wss" || tcfg.TLS != nil && network == "tcp" {
+		tcfg.TLS = clientTLS(tcfg.TLS, u)
+	}
+	cc, err := codec.Dial(ctx, network, u.Host, tcfg, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -691,6 +706,9 @@ func (c *Client) onPush(_ *codec.Conn, msg any) {
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
+	}
+	if c.ownWeb {
+		c.web.CloseIdleConnections()
 	}
 	var errs []error
 	for i := range c.slots {

@@ -41,6 +41,8 @@ type Server struct {
 
 	dropped, panics atomic.Uint64
 
+	tlsStates tlsStates // the handshakes' states, until their sessions take them
+
 	keys  *keySet // Config.MetadataKeys
 	chain Next    // Config.Interceptors and Authorize around runCall; nil: none
 }
@@ -67,7 +69,9 @@ func NewServer(cfg Config) (*Server, error) {
 	if !cfg.NoHTTP || !cfg.NoWebSocket {
 		stages = append([]func() codec.Handler{func() codec.Handler { return newGateway(s) }}, stages...)
 	}
-	cs, err := codec.NewServer(cfg.Transport, codec.Options{
+	tcfg := cfg.Transport
+	tcfg.TLS = serverTLS(cfg.Transport.TLS, &s.tlsStates) // (s.cfg keeps the application's)
+	cs, err := codec.NewServer(tcfg, codec.Options{
 		Pipeline: codec.NewPipeline(stages...),
 		Handler:  s.onMessage,
 		OnOpen:   s.onOpen,
@@ -173,6 +177,7 @@ func (s *Server) onOpen(c *codec.Conn) {
 func (s *Server) onClose(c *codec.Conn, _ error) {
 	if ss, ok := c.State().(*Session); ok {
 		ss.cancel()
+		ss.forgetTLS()
 	}
 }
 

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"strconv"
 	"sync/atomic"
@@ -23,6 +24,8 @@ type Session struct {
 	wire    atomic.Uint32 // its Protocol, once its first bytes showed it
 	token   atomic.Pointer[string]
 	calls   callCache
+
+	tlsState atomic.Pointer[tls.ConnectionState] // taken from srv.tlsStates (TLS)
 }
 
 // Protocol is what a session's connection speaks.
