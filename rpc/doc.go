@@ -28,25 +28,32 @@ a function yielding items [NewLife: an action returning
 IAsyncEnumerable<T>].
 Names are looked up exactly, then in any case, then "Controller/*", then
 "*". The built-in Api/All lists the signatures and Api/Info tells the
-server's facts [NewLife ApiController] (see [Config.NoBuiltins],
-[Config.AuthorizeBuiltins]).
+server's facts [NewLife ApiController], and Api/Health its serving status
+(see [Config.NoBuiltins], [Config.AuthorizeBuiltins]).
 
 Arguments come as one value: a struct binds from a JSON object by field
 name, case-insensitively, with keys that name no field ignored and fields
 no key names left at their zero value; a primitive binds from raw text or
-from a one-entry object; []byte gets the raw data. Results go back as
+from a one-entry object (the reserved keys aside, below); []byte gets the
+raw data. Results go back as
 NewLife encodes them: strings raw, numbers as text, bools True/False,
 []byte raw, anything else JSON.
 
 # The life of a call
 
 	rpc.Call(ctx, c, "Order/Get", args)
-	  client: encode the body; show the token if the body has no room for it
+	  client: the interceptors (ClientConfig.Interceptors), the first outermost, then:
+	  client: encode the body; merge in the token, the headers, the context's
+	          metadata and trace context (and with SendTimeout its remaining time);
+	          show the token if the body has no room for it
 	  client: the SRMP request leaves with a free sequence number (1…255, 0)
 	  server, the connection's reading goroutine: cut the frame, decode the body,
-	          take a Token argument into the session, find the action
-	  server: run it inline or on a goroutine of its own (below)
-	          Config.Authorize, then the handler with the session's context
+	          find the action
+	  server: run it inline or on a goroutine of its own (below): read the
+	          reserved keys (Token into the session, the trace context, the
+	          deadline, the metadata) into the handler's context, then the
+	          interceptors (Config.Interceptors, then Config.Authorize), then
+	          the handler
 	  server: the reply (or an error reply with a code) with the same number
 	  client, its reading goroutine: match the number and the action name,
 	          hand the reply to the waiting caller, who decodes the result
@@ -56,11 +63,14 @@ registered [WithInline] run on the connection's reading goroutine, and so
 do all calls of a [Config.Serial] server [NewLife Multiplex=false] and, for
 back-pressure, a call past [Config.MaxInFlight]; every other call runs on
 a goroutine of its own [NewLife Multiplex=true], so replies leave as they are
-ready. Streams always run on their own goroutine (past MaxInFlight they
-are refused with [ErrBusy]); UDP peers share their listener's reading
-goroutine, so their calls are never run on it. A handler's context is
-cancelled when its connection ends or the server closes. [Server.Shutdown]
-refuses new calls with [ErrShutdown] and waits for those running.
+ready (over HTTP too, while the connection is read for the next request,
+answered after it). Streams always run on their own goroutine (past
+MaxInFlight they are refused with [ErrBusy]); UDP peers share their
+listener's reading goroutine, so their calls are never run on it. A
+handler's context is cancelled when its connection ends (an HTTP client
+that leaves), the server closes, or the deadline its caller sent passes.
+[Server.Shutdown] reports the server not serving, refuses new calls with
+[ErrShutdown] and waits for those running.
 
 On the client every method is safe for concurrent use: calls share the
 connection (up to 255 in flight, matched by number; [ClientConfig.Conns]
@@ -81,7 +91,7 @@ its code with [CodeOf] (connect-go's CodeOf).
     sentinel: [ErrArgs] 400, [ErrUnauthorized] 401 (a client with
     [ClientConfig.Login] logs in and retries once), [ErrForbidden] 403,
     [ErrNotFound] 404, [ErrTooLarge] 413, [ErrInternal] 500,
-    [ErrUnavailable] 503 (with [ErrShutdown] and [ErrBusy]),
+    [ErrUnavailable] 503 (with [ErrShutdown], [ErrNotServing] and [ErrBusy]),
     [ErrUnaryAction] and [ErrStreamAction] 400. An unknown action's 404
     keeps NewLife's text on the wire (无法找到名为[X]的服务！) and reads
     `rpc: no action "X" (404)` for the caller.
@@ -107,15 +117,54 @@ as NewLife does.
 # Per-connection state
 
 Each connection (or UDP peer) of a server has a [Session], found from a
-handler's context with [SessionFrom]: its remote address, the last token
-the caller showed ([Session.Token]; a Token argument, or an HTTP X-Token
-or Authorization: Bearer header), values the application keeps
-([Session.Set], [Session.Get]), and pushes. A client sends its token
-([ClientConfig.Token], [Client.SetToken]) with every call: merged into an
-argument object, as an object of the token alone for a call without
-arguments, and for a bare value, bytes or an array (which have no room for
-it) shown once per connection first by a call of Api/Info; the session
-keeps it for the calls after.
+handler's context with [SessionFrom]: its addresses, its protocol
+([Session.Protocol]: SRMP, HTTP, WebSocket, UDP), its TLS state
+([Session.TLS]: the client's verified certificate chains under mutual
+TLS), the last token the caller showed ([Session.Token]; a Token argument,
+or an HTTP X-Token or Authorization: Bearer header), values the
+application keeps ([Session.Set], [Session.Get]), and pushes. A client
+sends its token ([ClientConfig.Token], [Client.SetToken]) with every call:
+merged into an argument object, as an object of the token alone for a call
+without arguments, and for a bare value, bytes or an array (which have no
+room for it) shown once per connection first by a call of Api/Info; the
+session keeps it for the calls after.
+
+# Interceptors, call info and metadata
+
+An [Interceptor] wraps every call, one-way call and stream of a server
+([Config.Interceptors]) or a client ([ClientConfig.Interceptors]), and a
+client's pushes: an access log, metrics, tracing, authorization, limits,
+retries [NewLife IActionFilter]. It sees the call's action, its arguments
+(as they go on the wire, and bound on demand), its result or error, and
+may answer in its place. [Config.Authorize] is one, the innermost. With
+none installed a call costs what it did (docs/perf/rpc.md, "Interceptors").
+
+A handler's context carries the call ([CallInfoFrom]): its action and
+kind, session, token, metadata, deadline and trace context. NewLife has no
+header block: what a call carries besides its arguments rides in its
+argument object under reserved keys (docs/PROTOCOL.md §5.2a) [NewLife
+ApiClient.Token, Headers; ISpan.Attach], which a server counts out when it
+binds a primitive parameter from an object's one entry:
+
+  - Token: the session's token.
+  - traceparent (and NewLife's TraceId, Request-Id, Eagleeye-Traceid): a
+    [TraceContext] ([TraceContextFrom]); a client sends its context's
+    ([WithTraceContext]), so a handler's calls continue its caller's
+    trace. NewLife's 30-character trace IDs are taken as they are.
+    lifenet keeps no spans: an OpenTelemetry interceptor starts them.
+  - Timeout-Ms: with [ClientConfig.SendTimeout], the caller's remaining
+    time; the handler's context ends then (SRMP has no other way to
+    cancel a call).
+  - the keys of [Config.MetadataKeys]: [CallInfo.Metadata]; a client
+    sends its context's [AppendToOutgoingContext] pairs as NewLife sends
+    its Headers.
+
+# Health
+
+The built-in Api/Health answers "Serving", or 503 [ErrNotServing], to
+anyone ([Config.Authorize] never guards it), and so does GET /healthz on
+the HTTP form (200, 503): for load balancers. [Server.SetServing] flips it
+(draining, warming up); Shutdown turns it off first.
 
 # Wire forms
 
@@ -133,7 +182,9 @@ server's stream carry SRMP.MD's Streaming flag bit, 0x20, as does a
 lifenet client's stream request). Over HTTP an action is a path (GET with
 a query, POST with a JSON or form body), answered
 {"action":…,"code":…,"data":…} (or the bare value with
-[Config.UseHTTPStatus]) and, for a stream, server-sent events. The client
-dials tcp://, udp://, ws:// and http:// addresses ([Dial]).
+[Config.UseHTTPStatus]) and, for a stream, server-sent events. With
+[transport.Config.TLS] set, the port serves all three over TLS. The client
+dials tcp://, tls://, udp://, ws://, wss://, http:// and https:// addresses
+([Dial]), over TLS with its ClientConfig.Transport's TLS config.
 */
 package rpc

@@ -51,9 +51,9 @@ func (e *APIError) Error() string {
 // Is reports whether target is the sentinel of e's code: [ErrArgs] (400),
 // [ErrUnauthorized] (401), [ErrForbidden] (403), [ErrNotFound] (404),
 // [ErrTooLarge] (413), [ErrInternal] (500), [ErrUnavailable] (503). The
-// sentinels that share a code with those ([ErrShutdown] and [ErrBusy] with
-// 503, [ErrStreamAction] and [ErrUnaryAction] with 400) match when the
-// message is theirs, as a lifenet server sends it.
+// sentinels that share a code with those ([ErrShutdown], [ErrNotServing]
+// and [ErrBusy] with 503, [ErrStreamAction] and [ErrUnaryAction] with 400)
+// match when the message is theirs, as a lifenet server sends it.
 func (e *APIError) Is(target error) bool {
 	s, ok := target.(*codeError)
 	if !ok || s.code != e.Code || s.local {
@@ -109,6 +109,10 @@ var (
 	ErrUnavailable error = &codeError{code: CodeUnavailable, msg: "rpc: service unavailable", primary: true}
 	// ErrShutdown: the server is shutting down and refuses new calls (503).
 	ErrShutdown error = &codeError{code: CodeUnavailable, msg: "rpc: server is shutting down"}
+	// ErrNotServing: the server reports itself not serving (503), to
+	// Api/Health and GET /healthz: it is shutting down, or the application
+	// said so with [Server.SetServing] (draining, warming up).
+	ErrNotServing error = &codeError{code: CodeUnavailable, msg: "rpc: not serving"}
 	// ErrBusy: a connection asked for a stream while it had
 	// Config.MaxInFlight calls and streams running (over UDP: for any
 	// call); the request gets a 503 error reply naming it. A call past the
@@ -149,6 +153,9 @@ var (
 	// [MaxStreamBuffer] replies, or [MaxStreamBufferBytes] of them, behind;
 	// the stream ends with it.
 	ErrStreamOverflow error = &codeError{code: CodeUnavailable, msg: "rpc: stream consumer too slow", local: true}
+	// errCallerGone: a call ended past the deadline its caller sent, who
+	// no longer waits: over SRMP no reply goes out, over HTTP a 504.
+	errCallerGone error = &codeError{code: CodeTimeout, msg: "rpc: the caller's deadline passed", local: true}
 	// ErrBody is wrapped by errors about a malformed RPC body.
 	ErrBody = errors.New("rpc: malformed message body")
 

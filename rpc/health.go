@@ -17,11 +17,6 @@ const (
 	healthNotServing = "NotServing"
 )
 
-// ErrNotServing: the server reports itself not serving (503), to Api/Health
-// and GET /healthz: it is shutting down, or the application said so with
-// [Server.SetServing] (draining, warming up).
-var ErrNotServing error = &codeError{code: CodeUnavailable, msg: "rpc: not serving"}
-
 // SetServing sets what the server reports to health checks: serving (the
 // default) or not. A load balancer that asks Api/Health or GET /healthz
 // sends no new calls to a server that is not serving; the server still

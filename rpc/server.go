@@ -379,10 +379,6 @@ func (s *Server) call(ctx context.Context, ss *Session, b body, a *action, kind 
 	return out, false, false
 }
 
-// errCallerGone: a call ended past the deadline its caller sent (over
-// HTTP, a 504).
-var errCallerGone error = &codeError{code: CodeTimeout, msg: "rpc: the caller's deadline passed", local: true}
-
 // errStreamHere: a streaming action called where replies cannot stream
 // (the direct path).
 var errStreamHere = &APIError{Code: 501, Message: "a streaming action needs an SRMP, WebSocket or HTTP call"}
