@@ -156,5 +156,10 @@ func (c Config) Validate() error {
 	case c.PushTimeout < 0:
 		return fmt.Errorf("%w: PushTimeout %v < 0", ErrConfig, c.PushTimeout)
 	}
+	for _, k := range c.MetadataKeys {
+		if k == "" {
+			return fmt.Errorf("%w: an empty MetadataKeys entry", ErrConfig)
+		}
+	}
 	return nil
 }

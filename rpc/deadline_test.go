@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lifenet/lifenet/codec"
 	"github.com/lifenet/lifenet/rpc"
 )
 
@@ -195,4 +196,64 @@ func TestHTTPPipelinedBehindASlowCall(t *testing.T) {
 		}
 		recv(t, ended, "a call's end")
 	}
+}
+
+// An HTTP client that sends more than a request's worth of bytes while its
+// call runs is cut off (what is held then is bounded), and its call's
+// context ends.
+func TestHTTPHeldBytesAreBounded(t *testing.T) {
+	ended := make(chan error, 1)
+	entered := make(chan struct{}, 1)
+	_, addr := startServer(t, rpc.Config{MaxHTTPHeader: 1024, Framer: codec.FramerConfig{MaxFrame: 1024}}, func(s *rpc.Server) {
+		must(t, rpc.Handle(s, "Slow/Wait", func(ctx context.Context, _ struct{}) (string, error) {
+			entered <- struct{}{}
+			<-ctx.Done()
+			ended <- ctx.Err()
+			return "", ctx.Err()
+		}))
+	})
+	conn, err := net.Dial("tcp", addr)
+	must(t, err)
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(testTimeout))
+	_, err = conn.Write([]byte("GET /Slow/Wait HTTP/1.1\r\nHost: x\r\n\r\n"))
+	must(t, err)
+	recv(t, entered, "the handler")
+	conn.Write(make([]byte, 4096)) // the server may close before all of it is written
+	if err := recv(t, ended, "the handler's end"); !errors.Is(err, context.Canceled) {
+		t.Errorf("handler ended with %v", err)
+	}
+}
+
+// Over HTTP a call that ends past the deadline its caller sent is
+// answered 504 (over SRMP it gets no reply).
+func TestHTTPPastTheDeadlineIs504(t *testing.T) {
+	_, addr, ended, _ := deadlineServer(t, nil)
+	conn, err := net.Dial("tcp", addr)
+	must(t, err)
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(testTimeout))
+	b := `{"Timeout-Ms":50}`
+	_, err = conn.Write([]byte("POST /Slow/Wait HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(b)) + "\r\n\r\n" + b))
+	must(t, err)
+	resp, err := readResponse(bufio.NewReader(conn))
+	if err != nil || resp != `{"action":"Slow/Wait","code":504,"data":"rpc: the caller's deadline passed"}` {
+		t.Errorf("answer %q, %v", resp, err)
+	}
+	if w := recv(t, ended, "the handler's end"); !errors.Is(w.err, context.DeadlineExceeded) || !w.sent {
+		t.Errorf("handler: %+v", w)
+	}
+}
+
+// Over SRMP a call that ends past the deadline its caller sent gets no
+// reply: the caller has given up, and would drop it.
+func TestSRMPPastTheDeadlineGetsNoReply(t *testing.T) {
+	srv, addr, ended, _ := deadlineServer(t, nil)
+	rc := dialRaw(t, addr)
+	rc.write(srmp(b0Request, 1, rawBody("Slow/Wait", `{"Timeout-Ms":50}`)))
+	if w := recv(t, ended, "the handler's end"); !errors.Is(w.err, context.DeadlineExceeded) {
+		t.Fatalf("handler: %+v", w)
+	}
+	must(t, srv.Shutdown(context.Background())) // waits for the call, writes what it sends, closes
+	rc.expectEOF()
 }

@@ -15,8 +15,9 @@ import (
 // API result codes (NewLife ApiCode). A reply carries one; [CodeOf] gives
 // the code of any error. [CodeTooLarge], [CodeTooManyRequests] and
 // [CodeUnavailable] are lifenet's: NewLife sends 400, 401, 403, 404 and 500.
-// [CodeTimeout] never goes on the wire: it is what [CodeOf] says of a call
-// that timed out.
+// [CodeTimeout] is what [CodeOf] says of a call that timed out; it goes on
+// the wire only as the HTTP answer to a call that ended past the deadline
+// its caller sent (an SRMP caller gets no reply then).
 const (
 	CodeOK              = 0
 	CodeBadRequest      = 400
@@ -155,7 +156,7 @@ var (
 	ErrStreamOverflow error = &codeError{code: CodeUnavailable, msg: "rpc: stream consumer too slow", local: true}
 	// errCallerGone: a call ended past the deadline its caller sent, who
 	// no longer waits: over SRMP no reply goes out, over HTTP a 504.
-	errCallerGone error = &codeError{code: CodeTimeout, msg: "rpc: the caller's deadline passed", local: true}
+	errCallerGone error = &codeError{code: CodeTimeout, msg: "rpc: the caller's deadline passed"}
 	// ErrBody is wrapped by errors about a malformed RPC body.
 	ErrBody = errors.New("rpc: malformed message body")
 

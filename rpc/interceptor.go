@@ -186,10 +186,13 @@ var callPool = sync.Pool{New: func() any { return new(Invocation) }}
 func getCall() *Invocation { return callPool.Get().(*Invocation) }
 
 // putCall returns c to the pool, emptied (the reply it held released).
+// Under lifenet_debug it only empties c: a kept one panics when used.
 func putCall(c *Invocation) {
 	c.dropReply()
 	*c = Invocation{}
-	callPool.Put(c)
+	if !debugCalls {
+		callPool.Put(c)
+	}
 }
 
 // chain builds the function that runs interceptors around last, the first

@@ -345,9 +345,12 @@ func putBody(bp *[]byte) {
 
 // Process runs one request body (an SRMP request's payload) without a
 // socket, as NewLife's ApiServer.Process does, and appends the reply body
-// to dst; isErr says the reply is an error reply. ok is false when NewLife
-// would send no reply (a body it drops). ctx is the call's context
-// (SessionFrom finds no session in it unless the caller put one there).
+// to dst; isErr says the reply is an error reply. ok is false when no
+// reply would go out (a body NewLife drops, a call past the deadline its
+// Timeout-Ms gave). ctx is the parent of the call's context (SessionFrom
+// finds no session in it unless the caller put one there; CallInfoFrom
+// finds the call when the server has interceptors or the call carries a
+// trace context, a deadline or metadata). The interceptors run.
 func (s *Server) Process(ctx context.Context, body, dst []byte) (reply []byte, isErr, ok bool) {
 	b, a, ok := s.route(nil, body)
 	if !ok {
