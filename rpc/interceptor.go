@@ -37,7 +37,9 @@ import (
 // stream, next returns when the stream ends, the items going to the
 // caller's loop meanwhile. A push's interceptors run on the connection's
 // reading goroutine; next hands the push to ClientConfig.OnPush, and an
-// interceptor that does not call it drops the push.
+// interceptor that does not call it drops the push. A panic in a client's
+// interceptor reaches the caller (in a push's, it ends the connection, as
+// a panic of OnPush does).
 //
 // c is valid until the interceptor returns; keep nothing of it after.
 type Interceptor func(ctx context.Context, c *Invocation, next Next) error
