@@ -14,7 +14,8 @@ const (
 	DefaultMaxConnsPerIP    = 1000             // live sessions per remote IP
 	DefaultIdleTimeout      = 20 * time.Minute // NewLife SessionTimeout (1200 s)
 	DefaultFirstByteTimeout = 30 * time.Second // first bytes after accept
-	DefaultSendQueueBytes   = 4 << 20          // bytes queued per session before it counts as a slow consumer
+	DefaultSendQueueBytes   = 4 << 20          // room of a session's send queue: a send past it waits (or, for Enqueue, counts as full)
+	DefaultSendStallTimeout = 10 * time.Second // a full send queue with no byte written for this long: a slow consumer
 	DefaultWriteTimeout     = 30 * time.Second // one vectored write
 	DefaultKeepAlive        = 15 * time.Second // TCP keep-alive period
 	DefaultDialTimeout      = 3 * time.Second  // NewLife ISocketClient.Timeout
@@ -90,9 +91,29 @@ type Config struct {
 	// negative: never).
 	FirstByteTimeout time.Duration
 
-	// SendQueueBytes caps the bytes waiting to be written per session
-	// (default 4 MiB); a Send past it closes the session as a slow consumer.
+	// SendQueueBytes is the room of each session's send queue: the bytes
+	// that may wait behind the write in progress (default 4 MiB). It is
+	// not a burst limit. A message that does not fit waits for room (Send
+	// and SendBytes until the session closes, SendContext and
+	// SendBytesContext until their context ends too) instead of failing:
+	// the queue drains as fast as the peer reads. Enqueue, which never
+	// waits (pushes, broadcasts), queues past it, up to twice
+	// SendQueueBytes; past that the session is closed as a slow consumer
+	// at once. A single message larger than SendQueueBytes is taken on an
+	// empty queue. So a session holds at most SendQueueBytes waiting to be
+	// written (twice that with Enqueue), plus the write in progress.
 	SendQueueBytes int
+	// SendStallTimeout judges slow consumers by progress: a session whose
+	// send queue is full — past SendQueueBytes, or with a sender waiting
+	// for room — while not a byte of it is written for this long is closed
+	// with ReasonSlowConsumer, and its waiting senders fail with
+	// ErrSlowConsumer (default 10 s; negative: never, leaving the peer to
+	// WriteTimeout). A peer that reads is never one: large messages are
+	// written in pieces of 256 KiB, each piece the peer takes counting as
+	// progress, so only a peer reading under 256 KiB per SendStallTimeout
+	// (about 26 KiB/s by default) while the queue is full is taken for
+	// one. It is caught within a quarter of SendStallTimeout past it.
+	SendStallTimeout time.Duration
 	// WriteTimeout bounds each write to the socket (default 30 s; negative:
 	// none).
 	WriteTimeout time.Duration
@@ -183,6 +204,7 @@ func (c Config) withDefaults(server bool) (Config, error) {
 	defDur(&c.IdleTimeout, DefaultIdleTimeout)
 	defDur(&c.FirstByteTimeout, DefaultFirstByteTimeout)
 	defDur(&c.WriteTimeout, DefaultWriteTimeout)
+	defDur(&c.SendStallTimeout, DefaultSendStallTimeout)
 	defDur(&c.UDPPeerIdle, DefaultUDPPeerIdle)
 	if c.NoDelay == NoDelayDefault {
 		c.NoDelay = NoDelayAuto

@@ -24,6 +24,7 @@ func TestDefaultConfig(t *testing.T) {
 		IdleTimeout:         transport.DefaultIdleTimeout,
 		FirstByteTimeout:    transport.DefaultFirstByteTimeout,
 		SendQueueBytes:      transport.DefaultSendQueueBytes,
+		SendStallTimeout:    transport.DefaultSendStallTimeout,
 		WriteTimeout:        transport.DefaultWriteTimeout,
 		UDPPeerIdle:         transport.DefaultUDPPeerIdle,
 		MaxUDPPeers:         transport.DefaultMaxUDPPeers,

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -18,16 +19,31 @@ import (
 // progress goes out in the next single vectored write (writev).
 //
 // The caller whose Send finds no write in progress performs the write
-// itself, so Send may block for up to WriteTimeout. Send fails with a
-// *CloseError (matching ErrClosed) once the session is closing, and with
-// ErrSlowConsumer — closing the session — when the queue already holds
-// bytes and p would take it past SendQueueBytes. (A single packet larger
-// than the limit is accepted on an empty queue.)
-func (s *Session) Send(p *packet.Packet) error {
+// itself, so Send may block for up to WriteTimeout. A message that does
+// not fit in the queue's room (SendQueueBytes) waits for it: Send blocks
+// until the write in progress has taken what is queued, and senders that
+// wait are admitted in the order they came. (A single message larger than
+// SendQueueBytes is taken on an empty queue.) The wait ends at the latest
+// when the session closes: a peer that takes no byte for SendStallTimeout
+// while a sender waits is closed as a slow consumer. SendContext bounds
+// the wait by a context; Enqueue never waits.
+//
+// Send fails with a *CloseError (matching ErrClosed) once the session is
+// closing; if it closed as a slow consumer while Send waited, the error
+// matches ErrSlowConsumer too.
+func (s *Session) Send(p *packet.Packet) error { return s.send(nil, p) }
+
+// SendContext is Send, except that a wait for room in the queue ends with
+// ctx: the send then fails with ctx's error (matching ErrNotWritten) and
+// the session is unaffected. What a write in progress takes, ctx does not
+// cut short (WriteTimeout bounds that).
+func (s *Session) SendContext(ctx context.Context, p *packet.Packet) error { return s.send(ctx, p) }
+
+func (s *Session) send(ctx context.Context, p *packet.Packet) error {
 	p = p.Keep() // a borrowed view must outlive the call that lent it
 	n := p.Total()
 	s.mu.Lock()
-	if err := s.admitLocked(n); err != nil {
+	if err := s.admitLocked(ctx, n); err != nil {
 		p.Release()
 		return err
 	}
@@ -41,25 +57,73 @@ func (s *Session) Send(p *packet.Packet) error {
 // parts. Consecutive small messages share a pooled staging buffer, so a
 // stream of short replies costs one copy each and no packet per message;
 // for large messages Send with a packet avoids the copy.
-func (s *Session) SendBytes(parts ...[]byte) error {
+func (s *Session) SendBytes(parts ...[]byte) error { return s.sendBytes(nil, parts) }
+
+// SendBytesContext is SendBytes with a wait for room bounded by ctx; see
+// SendContext.
+func (s *Session) SendBytesContext(ctx context.Context, parts ...[]byte) error {
+	return s.sendBytes(ctx, parts)
+}
+
+func (s *Session) sendBytes(ctx context.Context, parts [][]byte) error {
 	n := 0
 	for _, b := range parts {
 		n += len(b)
 	}
 	s.mu.Lock()
-	if err := s.admitLocked(n); err != nil {
+	if err := s.admitLocked(ctx, n); err != nil {
 		return err
 	}
+	s.stageBytesLocked(n, parts)
+	return s.queuedLocked(n)
+}
+
+// Enqueue queues p for writing like Send, but never waits for the peer:
+// it returns once p is queued, and a goroutine of the session writes it
+// (a server's push or broadcast, which must not stall on one peer). It
+// queues past SendQueueBytes: a session whose queue then stays full for
+// SendStallTimeout without a byte written is closed as a slow consumer,
+// and one that Enqueue would take past twice SendQueueBytes is closed at
+// once (ReasonSlowConsumer; Enqueue fails with ErrSlowConsumer). Order
+// with other sends is call order, as for Send. It takes ownership of p.
+func (s *Session) Enqueue(p *packet.Packet) error {
+	p = p.Keep()
+	n := p.Total()
+	s.mu.Lock()
+	if err := s.admitNoWaitLocked(n); err != nil {
+		p.Release()
+		return err
+	}
+	s.sealStageLocked()
+	s.queue = append(s.queue, p)
+	return s.enqueuedLocked(n)
+}
+
+// EnqueueBytes is Enqueue for a copy of parts, as SendBytes is for Send.
+func (s *Session) EnqueueBytes(parts ...[]byte) error {
+	n := 0
+	for _, b := range parts {
+		n += len(b)
+	}
+	s.mu.Lock()
+	if err := s.admitNoWaitLocked(n); err != nil {
+		return err
+	}
+	s.stageBytesLocked(n, parts)
+	return s.enqueuedLocked(n)
+}
+
+// stageBytesLocked copies the n bytes of parts into the send queue.
+func (s *Session) stageBytesLocked(n int, parts [][]byte) {
 	dst := s.stageLocked(n)
 	for _, b := range parts {
 		dst = dst[copy(dst, b):]
 	}
-	return s.queuedLocked(n)
 }
 
-// admitLocked checks that n more bytes may be queued. On failure it unlocks
-// s.mu (and for a slow consumer closes the session). Called with s.mu held.
-func (s *Session) admitLocked(n int) error {
+// openLocked checks that a message of n bytes may be sent at all. On
+// failure it unlocks s.mu. Called with s.mu held.
+func (s *Session) openLocked(n int) error {
 	if s.finished || s.Reason() != ReasonNone {
 		s.mu.Unlock()
 		return notWritten{s.closedErr()}
@@ -68,13 +132,178 @@ func (s *Session) admitLocked(n int) error {
 		s.mu.Unlock()
 		return notWritten{fmt.Errorf("%w: %d bytes", ErrDatagramTooLarge, n)}
 	}
-	if s.queued > 0 && s.queued+n > s.ep.cfg.SendQueueBytes {
+	return nil
+}
+
+// fitsLocked reports whether n more bytes fit in the queue's room: an
+// empty queue takes any message. Called with s.mu held.
+func (s *Session) fitsLocked(n int) bool {
+	return s.queued == 0 || s.queued+n <= s.ep.cfg.SendQueueBytes
+}
+
+// admitLocked checks that n more bytes may be queued, waiting for room
+// (until ctx ends, if ctx is not nil) when they do not fit or other
+// senders wait before them. On failure it unlocks s.mu. Called with s.mu
+// held.
+func (s *Session) admitLocked(ctx context.Context, n int) error {
+	if err := s.openLocked(n); err != nil {
+		return err
+	}
+	if len(s.waitq) == 0 && s.fitsLocked(n) {
+		return nil
+	}
+	return s.waitRoomLocked(ctx, n)
+}
+
+// admitNoWaitLocked checks that n more bytes may be queued by a sender
+// that does not wait: up to twice SendQueueBytes (any message on an empty
+// queue). Past that the session is closed as a slow consumer. On failure
+// it unlocks s.mu. Called with s.mu held.
+func (s *Session) admitNoWaitLocked(n int) error {
+	if err := s.openLocked(n); err != nil {
+		return err
+	}
+	if s.queued > 0 && s.queued+n > 2*s.ep.cfg.SendQueueBytes {
 		s.mu.Unlock()
-		s.ep.stats.overflows.Add(1)
-		s.closeWith(ReasonSlowConsumer, ErrSlowConsumer)
+		s.slowConsumer()
 		return notWritten{ErrSlowConsumer}
 	}
 	return nil
+}
+
+// slowConsumer closes the session as a slow consumer, counted in
+// Stats.SendQueueOverflows.
+func (s *Session) slowConsumer() {
+	s.ep.stats.overflows.Add(1) // first: the close runs OnClose, which may read the stats
+	if !s.closeWith(ReasonSlowConsumer, ErrSlowConsumer) {
+		s.ep.stats.overflows.Add(^uint64(0)) // it was closing already
+	}
+}
+
+// waitRoomLocked waits until n more bytes fit in the queue and every
+// sender that waited before this one has been admitted, or until the
+// session closes or ctx (if not nil) ends. While it waits the queue is
+// full: the stall watch runs. If no write is in progress (the queue is held
+// back by a cork), it writes the queue itself. Called with s.mu held; it
+// returns with s.mu held on success, unlocked on failure.
+func (s *Session) waitRoomLocked(ctx context.Context, n int) error {
+	s.tickets++
+	me := s.tickets
+	s.waitq = append(s.waitq, me)
+	s.watchStallLocked()
+	var done <-chan struct{}
+	if ctx != nil {
+		done = ctx.Done()
+	}
+	for {
+		if s.finished || s.Reason() != ReasonNone {
+			s.leaveWaitLocked(me)
+			s.mu.Unlock()
+			return notWritten{s.closedErr()}
+		}
+		if s.waitq[0] == me && s.fitsLocked(n) {
+			s.leaveWaitLocked(me)
+			return nil
+		}
+		if !s.writing && len(s.queue) > 0 {
+			s.writing = true
+			s.mu.Unlock()
+			s.flush() // a failure closes the session, which the loop sees
+			s.mu.Lock()
+			continue
+		}
+		if s.room == nil {
+			s.room = make(chan struct{})
+		}
+		room := s.room
+		s.mu.Unlock()
+		select {
+		case <-room:
+			s.mu.Lock()
+		case <-done:
+			s.mu.Lock()
+			s.leaveWaitLocked(me)
+			s.mu.Unlock()
+			return notWritten{ctx.Err()}
+		}
+	}
+}
+
+// leaveWaitLocked takes ticket me off the wait queue and wakes the
+// others: the next may now be first. Called with s.mu held.
+func (s *Session) leaveWaitLocked(me uint64) {
+	for i, t := range s.waitq {
+		if t == me {
+			s.waitq = append(s.waitq[:i], s.waitq[i+1:]...)
+			break
+		}
+	}
+	s.wakeLocked()
+}
+
+// wakeLocked wakes the senders waiting for room. Called with s.mu held.
+func (s *Session) wakeLocked() {
+	if s.room != nil {
+		close(s.room)
+		s.room = nil
+	}
+}
+
+// fullLocked reports whether the queue is full: past SendQueueBytes, or
+// with a sender waiting for room. Called with s.mu held.
+func (s *Session) fullLocked() bool {
+	return s.queued > s.ep.cfg.SendQueueBytes || len(s.waitq) > 0
+}
+
+// watchStallLocked starts the stall watch unless it runs or is off: a
+// timer that closes the session as a slow consumer once its queue has been
+// full for SendStallTimeout with no byte written. Called with s.mu held.
+func (s *Session) watchStallLocked() {
+	d := s.ep.cfg.SendStallTimeout
+	if d <= 0 || s.watching {
+		return
+	}
+	s.watching = true
+	s.stallOut, s.stallAt = s.io.bytesOut.Load(), mono.Now()
+	if s.stall == nil {
+		s.stall = time.AfterFunc(stallLook(d), s.lookForStall)
+	} else {
+		s.stall.Reset(stallLook(d))
+	}
+}
+
+// stallLook is how often the stall watch looks at a full queue: a stall
+// is caught within a quarter of SendStallTimeout past it.
+func stallLook(d time.Duration) time.Duration { return max(d/4, time.Millisecond) }
+
+// lookForStall is the stall watch's look (on the timer's goroutine): the
+// watch ends when the queue is no longer full; a byte written since the
+// last look restarts the stall's clock; a queue full with nothing written
+// for SendStallTimeout closes the session as a slow consumer.
+func (s *Session) lookForStall() {
+	d := s.ep.cfg.SendStallTimeout
+	s.mu.Lock()
+	if !s.watching {
+		s.mu.Unlock()
+		return
+	}
+	if s.finished || s.Reason() != ReasonNone || !s.fullLocked() {
+		s.watching = false
+		s.mu.Unlock()
+		return
+	}
+	now := mono.Now()
+	if out := s.io.bytesOut.Load(); out != s.stallOut {
+		s.stallOut, s.stallAt = out, now
+	}
+	if left := time.Duration(s.stallAt + int64(d) - now); left > 0 {
+		s.stall.Reset(min(stallLook(d), left))
+		s.mu.Unlock()
+		return
+	}
+	s.watching = false
+	s.mu.Unlock()
+	s.slowConsumer()
 }
 
 // maxDatagram is the largest message one datagram to this session's peer
@@ -133,6 +362,25 @@ func (s *Session) queuedLocked(n int) error {
 	s.writing = true
 	s.mu.Unlock()
 	return s.flush()
+}
+
+// enqueuedLocked is queuedLocked for a sender that does not wait: a
+// goroutine of its own writes the queue. It starts the stall watch when
+// the queue is past SendQueueBytes. It unlocks s.mu.
+func (s *Session) enqueuedLocked(n int) error {
+	s.queued += n
+	s.queuedMsgs++
+	if s.queued > s.ep.cfg.SendQueueBytes {
+		s.watchStallLocked()
+	}
+	if s.writing || s.corks > 0 && s.queued < corkLimit {
+		s.mu.Unlock()
+		return nil
+	}
+	s.writing = true
+	s.mu.Unlock()
+	go s.flush() // a failure closes the session; no caller waits for it
+	return nil
 }
 
 // corkLimit is how many bytes sends made while writes are held back (during
@@ -200,6 +448,7 @@ func (s *Session) flush() error {
 		s.sealStageLocked()
 		batch, msgs := s.queue, s.queuedMsgs
 		s.queue, s.spare, s.queued, s.queuedMsgs = s.spare, nil, 0, 0
+		s.wakeLocked() // the queue's room is free again
 		s.mu.Unlock()
 
 		sent := s.io.bytesOut.Load() // only this goroutine writes meanwhile
@@ -247,6 +496,7 @@ type streamSender struct {
 	deadlineAt int64       // coarse time at which the write deadline was last moved
 	iov        [][]byte    // scratch for building a vectored write
 	bufs       net.Buffers // the vectored write in progress (a field, so it does not escape per call)
+	piece      [1][]byte   // the piece of a large segment being written
 	stages     []*packet.Packet
 
 	tcp       *net.TCPConn // the TCP socket under conn; nil for Unix sockets
@@ -328,14 +578,22 @@ func (w *streamSender) writeBatch(s *Session, batch []*packet.Packet) error {
 		w.fitLargeMessage(batch)
 	}
 	if len(batch) == 1 && batch[0].Next() == nil {
-		var k int
-		k, err = w.conn.Write(batch[0].Bytes())
-		n = int64(k)
+		b := batch[0].Bytes()
+		for len(b) > writePiece && err == nil { // a large message: in pieces, so that progress shows
+			var k int
+			k, err = w.conn.Write(b[:writePiece])
+			s.io.bytesOut.Add(uint64(k))
+			b = b[k:]
+		}
+		if err == nil {
+			var k int
+			k, err = w.conn.Write(b)
+			n = int64(k)
+		}
 	} else {
 		w.iov = w.iov[:0]
 		w.gather(batch)
-		w.bufs = w.iov
-		n, err = w.bufs.WriteTo(w.conn)
+		n, err = w.writeVectored(s)
 		clear(w.iov)
 		for i, st := range w.stages {
 			st.Release()
@@ -345,6 +603,45 @@ func (w *streamSender) writeBatch(s *Session, batch []*packet.Packet) error {
 	}
 	s.io.bytesOut.Add(uint64(n))
 	return err
+}
+
+// writePiece is the most one write call carries. The bytes a peer has
+// taken show in the session's counters (and to its stall watch, see
+// Config.SendStallTimeout) only when a call returns, so a large batch
+// goes out in pieces: a peer reading slowly shows progress every piece
+// instead of once per batch. It costs a system call per 256 KiB, which the
+// copy of those bytes dwarfs.
+const writePiece = 256 << 10
+
+// writeVectored writes w.iov in vectored writes of at most writePiece
+// bytes each, counting all but the last one's bytes in s (the caller
+// counts those). A segment larger than a piece is cut.
+func (w *streamSender) writeVectored(s *Session) (int64, error) {
+	iov := w.iov
+	for {
+		size, k := 0, 0
+		for k < len(iov) && size+len(iov[k]) <= writePiece {
+			size += len(iov[k])
+			k++
+		}
+		switch {
+		case k == len(iov):
+			w.bufs = iov
+			return w.bufs.WriteTo(w.conn)
+		case k == 0: // a segment larger than a piece: its first piece
+			w.piece[0] = iov[0][:writePiece]
+			iov[0] = iov[0][writePiece:]
+			w.bufs = w.piece[:]
+		default:
+			w.bufs = iov[:k]
+			iov = iov[k:]
+		}
+		n, err := w.bufs.WriteTo(w.conn)
+		s.io.bytesOut.Add(uint64(n))
+		if err != nil {
+			return 0, err
+		}
+	}
 }
 
 func (w *streamSender) close() error { return w.conn.Close() }

@@ -298,13 +298,15 @@ func (s *Server) snapshot() []*Session {
 
 // Broadcast sends p to every live session for which filter (if not nil)
 // returns true, sharing p's bytes, and returns how many sends were queued.
-// It takes ownership of p.
+// It never waits for a peer: each session gets p by Enqueue, so a peer
+// that does not read holds up neither the call nor the others. It takes
+// ownership of p.
 func (s *Server) Broadcast(p *packet.Packet, filter func(*Session) bool) int {
 	defer p.Release()
 	n := 0
 	for _, sess := range s.snapshot() {
 		if filter == nil || filter(sess) {
-			if sess.Send(p.Share()) == nil {
+			if sess.Enqueue(p.Share()) == nil {
 				n++
 			}
 		}

@@ -147,13 +147,15 @@ func TestConcurrentSendersKeepOrder(t *testing.T) {
 	wg.Wait()
 }
 
-// A peer that never reads makes the send queue overflow: the session closes
-// as a slow consumer and the queued buffers are released.
+// A peer that never reads fills the send queue, and with a sender waiting
+// for room and no byte written for SendStallTimeout the session closes as
+// a slow consumer: the waiting sender fails with ErrSlowConsumer and the
+// queued buffers are released.
 func TestSlowConsumerClosesSession(t *testing.T) {
 	leakcheck.Check(t)
 	closed := make(chan *transport.CloseError, 1)
 	opened := make(chan *transport.Session, 1)
-	cfg := transport.Config{SendQueueBytes: 64 << 10, SocketSendBuffer: 4096}
+	cfg := transport.Config{SendQueueBytes: 64 << 10, SocketSendBuffer: 4096, SendStallTimeout: 200 * time.Millisecond}
 	srv, a := startServer(t, cfg, transport.Hooks{
 		OnOpen:  func(s *transport.Session) { opened <- s },
 		OnClose: func(_ *transport.Session, e *transport.CloseError) { closed <- e },

@@ -96,6 +96,13 @@ type Session struct {
 	queuedMsgs int              // messages in queue (Send and SendBytes calls)
 	writing    bool             // some goroutine is flushing the queue
 	corks      int              // OnReceive (BatchSends) or Batch is running: queue sends, write them after it
+	waitq      []uint64         // tickets of the senders waiting for room, in arrival order
+	tickets    uint64           // the last ticket given
+	room       chan struct{}    // closed when room may have come (made by a waiting sender)
+	stall      *time.Timer      // the stall watch (made the first time the queue is full)
+	watching   bool             // the stall watch runs
+	stallOut   uint64           // bytes written when the watch last saw progress
+	stallAt    int64            // mono reading of then
 	finished   bool             // the receive side has ended; no more sends
 	cause      error
 	drainCause error // the cause a drain closes with (AbortAfterWrites)
@@ -276,6 +283,7 @@ func (s *Session) closeWith(r Reason, cause error) bool {
 	}
 	s.mu.Lock()
 	s.cause = cause
+	s.wakeLocked() // senders waiting for room fail now
 	s.mu.Unlock()
 	s.out.close()
 	return true
@@ -293,6 +301,11 @@ func (s *Session) finish() {
 	}
 	s.queue, s.queued = s.queue[:0], 0
 	s.stage, s.stageBuf, s.stageLen = nil, nil, 0
+	s.wakeLocked()
+	if s.stall != nil {
+		s.stall.Stop()
+		s.watching = false
+	}
 	cause := s.cause
 	s.mu.Unlock()
 

@@ -17,7 +17,7 @@ type Stats struct {
 	MessagesIn, MessagesOut uint64 // reads/datagrams delivered; messages written (one per Send or SendBytes)
 
 	DatagramsDropped   uint64 // UDP datagrams dropped (no session could take them, or the OS cut them short)
-	SendQueueOverflows uint64 // sends refused because a send queue was full
+	SendQueueOverflows uint64 // sessions closed as slow consumers: a full send queue without progress, or Enqueue past twice its room
 }
 
 // traffic counts one session's bytes and messages. Each session has its

@@ -111,14 +111,15 @@ func readAll(c net.Conn, want int) (int, error) {
 
 // Battery item 8, send-queue cap: 20 peers that never read, fed by a
 // careless producer (two goroutines sending 8 KiB messages as fast as Send
-// returns), each end as slow consumers once 256 KiB wait for them — with
-// the reason, ErrSlowConsumer from Send, and both counters — while a peer
-// that reads gets all of its 8 MiB on the same server. No session's queue
-// ever holds more than SendQueueBytes.
+// returns), each end as slow consumers once 256 KiB wait for them and
+// nothing is written for SendStallTimeout — with the reason,
+// ErrSlowConsumer from Send, and both counters — while a peer that reads
+// gets all of its 8 MiB on the same server. No session's queue ever holds
+// more than SendQueueBytes: a send that does not fit waits.
 func TestSlowConsumers(t *testing.T) {
 	leakcheck.Check(t)
 	const slow, queue, msgSize, readerBytes = 20, 256 << 10, 8 << 10, 8 << 20
-	cfg := transport.Config{SendQueueBytes: queue, SocketSendBuffer: 16 << 10}
+	cfg := transport.Config{SendQueueBytes: queue, SocketSendBuffer: 16 << 10, SendStallTimeout: 500 * time.Millisecond}
 	srv, addr, roles, ends := pushServer(t, cfg, slow+1)
 
 	reader, sessions := dialReaderAndNonReaders(t, addr, roles, slow)
