@@ -214,8 +214,10 @@ func (c *Conn) Close() error {
 // Session returns the transport session under the connection.
 func (c *Conn) Session() *transport.Session { return c.sess }
 
-// Write gives msg to the pipeline without waiting for anything (a one-way
-// message, a push, a length-field reply). It takes ownership of msg; a
+// Write gives msg to the pipeline without waiting for a reply (a one-way
+// message, a length-field reply). When the session's send queue is full it
+// waits for room (see [transport.Session.Send]); a message that must not
+// wait for the peer goes by [Conn.Enqueue]. It takes ownership of msg; a
 // borrowed message (such as the one a [Handler] got) is copied or kept.
 func (c *Conn) Write(msg any) error {
 	if p, ok := msg.(*packet.Packet); ok && p != nil && c.flat != nil && c.flat.format == flatLF16 && p.Next() == nil && p.Len() < copyBelow {
@@ -257,6 +259,16 @@ func (c *Conn) write(msg any) error {
 		c.flushReplies()
 	}
 	return c.chain.Write(msg)
+}
+
+// Enqueue is Write for a message that must never wait for the peer (a
+// server's push): it is queued on the session and Enqueue returns, however
+// full the queue (transport.Session.Enqueue: a peer that does not take it
+// is closed as a slow consumer, not waited for). Order with the
+// connection's other writes is kept. It takes ownership of msg.
+func (c *Conn) Enqueue(msg any) error {
+	c.enqueueReplies()
+	return c.chain.Enqueue(msg)
 }
 
 // Reply answers an SRMP request with payload (reply kind, the request's
@@ -344,9 +356,12 @@ func (c *Conn) replySlow(kind Kind, req *Message, payload *packet.Packet) error 
 // Request sends an SRMP request and waits for its reply, which the caller
 // owns and must release. Request assigns m.Seq; m.Kind must be
 // KindRequest. It waits first for a free in-flight slot when
-// [MaxInFlightSRMP] requests are pending. It fails with ctx's error, with
-// [ErrTimeout] after Options.Timeout, or with ErrConnClosed. It takes
-// ownership of m.
+// [MaxInFlightSRMP] requests are pending, then, if the session's send
+// queue is full, for room in it ([transport.Session.SendContext]: a request
+// never fails its connection for being large or one of many; on a pipeline
+// whose SRMP stage is not the tail that wait is not bounded by ctx). It
+// fails with ctx's error, with [ErrTimeout] after Options.Timeout, or with
+// ErrConnClosed. It takes ownership of m.
 func (c *Conn) Request(ctx context.Context, m *Message) (*Message, error) {
 	key, ch, err := c.startMessage(ctx, m, nil)
 	return waitTyped[*Message](ctx, c, key, ch, err)
@@ -403,7 +418,8 @@ func waitTyped[T any](ctx context.Context, c *Conn, key int, ch chan result, err
 // sent; cb gets the reply or the error later ([ErrTimeout], [ErrConnClosed]).
 // The reply is borrowed: valid during cb (Keep it to hold it longer). cb
 // runs on the connection's reading goroutine or on the timeout sweeper and
-// must not block. ctx bounds only the wait for a free in-flight slot. It
+// must not block. ctx bounds only the waits before the request leaves: for
+// a free in-flight slot, and for room in a full send queue. It
 // takes ownership of m. A ReceiveSync client refuses it
 // ([ErrAsyncNeedsEvents]).
 func (c *Conn) RequestAsync(ctx context.Context, m *Message, cb func(reply *Message, err error)) error {
@@ -479,6 +495,12 @@ func (c *Conn) startMessage(ctx context.Context, m *Message, cb *callback) (int,
 	given := false
 	key, ch, err := c.start(ctx, MatchSRMP, cb, nil, func(key int) error {
 		given = true
+		if c.srmpDirect() {
+			flag, payload := m.Flag, m.Payload
+			m.Payload = nil
+			m.Release()
+			return c.sendSRMP(ctx, flag, uint8(key), payload)
+		}
 		m.Seq = uint8(key)
 		return c.chain.Write(m)
 	})
@@ -492,15 +514,54 @@ func (c *Conn) startMessage(ctx context.Context, m *Message, cb *callback) (int,
 // the send buffer when the SRMP stage is the pipeline's tail.
 func (c *Conn) startBytes(ctx context.Context, flag uint8, payload []byte, cb *callback, echo []byte) (int, chan result, error) {
 	return c.start(ctx, MatchSRMP, cb, echo, func(key int) error {
-		if ctx := c.srmpCtx; ctx != nil && len(payload) < copyBelow {
+		if sc := c.srmpCtx; sc != nil && len(payload) < copyBelow {
 			var hdr [srmpHeaderLen]byte
 			putSRMPHeader(hdr[:], KindRequest, flag, uint8(key), len(payload))
-			return ctx.WriteBytes(hdr[:], payload)
+			if c.srmpDirect() {
+				return c.sess.SendBytesContext(ctx, hdr[:], payload)
+			}
+			return sc.WriteBytes(hdr[:], payload)
 		}
 		p := packet.GetWithHeadroom(srmpExtHeaderLen, len(payload))
 		copy(p.Bytes(), payload)
+		if c.srmpDirect() {
+			return c.sendSRMP(ctx, flag, uint8(key), p)
+		}
 		return c.chain.Write(NewMessage(KindRequest, flag, uint8(key), p))
 	})
+}
+
+// srmpDirect reports whether the SRMP stage's writes go straight to the
+// session (it is the pipeline's tail, behind nothing but a transparent
+// detector), so a request can skip the pipeline and wait for room in the
+// send queue bounded by its context (transport.Session.SendContext).
+// Through other stages a full queue is waited for as by Write.
+func (c *Conn) srmpDirect() bool {
+	sc := c.srmpCtx
+	return sc != nil && c.chain.sess != nil && sc.index == c.chain.direct()
+}
+
+// sendSRMP writes an SRMP request as the SRMP stage would (a small payload
+// copied into the send buffer, a large one framed in place), straight to
+// the session, waiting for room no longer than ctx. It takes ownership of
+// payload (nil, borrowed or owned).
+func (c *Conn) sendSRMP(ctx context.Context, flag, seq uint8, payload *packet.Packet) error {
+	if small(payload) {
+		var hdr [srmpHeaderLen]byte
+		if payload == nil {
+			putSRMPHeader(hdr[:], KindRequest, flag, seq, 0)
+			return c.sess.SendBytesContext(ctx, hdr[:])
+		}
+		putSRMPHeader(hdr[:], KindRequest, flag, seq, payload.Len())
+		err := c.sess.SendBytesContext(ctx, hdr[:], payload.Bytes())
+		payload.Release() // nothing for a borrowed view
+		return err
+	}
+	frame, err := EncodeSRMP(KindRequest, flag, seq, payload.Keep())
+	if err != nil {
+		return err
+	}
+	return c.sess.SendContext(ctx, frame)
 }
 
 // startPacket starts a FIFO request carried by p (owned by the call).

@@ -230,6 +230,19 @@ func (c *Conn) flushReplies() {
 	}
 }
 
+// enqueueReplies is flushReplies before a write that must not wait for the
+// peer: the replies go by the session's EnqueueBytes.
+func (c *Conn) enqueueReplies() {
+	if fr := c.flat; fr != nil && fr.inRead.Load() {
+		fr.mu.Lock()
+		if fr.n > 0 {
+			c.sess.EnqueueBytes(fr.buf[:fr.n])
+			fr.n = 0
+		}
+		fr.mu.Unlock()
+	}
+}
+
 func (c *Conn) sendRepliesLocked() {
 	if fr := c.flat; fr.n > 0 {
 		c.sess.SendBytes(fr.buf[:fr.n]) // a closed session drops them, as it would any write

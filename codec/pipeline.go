@@ -106,6 +106,7 @@ type Chain struct {
 
 	handlers []Handler
 	ctxs     []HandlerContext
+	noWait   []HandlerContext // the stages' contexts for writes that must not wait for the peer (Enqueue)
 	out      Sender
 	sess     *transport.Session // out, when it is a session: small messages are copied into its send buffer
 	sink     func(msg any) error
@@ -124,20 +125,25 @@ func (ch *Chain) direct() int {
 
 // HandlerContext links a handler to its place in a chain. Its methods follow the
 // [Handler]'s: FireRead on the reading goroutine, FireWrite and WriteBytes
-// from any.
+// from any. A write passed on through the context it came with keeps its
+// kind: one given by [Chain.Enqueue] leaves by the session's Enqueue.
 type HandlerContext struct {
-	chain *Chain
-	index int
+	chain  *Chain
+	index  int
+	noWait bool // a write of Chain.Enqueue: it must not wait for the peer
 }
 
 // NewChain builds the handlers for one connection: encoded packets go to
 // out, decoded messages leave the tail through sink, which borrows them.
 func (p *Pipeline) NewChain(out Sender, sink func(msg any) error) *Chain {
-	ch := &Chain{out: out, sink: sink, handlers: make([]Handler, len(p.makers)), ctxs: make([]HandlerContext, len(p.makers))}
+	n := len(p.makers)
+	ctxs := make([]HandlerContext, 2*n)
+	ch := &Chain{out: out, sink: sink, handlers: make([]Handler, n), ctxs: ctxs[:n:n], noWait: ctxs[n:]}
 	ch.sess, _ = out.(*transport.Session)
 	for i, mk := range p.makers {
 		ch.handlers[i] = mk()
 		ch.ctxs[i] = HandlerContext{chain: ch, index: i}
+		ch.noWait[i] = HandlerContext{chain: ch, index: i, noWait: true}
 	}
 	if len(ch.handlers) > 1 {
 		ch.prelude, _ = ch.handlers[0].(Detector)
@@ -164,6 +170,18 @@ func (ch *Chain) Write(msg any) error {
 	return ch.handlers[n-1].Write(&ch.ctxs[n-1], msg)
 }
 
+// Enqueue is Write for a message that must not wait for the peer (a
+// server's push): it leaves by the session's Enqueue, which queues it and
+// returns (see transport.Session.Enqueue), where Write's message waits for
+// room in a full send queue. A Sender that is not a session gets it by Send.
+func (ch *Chain) Enqueue(msg any) error {
+	n := len(ch.handlers)
+	if n == 0 {
+		return ch.sendVia(msg, true)
+	}
+	return ch.handlers[n-1].Write(&ch.noWait[n-1], msg)
+}
+
 // Open tells every handler that implements [OpenHandler] that the connection
 // started, head first, stopping at the first error.
 func (ch *Chain) Open() error {
@@ -187,12 +205,26 @@ func (ch *Chain) Close(err error) {
 	}
 }
 
-func (ch *Chain) send(msg any) error {
+func (ch *Chain) send(msg any) error { return ch.sendVia(msg, false) }
+
+// sendVia sends an encoded message, by the session's Enqueue if noWait.
+func (ch *Chain) sendVia(msg any, noWait bool) error {
 	if p, ok := msg.(*packet.Packet); ok {
+		if noWait && ch.sess != nil {
+			return ch.sess.Enqueue(p)
+		}
 		return ch.out.Send(p)
 	}
 	release(msg)
 	return fmt.Errorf("%w: %T", ErrUnencoded, msg)
+}
+
+// ctxsOf returns the contexts a write through c goes on with.
+func (c *HandlerContext) ctxsOf() []HandlerContext {
+	if c.noWait {
+		return c.chain.noWait
+	}
+	return c.chain.ctxs
 }
 
 // Conn returns the connection the context's chain serves, or nil for a
@@ -221,9 +253,9 @@ func (ch *Chain) toSink(msg any) error {
 func (c *HandlerContext) FireWrite(msg any) error {
 	ch := c.chain
 	if i := c.index - 1; i >= 0 {
-		return ch.handlers[i].Write(&ch.ctxs[i], msg)
+		return ch.handlers[i].Write(&c.ctxsOf()[i], msg)
 	}
-	return ch.send(msg)
+	return ch.sendVia(msg, c.noWait)
 }
 
 // WriteBytes passes the bytes of parts, as one encoded message, towards the
@@ -233,6 +265,9 @@ func (c *HandlerContext) FireWrite(msg any) error {
 // keeps parts.
 func (c *HandlerContext) WriteBytes(parts ...[]byte) error {
 	if c.chain.sess != nil && c.index == c.chain.direct() {
+		if c.noWait {
+			return c.chain.sess.EnqueueBytes(parts...)
+		}
 		return c.chain.sess.SendBytes(parts...) // a concrete call: parts stay on the caller's stack
 	}
 	n := 0

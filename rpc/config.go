@@ -92,9 +92,9 @@ type Config struct {
 	// PushTimeout has no effect: a push never waits (Session.Push and
 	// PushAll queue it on the connection), and a peer that does not read
 	// its pushes is closed by the transport's limits (SendQueueBytes,
-	// WriteTimeout). It is still validated (not negative).
+	// SendStallTimeout). It is still validated (not negative).
 	//
-	// Deprecated: set transport.Config.SendQueueBytes and WriteTimeout.
+	// Deprecated: set transport.Config.SendQueueBytes and SendStallTimeout.
 	PushTimeout time.Duration
 }
 

@@ -124,6 +124,11 @@ func (s *Session) Close() error { return s.conn.Close() }
 // a server push, which the client's OnPush sees. args are encoded like a
 // call's arguments. It fails with ErrPushHTTP on an HTTP connection, and
 // with ErrTooLarge for a push over Config.Framer.MaxFrame.
+//
+// A push never waits for the peer: it is queued on the connection and Push
+// returns. A client that does not read its pushes is closed as a slow
+// consumer by the transport's limits (Config.Transport: SendQueueBytes and
+// SendStallTimeout), never waited for.
 func (s *Session) Push(action string, args any) error {
 	if !s.pushable() {
 		return ErrPushHTTP // a session reaches the application (SessionFrom) only once its protocol is known
@@ -142,12 +147,14 @@ func (s *Session) pushBody(body []byte) error {
 	p := packet.Get(len(body))
 	copy(p.Bytes(), body)
 	seq := uint8(s.srv.pushSeq.Add(1))
-	return s.conn.Write(codec.NewMessage(codec.KindOneWay, FlagRPC, seq, p))
+	return s.conn.Enqueue(codec.NewMessage(codec.KindOneWay, FlagRPC, seq, p)) // a push never waits for the peer
 }
 
 // PushAll sends a one-way request to every SRMP and WebSocket session
 // (NewLife ApiServer.InvokeAll) and returns how many it went to. A
-// connection whose client has not yet shown its protocol gets none.
+// connection whose client has not yet shown its protocol gets none. Like
+// Push it never waits for a peer: its time does not depend on how many
+// clients read, and a client that does not read is closed on its own.
 func (s *Server) PushAll(action string, args any) (int, error) {
 	body, _, err := appendRequest(nil, action, args, "", nil, nil)
 	if err != nil {
