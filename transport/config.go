@@ -92,27 +92,29 @@ type Config struct {
 	FirstByteTimeout time.Duration
 
 	// SendQueueBytes is the room of each session's send queue: the bytes
-	// that may wait behind the write in progress (default 4 MiB). It is
-	// not a burst limit. A message that does not fit waits for room (Send
-	// and SendBytes until the session closes, SendContext and
-	// SendBytesContext until their context ends too) instead of failing:
-	// the queue drains as fast as the peer reads. Enqueue, which never
-	// waits (pushes, broadcasts), queues past it, up to twice
-	// SendQueueBytes; past that the session is closed as a slow consumer
-	// at once. A single message larger than SendQueueBytes is taken on an
-	// empty queue. So a session holds at most SendQueueBytes waiting to be
-	// written (twice that with Enqueue), plus the write in progress.
+	// that may wait to be written (default 4 MiB). It is not a burst
+	// limit, and a peer that reads is never closed for it. A message that
+	// does not fit waits for room (Send and SendBytes until the session
+	// closes, SendContext and SendBytesContext until their context ends
+	// too) instead of failing: the queue drains as fast as the peer reads,
+	// and senders that wait are admitted in the order they came. A single
+	// message larger than SendQueueBytes is taken on an empty queue.
+	// Enqueue and EnqueueBytes (pushes, Broadcast), which never wait, queue
+	// past it; a session they would make hold more than twice
+	// SendQueueBytes, queued and being written, is closed as a slow
+	// consumer at once. So a session holds at most SendQueueBytes behind
+	// the write in progress, twice that with Enqueue.
 	SendQueueBytes int
 	// SendStallTimeout judges slow consumers by progress: a session whose
-	// send queue is full — past SendQueueBytes, or with a sender waiting
-	// for room — while not a byte of it is written for this long is closed
-	// with ReasonSlowConsumer, and its waiting senders fail with
-	// ErrSlowConsumer (default 10 s; negative: never, leaving the peer to
-	// WriteTimeout). A peer that reads is never one: large messages are
-	// written in pieces of 256 KiB, each piece the peer takes counting as
-	// progress, so only a peer reading under 256 KiB per SendStallTimeout
-	// (about 26 KiB/s by default) while the queue is full is taken for
-	// one. It is caught within a quarter of SendStallTimeout past it.
+	// send queue is full — its unwritten bytes (queued, and left of the
+	// write in progress) past SendQueueBytes, or a sender waiting for room
+	// — while not a byte is written for this long is closed with
+	// ReasonSlowConsumer, and its waiting senders fail with ErrSlowConsumer
+	// (default 10 s; negative: never, leaving a peer that does not read to
+	// WriteTimeout). Progress is seen per write call, and large batches are
+	// written in calls of at most 256 KiB, so a peer that takes 256 KiB per
+	// SendStallTimeout (26 KiB/s at the default) is never one. A stall is
+	// caught within a quarter of SendStallTimeout past it.
 	SendStallTimeout time.Duration
 	// WriteTimeout bounds each write to the socket (default 30 s; negative:
 	// none).

@@ -81,11 +81,13 @@ func (s *Session) sendBytes(ctx context.Context, parts [][]byte) error {
 // Enqueue queues p for writing like Send, but never waits for the peer:
 // it returns once p is queued, and a goroutine of the session writes it
 // (a server's push or broadcast, which must not stall on one peer). It
-// queues past SendQueueBytes: a session whose queue then stays full for
-// SendStallTimeout without a byte written is closed as a slow consumer,
-// and one that Enqueue would take past twice SendQueueBytes is closed at
-// once (ReasonSlowConsumer; Enqueue fails with ErrSlowConsumer). Order
-// with other sends is call order, as for Send. It takes ownership of p.
+// queues past SendQueueBytes: a session whose unwritten bytes (queued and
+// left of the write in progress) then stay past it for SendStallTimeout
+// without a byte written is closed as a slow consumer, and one that
+// Enqueue would make hold more than twice SendQueueBytes (queued and
+// being written) is closed at once (ReasonSlowConsumer; Enqueue fails
+// with ErrSlowConsumer). Order with other sends is call order, as for
+// Send. It takes ownership of p.
 func (s *Session) Enqueue(p *packet.Packet) error {
 	p = p.Keep()
 	n := p.Total()
@@ -156,14 +158,14 @@ func (s *Session) admitLocked(ctx context.Context, n int) error {
 }
 
 // admitNoWaitLocked checks that n more bytes may be queued by a sender
-// that does not wait: up to twice SendQueueBytes (any message on an empty
-// queue). Past that the session is closed as a slow consumer. On failure
-// it unlocks s.mu. Called with s.mu held.
+// that does not wait: up to twice SendQueueBytes held, queued and being
+// written (any message when nothing is). Past that the session is closed
+// as a slow consumer. On failure it unlocks s.mu. Called with s.mu held.
 func (s *Session) admitNoWaitLocked(n int) error {
 	if err := s.openLocked(n); err != nil {
 		return err
 	}
-	if s.queued > 0 && s.queued+n > 2*s.ep.cfg.SendQueueBytes {
+	if held := s.queued + s.inflight; held > 0 && held+n > 2*s.ep.cfg.SendQueueBytes {
 		s.mu.Unlock()
 		s.slowConsumer()
 		return notWritten{ErrSlowConsumer}
@@ -249,10 +251,22 @@ func (s *Session) wakeLocked() {
 	}
 }
 
-// fullLocked reports whether the queue is full: past SendQueueBytes, or
-// with a sender waiting for room. Called with s.mu held.
+// fullLocked reports whether the queue is full: the bytes not yet written
+// (queued, and left of the write in progress) past SendQueueBytes, or a
+// sender waiting for room. Called with s.mu held.
 func (s *Session) fullLocked() bool {
-	return s.queued > s.ep.cfg.SendQueueBytes || len(s.waitq) > 0
+	return s.unwrittenLocked() > s.ep.cfg.SendQueueBytes || len(s.waitq) > 0
+}
+
+// unwrittenLocked returns the bytes queued and those of the write in
+// progress not yet taken by the socket (as far as its pieces show).
+// Called with s.mu held.
+func (s *Session) unwrittenLocked() int {
+	n := s.queued
+	if s.inflight > 0 {
+		n += max(0, s.inflight-int(s.io.bytesOut.Load()-s.inflightFrom))
+	}
+	return n
 }
 
 // watchStallLocked starts the stall watch unless it runs or is off: a
@@ -370,7 +384,7 @@ func (s *Session) queuedLocked(n int) error {
 func (s *Session) enqueuedLocked(n int) error {
 	s.queued += n
 	s.queuedMsgs++
-	if s.queued > s.ep.cfg.SendQueueBytes {
+	if s.queued+s.inflight > s.ep.cfg.SendQueueBytes {
 		s.watchStallLocked()
 	}
 	if s.writing || s.corks > 0 && s.queued < corkLimit {
@@ -447,11 +461,12 @@ func (s *Session) flush() error {
 	for first := true; len(s.queue) > 0 && !s.finished && s.Reason() == ReasonNone; first = false {
 		s.sealStageLocked()
 		batch, msgs := s.queue, s.queuedMsgs
+		sent := s.io.bytesOut.Load() // only this goroutine writes meanwhile
+		s.inflight, s.inflightFrom = s.queued, sent
 		s.queue, s.spare, s.queued, s.queuedMsgs = s.spare, nil, 0, 0
 		s.wakeLocked() // the queue's room is free again
 		s.mu.Unlock()
 
-		sent := s.io.bytesOut.Load() // only this goroutine writes meanwhile
 		err := s.out.writeBatch(s, batch)
 		if err == nil {
 			s.io.messagesOut.Add(uint64(msgs)) // messages, not packets: SendBytes shares staging buffers
@@ -462,6 +477,7 @@ func (s *Session) flush() error {
 		}
 		s.mu.Lock()
 		s.spare = batch[:0]
+		s.inflight = 0
 		if err != nil {
 			s.writing = false
 			s.mu.Unlock()

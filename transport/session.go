@@ -86,28 +86,30 @@ type Session struct {
 
 	out sender // the write side; for UDP peers, writes go through the server socket
 
-	mu         sync.Mutex
-	queue      []*packet.Packet // waiting to be written
-	stage      *packet.Packet   // the queue's last packet while SendBytes may append to it
-	stageBuf   []byte           // stage's storage, written up to stageLen
-	stageLen   int
-	spare      []*packet.Packet // the previous batch's slice, reused
-	queued     int              // bytes in queue
-	queuedMsgs int              // messages in queue (Send and SendBytes calls)
-	writing    bool             // some goroutine is flushing the queue
-	corks      int              // OnReceive (BatchSends) or Batch is running: queue sends, write them after it
-	waitq      []uint64         // tickets of the senders waiting for room, in arrival order
-	tickets    uint64           // the last ticket given
-	room       chan struct{}    // closed when room may have come (made by a waiting sender)
-	stall      *time.Timer      // the stall watch (made the first time the queue is full)
-	watching   bool             // the stall watch runs
-	stallOut   uint64           // bytes written when the watch last saw progress
-	stallAt    int64            // mono reading of then
-	finished   bool             // the receive side has ended; no more sends
-	cause      error
-	drainCause error // the cause a drain closes with (AbortAfterWrites)
-	items      map[any]any
-	state      any
+	mu           sync.Mutex
+	queue        []*packet.Packet // waiting to be written
+	stage        *packet.Packet   // the queue's last packet while SendBytes may append to it
+	stageBuf     []byte           // stage's storage, written up to stageLen
+	stageLen     int
+	spare        []*packet.Packet // the previous batch's slice, reused
+	queued       int              // bytes in queue
+	queuedMsgs   int              // messages in queue (Send and SendBytes calls)
+	writing      bool             // some goroutine is flushing the queue
+	inflight     int              // bytes of the batch being written
+	inflightFrom uint64           // bytesOut when its write began
+	corks        int              // OnReceive (BatchSends) or Batch is running: queue sends, write them after it
+	waitq        []uint64         // tickets of the senders waiting for room, in arrival order
+	tickets      uint64           // the last ticket given
+	room         chan struct{}    // closed when room may have come (made by a waiting sender)
+	stall        *time.Timer      // the stall watch (made the first time the queue is full)
+	watching     bool             // the stall watch runs
+	stallOut     uint64           // bytes written when the watch last saw progress
+	stallAt      int64            // mono reading of then
+	finished     bool             // the receive side has ended; no more sends
+	cause        error
+	drainCause   error // the cause a drain closes with (AbortAfterWrites)
+	items        map[any]any
+	state        any
 
 	handler  SessionHandler // from Hooks.NewHandler; set before the first receive
 	opened   bool           // open has run (receive goroutine, or Dial before it starts)
