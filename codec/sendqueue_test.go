@@ -3,6 +3,7 @@ package codec_test
 import (
 	"context"
 	"errors"
+	"net"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -78,32 +79,59 @@ func TestEnqueueDoesNotWaitForThePeer(t *testing.T) {
 
 // A request that finds the send queue full waits for room as long as its
 // context lets it, then fails with the context's error: the connection is
-// not failed for it, and the request never left (ErrNotWritten).
+// not failed for it, and the request never left (ErrNotWritten). Over TCP
+// with small socket buffers to a peer that never reads (requests keep
+// their reply channels in a pool no synctest bubble may touch), with
+// SendStallTimeout far beyond the contexts: a request that waited for room
+// unbounded by its context would end only with the stall.
 func TestRequestWaitsForRoomNoLongerThanItsContext(t *testing.T) {
 	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		const room = 4 << 10
-		cfg := transport.Config{SendQueueBytes: room, SendStallTimeout: time.Second}
-		c, ended := deafPeer(t, cfg)
-		bg := context.Background()
-		go c.RequestBytes(bg, codec.FlagPacket, make([]byte, 8<<10)) // blocks in the write
-		synctest.Wait()
-		go c.RequestBytes(bg, codec.FlagPacket, make([]byte, room-8)) // fills the room behind it
-		synctest.Wait()
-		for _, size := range []int{100, 4 << 10} { // copied into the send buffer; framed in place
-			ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
-			start := time.Now()
-			_, err := c.RequestBytes(ctx, codec.FlagPacket, make([]byte, size))
-			cancel()
-			if d := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, transport.ErrNotWritten) || d != 100*time.Millisecond {
-				t.Fatalf("a request of %d bytes behind a full queue: %v after %v, want the context's deadline after 100ms", size, err, d)
-			}
-			if r := c.Session().Reason(); r != transport.ReasonNone {
-				t.Fatalf("the connection closed (%v) under a request that waited", r)
-			}
+	const room, wait = 4 << 10, 200 * time.Millisecond
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.(*net.TCPConn).SetReadBuffer(4 << 10)
+			accepted <- c // never read
 		}
-		if err := <-ended; !errors.Is(err, transport.ErrSlowConsumer) {
-			t.Fatalf("the peer that never reads ended with %v, want a slow consumer", err)
+	}()
+	cfg := transport.ClientConfig{}
+	cfg.SendQueueBytes, cfg.SendStallTimeout, cfg.SocketSendBuffer = room, 10*time.Second, 4<<10
+	c, err := codec.Dial(context.Background(), "tcp", ln.Addr().String(), cfg, codec.Options{Pipeline: srmpPipeline()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	defer (<-accepted).Close()
+	bg, cancelAll := context.WithCancel(context.Background())
+	defer cancelAll()
+	go c.RequestBytes(bg, codec.FlagPacket, make([]byte, 8<<20)) // blocks in the write: more than the sockets hold
+	waitQueued := func(n int) {
+		for deadline := time.Now().Add(5 * time.Second); c.Conn().Session().QueuedBytes() < n; {
+			if time.Now().After(deadline) {
+				t.Fatalf("queued %d bytes, want %d", c.Conn().Session().QueuedBytes(), n)
+			}
+			time.Sleep(time.Millisecond)
 		}
-	})
+	}
+	time.Sleep(50 * time.Millisecond) // the big one is being written
+	// The room behind it, filled (a 4-byte header and the payload).
+	go c.RequestBytes(bg, codec.FlagPacket, make([]byte, room-4))
+	waitQueued(room)
+	for _, size := range []int{100, 4 << 10} { // copied into the send buffer; framed in place
+		ctx, cancel := context.WithTimeout(bg, wait)
+		start := time.Now()
+		_, err := c.RequestBytes(ctx, codec.FlagPacket, make([]byte, size))
+		cancel()
+		if d := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, transport.ErrNotWritten) || d < wait || d > wait+2*time.Second {
+			t.Fatalf("a request of %d bytes behind a full queue: %v after %v, want the context's deadline after %v", size, err, d, wait)
+		}
+		if r := c.Conn().Session().Reason(); r != transport.ReasonNone {
+			t.Fatalf("the connection closed (%v) under a request that waited", r)
+		}
+	}
 }
