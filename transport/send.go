@@ -31,7 +31,7 @@ import (
 // Send fails with a *CloseError (matching ErrClosed) once the session is
 // closing; if it closed as a slow consumer while Send waited, the error
 // matches ErrSlowConsumer too.
-func (s *Session) Send(p *packet.Packet) error { return s.send(nil, p) }
+func (s *Session) Send(p *packet.Packet) error { return s.send(context.Background(), p) }
 
 // SendContext is Send, except that a wait for room in the queue ends with
 // ctx: the send then fails with ctx's error (matching ErrNotWritten) and
@@ -57,7 +57,7 @@ func (s *Session) send(ctx context.Context, p *packet.Packet) error {
 // parts. Consecutive small messages share a pooled staging buffer, so a
 // stream of short replies costs one copy each and no packet per message;
 // for large messages Send with a packet avoids the copy.
-func (s *Session) SendBytes(parts ...[]byte) error { return s.sendBytes(nil, parts) }
+func (s *Session) SendBytes(parts ...[]byte) error { return s.sendBytes(context.Background(), parts) }
 
 // SendBytesContext is SendBytes with a wait for room bounded by ctx; see
 // SendContext.
@@ -144,7 +144,7 @@ func (s *Session) fitsLocked(n int) bool {
 }
 
 // admitLocked checks that n more bytes may be queued, waiting for room
-// (until ctx ends, if ctx is not nil) when they do not fit or other
+// (until ctx ends) when they do not fit or other
 // senders wait before them. On failure it unlocks s.mu. Called with s.mu
 // held.
 func (s *Session) admitLocked(ctx context.Context, n int) error {
@@ -184,7 +184,7 @@ func (s *Session) slowConsumer() {
 
 // waitRoomLocked waits until n more bytes fit in the queue and every
 // sender that waited before this one has been admitted, or until the
-// session closes or ctx (if not nil) ends. While it waits the queue is
+// session closes or ctx ends. While it waits the queue is
 // full: the stall watch runs. If no write is in progress (the queue is held
 // back by a cork), it writes the queue itself. Called with s.mu held; it
 // returns with s.mu held on success, unlocked on failure.
@@ -193,10 +193,7 @@ func (s *Session) waitRoomLocked(ctx context.Context, n int) error {
 	me := s.tickets
 	s.waitq = append(s.waitq, me)
 	s.watchStallLocked()
-	var done <-chan struct{}
-	if ctx != nil {
-		done = ctx.Done()
-	}
+	done := ctx.Done() // nil for Send's context.Background: the wait ends with room or the session
 	for {
 		if s.finished || s.Reason() != ReasonNone {
 			s.leaveWaitLocked(me)
