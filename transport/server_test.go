@@ -382,7 +382,10 @@ func TestSessionBagAndState(t *testing.T) {
 func TestShutdownFinishesInFlightWork(t *testing.T) {
 	leakcheck.Check(t)
 	inHandler, release := make(chan struct{}), make(chan struct{})
-	reasons := make(chan transport.Reason, 1)
+	// Room for the sessions of waitUntil's probes too: one accepted just
+	// before the listener closed is shut down as well, and an OnClose that
+	// blocked would hold Shutdown for good.
+	reasons := make(chan transport.Reason, 64)
 	srv, a := startServer(t, transport.Config{}, transport.Hooks{
 		OnReceive: func(s *transport.Session, p *packet.Packet) {
 			close(inHandler)
