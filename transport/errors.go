@@ -9,18 +9,22 @@ import (
 var (
 	// ErrClosed is returned by operations on a closed session, client or server.
 	ErrClosed = errors.New("transport: closed")
-	// ErrSlowConsumer is returned by Send when the session's send queue is
-	// full; the session is closed with ReasonSlowConsumer.
+	// ErrSlowConsumer is returned by a send on a session closed as a slow
+	// consumer: its send queue stayed full with no byte written for
+	// Config.SendStallTimeout (a sender waiting for room then fails with
+	// it), or Enqueue would have taken it past twice SendQueueBytes.
 	ErrSlowConsumer = errors.New("transport: send queue full (slow consumer)")
 	// ErrReceiveTimeout is returned by Receive when ClientConfig.ReceiveTimeout
 	// passed without data; the connection stays open.
 	ErrReceiveTimeout = errors.New("transport: receive timed out")
-	// ErrNotWritten is matched by the error of a Send or SendBytes none of
-	// whose bytes left: the session was closing, the send queue was full
-	// (ErrSlowConsumer), the message was too large for a datagram
-	// (ErrDatagramTooLarge), or the write that carried it failed before its
-	// first byte. A Send error without it came from a write that may have
-	// carried some or all of the bytes: a request sent so may have run.
+	// ErrNotWritten is matched by the error of a send none of whose bytes
+	// left: the session was closing (or closed while the send waited for
+	// room), the wait for room ended with the send's context, Enqueue found
+	// twice SendQueueBytes held (ErrSlowConsumer), the message was too
+	// large for a datagram (ErrDatagramTooLarge), or the write that carried
+	// it failed before its first byte. A send error without it came from a
+	// write that may have carried some or all of the bytes: a request sent
+	// so may have run.
 	ErrNotWritten = errors.New("transport: nothing written")
 	// ErrDatagramTooLarge is returned by Send on a datagram (UDP) session
 	// for a message larger than one datagram carries (MaxDatagram; 65527

@@ -12,7 +12,7 @@ const (
 	ReasonLocal                      // the application called Close
 	ReasonIdle                       // nothing received within IdleTimeout
 	ReasonFirstByte                  // nothing received within FirstByteTimeout of connecting
-	ReasonSlowConsumer               // the send queue exceeded SendQueueBytes
+	ReasonSlowConsumer               // the send queue stayed full without progress (SendStallTimeout), or Enqueue passed twice SendQueueBytes
 	ReasonWriteTimeout               // a write did not finish within WriteTimeout
 	ReasonLimit                      // refused at MaxConns or MaxConnsPerIP, or a UDP peer evicted at MaxUDPPeers
 	ReasonError                      // a read or write failed
