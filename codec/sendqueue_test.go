@@ -110,18 +110,19 @@ func TestRequestWaitsForRoomNoLongerThanItsContext(t *testing.T) {
 	bg, cancelAll := context.WithCancel(context.Background())
 	defer cancelAll()
 	go c.RequestBytes(bg, codec.FlagPacket, make([]byte, 8<<20)) // blocks in the write: more than the sockets hold
-	waitQueued := func(n int) {
-		for deadline := time.Now().Add(5 * time.Second); c.Conn().Session().QueuedBytes() < n; {
-			if time.Now().After(deadline) {
-				t.Fatalf("queued %d bytes, want %d", c.Conn().Session().QueuedBytes(), n)
-			}
+	// Fill the room behind it (a 4-byte header and the payload). A filler
+	// that finds no write in progress yet (the big one not started) is
+	// written at once into the socket buffers; the next one tries again.
+	q := func() int { return c.Conn().Session().QueuedBytes() }
+	for deadline := time.Now().Add(10 * time.Second); q() < room; {
+		if time.Now().After(deadline) {
+			t.Fatalf("queued %d bytes, want %d", q(), room)
+		}
+		go c.RequestBytes(bg, codec.FlagPacket, make([]byte, room-4))
+		for wait := time.Now().Add(200 * time.Millisecond); q() < room && time.Now().Before(wait); {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	time.Sleep(50 * time.Millisecond) // the big one is being written
-	// The room behind it, filled (a 4-byte header and the payload).
-	go c.RequestBytes(bg, codec.FlagPacket, make([]byte, room-4))
-	waitQueued(room)
 	for _, size := range []int{100, 4 << 10} { // copied into the send buffer; framed in place
 		ctx, cancel := context.WithTimeout(bg, wait)
 		start := time.Now()
