@@ -16,7 +16,7 @@ import (
 	"github.com/lifenet/lifenet/transport"
 )
 
-// Issue 13, battery item 1: the malformed-frame tables (hostile_tables_test.go)
+// Issue 13, battery item 1: the malformed-frame tables (framer_malformed_tables_test.go)
 // against a framer, whole and in small pieces, and against a real server
 // over loopback.
 

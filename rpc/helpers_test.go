@@ -18,7 +18,7 @@ import (
 	"github.com/lifenet/lifenet/rpc"
 )
 
-// Shared helpers of the battery_*_test.go files.
+// Shared helpers of the package's black-box tests.
 
 // SRMP first bytes of RPC messages (flag 1).
 const (

@@ -14,7 +14,7 @@ import (
 // codec, declared lengths at and around every limit the header can express,
 // a valid frame cut at every offset (then the peer's EOF, or silence until
 // the frame expires), and for SRMP every kind with odd flags. Each case
-// states what the server must do with those bytes; hostile_frames_test.go
+// states what the server must do with those bytes; framer_malformed_test.go
 // runs the cases against a framer and against a real server.
 
 // frameCase is bytes a peer sends on a fresh connection and what follows.
