@@ -47,10 +47,10 @@ const (
 )
 
 // ClientConfig holds a client's settings: the connection settings of
-// Config plus how to receive and reconnect. Zero fields take defaults.
+// [Config] plus how to receive and reconnect. Zero fields take defaults.
 type ClientConfig struct {
 	Config
-	// Mode selects event or pull delivery (default ReceiveEvent).
+	// Mode selects event or pull delivery (default [ReceiveEvent]).
 	Mode ReceiveMode
 	// PullQueue is the number of packets buffered in pull mode (default 256).
 	PullQueue int
@@ -68,13 +68,13 @@ type ClientConfig struct {
 	LocalAddr string
 	// ReceiveTimeout bounds each Receive call in pull and sync modes, as
 	// NewLife's ISocketClient.Timeout bounds its receives: a call that gets
-	// nothing for this long returns ErrReceiveTimeout and the connection
+	// nothing for this long returns [ErrReceiveTimeout] and the connection
 	// stays open (0: only the context bounds the wait). Unlike a context
 	// made for each call, it allocates nothing. Event mode ignores it.
 	ReceiveTimeout time.Duration
 }
 
-// DefaultClientConfig returns a ClientConfig with every field at its
+// DefaultClientConfig returns a [ClientConfig] with every field at its
 // default; a zero ClientConfig means the same.
 func DefaultClientConfig() ClientConfig {
 	c, _ := ClientConfig{}.withDefaults()
@@ -346,9 +346,9 @@ func (c *Client) enqueue(s *Session, p *packet.Packet) {
 }
 
 // Receive returns the next received packet in pull or sync mode; the
-// caller owns it and must release it. It fails with ErrClosed once the
+// caller owns it and must release it. It fails with [ErrClosed] once the
 // client is closed (or gave up reconnecting) and everything received was
-// taken, with ctx's error, or with ErrReceiveTimeout after
+// taken, with ctx's error, or with [ErrReceiveTimeout] after
 // ClientConfig.ReceiveTimeout. In sync mode concurrent calls take turns.
 func (c *Client) Receive(ctx context.Context) (*packet.Packet, error) {
 	if c.sync != nil {
@@ -402,15 +402,15 @@ func (c *Client) Session() *Session {
 	return c.sess
 }
 
-// Send sends p on the current connection; see Session.Send.
+// Send sends p on the current connection; see [Session.Send].
 func (c *Client) Send(p *packet.Packet) error { return c.Session().Send(p) }
 
 // Batch runs f with the current connection's writes held back; see
-// Session.Batch.
+// [Session.Batch].
 func (c *Client) Batch(f func()) error { return c.Session().Batch(f) }
 
 // SendBytes copies parts and sends them as one message; see
-// Session.SendBytes.
+// [Session.SendBytes].
 func (c *Client) SendBytes(parts ...[]byte) error { return c.Session().SendBytes(parts...) }
 
 // Stats returns a snapshot of the client's counters.
@@ -432,7 +432,7 @@ func (c *Client) retire(s *Session) {
 	c.mu.Unlock()
 }
 
-// Close closes the connection (ReasonLocal), stops reconnecting, waits for
+// Close closes the connection ([ReasonLocal]), stops reconnecting, waits for
 // the receive goroutine, and releases packets nobody received. It is
 // idempotent.
 func (c *Client) Close() error {

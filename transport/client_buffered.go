@@ -4,7 +4,7 @@ import (
 	"github.com/lifenet/lifenet/packet"
 )
 
-// ReceiveBuffered returns, without waiting, what a ReceiveSync client's
+// ReceiveBuffered returns, without waiting, what a [ReceiveSync] client's
 // connection has received and nobody has read yet, or nil when there is
 // nothing. A caller about to send a request uses it to consume bytes that
 // arrived before the request existed (an unsolicited or duplicated reply),

@@ -11,7 +11,7 @@ import (
 	"github.com/lifenet/lifenet/packet"
 )
 
-// syncReader is the receive side of a ReceiveSync client: Receive reads the
+// syncReader is the receive side of a [ReceiveSync] client: Receive reads the
 // socket on the caller's goroutine, so a request/response loop pays no
 // goroutine hand-off per message (NewLife's synchronous Receive).
 type syncReader struct {
@@ -95,7 +95,7 @@ func (c *Client) receiveSync(ctx context.Context) (*packet.Packet, error) {
 
 // take returns the n bytes read as a packet the caller owns: short reads
 // are copied into a fitted buffer and the read buffer kept, long ones take
-// the read buffer itself (the policy of CopyThreshold).
+// the read buffer itself (the policy of [CopyThreshold]).
 func (r *syncReader) take(s *Session, n int) *packet.Packet {
 	s.received(n)
 	if n < CopyThreshold {
@@ -189,7 +189,7 @@ func (r *syncReader) end(s *Session) {
 	})
 }
 
-// Wake makes a Receive blocked in ReceiveSync mode return ErrWoken at once
+// Wake makes a Receive blocked in [ReceiveSync] mode return [ErrWoken] at once
 // (or the next Receive, when none is blocked), without closing the
 // connection or losing data: a goroutine reading on behalf of others (a
 // codec client's requests) can be called away to notice something else,
@@ -217,7 +217,7 @@ func (r *syncReader) takeWoken() bool {
 	return true
 }
 
-// close closes a ReceiveSync client's session (ReasonLocal, unless it was
+// close closes a [ReceiveSync] client's session ([ReasonLocal], unless it was
 // closing already) and finishes it once any Receive in progress has
 // returned.
 func (r *syncReader) close(s *Session) {

@@ -27,7 +27,7 @@ const (
 
 // NoDelay selects TCP_NODELAY. The default differs by side: accepted
 // server connections disable Nagle's algorithm, as in NewLife; clients use
-// NoDelayAuto, which keeps Nagle's batching for streams of small writes
+// [NoDelayAuto], which keeps Nagle's batching for streams of small writes
 // (one-way streams of small messages are faster with it) but not for large
 // messages.
 type NoDelay uint8
@@ -38,19 +38,19 @@ const (
 	NoDelayOn
 	NoDelayOff
 	// NoDelayAuto keeps Nagle's algorithm until the first message of at
-	// least AutoNoDelaySize bytes is written, then turns it off for good:
+	// least [AutoNoDelaySize] bytes is written, then turns it off for good:
 	// Nagle holds back the short last segment of every large message
 	// (docs/perf/socket.md: +25 % client CPU, −8 % throughput at 64 KiB).
 	NoDelayAuto
 )
 
-// AutoNoDelaySize is the message size at which NoDelayAuto turns Nagle's
+// AutoNoDelaySize is the message size at which [NoDelayAuto] turns Nagle's
 // algorithm off.
 const AutoNoDelaySize = 16 << 10
 
 // Config holds the settings of a server or client. The zero value means
 // "all defaults"; a zero field takes the default named on it, and the
-// timeouts accept a negative value to disable them. A Config is read when
+// timeouts accept a negative value to disable them. A [Config] is read when
 // the server or client is created and not after.
 type Config struct {
 	// ReadBufferSize is the size of each connection's pooled receive
@@ -65,7 +65,7 @@ type Config struct {
 	// set: at 0 the OS autotunes the buffer (Linux stops autotuning once
 	// SO_SNDBUF is set, so lifenet leaves it alone).
 	MaxSocketSendBuffer int
-	// NoDelay selects TCP_NODELAY (default: on for servers, NoDelayAuto
+	// NoDelay selects TCP_NODELAY (default: on for servers, [NoDelayAuto]
 	// for clients).
 	NoDelay NoDelay
 	// KeepAlive is the TCP keep-alive period (default 15 s; negative: off).
@@ -78,9 +78,9 @@ type Config struct {
 	// MaxConnsPerIP caps live sessions from one remote IP (default 1000).
 	MaxConnsPerIP int
 	// NoSessionRegistry turns off a server's index of sessions by ID, as
-	// NewLife's UseSession=false does for benchmarks: Server.Session then
+	// NewLife's UseSession=false does for benchmarks: [Server.Session] then
 	// finds nothing and opening or ending a session skips the index.
-	// Counting (SessionCount, Stats), Range, Broadcast and shutdown keep
+	// Counting (SessionCount, [Stats]), Range, Broadcast and shutdown keep
 	// working: they walk the list of open sessions every server keeps.
 	NoSessionRegistry bool
 	// IdleTimeout closes a session that receives nothing for this long
@@ -109,7 +109,7 @@ type Config struct {
 	// send queue is full — its unwritten bytes (queued, and left of the
 	// write in progress) past SendQueueBytes, or a sender waiting for room
 	// — while not a byte is written for this long is closed with
-	// ReasonSlowConsumer, and its waiting senders fail with ErrSlowConsumer
+	// [ReasonSlowConsumer], and its waiting senders fail with [ErrSlowConsumer]
 	// (default 10 s; negative: never, leaving a peer that does not read to
 	// WriteTimeout). Progress is seen per write call, and large batches are
 	// written in calls of at most 256 KiB, so a peer that takes 256 KiB per
@@ -129,7 +129,7 @@ type Config struct {
 	UDPPeerIdle time.Duration
 	// MaxUDPPeers caps live UDP virtual sessions per UDP listener (default
 	// 65536); a new peer past it ends the least recently active of a
-	// sample of peers (ReasonLimit). It is the UDP budget: MaxConns counts
+	// sample of peers ([ReasonLimit]). It is the UDP budget: MaxConns counts
 	// stream sessions only.
 	MaxUDPPeers int
 	// UDPReadBatch is how many datagrams a UDP server socket takes per
@@ -143,9 +143,9 @@ type Config struct {
 	UDPReadBatch int
 }
 
-// DefaultConfig returns a Config with every field at its default (NoDelay
-// stays NoDelayDefault, which each side resolves). A zero Config means the
-// same; DefaultConfig is the place to start when changing a few fields.
+// DefaultConfig returns a [Config] with every field at its default ([NoDelay]
+// stays [NoDelayDefault], which each side resolves). A zero Config means the
+// same; [DefaultConfig] is the place to start when changing a few fields.
 func DefaultConfig() Config {
 	c, _ := Config{}.withDefaults(true)
 	c.NoDelay = NoDelayDefault
@@ -153,7 +153,7 @@ func DefaultConfig() Config {
 }
 
 // Validate reports a field out of range: a negative size or count, or an
-// unknown NoDelay mode. Zero fields are valid (they take defaults).
+// unknown [NoDelay] mode. Zero fields are valid (they take defaults).
 func (c Config) Validate() error {
 	for _, f := range []struct {
 		name string

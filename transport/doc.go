@@ -3,7 +3,7 @@
 // with a per-session state bag, a receive loop that reuses one pooled buffer
 // per connection, coalesced vectored writes behind a bounded send queue,
 // connection limits, idle and first-byte timeouts, TLS, and graceful
-// shutdown. Every session ends with a named Reason, and every reason has a
+// shutdown. Every session ends with a named [Reason], and every reason has a
 // counter in Stats.
 //
 // Received bytes are delivered as *packet.Packet views of the connection's

@@ -20,38 +20,38 @@ var (
 	// ErrNotWritten is matched by the error of a send none of whose bytes
 	// left: the session was closing (or closed while the send waited for
 	// room), the wait for room ended with the send's context, Enqueue found
-	// twice SendQueueBytes held (ErrSlowConsumer), the message was too
-	// large for a datagram (ErrDatagramTooLarge), or the write that carried
+	// twice SendQueueBytes held ([ErrSlowConsumer]), the message was too
+	// large for a datagram ([ErrDatagramTooLarge]), or the write that carried
 	// it failed before its first byte. A send error without it came from a
 	// write that may have carried some or all of the bytes: a request sent
 	// so may have run.
 	ErrNotWritten = errors.New("transport: nothing written")
 	// ErrDatagramTooLarge is returned by Send on a datagram (UDP) session
-	// for a message larger than one datagram carries (MaxDatagram; 65527
+	// for a message larger than one datagram carries ([MaxDatagram]; 65527
 	// bytes to an IPv6 peer). The session stays open.
 	ErrDatagramTooLarge = errors.New("transport: message too large for a datagram")
 )
 
 // notWritten marks err as the error of a send none of whose bytes left
-// (ErrNotWritten), keeping its text and what it wraps.
+// ([ErrNotWritten]), keeping its text and what it wraps.
 type notWritten struct{ err error }
 
 func (e notWritten) Error() string        { return e.err.Error() }
 func (e notWritten) Unwrap() error        { return e.err }
 func (e notWritten) Is(target error) bool { return target == ErrNotWritten }
 
-// ErrWoken is returned by Receive in ReceiveSync mode when Wake cut it
+// ErrWoken is returned by Receive in [ReceiveSync] mode when Wake cut it
 // short. The connection stays open and the next Receive reads on.
 var ErrWoken = errors.New("transport: receive woken")
 
 // ErrConfig is wrapped by every Validate error of this package.
 var ErrConfig = errors.New("transport: invalid config")
 
-// ErrHooks is returned for Hooks that set both NewHandler and OnReceive or
+// ErrHooks is returned for [Hooks] that set both NewHandler and OnReceive or
 // OnClose.
 var ErrHooks = errors.New("transport: Hooks set both NewHandler and OnReceive/OnClose")
 
-// CloseError is why a session ended: its Reason and the underlying error,
+// CloseError is why a session ended: its [Reason] and the underlying error,
 // if any. Match with errors.Is against the Reason's sentinel or the cause.
 type CloseError struct {
 	Reason Reason
@@ -67,8 +67,8 @@ func (e *CloseError) Error() string {
 
 func (e *CloseError) Unwrap() error { return e.Err }
 
-// Is reports whether target is ErrClosed (every CloseError is) or
-// ErrSlowConsumer for a slow-consumer close.
+// Is reports whether target is [ErrClosed] (every [CloseError] is) or
+// [ErrSlowConsumer] for a slow-consumer close.
 func (e *CloseError) Is(target error) bool {
 	return target == ErrClosed || (target == ErrSlowConsumer && e.Reason == ReasonSlowConsumer)
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // interrupted is a read deadline in the past: setting it wakes a blocked
-// read (Shutdown, a cancelled ReceiveSync).
+// read (Shutdown, a cancelled [ReceiveSync]).
 var interrupted = time.Unix(1, 0)
 
 // serveStream runs a stream session on the calling goroutine until it ends:
@@ -137,7 +137,7 @@ func (s *Session) deliver(buf *packet.Packet, n int) {
 func (s *Session) received(n int) {
 	// The coarse clock moves every 250 ms: most receives find lastRx
 	// current, and a load costs less than a store (a locked exchange on
-	// amd64) on a line that Stats and the UDP sweep read.
+	// amd64) on a line that [Stats] and the UDP sweep read.
 	if t := now(); s.lastRx.Load() != t {
 		s.lastRx.Store(t)
 	}

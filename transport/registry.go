@@ -1,8 +1,8 @@
 package transport
 
 // sessionSet is a server's open sessions. The list is always kept: Close,
-// Shutdown, Stats, Range and Broadcast must reach every session. The index
-// by ID behind Server.Session is the optional part (Config.NoSessionRegistry
+// Shutdown, [Stats], Range and Broadcast must reach every session. The index
+// by ID behind [Server.Session] is the optional part (Config.NoSessionRegistry
 // drops it). The owning server's mu guards both.
 type sessionSet struct {
 	list []*Session          // in no order; each session knows its slot

@@ -28,13 +28,13 @@ import (
 // while a sender waits is closed as a slow consumer. SendContext bounds
 // the wait by a context; Enqueue never waits.
 //
-// Send fails with a *CloseError (matching ErrClosed) once the session is
+// Send fails with a *[CloseError] (matching [ErrClosed]) once the session is
 // closing; if it closed as a slow consumer while Send waited, the error
-// matches ErrSlowConsumer too.
+// matches [ErrSlowConsumer] too.
 func (s *Session) Send(p *packet.Packet) error { return s.send(context.Background(), p) }
 
 // SendContext is Send, except that a wait for room in the queue ends with
-// ctx: the send then fails with ctx's error (matching ErrNotWritten) and
+// ctx: the send then fails with ctx's error (matching [ErrNotWritten]) and
 // the session is unaffected. What a write in progress takes, ctx does not
 // cut short (WriteTimeout bounds that).
 func (s *Session) SendContext(ctx context.Context, p *packet.Packet) error { return s.send(ctx, p) }
@@ -85,8 +85,8 @@ func (s *Session) sendBytes(ctx context.Context, parts [][]byte) error {
 // left of the write in progress) then stay past it for SendStallTimeout
 // without a byte written is closed as a slow consumer, and one that
 // Enqueue would make hold more than twice SendQueueBytes (queued and
-// being written) is closed at once (ReasonSlowConsumer; Enqueue fails
-// with ErrSlowConsumer). Order with other sends is call order, as for
+// being written) is closed at once ([ReasonSlowConsumer]; Enqueue fails
+// with [ErrSlowConsumer]). Order with other sends is call order, as for
 // Send. It takes ownership of p.
 func (s *Session) Enqueue(p *packet.Packet) error {
 	p = p.Keep()
@@ -318,7 +318,7 @@ func (s *Session) lookForStall() {
 }
 
 // maxDatagram is the largest message one datagram to this session's peer
-// carries: MaxDatagram, or 65527 bytes to an IPv6 peer.
+// carries: [MaxDatagram], or 65527 bytes to an IPv6 peer.
 func (s *Session) maxDatagram() int {
 	if u, ok := s.remote.(*net.UDPAddr); ok && u.IP.To4() == nil {
 		return maxDatagram6
@@ -451,7 +451,7 @@ func (s *Session) QueuedBytes() int {
 
 // flush writes queued batches until the queue is empty. Only the goroutine
 // that set s.writing runs it. Its caller's own bytes are in the first
-// batch: a failure there before any byte left is ErrNotWritten, any later
+// batch: a failure there before any byte left is [ErrNotWritten], any later
 // one may have carried them.
 func (s *Session) flush() error {
 	s.mu.Lock()

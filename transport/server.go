@@ -15,7 +15,7 @@ import (
 )
 
 // Server accepts connections on any number of listeners (TCP, Unix, TLS, or
-// a caller's net.Listener) and UDP sockets, and runs a Session for each
+// a caller's net.Listener) and UDP sockets, and runs a [Session] for each
 // connection or UDP peer. All methods are safe for concurrent use.
 type Server struct {
 	ep endpoint
@@ -332,7 +332,7 @@ func (s *Server) stop() {
 	})
 }
 
-// Close closes the listeners and every session at once (ReasonShutdown) and
+// Close closes the listeners and every session at once ([ReasonShutdown]) and
 // waits for the server's goroutines to end. It is idempotent.
 func (s *Server) Close() error {
 	s.stop()
@@ -345,7 +345,7 @@ func (s *Server) Close() error {
 }
 
 // Shutdown stops accepting, lets each session finish the handler it is
-// running and write what it has queued, then closes it (ReasonShutdown).
+// running and write what it has queued, then closes it ([ReasonShutdown]).
 // If ctx ends first, the remaining sessions are closed at once and ctx's
 // error is returned. It is idempotent, and safe to combine with Close.
 func (s *Server) Shutdown(ctx context.Context) error {

@@ -63,7 +63,7 @@ type endpoint struct {
 	cfg   Config
 	hooks Hooks
 	pull  func(*Session, *packet.Packet) // a pull-mode client's queue, in place of the hooks
-	// selfRead: a ReceiveSync client's reader, whose callers read; nil
+	// selfRead: a [ReceiveSync] client's reader, whose callers read; nil
 	// otherwise. No receive loop ends its session's drain or finishes it.
 	selfRead *syncReader
 	stats    counters
@@ -155,7 +155,7 @@ func (s *Session) LastActive() time.Time { return mono.Time(s.lastRx.Load()) }
 // Done is closed when the session has ended and OnClose has run.
 func (s *Session) Done() <-chan struct{} { return s.done }
 
-// Reason returns why the session ended, or ReasonNone while it is open.
+// Reason returns why the session ended, or [ReasonNone] while it is open.
 func (s *Session) Reason() Reason { return Reason(s.reason.Load()) }
 
 // Set stores a value in the session's key/value bag (codec and application
@@ -178,7 +178,7 @@ func (s *Session) Get(key any) (any, bool) {
 }
 
 // SetState sets the session's application state (NewLife's typed
-// NetSession); StateOf retrieves it typed.
+// NetSession); [StateOf] retrieves it typed.
 func (s *Session) SetState(v any) {
 	s.mu.Lock()
 	s.state = v
@@ -204,10 +204,10 @@ func (s *Session) Close() error {
 }
 
 // CloseAfterWrites ends the session once what was sent so far has been
-// written (ReasonLocal): it stops reading, writes what is queued, then
+// written ([ReasonLocal]): it stops reading, writes what is queued, then
 // closes — what a server does after an answer that ends the conversation.
 // It does not wait; see Done. A UDP peer session closes at once. A
-// ReceiveSync client's session, which no receive loop serves, keeps
+// [ReceiveSync] client's session, which no receive loop serves, keeps
 // reading until it closes: a goroutine writes what is queued, then closes
 // and finishes it.
 func (s *Session) CloseAfterWrites() error {
@@ -226,18 +226,18 @@ func (s *Session) CloseAfterWrites() error {
 }
 
 // Abort ends the session because the peer broke the protocol
-// (ReasonProtocol), recording err as the cause. It does not wait; what is
+// ([ReasonProtocol]), recording err as the cause. It does not wait; what is
 // queued and not yet written is dropped.
 func (s *Session) Abort(err error) {
 	s.closeWith(ReasonProtocol, err)
 }
 
-// AbortAfterWrites ends the session as Abort does (ReasonProtocol, cause
+// AbortAfterWrites ends the session as Abort does ([ReasonProtocol], cause
 // err), but once what was sent before it has been written: the answers to
 // the peer's valid messages that came before the violation still reach it.
 // Reading stops at once; a peer that does not read holds the session at
 // most Config.WriteTimeout per write. It is meant for the session's
-// handler; a ReceiveSync client's session, which no receive loop serves,
+// handler; a [ReceiveSync] client's session, which no receive loop serves,
 // is aborted at once. It does not wait.
 func (s *Session) AbortAfterWrites(err error) {
 	if s.ep.selfRead != nil {
@@ -340,7 +340,7 @@ func (s *Session) open() {
 }
 
 // openSafely runs open, turning a panic in NewHandler or OnOpen into a
-// *PanicError (for callers outside the receive loop's recover).
+// *[PanicError] (for callers outside the receive loop's recover).
 func (s *Session) openSafely() (err error) {
 	defer func() {
 		if v := recover(); v != nil {

@@ -36,7 +36,7 @@ func tuneConn(c net.Conn, cfg *Config) {
 }
 
 // fitLargeMessage adapts the socket to the batch's largest message: SO_SNDBUF
-// grows to fit it, and NoDelayAuto turns Nagle off at AutoNoDelaySize.
+// grows to fit it, and [NoDelayAuto] turns Nagle off at AutoNoDelaySize.
 func (w *streamSender) fitLargeMessage(batch []*packet.Packet) {
 	m := largest(batch)
 	w.fitSendBuffer(m)

@@ -2,7 +2,7 @@ package transport
 
 import "sync/atomic"
 
-// NumReasons is the number of Reason values, for indexing Stats.Closed.
+// NumReasons is the number of [Reason] values, for indexing Stats.Closed.
 const NumReasons = int(numReasons)
 
 // Stats is a snapshot of a server's or client's counters.
@@ -22,7 +22,7 @@ type Stats struct {
 
 // traffic counts one session's bytes and messages. Each session has its
 // own, so receive loops on different cores never write a shared cache line
-// per message; Stats sums the live sessions and the retired totals.
+// per message; [Stats] sums the live sessions and the retired totals.
 type traffic struct {
 	bytesIn, messagesIn, bytesOut, messagesOut atomic.Uint64
 }
@@ -41,7 +41,7 @@ func (t *traffic) absorb(o *traffic) {
 	t.messagesOut.Add(o.messagesOut.Load())
 }
 
-// counters are the live, atomically updated form of Stats, apart from the
+// counters are the live, atomically updated form of [Stats], apart from the
 // traffic of live sessions.
 type counters struct {
 	accepted, droppedDatagrams, overflows atomic.Uint64

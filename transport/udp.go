@@ -22,7 +22,7 @@ const MaxDatagram = 65507
 const maxDatagram6 = 65527
 
 // datagramBuffer is the size of each receive slot of a UDP server: 64 KiB
-// holds the largest datagram of IPv4 (MaxDatagram) and of IPv6 (65527
+// holds the largest datagram of IPv4 ([MaxDatagram]) and of IPv6 (65527
 // bytes without jumbograms), so the kernel never cuts one short. A
 // datagram that arrives truncated all the same is dropped and counted in
 // Stats.DatagramsDropped: its head alone would hand a protocol half a
@@ -243,7 +243,7 @@ func (u *udpServer) safeDeliver(sess *Session, buf *packet.Packet, n int) {
 
 // open starts a virtual session for the slot's sender, or returns nil when
 // the server is closing. At MaxUDPPeers the least recently active of a
-// sample of peers makes room (ReasonLimit): a flood of new source
+// sample of peers makes room ([ReasonLimit]): a flood of new source
 // addresses, which are easy to forge, pushes out peers that went quiet,
 // not the server's TCP connections (MaxConns is theirs alone) nor peers
 // that keep talking.
