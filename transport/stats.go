@@ -2,8 +2,9 @@ package transport
 
 import "sync/atomic"
 
-// NumReasons is the number of [Reason] values, for indexing Stats.Closed.
-const NumReasons = int(numReasons)
+// ReasonCounts counts sessions by the [Reason] they ended with: index it
+// with a Reason, or range over it.
+type ReasonCounts [numReasons]uint64
 
 // Stats is a snapshot of a server's or client's counters.
 type Stats struct {
@@ -11,7 +12,7 @@ type Stats struct {
 	Active    int64  // sessions open now
 	MaxActive int64  // most sessions open at once
 
-	Closed [NumReasons]uint64 // sessions ended, by Reason
+	Closed ReasonCounts // sessions ended, by Reason
 
 	BytesIn, BytesOut       uint64 // payload bytes received and written
 	MessagesIn, MessagesOut uint64 // reads/datagrams delivered; messages written (one per Send or SendBytes)
@@ -46,7 +47,7 @@ func (t *traffic) absorb(o *traffic) {
 type counters struct {
 	accepted, droppedDatagrams, overflows atomic.Uint64
 	active, maxActive                     atomic.Int64
-	closed                                [NumReasons]atomic.Uint64
+	closed                                [numReasons]atomic.Uint64
 	retired                               traffic // traffic of ended sessions
 }
 

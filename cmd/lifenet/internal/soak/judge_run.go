@@ -53,7 +53,7 @@ func judge(r *Report) {
 	}
 	for _, srv := range []struct {
 		name      string
-		closed    *[transport.NumReasons]uint64
+		closed    *transport.ReasonCounts
 		malformed int64
 	}{{"codec", &r.CodecClosed, c.MalformedToCodec}, {"rpc", &r.RPCClosed, c.MalformedToRPC}} {
 		if got := int64(srv.closed[transport.ReasonProtocol]); got != srv.malformed {

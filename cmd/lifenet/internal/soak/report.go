@@ -77,7 +77,7 @@ func WriteSummary(w io.Writer, r *Report) {
 		held, r.PendingDrain.Seconds())
 	for _, srv := range []struct {
 		name   string
-		closed *[transport.NumReasons]uint64
+		closed *transport.ReasonCounts
 	}{{"codec", &r.CodecClosed}, {"rpc", &r.RPCClosed}} {
 		var reasons []string
 		for i, n := range srv.closed {

@@ -28,8 +28,8 @@ type Report struct {
 	// What the servers counted.
 	ServerPanics   uint64                       // rpc.Server.Stats().Panics
 	ServerDropped  uint64                       // rpc.Server.Stats().Dropped
-	CodecClosed    [transport.NumReasons]uint64 // the codec server's sessions ended under load, by reason
-	RPCClosed      [transport.NumReasons]uint64 // the same for the rpc server
+	CodecClosed    transport.ReasonCounts // the codec server's sessions ended under load, by reason
+	RPCClosed      transport.ReasonCounts // the same for the rpc server
 	BuffersAtClose int                          // pooled buffers outstanding once the servers closed
 	Verdicts       []Verdict
 	Failures       []string // one line each; empty: the run passed
