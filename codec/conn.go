@@ -80,9 +80,11 @@ type Conn struct {
 	batches atomic.Int32 // Batch calls in progress: their writes are held back already
 }
 
-// SetState attaches the application's per-connection value (an rpc
-// session, say). Call it from Options.OnOpen, before the connection's first
-// message: State reads it without a lock.
+// SetState attaches the value of the layer above codec to the connection
+// (the rpc package keeps its session here), read on every message without
+// a lock. Call it from [Options.OnOpen], before the connection's first
+// message. Application state belongs in the session's bag
+// ([transport.Session.Set]), the one place for it at every layer.
 func (c *Conn) SetState(v any) { c.state = v }
 
 // State returns the value SetState attached, or nil.

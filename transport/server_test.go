@@ -349,15 +349,17 @@ func TestRegistryChurn(t *testing.T) {
 	}
 }
 
-func TestSessionBagAndState(t *testing.T) {
+func TestSessionBag(t *testing.T) {
 	leakcheck.Check(t)
 	type appState struct{ n int }
+	type stateKey struct{}
 	done := make(chan int, 2)
 	_, a := startServer(t, transport.Config{}, transport.Hooks{
-		OnOpen: func(s *transport.Session) { s.SetState(&appState{}); s.Set("codec", "srmp") },
+		OnOpen: func(s *transport.Session) { s.Set(stateKey{}, &appState{}); s.Set("codec", "srmp") },
 		OnReceive: func(s *transport.Session, p *packet.Packet) {
-			st, ok := transport.StateOf[*appState](s)
-			v, _ := s.Get("codec")
+			v, _ := s.Get(stateKey{})
+			st, ok := v.(*appState)
+			v, _ = s.Get("codec")
 			if ok && v == "srmp" {
 				st.n += p.Len()
 				if st.n == 3 || st.n == 6 {

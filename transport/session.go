@@ -109,7 +109,6 @@ type Session struct {
 	cause        error
 	drainCause   error // the cause a drain closes with (AbortAfterWrites)
 	items        map[any]any
-	state        any
 
 	handler  SessionHandler // from Hooks.NewHandler; set before the first receive
 	opened   bool           // open has run (receive goroutine, or Dial before it starts)
@@ -158,8 +157,10 @@ func (s *Session) Done() <-chan struct{} { return s.done }
 // Reason returns why the session ended, or [ReasonNone] while it is open.
 func (s *Session) Reason() Reason { return Reason(s.reason.Load()) }
 
-// Set stores a value in the session's key/value bag (codec and application
-// state that belongs to this connection).
+// Set stores a value in the session's key/value bag: the one place for
+// application state that belongs to this connection (NewLife's
+// NetSession items). Safe for concurrent use; keys compare as map keys, so
+// use an unexported key type of your own, as with context values.
 func (s *Session) Set(key, value any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -174,22 +175,6 @@ func (s *Session) Get(key any) (any, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, ok := s.items[key]
-	return v, ok
-}
-
-// SetState sets the session's application state (NewLife's typed
-// NetSession); [StateOf] retrieves it typed.
-func (s *Session) SetState(v any) {
-	s.mu.Lock()
-	s.state = v
-	s.mu.Unlock()
-}
-
-// StateOf returns s's application state as a T, or the zero T and false.
-func StateOf[T any](s *Session) (T, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, ok := s.state.(T)
 	return v, ok
 }
 
