@@ -1,0 +1,215 @@
+//go:build linux
+
+package etcd
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// lab is the drill's network: one "switch" namespace holding a Linux
+// bridge, and one namespace per host, each joined to the bridge by a veth
+// pair (eth0 in the host, p-HOST in the switch). Every namespace is named
+// with the run's prefix (lnd<pid>-); the interfaces are made directly in
+// those namespaces (never in the root one), so deleting the namespaces
+// deletes every interface the drill made. Addresses are 198.18.0.0/24,
+// in the benchmarking range 198.18.0.0/15.
+type lab struct {
+	t      *testing.T
+	prefix string // "lnd<pid>"
+	exe    string // the test binary, re-run in the hosts
+	sw     string // the switch namespace
+}
+
+const labNet = "198.18.0." // hosts are labNet + n, /24
+
+// newLab skips t unless it runs as root with ip(8) at hand, sweeps
+// leftovers of this run's prefix, registers the sweep as a cleanup (before
+// anything is made) and makes the switch.
+func newLab(t *testing.T) *lab {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the drill makes network namespaces: root only")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skipf("the drill needs ip(8) (iproute2): %v", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &lab{t: t, prefix: fmt.Sprintf("lnd%d", os.Getpid()), exe: exe}
+	l.sw = l.ns("sw")
+	l.sweep()
+	t.Cleanup(l.sweep)
+	if others := l.others(); len(others) > 0 {
+		t.Logf("namespaces of other runs left alone: %v", others)
+	}
+	l.ip("netns", "add", l.sw)
+	l.ip("-n", l.sw, "link", "add", "name", "br0", "type", "bridge")
+	l.ip("-n", l.sw, "link", "set", "br0", "up")
+	return l
+}
+
+func (l *lab) ns(host string) string { return l.prefix + "-" + host }
+
+// port is the switch side of host's veth.
+func (l *lab) port(host string) string { return "p-" + host }
+
+// addHost makes host's namespace with address labNet+n on eth0, joined to
+// the bridge.
+func (l *lab) addHost(host string, n int) string {
+	l.t.Helper()
+	ns := l.ns(host)
+	l.ip("netns", "add", ns)
+	l.ip("-n", l.sw, "link", "add", "name", l.port(host), "type", "veth", "peer", "name", "eth0", "netns", ns)
+	l.ip("-n", l.sw, "link", "set", l.port(host), "master", "br0")
+	l.ip("-n", l.sw, "link", "set", l.port(host), "up")
+	addr := fmt.Sprintf("%s%d", labNet, n)
+	l.ip("-n", ns, "addr", "add", addr+"/24", "dev", "eth0")
+	l.ip("-n", ns, "link", "set", "eth0", "up")
+	l.ip("-n", ns, "link", "set", "lo", "up")
+	return addr
+}
+
+// link sets host's switch port up or down: a partition of that host.
+func (l *lab) link(host string, up bool) {
+	l.t.Helper()
+	state := "down"
+	if up {
+		state = "up"
+	}
+	l.ip("-n", l.sw, "link", "set", l.port(host), state)
+}
+
+func (l *lab) ip(args ...string) {
+	l.t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		l.t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+	}
+}
+
+// names lists the namespaces whose names start with prefix.
+func (l *lab) names(prefix string) []string {
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		l.t.Logf("ip netns list: %v", err)
+		return nil
+	}
+	var ns []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], prefix) {
+			ns = append(ns, f[0])
+		}
+	}
+	return ns
+}
+
+func (l *lab) others() []string {
+	return slices.DeleteFunc(l.names("lnd"), func(n string) bool { return strings.HasPrefix(n, l.prefix+"-") })
+}
+
+// sweep deletes every namespace of this run's prefix, the switch last
+// (deleting a namespace deletes its ends of the veths, and so the pairs).
+// It runs before anything is made and as the test's last cleanup, after
+// the processes in the hosts were killed.
+func (l *lab) sweep() {
+	ns := l.names(l.prefix + "-")
+	slices.SortFunc(ns, func(a, b string) int {
+		if (a == l.sw) != (b == l.sw) {
+			if a == l.sw {
+				return 1
+			}
+			return -1
+		}
+		return strings.Compare(a, b)
+	})
+	for _, n := range ns {
+		if out, err := exec.Command("ip", "netns", "del", n).CombinedOutput(); err != nil {
+			l.t.Errorf("ip netns del %s: %v: %s", n, err, bytes.TrimSpace(out))
+		}
+	}
+	if left := l.names(l.prefix + "-"); len(left) > 0 {
+		l.t.Errorf("namespaces left after the sweep: %v", left)
+	}
+}
+
+// proc is a process the drill started in a host: the test binary run
+// again as one of the roles of TestDrillHelper.
+type proc struct {
+	name   string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stderr *logBuffer
+	exited chan struct{}
+	mu     sync.Mutex
+	killed bool
+}
+
+// start runs role in host's namespace with env; onLine gets each line the
+// process writes to stdout, with the time it was read. The process is
+// killed (by PID) in a cleanup, and gets SIGKILL should the test process
+// die first (Pdeathsig).
+func (l *lab) start(host, name, role string, onLine func(at time.Time, line string), env ...string) *proc {
+	l.t.Helper()
+	// ip netns exec execs the command in place: the PID is the role's.
+	cmd := exec.Command("ip", "netns", "exec", l.ns(host), l.exe, "-test.run=^TestDrillHelper$")
+	cmd.Env = append(os.Environ(), append([]string{drillRoleEnv + "=" + role}, env...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	p := &proc{name: name, cmd: cmd, stderr: &logBuffer{}, exited: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	var err error
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		l.t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		l.t.Fatalf("start %s: %v", name, err)
+	}
+	l.t.Cleanup(func() { p.kill() })
+	go func() {
+		s := bufio.NewScanner(out)
+		s.Buffer(make([]byte, 64<<10), 64<<20)
+		for s.Scan() {
+			onLine(time.Now(), s.Text())
+		}
+		cmd.Wait()
+		close(p.exited)
+	}()
+	return p
+}
+
+// kill sends SIGKILL to the process by its PID and waits for it; it
+// returns the time the signal went.
+func (p *proc) kill() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	at := time.Now()
+	if !p.killed {
+		p.killed = true
+		syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+	}
+	return at
+}
+
+func (p *proc) send(line []byte) error {
+	_, err := p.stdin.Write(append(line, '\n'))
+	return err
+}

@@ -1,0 +1,466 @@
+//go:build linux
+
+package etcd
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lifenet/lifenet/rpc"
+	"github.com/lifenet/lifenet/rpc/balance"
+	"github.com/lifenet/lifenet/rpc/cluster"
+	"github.com/lifenet/lifenet/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+)
+
+// The drill's child processes: TestDrill runs the test binary again in a
+// host's namespace with -test.run=^TestDrillHelper$ and drillRoleEnv set
+// to the role, "etcd", "server" or "client". Each role speaks on stdout
+// in lines, reads stdin, exits when stdin closes (the test is gone) and,
+// in any case, after drillChildLife.
+const (
+	drillRoleEnv   = "LIFENET_DRILL_ROLE"
+	drillEtcdEnv   = "LIFENET_DRILL_ETCD"   // etcd: "dir host"; others: etcd's client address
+	drillServerEnv = "LIFENET_DRILL_SERVER" // server: "name addr weight"
+	drillService   = "drill"
+	drillTTL       = 3 * time.Second // the servers' lease TTL
+	drillBaseDelay = 2 * time.Millisecond
+	drillChildLife = 3 * time.Minute
+)
+
+func TestDrillHelper(t *testing.T) {
+	role := os.Getenv(drillRoleEnv)
+	if role == "" {
+		t.Skip("a child process of TestDrill only")
+	}
+	go func() {
+		time.Sleep(drillChildLife) // bounds an orphan
+		os.Exit(3)
+	}()
+	var err error
+	switch role {
+	case "etcd":
+		err = drillEtcdRole()
+	case "server":
+		err = drillServerRole()
+	case "client":
+		err = drillClientRole()
+	default:
+		err = fmt.Errorf("unknown role %q", role)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "drill %s: %v\n", role, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// waitStdin returns when stdin closes.
+func waitStdin() {
+	s := bufio.NewScanner(os.Stdin)
+	for s.Scan() {
+	}
+}
+
+// drillEtcdRole runs a one-member etcd on host:2379 (peers :2380) with its
+// data in dir, prints "ready", and runs until killed or stdin closes.
+func drillEtcdRole() error {
+	var dir, host string
+	if _, err := fmt.Sscan(os.Getenv(drillEtcdEnv), &dir, &host); err != nil {
+		return err
+	}
+	cfg := embed.NewConfig()
+	cfg.Name = "drill"
+	cfg.Dir = dir
+	client := []url.URL{{Scheme: "http", Host: host + ":2379"}}
+	peer := []url.URL{{Scheme: "http", Host: host + ":2380"}}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = client, client
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = peer, peer
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	cfg.TickMs = 50
+	cfg.ElectionMs = 500
+	cfg.UnsafeNoFsync = true
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(30 * time.Second):
+		return errors.New("etcd not ready after 30 s")
+	}
+	fmt.Printf("ready %d\n", time.Now().UnixNano())
+	waitStdin()
+	e.Close()
+	return nil
+}
+
+// drillServerRole serves Drill/Who (prints "run ID NS" when a call starts,
+// waits its delay, answers its name) and Drill/Slow (sets the delay to the
+// argument in ms, 0 for drillBaseDelay) on addr, registers in etcd with
+// drillTTL and weight, prints "state STATE NS" on each registration state
+// and "ready" once registered.
+func drillServerRole() error {
+	var name, addr string
+	var weight int
+	if _, err := fmt.Sscan(os.Getenv(drillServerEnv), &name, &addr, &weight); err != nil {
+		return err
+	}
+	var out sync.Mutex
+	say := func(format string, a ...any) {
+		out.Lock()
+		defer out.Unlock()
+		fmt.Fprintf(os.Stdout, format+"\n", a...) // unbuffered: a SIGKILL loses no line
+	}
+	var delay atomic.Int64
+	delay.Store(int64(drillBaseDelay))
+	srv, err := rpc.NewServer(rpc.Config{Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return err
+	}
+	if err := rpc.Handle(srv, "Drill/Who", func(_ context.Context, id int64) (string, error) {
+		say("run %d %d", id, time.Now().UnixNano())
+		time.Sleep(time.Duration(delay.Load()))
+		return name, nil
+	}); err != nil {
+		return err
+	}
+	if err := rpc.Handle(srv, "Drill/Slow", func(_ context.Context, ms int) (int, error) {
+		d := time.Duration(ms) * time.Millisecond
+		if ms <= 0 {
+			d = drillBaseDelay
+		}
+		delay.Store(int64(d))
+		return ms, nil
+	}); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := srv.Listen(ctx, "tcp", addr); err != nil {
+		return err
+	}
+	cli, err := clientv3.New(clientConfig(os.Getenv(drillEtcdEnv)))
+	if err != nil {
+		return err
+	}
+	reg, err := Register(ctx, cli, drillService, rpc.Endpoint{Addr: addr, Weight: weight}, RegisterConfig{
+		TTL:     drillTTL,
+		OnState: func(s State, _ error) { say("state %s %d", s, time.Now().UnixNano()) },
+	})
+	if err != nil {
+		return err
+	}
+	say("ready")
+	waitStdin()
+	reg.Close(context.Background())
+	srv.Close()
+	cli.Close()
+	return nil
+}
+
+// drillCmd is a command of the test to the client role, one JSON line on
+// its stdin.
+type drillCmd struct {
+	Op string `json:"op"` // "start", "run", "stop", "call", "quit"
+	// start and run: a load of Conc goroutines, each calling Drill/Who
+	// with a new ID, until stop (start), or MaxCalls calls, or Duration.
+	Balancer string        `json:"balancer,omitempty"`
+	Conc     int           `json:"conc,omitempty"`
+	MaxCalls int64         `json:"max_calls,omitempty"`
+	Duration time.Duration `json:"duration,omitempty"`
+	Timeout  time.Duration `json:"timeout,omitempty"` // each call's, and its attempts'
+	Shield   time.Duration `json:"shield,omitempty"`  // balance.Config.ShieldTime (0: default)
+	Decay    time.Duration `json:"decay,omitempty"`   // balance.Config.Decay (0: default)
+	Attempts int           `json:"attempts,omitempty"`
+	// call: one call of Action with Arg on Addr.
+	Addr   string `json:"addr,omitempty"`
+	Action string `json:"action,omitempty"`
+	Arg    int64  `json:"arg,omitempty"`
+}
+
+// drillRecord is one call of a load.
+type drillRecord struct {
+	ID    int64       `json:"id"`
+	Start int64       `json:"s"` // unix ns
+	End   int64       `json:"e"`
+	Picks []drillPick `json:"p"` // each attempt's pick, in order
+	Who   string      `json:"w,omitempty"`
+	Kind  string      `json:"k"` // ok, notsent, closed, timeout, noserver, other
+	Err   string      `json:"err,omitempty"`
+}
+
+type drillPick struct {
+	Addr string `json:"a"`
+	At   int64  `json:"t"`
+}
+
+// drillSet is an endpoint set the resolver reported.
+type drillSet struct {
+	At    int64    `json:"t"`
+	Addrs []string `json:"a"`
+}
+
+// drillReply is the client role's answer to a command.
+type drillReply struct {
+	Op        string                  `json:"op"`
+	Err       string                  `json:"err,omitempty"`
+	Issued    int64                   `json:"issued,omitempty"`
+	Records   []drillRecord           `json:"records,omitempty"`
+	Sets      []drillSet              `json:"sets,omitempty"`
+	Endpoints []cluster.EndpointState `json:"endpoints,omitempty"`
+}
+
+func drillKind(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, rpc.ErrNotSent):
+		return "notsent"
+	case errors.Is(err, rpc.ErrConnClosed):
+		return "closed"
+	case errors.Is(err, rpc.ErrTimeout):
+		return "timeout"
+	case errors.Is(err, rpc.ErrNoServer):
+		return "noserver"
+	}
+	return "other"
+}
+
+// drillClientRole runs loads through a cluster.Client resolved from etcd,
+// as the test commands on stdin, and answers each command with a JSON line.
+func drillClientRole() error {
+	cli, err := clientv3.New(clientConfig(os.Getenv(drillEtcdEnv)))
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	enc := json.NewEncoder(os.Stdout)
+	reply := func(r drillReply) {
+		if err := enc.Encode(r); err != nil {
+			fmt.Fprintln(os.Stderr, "drill client:", err)
+			os.Exit(1)
+		}
+	}
+	reply(drillReply{Op: "ready"})
+	var next atomic.Int64 // call IDs, unique over the loads
+	var cur *drillLoad
+	s := bufio.NewScanner(os.Stdin)
+	for s.Scan() {
+		var c drillCmd
+		if err := json.Unmarshal(s.Bytes(), &c); err != nil {
+			reply(drillReply{Op: "error", Err: err.Error()})
+			continue
+		}
+		switch c.Op {
+		case "start", "run":
+			l, err := startDrillLoad(cli, c, &next)
+			if err != nil {
+				reply(drillReply{Op: c.Op, Err: err.Error()})
+				continue
+			}
+			if c.Op == "run" {
+				reply(l.wait())
+				continue
+			}
+			cur = l
+			reply(drillReply{Op: "start"})
+		case "stop":
+			if cur == nil {
+				reply(drillReply{Op: "stop", Err: "no load"})
+				continue
+			}
+			cur.halt()
+			reply(cur.wait())
+			cur = nil
+		case "call":
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			var err error
+			if rc, derr := rpc.Dial(ctx, c.Addr, rpc.ClientConfig{Timeout: 5 * time.Second}); derr != nil {
+				err = derr
+			} else {
+				var res any
+				err = rc.Invoke(ctx, c.Action, c.Arg, &res)
+				rc.Close()
+			}
+			cancel()
+			r := drillReply{Op: "call"}
+			if err != nil {
+				r.Err = err.Error()
+			}
+			reply(r)
+		case "quit":
+			return nil
+		default:
+			reply(drillReply{Op: "error", Err: "unknown op " + c.Op})
+		}
+	}
+	return nil
+}
+
+// drillLoad is one load: its own resolver, balancer and cluster.Client.
+type drillLoad struct {
+	c      *cluster.Client
+	b      *drillBalancer
+	r      *drillResolver
+	stop   chan struct{}
+	once   sync.Once
+	wg     sync.WaitGroup
+	issued atomic.Int64
+	mu     sync.Mutex
+	recs   []drillRecord
+}
+
+func startDrillLoad(cli *clientv3.Client, c drillCmd, next *atomic.Int64) (*drillLoad, error) {
+	res, err := NewResolver(cli, drillService, ResolverConfig{})
+	if err != nil {
+		return nil, err
+	}
+	b, err := balance.ByName(c.Balancer, balance.Config{ShieldTime: c.Shield, Decay: c.Decay})
+	if err != nil {
+		return nil, err
+	}
+	l := &drillLoad{
+		b:    &drillBalancer{Balancer: b, picks: map[string][]drillPick{}},
+		r:    &drillResolver{r: res},
+		stop: make(chan struct{}),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l.c, err = cluster.Dial(ctx, l.r, l.b, cluster.Config{
+		Client: rpc.ClientConfig{
+			Timeout:   c.Timeout,
+			Transport: transport.ClientConfig{DialTimeout: 300 * time.Millisecond},
+		},
+		Retry: cluster.RetryPolicy{MaxAttempts: c.Attempts},
+	})
+	if err != nil {
+		return nil, err
+	}
+	var deadline <-chan time.Time
+	if c.Duration > 0 {
+		deadline = time.After(c.Duration)
+	}
+	go func() {
+		select {
+		case <-deadline:
+			l.halt()
+		case <-l.stop:
+		}
+	}()
+	for range c.Conc {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				if c.MaxCalls > 0 && l.issued.Add(1) > c.MaxCalls {
+					return
+				} else if c.MaxCalls == 0 {
+					l.issued.Add(1)
+				}
+				id := next.Add(1)
+				key := strconv.FormatInt(id, 10)
+				ctx, cancel := context.WithTimeout(rpc.WithBalanceKey(context.Background(), key), c.Timeout)
+				rec := drillRecord{ID: id, Start: time.Now().UnixNano()}
+				var who string
+				err := l.c.Invoke(ctx, "Drill/Who", id, &who)
+				cancel()
+				rec.End = time.Now().UnixNano()
+				rec.Who, rec.Kind = who, drillKind(err)
+				if err != nil {
+					rec.Err = err.Error()
+				}
+				rec.Picks = l.b.take(key)
+				l.mu.Lock()
+				l.recs = append(l.recs, rec)
+				l.mu.Unlock()
+			}
+		}()
+	}
+	return l, nil
+}
+
+func (l *drillLoad) halt() { l.once.Do(func() { close(l.stop) }) }
+
+func (l *drillLoad) wait() drillReply {
+	l.wg.Wait()
+	l.halt()
+	r := drillReply{Op: "result", Endpoints: l.c.Endpoints()}
+	l.c.Close()
+	l.mu.Lock()
+	r.Records = l.recs
+	l.mu.Unlock()
+	slices.SortFunc(r.Records, func(a, b drillRecord) int { return int(a.ID - b.ID) })
+	r.Issued = int64(len(r.Records))
+	r.Sets = l.r.all()
+	return r
+}
+
+// drillBalancer records each pick by the call's balance key (its ID).
+type drillBalancer struct {
+	rpc.Balancer
+	mu    sync.Mutex
+	picks map[string][]drillPick
+}
+
+func (b *drillBalancer) Pick(info rpc.PickInfo) (string, error) {
+	addr, err := b.Balancer.Pick(info)
+	if err == nil && info.Key != "" {
+		b.mu.Lock()
+		b.picks[info.Key] = append(b.picks[info.Key], drillPick{Addr: addr, At: time.Now().UnixNano()})
+		b.mu.Unlock()
+	}
+	return addr, err
+}
+
+func (b *drillBalancer) take(key string) []drillPick {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.picks[key]
+	delete(b.picks, key)
+	return p
+}
+
+// drillResolver records each set the etcd resolver reports.
+type drillResolver struct {
+	r    *Resolver
+	mu   sync.Mutex
+	sets []drillSet
+}
+
+func (d *drillResolver) Watch(ctx context.Context, update func([]rpc.Endpoint)) error {
+	return d.r.Watch(ctx, func(eps []rpc.Endpoint) {
+		s := drillSet{At: time.Now().UnixNano(), Addrs: addrsOf(eps)}
+		slices.Sort(s.Addrs)
+		d.mu.Lock()
+		d.sets = append(d.sets, s)
+		d.mu.Unlock()
+		update(eps)
+	})
+}
+
+func (d *drillResolver) all() []drillSet {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.sets)
+}
