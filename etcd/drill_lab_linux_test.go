@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -52,9 +53,7 @@ func newLab(t *testing.T) *lab {
 	l.sw = l.ns("sw")
 	l.sweep()
 	t.Cleanup(l.sweep)
-	if others := l.others(); len(others) > 0 {
-		t.Logf("namespaces of other runs left alone: %v", others)
-	}
+	l.sweepDead()
 	l.ip("netns", "add", l.sw)
 	l.ip("-n", l.sw, "link", "add", "name", "br0", "type", "bridge")
 	l.ip("-n", l.sw, "link", "set", "br0", "up")
@@ -115,8 +114,31 @@ func (l *lab) names(prefix string) []string {
 	return ns
 }
 
-func (l *lab) others() []string {
-	return slices.DeleteFunc(l.names("lnd"), func(n string) bool { return strings.HasPrefix(n, l.prefix+"-") })
+// sweepDead deletes the namespaces of earlier runs whose process is gone
+// (a run killed, or panicked by -timeout, skips its cleanups; its
+// children die with it, by Pdeathsig): lnd<pid>-… with no process <pid>.
+// Those of live processes (a drill running beside this one) are left.
+func (l *lab) sweepDead() {
+	var live []string
+	for _, n := range l.names("lnd") {
+		pid, _, ok := strings.Cut(strings.TrimPrefix(n, "lnd"), "-")
+		p, err := strconv.Atoi(pid)
+		if !ok || err != nil || p == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(p, 0); err != syscall.ESRCH {
+			live = append(live, n)
+			continue
+		}
+		if out, err := exec.Command("ip", "netns", "del", n).CombinedOutput(); err != nil {
+			l.t.Logf("ip netns del %s (left by process %d, gone): %v: %s", n, p, err, bytes.TrimSpace(out))
+		} else {
+			l.t.Logf("deleted %s, left by process %d (gone)", n, p)
+		}
+	}
+	if len(live) > 0 {
+		l.t.Logf("namespaces of other live runs left alone: %v", live)
+	}
 }
 
 // sweep deletes every namespace of this run's prefix, the switch last

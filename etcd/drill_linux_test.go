@@ -74,7 +74,11 @@ func TestDrill(t *testing.T) {
 	}
 	d.mu.Unlock()
 	d.figure("all loads: %d calls ran on the servers, %d of them more than once", total, twice)
-	d.figure("drill time %v", time.Since(began).Round(time.Millisecond))
+	took := time.Since(began)
+	d.figure("drill time %v", took.Round(time.Millisecond))
+	if took > 120*time.Second {
+		t.Errorf("the drill took %v, want under 120 s", took)
+	}
 }
 
 type drill struct {
@@ -419,7 +423,15 @@ func (d *drill) sigkill(t *testing.T) {
 	ok, failed, n := tally(recs)
 	d.checkRuns(t, recs)
 
-	var fails, ranFails int
+	// The client sees the death when s1's connection closes, a moment
+	// after the signal went: the first failure's end.
+	seen := int64(0)
+	for _, rec := range recs {
+		if rec.Kind != "ok" && (seen == 0 || rec.End < seen) {
+			seen = rec.End
+		}
+	}
+	var fails, ranFails, inGap int
 	var lastFail time.Duration
 	var sample string
 	for _, rec := range recs {
@@ -434,8 +446,11 @@ func (d *drill) sigkill(t *testing.T) {
 		if lastPick(rec) != victim.addr {
 			t.Errorf("call %d failed on %s, not on the killed server", rec.ID, d.nameOf(lastPick(rec)))
 		}
+		if rec.Start > seen {
+			t.Errorf("call %d started %v after the client saw s1's connection close and failed: %s", rec.ID, time.Duration(rec.Start-seen), rec.Err)
+		}
 		if rec.Start > kns {
-			t.Errorf("call %d started %v after the kill and failed: %s", rec.ID, time.Duration(rec.Start-kns), rec.Err)
+			inGap++
 		}
 		lastFail = max(lastFail, time.Duration(rec.End-kns))
 		if runs := d.ranOn(rec.ID); len(runs) == 1 {
@@ -464,8 +479,11 @@ func (d *drill) sigkill(t *testing.T) {
 	lastAfter := time.Duration(last - kns)
 	d.figure("sigkill: s1 killed 1 s into a round-robin load of 8 goroutines (non-idempotent calls, %v each, retries 3): %d calls in %v, %d ok (%s)",
 		drillBaseDelay, len(recs), span(recs), n, sharesText(ok, n))
-	d.figure("sigkill: %d failed %v, all in flight on s1 at the kill (%d of them had started running there), the last %v after the kill; e.g. %q",
-		fails, failed, ranFails, lastFail.Round(time.Millisecond), sample)
+	d.figure("sigkill: the client saw s1's connection close %v after the SIGKILL went; %d calls failed %v, all in flight on s1 then (%d picked for it between the signal and the close; %d had started running on s1), the last %v after the kill; e.g. %q",
+		time.Duration(seen-kns).Round(100*time.Microsecond), fails, failed, inGap, ranFails, lastFail.Round(time.Millisecond), sample)
+	if r.Issued != int64(len(recs)) {
+		t.Errorf("%d calls begun, %d ended", r.Issued, len(recs))
+	}
 	d.figure("sigkill: attempts picked for s1 after the kill: %d %v; the last %v after the kill; s1 left the resolver's set %v after the kill (TTL %v)",
 		len(after), after, lastAfter.Round(time.Millisecond), gone.Round(time.Millisecond), drillTTL)
 	if lastAfter > time.Second {
@@ -477,16 +495,24 @@ func (d *drill) sigkill(t *testing.T) {
 	delete(d.servers, "s1")
 }
 
-// partition: a server's switch port set down, then up.
+// partition: a server's switch port set down, then up, under
+// round-robin (which keeps sending it its share: a timeout is a latency
+// sample, not unavailability) and p2c (which weighs the latency).
 func (d *drill) partition(t *testing.T) {
+	t.Run("round-robin", func(t *testing.T) { d.partitionWith(t, "round-robin") })
+	t.Run("p2c", func(t *testing.T) { d.partitionWith(t, "p2c") })
+}
+
+func (d *drill) partitionWith(t *testing.T, balancer string) {
 	victim := d.servers["s2"]
 	const timeout = 500 * time.Millisecond
 	const shield = 500 * time.Millisecond
 	const down = 5 * time.Second
-	d.cmd(t, drillCmd{Op: "start", Balancer: "round-robin", Conc: drillConc, Timeout: timeout, Shield: shield, Attempts: 3, Duration: 30 * time.Second}, 20*time.Second)
+	d.cmd(t, drillCmd{Op: "start", Balancer: balancer, Conc: drillConc, Timeout: timeout, Shield: shield, Attempts: 3, Duration: 30 * time.Second}, 20*time.Second)
 	time.Sleep(time.Second)
-	cut := time.Now()
+	// Cut off from the down command's return to the up command's start.
 	d.lab.link("s2", false)
+	cut := time.Now()
 	time.Sleep(down)
 	healed := time.Now()
 	d.lab.link("s2", true)
@@ -497,8 +523,9 @@ func (d *drill) partition(t *testing.T) {
 	cns, hns := cut.UnixNano(), healed.UnixNano()
 	d.checkRuns(t, recs)
 
-	// Calls sent to s2 while it was cut off.
-	var toVictim, timeouts, ranLate, otherFails int
+	// Calls on s2 when it was cut off (picked before the cut, ended
+	// after it) and calls sent to it while it was cut off.
+	var atCut, during, timeouts, ranEarly, ranLate int
 	var dmin, dmax time.Duration
 	var lastPick int64
 	kinds := map[string]int{}
@@ -510,30 +537,42 @@ func (d *drill) partition(t *testing.T) {
 		p := lp[len(lp)-1]
 		if p.Addr != victim.addr {
 			if rec.Kind != "ok" {
-				otherFails++
 				t.Errorf("call %d on %s failed: %s", rec.ID, d.nameOf(p.Addr), rec.Err)
 			}
 			continue
 		}
-		if p.At < cns || p.At >= hns {
+		switch {
+		case p.At < cns && rec.End > cns:
+			atCut++
+		case p.At >= cns && p.At < hns:
+			during++
+			lastPick = max(lastPick, p.At)
+			if rec.Kind == "ok" {
+				t.Errorf("call %d, sent to s2 while it was cut off, succeeded", rec.ID)
+			}
+		default:
 			continue
 		}
-		toVictim++
-		lastPick = max(lastPick, p.At)
 		kinds[rec.Kind]++
-		took := time.Duration(rec.End - rec.Start)
 		if rec.Kind == "timeout" {
 			timeouts++
+			took := time.Duration(rec.End - rec.Start)
 			if dmin == 0 || took < dmin {
 				dmin = took
 			}
 			dmax = max(dmax, took)
-			if len(d.ranOn(rec.ID)) > 0 {
-				ranLate++
+			for _, run := range d.ranOn(rec.ID) {
+				if run.At < hns {
+					ranEarly++
+				} else {
+					ranLate++
+				}
 			}
-		} else if rec.Kind == "ok" && rec.End > cns {
-			t.Errorf("call %d to s2 picked while cut off succeeded", rec.ID)
 		}
+	}
+	last := "none"
+	if lastPick > 0 {
+		last = fmt.Sprintf("%v after the cut", time.Duration(lastPick-cns).Round(time.Millisecond))
 	}
 	removed, readded := time.Duration(-1), time.Duration(-1)
 	for _, s := range r.Sets {
@@ -554,20 +593,20 @@ func (d *drill) partition(t *testing.T) {
 		}
 	}
 	ok, failed, n := tally(recs)
-	d.figure("partition: s2's switch port down %v, 1 s into a round-robin load of %d goroutines (call timeout %v, ShieldTime %v): %d calls in %v, %d ok (%s), failed %v",
-		down, drillConc, timeout, shield, len(recs), span(recs), n, sharesText(ok, n), failed)
-	d.figure("partition: %d calls sent to s2 while cut off: %v; the timeouts took %v – %v; %d of them ran on s2 once the link was back",
-		toVictim, kinds, dmin.Round(time.Millisecond), dmax.Round(time.Millisecond), ranLate)
-	d.figure("partition: the last call to s2 went %v after the cut; s2 left the resolver's set %v after the cut (its lease, TTL %v, expired) — timeouts do not shield an endpoint",
-		time.Duration(lastPick-cns).Round(time.Millisecond), removed.Round(time.Millisecond), drillTTL)
+	d.figure("partition %s: s2's switch port down %v, 1 s into a load of %d goroutines (call timeout %v, ShieldTime %v): %d calls in %v, %d ok (%s), failed %v",
+		balancer, down, drillConc, timeout, shield, len(recs), span(recs), n, sharesText(ok, n), failed)
+	d.figure("partition %s: calls on s2 at the cut %d, sent to it while cut off %d: %v; the timeouts took %v – %v; of those, %d ran on s2 before the link came back (their replies lost) and %d after it (requests retransmitted by TCP, after the caller had its timeout)",
+		balancer, atCut, during, kinds, dmin.Round(time.Millisecond), dmax.Round(time.Millisecond), ranEarly, ranLate)
+	d.figure("partition %s: the last call sent to s2: %s; s2 left the resolver's set %v after the cut (its lease, TTL %v, expired)",
+		balancer, last, removed.Round(time.Millisecond), drillTTL)
 	if registered {
-		d.figure("partition: link up: s2 registered again %v later, back in the resolver's set %v later, its first answer %v later (states %v)",
-			back.Sub(healed).Round(time.Millisecond), readded.Round(time.Millisecond), firstOK.Round(time.Millisecond), victim.statesSince(cut))
+		d.figure("partition %s: link up: s2 registered again %v later, back in the resolver's set %v later, its first answer %v later (states %v)",
+			balancer, back.Sub(healed).Round(time.Millisecond), readded.Round(time.Millisecond), firstOK.Round(time.Millisecond), victim.statesSince(cut))
 	} else {
 		t.Errorf("s2 did not register again within 10 s of the link coming back (states %v)", victim.statesSince(cut))
 	}
-	if kinds["ok"]+timeouts != toVictim {
-		t.Errorf("calls to the cut-off s2 that neither timed out nor succeeded: %v", kinds)
+	if kinds["ok"]+timeouts != atCut+during {
+		t.Errorf("calls on the cut-off s2 that neither timed out nor succeeded: %v", kinds)
 	}
 	if dmin > 0 && (dmin < timeout-20*time.Millisecond || dmax > timeout+300*time.Millisecond) {
 		t.Errorf("timeouts took %v – %v, want about %v", dmin, dmax, timeout)

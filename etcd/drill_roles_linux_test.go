@@ -321,7 +321,8 @@ type drillLoad struct {
 	stop   chan struct{}
 	once   sync.Once
 	wg     sync.WaitGroup
-	issued atomic.Int64
+	issued atomic.Int64 // calls taken against MaxCalls
+	begun  atomic.Int64 // calls begun
 	mu     sync.Mutex
 	recs   []drillRecord
 }
@@ -383,6 +384,7 @@ func startDrillLoad(cli *clientv3.Client, c drillCmd, next *atomic.Int64) (*dril
 				ctx, cancel := context.WithTimeout(rpc.WithBalanceKey(context.Background(), key), c.Timeout)
 				rec := drillRecord{ID: id, Start: time.Now().UnixNano()}
 				var who string
+				l.begun.Add(1)
 				err := l.c.Invoke(ctx, "Drill/Who", id, &who)
 				cancel()
 				rec.End = time.Now().UnixNano()
@@ -411,7 +413,7 @@ func (l *drillLoad) wait() drillReply {
 	r.Records = l.recs
 	l.mu.Unlock()
 	slices.SortFunc(r.Records, func(a, b drillRecord) int { return int(a.ID - b.ID) })
-	r.Issued = int64(len(r.Records))
+	r.Issued = l.begun.Load()
 	r.Sets = l.r.all()
 	return r
 }
