@@ -1,0 +1,166 @@
+package otel
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/lifenet/lifenet/rpc"
+)
+
+// ServerInterceptor returns an interceptor for rpc.Config.Interceptors
+// that measures every call the server answers (rpc.server.call.duration,
+// rpc.server.request.size, rpc.server.response.size) and traces it (a
+// server span, the child of the caller's trace context). Install it
+// first, so that it sees the calls the others refuse. It panics if the
+// meter provider refuses the instruments (it returns an error only for
+// invalid names, and these are valid).
+func ServerInterceptor(opts ...Option) rpc.Interceptor {
+	c := newConfig(opts)
+	ic, err := newInterceptor(c, "server")
+	if err != nil {
+		panic("lifenet/otel: " + err.Error())
+	}
+	return ic.server
+}
+
+// ClientInterceptor returns an interceptor for
+// rpc.ClientConfig.Interceptors that measures every call the client makes
+// (rpc.client.call.duration, rpc.client.response.size and, with
+// [WithClientRequestSize], rpc.client.request.size) and traces it (a
+// client span, whose context the call carries to the server). A server's
+// pushes pass through untouched.
+func ClientInterceptor(opts ...Option) rpc.Interceptor {
+	c := newConfig(opts)
+	ic, err := newInterceptor(c, "client")
+	if err != nil {
+		panic("lifenet/otel: " + err.Error())
+	}
+	return ic.client
+}
+
+type interceptor struct {
+	cfg    *config
+	in     *instruments // nil: WithoutMetrics
+	tracer trace.Tracer // nil: WithoutTraces
+	attrs  []attribute.KeyValue
+}
+
+func newInterceptor(c *config, side string) (*interceptor, error) {
+	ic := &interceptor{cfg: c, attrs: append([]attribute.KeyValue{attribute.String("rpc.system.name", SystemName)}, c.serverAttrs...)}
+	if !c.noMetrics {
+		in, err := newInstruments(c, side)
+		if err != nil {
+			return nil, err
+		}
+		ic.in = in
+	}
+	if !c.noTraces {
+		ic.tracer = c.tp.Tracer(ScopeName, trace.WithInstrumentationVersion(Version), trace.WithSchemaURL(SchemaURL))
+	}
+	return ic, nil
+}
+
+func protocolOf(info *rpc.CallInfo) rpc.Protocol {
+	if info == nil {
+		return 0
+	}
+	return info.Protocol()
+}
+
+func (ic *interceptor) server(ctx context.Context, c *rpc.Invocation, next rpc.Next) error {
+	start := time.Now()
+	info := c.Info()
+	var span trace.Span
+	if ic.tracer != nil {
+		ctx, span = ic.startServer(ctx, c, info)
+	}
+	err := next(ctx, c)
+	code := rpc.CodeOf(err)
+	method := c.Action()
+	if code == rpc.CodeNotFound {
+		method = OtherMethod // an unknown action: its name is the caller's, of unbounded choice
+	}
+	if ic.in != nil {
+		e := ic.in.sets.get(setKey{method: method, code: code, proto: protocolOf(info), kind: c.Kind()}, ic.in.base)
+		ic.in.duration.Record(ctx, time.Since(start).Seconds(), e.opts...)
+		ic.in.reqSize.Record(ctx, int64(len(c.Args())), e.opts...)
+		if c.Kind() == rpc.KindUnary {
+			ic.in.respSize.Record(ctx, int64(len(c.Result())), e.opts...)
+		}
+	}
+	if span != nil {
+		endSpan(span, code, err, code >= 500)
+	}
+	return err
+}
+
+func (ic *interceptor) startServer(ctx context.Context, c *rpc.Invocation, info *rpc.CallInfo) (context.Context, trace.Span) {
+	ctx, extra := serverParent(ctx, info)
+	attrs := make([]attribute.KeyValue, 0, len(ic.attrs)+6+len(extra))
+	attrs = append(attrs, ic.attrs...)
+	attrs = append(attrs, attribute.String("rpc.method", c.Action()))
+	attrs = append(attrs, protoAttrs(protocolOf(info))...)
+	attrs = append(attrs, extra...)
+	if info != nil && info.Session() != nil {
+		if a := info.Session().RemoteAddr(); a != nil {
+			attrs = append(attrs, attribute.String("network.peer.address", a.String()))
+		}
+	}
+	ctx, span := ic.tracer.Start(ctx, c.Action(), trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	// The calls the handler makes continue this span's trace, with or
+	// without a client interceptor of this package.
+	ctx = rpc.WithTraceContext(ctx, TraceContextOf(span.SpanContext()))
+	return ctx, span
+}
+
+func (ic *interceptor) client(ctx context.Context, c *rpc.Invocation, next rpc.Next) error {
+	if c.Kind() == rpc.KindPush {
+		return next(ctx, c)
+	}
+	start := time.Now()
+	var span trace.Span
+	if ic.tracer != nil {
+		attrs := make([]attribute.KeyValue, 0, len(ic.attrs)+1)
+		attrs = append(append(attrs, ic.attrs...), attribute.String("rpc.method", c.Action()))
+		ctx, span = ic.tracer.Start(clientParent(ctx), c.Action(), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+		ctx = rpc.WithTraceContext(ctx, TraceContextOf(span.SpanContext()))
+	}
+	err := next(ctx, c)
+	code := rpc.CodeOf(err)
+	if ic.in != nil {
+		e := ic.in.sets.get(setKey{method: c.Action(), code: code, kind: c.Kind()}, ic.in.base)
+		ic.in.duration.Record(ctx, time.Since(start).Seconds(), e.opts...)
+		if ic.cfg.reqSize {
+			ic.in.reqSize.Record(ctx, int64(len(c.Args())), e.opts...)
+		}
+		if c.Kind() == rpc.KindUnary {
+			ic.in.respSize.Record(ctx, int64(len(c.Result())), e.opts...)
+		}
+	}
+	if span != nil {
+		endSpan(span, code, err, code != rpc.CodeOK)
+	}
+	return err
+}
+
+// endSpan sets a span's status code attribute and, for a failed call,
+// its error status, and ends it.
+func endSpan(span trace.Span, code int, err error, failed bool) {
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("rpc.response.status_code", strconv.Itoa(code)))
+		if failed {
+			span.SetAttributes(attribute.String("error.type", strconv.Itoa(code)))
+			msg := strconv.Itoa(code)
+			if err != nil {
+				msg = err.Error()
+			}
+			span.SetStatus(codes.Error, msg)
+		}
+	}
+	span.End()
+}

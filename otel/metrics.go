@@ -1,0 +1,141 @@
+package otel
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/lifenet/lifenet/rpc"
+)
+
+// OtherMethod is the rpc.method of a call to an unknown action, and of
+// the actions past [maxMethods] (the conventions' "_OTHER").
+const OtherMethod = "_OTHER"
+
+// maxMethods bounds the attribute sets one interceptor keeps (actions ×
+// codes × protocols): past it, calls are recorded as OtherMethod, so that
+// a peer calling made-up names cannot grow the metrics without end.
+const maxMethods = 1024
+
+// instruments are one side's (server or client) histograms.
+type instruments struct {
+	duration metric.Float64Histogram
+	reqSize  metric.Int64Histogram
+	respSize metric.Int64Histogram
+	sets     setCache
+	base     []attribute.KeyValue // rpc.system.name, server.address …
+}
+
+func newInstruments(c *config, side string) (*instruments, error) {
+	m := c.mp.Meter(ScopeName, metric.WithInstrumentationVersion(Version), metric.WithSchemaURL(SchemaURL))
+	in := &instruments{base: append([]attribute.KeyValue{attribute.String("rpc.system.name", SystemName)}, c.serverAttrs...)}
+	var err error
+	what := map[string]string{"server": "incoming", "client": "outgoing"}[side]
+	if in.duration, err = m.Float64Histogram("rpc."+side+".call.duration",
+		metric.WithDescription("Measures the duration of an "+what+" Remote Procedure Call (RPC)."),
+		metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(c.buckets...)); err != nil {
+		return nil, err
+	}
+	if in.reqSize, err = m.Int64Histogram("rpc."+side+".request.size",
+		metric.WithDescription("Measures the size of RPC request messages (uncompressed)."),
+		metric.WithUnit("By"), metric.WithExplicitBucketBoundaries(sizeBuckets...)); err != nil {
+		return nil, err
+	}
+	if in.respSize, err = m.Int64Histogram("rpc."+side+".response.size",
+		metric.WithDescription("Measures the size of RPC response messages (uncompressed)."),
+		metric.WithUnit("By"), metric.WithExplicitBucketBoundaries(sizeBuckets...)); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// setKey tells apart the attribute sets of calls.
+type setKey struct {
+	method string
+	code   int
+	proto  rpc.Protocol
+	kind   rpc.CallKind
+}
+
+// setCache maps a call's setKey to its measurement options. Lookups read
+// an immutable map through an atomic pointer: no lock is taken per call,
+// and none is shared between connections; a miss (a new action, code or
+// protocol) copies the map under mu.
+type setCache struct {
+	m  atomic.Pointer[map[setKey]*setEntry]
+	mu sync.Mutex
+}
+
+type setEntry struct {
+	opts []metric.RecordOption // WithAttributeSet, preallocated: a Record allocates no option
+	set  attribute.Set
+}
+
+func (sc *setCache) get(k setKey, base []attribute.KeyValue) *setEntry {
+	if m := sc.m.Load(); m != nil {
+		if e := (*m)[k]; e != nil {
+			return e
+		}
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	old := sc.m.Load()
+	if old != nil {
+		if e := (*old)[k]; e != nil {
+			return e
+		}
+		if len(*old) >= maxMethods && k.method != OtherMethod {
+			k.method = OtherMethod
+			if e := (*old)[k]; e != nil {
+				return e
+			}
+		}
+	}
+	e := newSetEntry(k, base)
+	n := make(map[setKey]*setEntry, 1+lenOf(old))
+	if old != nil {
+		for kk, v := range *old {
+			n[kk] = v
+		}
+	}
+	n[k] = e
+	sc.m.Store(&n)
+	return e
+}
+
+func lenOf(m *map[setKey]*setEntry) int {
+	if m == nil {
+		return 0
+	}
+	return len(*m)
+}
+
+func newSetEntry(k setKey, base []attribute.KeyValue) *setEntry {
+	kv := append([]attribute.KeyValue(nil), base...)
+	kv = append(kv, attribute.String("rpc.method", k.method), attribute.String("rpc.response.status_code", strconv.Itoa(k.code)))
+	if k.code != rpc.CodeOK {
+		kv = append(kv, attribute.String("error.type", strconv.Itoa(k.code)))
+	}
+	kv = append(kv, protoAttrs(k.proto)...)
+	set := attribute.NewSet(kv...)
+	return &setEntry{opts: []metric.RecordOption{metric.WithAttributeSet(set)}, set: set}
+}
+
+// protoAttrs are network.transport and network.protocol.name of a
+// session's protocol (none without a session: Server.Process, a client).
+func protoAttrs(p rpc.Protocol) []attribute.KeyValue {
+	switch p {
+	case rpc.ProtoSRMP:
+		return []attribute.KeyValue{attribute.String("network.transport", "tcp"), attribute.String("network.protocol.name", "srmp")}
+	case rpc.ProtoHTTP:
+		return []attribute.KeyValue{attribute.String("network.transport", "tcp"), attribute.String("network.protocol.name", "http")}
+	case rpc.ProtoWebSocket:
+		return []attribute.KeyValue{attribute.String("network.transport", "tcp"), attribute.String("network.protocol.name", "websocket")}
+	case rpc.ProtoUDP:
+		return []attribute.KeyValue{attribute.String("network.transport", "udp"), attribute.String("network.protocol.name", "srmp")}
+	}
+	return nil
+}
