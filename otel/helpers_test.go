@@ -96,7 +96,7 @@ func collect(t testing.TB, r *sdkmetric.ManualReader) map[string]metricdata.Metr
 func attrs(s attribute.Set) map[string]string {
 	m := map[string]string{}
 	for _, kv := range s.ToSlice() {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }

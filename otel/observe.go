@@ -42,7 +42,7 @@ func ObserveServer(srv *rpc.Server, mp metric.MeterProvider) (metric.Registratio
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	reasons := make([]metric.ObserveOption, transport.NumReasons)
+	reasons := make([]metric.ObserveOption, len(transport.ReasonCounts{}))
 	for r := range reasons {
 		reasons[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String("lifenet.close.reason", transport.Reason(r).String())))
 	}

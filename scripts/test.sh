@@ -40,6 +40,9 @@ step "etcd module (registry and resolver on a real embedded etcd; a module of it
 # (docs/scale-out.md, "Failure drills").
 (cd etcd && go test -count=1 -run '^TestDrill$' -v .)
 
+step "otel module (metrics and traces through the rpc interceptors; a module of its own so the library never depends on OpenTelemetry)"
+(cd otel && go vet ./... && go test -race -count=1 ./...)
+
 step "staticcheck $STATICCHECK_VERSION"
 if [ ! -x "$TOOLS/staticcheck" ] || ! "$TOOLS/staticcheck" -version | grep -q "${STATICCHECK_VERSION#v}"; then
   GOBIN="$TOOLS" go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
@@ -47,6 +50,7 @@ fi
 "$TOOLS/staticcheck" ./...
 "$TOOLS/staticcheck" -tags lifenet_debug ./...
 (cd etcd && "$TOOLS/staticcheck" ./...)
+(cd otel && "$TOOLS/staticcheck" ./...)
 
 step "go test -race (lifenet_debug build: use-after-release checks, poisoning, tracking)"
 go test -race -count=1 -tags lifenet_debug ./...
