@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -69,5 +70,13 @@ func TestClientReceiveTimeoutWithContext(t *testing.T) {
 				t.Fatalf("cancellation took %v", d)
 			}
 		})
+	}
+}
+
+// ErrReceiveTimeout says it is a timeout, as a net.Error.
+func TestReceiveTimeoutIsANetTimeout(t *testing.T) {
+	var ne net.Error
+	if !errors.As(fmt.Errorf("receive: %w", transport.ErrReceiveTimeout), &ne) || !ne.Timeout() {
+		t.Fatal("ErrReceiveTimeout is not a net.Error whose Timeout is true")
 	}
 }

@@ -15,8 +15,9 @@ var (
 	// it), or Enqueue would have taken it past twice SendQueueBytes.
 	ErrSlowConsumer = errors.New("transport: send queue full (slow consumer)")
 	// ErrReceiveTimeout is returned by Receive when ClientConfig.ReceiveTimeout
-	// passed without data; the connection stays open.
-	ErrReceiveTimeout = errors.New("transport: receive timed out")
+	// passed without data; the connection stays open. It is a net.Error
+	// whose Timeout reports true (as os.ErrDeadlineExceeded is).
+	ErrReceiveTimeout error = receiveTimeout{}
 	// ErrNotWritten is matched by the error of a send none of whose bytes
 	// left: the session was closing (or closed while the send waited for
 	// room), the wait for room ended with the send's context, Enqueue found
@@ -79,3 +80,10 @@ type PanicError struct {
 }
 
 func (e *PanicError) Error() string { return fmt.Sprintf("transport: hook panicked: %v", e.Value) }
+
+// receiveTimeout is ErrReceiveTimeout.
+type receiveTimeout struct{}
+
+func (receiveTimeout) Error() string   { return "transport: receive timed out" }
+func (receiveTimeout) Timeout() bool   { return true }
+func (receiveTimeout) Temporary() bool { return true }
