@@ -26,11 +26,11 @@ type Report struct {
 	PendingDrain time.Duration
 	Counts       Counts
 	// What the servers counted.
-	ServerPanics   uint64                       // rpc.Server.Stats().Panics
-	ServerDropped  uint64                       // rpc.Server.Stats().Dropped
+	ServerPanics   uint64                 // rpc.Server.Stats().Panics
+	ServerDropped  uint64                 // rpc.Server.Stats().Dropped
 	CodecClosed    transport.ReasonCounts // the codec server's sessions ended under load, by reason
 	RPCClosed      transport.ReasonCounts // the same for the rpc server
-	BuffersAtClose int                          // pooled buffers outstanding once the servers closed
+	BuffersAtClose int                    // pooled buffers outstanding once the servers closed
 	Verdicts       []Verdict
 	Failures       []string // one line each; empty: the run passed
 }
