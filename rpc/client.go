@@ -479,6 +479,7 @@ func (c *Client) Stats() codec.MatchStats {
 			st.Unknown += s.Unknown
 			st.TimedOut += s.TimedOut
 			st.InFlight += s.InFlight
+			st.Reused += s.Reused
 		}
 		sl.mu.Unlock()
 	}
@@ -584,6 +585,9 @@ func (c *Client) invoke(ctx context.Context, action string, args, result any, iv
 		}
 	}
 	if err != nil {
+		if data, ok := success200Data(err); ok { // NewLife's ApiException(200, msg): a success, msg its data
+			return decodeResult(data, result)
+		}
 		return callError(action, err)
 	}
 	if reply.Flag&flagStream != 0 { // a lifenet server's stream: the rest of it is dropped
@@ -670,6 +674,21 @@ func callError(action string, err error) error {
 		return nil
 	}
 	return apiErrorOf(action, int(b.code), strings.Trim(string(b.data), `"`))
+}
+
+// success200Data is the data of an error reply whose code is 0 or 200,
+// which NewLife's ApiClient takes as a success (ok false for any other
+// error).
+func success200Data(err error) ([]byte, bool) {
+	var re *codec.ReplyError
+	if !errors.As(err, &re) {
+		return nil, false
+	}
+	b, perr := parseBody(re.Payload, true)
+	if perr != nil || b.code != CodeOK && b.code != codeOK200 {
+		return nil, false
+	}
+	return b.data, true
 }
 
 // localError is the error of a call of action that got no reply: err with

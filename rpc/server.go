@@ -391,6 +391,11 @@ var errStreamHere = &APIError{Code: 501, Message: "a streaming action needs an S
 // the interceptors, turning a panic of theirs or of the handler into a 500.
 // traceHeader is an HTTP request's traceparent header.
 func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *action, kind CallKind, data []byte, traceHeader string, dst []byte) (out []byte, k kind, err error) {
+	defer func() { // first deferred, so it runs last: after a panic's 500 and the deadline's check
+		if err != nil && err != errCallerGone {
+			out, k, err = success200(dst, err, out, k)
+		}
+	}()
 	switch {
 	case s.closing.Load():
 		return dst, kindNull, ErrShutdown
@@ -488,4 +493,19 @@ func (s *Server) drop(ss *Session, action []byte, err error) {
 		remote = ss.RemoteAddr()
 	}
 	s.cfg.Log.Debug("rpc: request dropped", "remote", remote, "action", string(action), "err", err)
+}
+
+// success200 turns an [*APIError] of code 200 into a success whose data is
+// its message, as NewLife's EncoderBase.Encode and JsonEncoder.CreateResponse
+// do for ApiException(200, …) (code 0 and 200 are both success: the reply
+// has no error flag and no code). Other errors are returned as they are.
+func success200(dst []byte, err error, out []byte, k kind) ([]byte, kind, error) {
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Code != codeOK200 {
+		return out, k, err
+	}
+	if ae.Message == "" {
+		return dst, kindNull, nil
+	}
+	return append(dst, ae.Message...), kindText, nil
 }
