@@ -20,10 +20,11 @@ type action struct {
 	name    string
 	id      uint32 // its order of registration (a session's callCache slot)
 	invoke  invoker
-	sig     string // for Api/All: "Result Name(Param)"
-	inline  bool   // runs on the connection's reading goroutine (Inline)
-	builtin bool   // one of the server's own actions (Api/All, Api/Info): Authorize does not apply
-	open    bool   // never authorized, even with AuthorizeBuiltins (Api/Health)
+	sig     string   // for Api/All: "Result Name(Param)"
+	inline  bool     // runs on the connection's reading goroutine (Inline)
+	builtin bool     // one of the server's own actions (Api/All, Api/Info): Authorize does not apply
+	open    bool     // never authorized, even with AuthorizeBuiltins (Api/Health)
+	params  []string // the parameter names declared (WithParams, WithParam): a primitive binds by name
 	stream  streamer
 }
 
@@ -38,6 +39,21 @@ type HandleOption func(*action)
 // more; other connections are not affected, but for UDP peers, which
 // share their listener's one reading goroutine, all peers wait.
 func WithInline() HandleOption { return func(a *action) { a.inline = true } }
+
+// WithParams declares the names of the action's parameters, which Go
+// functions do not carry (NewLife binds by them). An action whose one
+// argument is a primitive (string, number, bool) and that has a name binds
+// it as NewLife's GetParameterValues does: from the argument object's entry
+// of that name, found case-insensitively; other keys (Token, traceparent,
+// anything else) are ignored and a missing key leaves the zero value; raw
+// text (not an object) binds as it is. A reserved key may be the name: a
+// parameter named "Token" binds the token, which the session takes too.
+// Without names a primitive binds from an object's one entry, the
+// reserved keys aside. A struct argument binds by its field names either
+// way.
+func WithParams(names ...string) HandleOption {
+	return func(a *action) { a.params = append([]string(nil), names...) }
+}
 
 // registry maps action names to actions. Lookups read an immutable snapshot
 // without a lock; registration copies it.
@@ -153,10 +169,12 @@ func lowerASCII(dst, s []byte) []byte {
 // types as JSON; a nil pointer, slice or map is a null result. Use
 // struct{} for an action without arguments.
 func Handle[A, R any](s *Server, name string, fn func(ctx context.Context, args A) (R, error), opts ...HandleOption) error {
-	a := &action{name: name, invoke: typedInvoker(fn, s.keys), sig: signature[A, R](name)}
+	a := &action{name: name}
 	for _, o := range opts {
 		o(a)
 	}
+	a.sig = signature[A, R](name)
+	a.invoke = byName(typedInvoker(fn, s.keys), reflect.TypeFor[A](), a.params)
 	return s.reg.add(a)
 }
 
@@ -239,4 +257,18 @@ func typeName(t reflect.Type) string {
 		return ""
 	}
 	return t.String()
+}
+
+// byName wraps the invoker of an action whose one parameter is a
+// primitive of type t named params[0] (WithParams, WithParam) so that it
+// binds from that entry of an argument object (paramByName). Other
+// actions keep inv.
+func byName(inv invoker, t reflect.Type, params []string) invoker {
+	if len(params) == 0 || t == nil || !isPrimitive(t.Kind()) {
+		return inv
+	}
+	name := params[0]
+	return func(ctx context.Context, data, dst []byte) ([]byte, kind, error) {
+		return inv(ctx, paramByName(data, name), dst)
+	}
 }

@@ -271,3 +271,35 @@ func lookupFold(m map[string]json.RawMessage, name string) (json.RawMessage, boo
 	}
 	return nil, false
 }
+
+// paramByName is the value NewLife's GetParameterValues binds to the
+// parameter name from a request's data: when data is a JSON object, the
+// raw value of its entry of that name in any case (nil when there is none
+// or it is null: the zero value), every other entry ignored; other data
+// (raw text, an array) as it is.
+func paramByName(data []byte, name string) []byte {
+	if i := skipSpace(data, 0); i >= len(data) || data[i] != '{' {
+		return data
+	}
+	var found []byte
+	ok := false
+	if eachEntry(data, true, func(k, v []byte) {
+		if !ok && foldEq(k, name) {
+			found, ok = v, true
+		}
+	}) {
+		if string(found) == "null" {
+			return nil
+		}
+		return found
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(data, &m) != nil {
+		return data // the binder says what is wrong with it
+	}
+	v, _ := lookupFold(m, name)
+	if string(v) == "null" {
+		return nil
+	}
+	return v
+}

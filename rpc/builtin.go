@@ -24,7 +24,7 @@ func builtinAction(a *action) { a.builtin = true }
 
 func (s *Server) registerBuiltins() {
 	_ = Handle(s, actionAll, func(context.Context, struct{}) ([]string, error) { return s.reg.all(), nil }, builtinAction)
-	_ = Handle(s, actionInfo, s.info, builtinAction)
+	_ = Handle(s, actionInfo, s.info, builtinAction, WithParams("state"))
 	_ = Handle(s, actionHealth, s.health, builtinAction, func(a *action) { a.open, a.inline = true, true })
 }
 

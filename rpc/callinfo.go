@@ -176,7 +176,7 @@ func (s *Server) callContext(parent context.Context, ss *Session, name []byte, a
 	if d.hasToken && ss != nil {
 		ss.noteToken(d.token)
 	}
-	if d.onlyReserved() {
+	if d.onlyReserved() && (a == nil || len(a.params) == 0) { // a named parameter may be a reserved key (Token)
 		data = nil
 	}
 	if !d.extra() && traceHeader == "" {

@@ -13,6 +13,20 @@ type RegisterOption func(*registration)
 type registration struct {
 	prefix string
 	names  map[string]string
+	params map[string][]string
+}
+
+// WithParam declares the names of method's parameters (Go keeps none), as
+// WithParams does for Handle: a method whose one argument is a primitive
+// binds it by that name from an argument object, case-insensitively,
+// ignoring other keys (NewLife's binding).
+func WithParam(method string, names ...string) RegisterOption {
+	return func(r *registration) {
+		if r.params == nil {
+			r.params = map[string][]string{}
+		}
+		r.params[method] = append([]string(nil), names...)
+	}
 }
 
 // WithPrefix replaces the controller part of the action names (NewLife [Api("X")]
@@ -127,7 +141,8 @@ func methodAction(fn reflect.Value, method string, reg registration, keys *keySe
 	if results == 1 {
 		ret = ft.Out(0).String()
 	}
-	return &action{name: name, sig: ret + " " + sig + ")", invoke: func(ctx context.Context, data, dst []byte) ([]byte, kind, error) {
+	a := &action{name: name, sig: ret + " " + sig + ")", params: reg.params[method]}
+	a.invoke = byName(func(ctx context.Context, data, dst []byte) ([]byte, kind, error) {
 		args := make([]reflect.Value, 0, 2)
 		if withCtx {
 			args = append(args, reflect.ValueOf(ctx))
@@ -149,5 +164,6 @@ func methodAction(fn reflect.Value, method string, reg registration, keys *keySe
 			return dst, kindNull, nil
 		}
 		return appendValue(dst, out[0].Interface())
-	}}, nil
+	}, argType, a.params)
+	return a, nil
 }
