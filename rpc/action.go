@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // invoker runs one call of an action: it binds data (borrowed: valid during
@@ -173,7 +174,7 @@ func Handle[A, R any](s *Server, name string, fn func(ctx context.Context, args 
 	for _, o := range opts {
 		o(a)
 	}
-	a.sig = signature[A, R](name)
+	a.sig = signature[A, R](name, a.params)
 	a.invoke = byName(typedInvoker(fn, s.keys), reflect.TypeFor[A](), a.params)
 	return s.reg.add(a)
 }
@@ -245,18 +246,105 @@ func appendResult[R any](dst []byte, r R) ([]byte, kind, error) {
 	return appendValue(dst, any(r))
 }
 
-func signature[A, R any](name string) string {
-	return fmt.Sprintf("%s %s(%s)", typeName(reflect.TypeFor[R]()), name, typeName(reflect.TypeFor[A]()))
+func signature[A, R any](name string, params []string) string {
+	return sigOf(name, reflect.TypeFor[R](), reflect.TypeFor[A](), params)
 }
 
-func typeName(t reflect.Type) string {
+// sigOf is an action's line in Api/All in NewLife's form (its
+// ApiController.All): "{ReturnType} {action}({ParamType} {name}, …)" with
+// .NET's type names (netTypeName). A struct argument lists its fields, the
+// parameters it stands for; a primitive is named by WithParams/WithParam
+// ("value" without a name); none (nil or struct{}) gives "()". No result
+// (nil or struct{}) is "Void".
+func sigOf(name string, ret, arg reflect.Type, params []string) string {
+	var b strings.Builder
+	if ret == nil || ret.Kind() == reflect.Struct && ret.NumField() == 0 {
+		b.WriteString("Void")
+	} else {
+		b.WriteString(netTypeName(ret))
+	}
+	b.WriteString(" " + name + "(")
+	switch {
+	case arg == nil || arg.Kind() == reflect.Struct && arg.NumField() == 0:
+	case arg.Kind() == reflect.Struct && arg != timeType:
+		n := 0
+		for i := range arg.NumField() {
+			f := arg.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			if n > 0 {
+				b.WriteString(", ")
+			}
+			n++
+			b.WriteString(netTypeName(f.Type) + " " + fieldName(f))
+		}
+	default:
+		p := "value"
+		if len(params) > 0 {
+			p = params[0]
+		}
+		b.WriteString(netTypeName(arg) + " " + p)
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+var timeType = reflect.TypeFor[time.Time]()
+
+// netTypeName is the .NET Type.Name NewLife would print for a Go type:
+// String, Int32, Int64 (int too), Boolean, Double, Single, Byte, DateTime,
+// TimeSpan, IPacket for []byte (the raw data, NewLife's packet
+// parameter), T[] for other slices and arrays, Object for interfaces and
+// maps (NewLife's Object results), a struct's or named type's own name.
+func netTypeName(t reflect.Type) string {
 	if t == nil {
 		return "Object"
 	}
-	if t.Kind() == reflect.Struct && t.NumField() == 0 {
-		return ""
+	switch t {
+	case timeType:
+		return "DateTime"
+	case reflect.TypeFor[time.Duration]():
+		return "TimeSpan"
 	}
-	return t.String()
+	switch t.Kind() {
+	case reflect.String:
+		return "String"
+	case reflect.Bool:
+		return "Boolean"
+	case reflect.Int8:
+		return "SByte"
+	case reflect.Int16:
+		return "Int16"
+	case reflect.Int32:
+		return "Int32"
+	case reflect.Int, reflect.Int64:
+		return "Int64"
+	case reflect.Uint8:
+		return "Byte"
+	case reflect.Uint16:
+		return "UInt16"
+	case reflect.Uint32:
+		return "UInt32"
+	case reflect.Uint, reflect.Uint64, reflect.Uintptr:
+		return "UInt64"
+	case reflect.Float32:
+		return "Single"
+	case reflect.Float64:
+		return "Double"
+	case reflect.Pointer:
+		return netTypeName(t.Elem())
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "IPacket"
+		}
+		return netTypeName(t.Elem()) + "[]"
+	case reflect.Struct:
+		if t.Name() != "" {
+			return t.Name()
+		}
+	}
+	return "Object"
 }
 
 // byName wraps the invoker of an action whose one parameter is a

@@ -133,15 +133,11 @@ func methodAction(fn reflect.Value, method string, reg registration, keys *keySe
 			name = reg.prefix + "/" + n
 		}
 	}
-	sig := name + "("
-	if argType != nil {
-		sig += argType.String()
-	}
-	ret := "Void"
+	var ret reflect.Type
 	if results == 1 {
-		ret = ft.Out(0).String()
+		ret = ft.Out(0)
 	}
-	a := &action{name: name, sig: ret + " " + sig + ")", params: reg.params[method]}
+	a := &action{name: name, sig: sigOf(name, ret, argType, reg.params[method]), params: reg.params[method]}
 	a.invoke = byName(func(ctx context.Context, data, dst []byte) ([]byte, kind, error) {
 		args := make([]reflect.Value, 0, 2)
 		if withCtx {

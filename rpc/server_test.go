@@ -183,7 +183,7 @@ func TestBatteryRegister(t *testing.T) {
 			t.Errorf("Api/All lists %s %d times: %q", name, n, all)
 		}
 	}
-	if !contains(all, "Void Bench/Nothing()") || !contains(all, "int32 Bench/Add(rpc_test.addArgs)") {
+	if !contains(all, "Void Bench/Nothing()") || !contains(all, "Int32 Bench/Add(Int32 a, Int32 b)") {
 		t.Errorf("Api/All signatures: %q", all)
 	}
 }

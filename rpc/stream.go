@@ -50,7 +50,7 @@ func HandleStream[A, T any](s *Server, name string, fn func(ctx context.Context,
 		}
 		return nil
 	}
-	return s.reg.add(&action{name: name, stream: st, sig: signature[A, T](name) + " stream"})
+	return s.reg.add(&action{name: name, stream: st, sig: signature[A, T](name, nil) + " stream"})
 }
 
 // serveStream runs a streaming action: a reply per item, then the end.
