@@ -32,7 +32,8 @@ commands:
            (--quick --only REGEX --out DIR --seconds --warmup --rounds --clientprocs N --pin --from DIR); writes results.md,
            results.json and results.html
   serve    an RPC server with NewLife's benchmark controller (--host --port --impl lifenet|netrpc --grace);
-           SIGINT or SIGTERM shut it down gracefully
+           SIGINT or SIGTERM shut it down gracefully; --metrics HOST:PORT serves /metrics
+           (Prometheus) and /status (JSON)
   call     call an action of any SRMP/NewLife server: call [--http] [--list] ADDR ACTION [key=value … | JSON]
   rpcload  RPC load test (--remote --impl --conns --inflight --seconds --call --direct --goroutines)
   soak     leak soak of an rpc and a codec server under churn and injected faults (--minutes --seconds
@@ -61,11 +62,17 @@ func main() {
 var commands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
 	"load":    loadtest.Main,
 	"matrix":  matrix.Main,
-	"serve":   rpctool.Serve,
+	"serve":   serve,
 	"call":    rpctool.Call,
 	"rpcload": rpctool.Load,
 	"soak":    soak.Main,
 	"version": versionCmd,
+}
+
+// serve is `lifenet serve` with --metrics (the otel module's, which the
+// library's module cannot depend on).
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return rpctool.ServeWith(ctx, args, stdout, stderr, serveHooks())
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -9,7 +9,9 @@ package rpcbench
 
 import (
 	"context"
+	"math/rand/v2"
 	"runtime"
+	"time"
 
 	"github.com/lifenet/lifenet/internal/cpustat"
 	"github.com/lifenet/lifenet/rpc"
@@ -66,6 +68,7 @@ func RegisterBench(srv *rpc.Server, inline bool) error {
 		rpc.Handle(srv, "Bench/EchoPacket", func(_ context.Context, b []byte) ([]byte, error) { return b, nil }, o...),
 		rpc.Handle(srv, "Bench/MultiArgs", func(_ context.Context, a MultiArgs) (int32, error) { return a.A, nil }, o...),
 		rpc.Handle(srv, "Bench/Add", func(_ context.Context, a AddArgs) (int32, error) { return a.A + a.B, nil }, o...),
+		rpc.Handle(srv, "Bench/Latency", benchLatency), // blocks: never inline
 		rpc.Handle(srv, "Bench/ServerStats", func(context.Context, struct{}) (ProcStats, error) { return ReadProcStats(), nil }),
 	} {
 		if err != nil {
@@ -73,6 +76,35 @@ func RegisterBench(srv *rpc.Server, inline bool) error {
 		}
 	}
 	return nil
+}
+
+// LatencyArgs are the arguments of Bench/Latency: it sleeps a time drawn
+// uniformly from [Min, Max] microseconds or, for SlowPct percent of the
+// calls, Slow microseconds.
+type LatencyArgs struct {
+	Min     int     `json:"min"`
+	Max     int     `json:"max"`
+	Slow    int     `json:"slow"`
+	SlowPct float64 `json:"slowPct"`
+}
+
+// benchLatency is Bench/Latency: a call whose time is the server's, so that a
+// server-side latency histogram and a client's agree (the Prometheus test
+// compares them). It returns 42, as NoArg does.
+func benchLatency(_ context.Context, a LatencyArgs) (int32, error) {
+	const most = 10_000_000 // 10 s
+	if a.Min < 0 || a.Max < a.Min || a.Max > most || a.Slow < 0 || a.Slow > most || a.SlowPct < 0 || a.SlowPct > 100 {
+		return 0, &rpc.APIError{Code: rpc.CodeBadRequest, Message: "Bench/Latency: want 0 <= min <= max <= 10 s, slow <= 10 s, 0 <= slowPct <= 100"}
+	}
+	d := a.Min
+	switch {
+	case a.SlowPct > 0 && rand.Float64()*100 < a.SlowPct:
+		d = a.Slow
+	case a.Max > a.Min:
+		d += rand.IntN(a.Max - a.Min + 1)
+	}
+	time.Sleep(time.Duration(d) * time.Microsecond)
+	return 42, nil
 }
 
 // NetRPCBench is the same controller for Go's net/rpc (the baseline).
@@ -89,6 +121,13 @@ func (NetRPCBench) EchoPacket(b []byte, r *[]byte) error { *r = b; return nil }
 
 // MultiArgs returns a.A.
 func (NetRPCBench) MultiArgs(a MultiArgs, r *int32) error { *r = a.A; return nil }
+
+// Latency sleeps as Bench/Latency does.
+func (NetRPCBench) Latency(a LatencyArgs, r *int32) error {
+	n, err := benchLatency(context.Background(), a)
+	*r = n
+	return err
+}
 
 // ServerStats reports the process's CPU and allocation.
 func (NetRPCBench) ServerStats(_ struct{}, r *ProcStats) error { *r = ReadProcStats(); return nil }

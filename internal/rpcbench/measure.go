@@ -31,6 +31,7 @@ type Summary struct {
 	CallsPerSec float64 `json:"callsPerSec"`
 	Mean        float64 `json:"meanUs"`
 	P50         float64 `json:"p50Us"`
+	P95         float64 `json:"p95Us"`
 	P99         float64 `json:"p99Us"`
 	P999        float64 `json:"p999Us"`
 	Max         float64 `json:"maxUs"`
@@ -127,6 +128,7 @@ func Measure(ctx context.Context, win Window, t *Target, s Summary, progress io.
 	}
 	us := func(ns float64) float64 { return float64(int64(ns/10)) / 100 }
 	s.Mean, s.P50, s.P99 = us(h.Mean()), us(float64(h.ValueAtQuantile(50))), us(float64(h.ValueAtQuantile(99)))
+	s.P95 = us(float64(h.ValueAtQuantile(95)))
 	s.P999, s.Max = us(float64(h.ValueAtQuantile(99.9))), us(float64(h.Max()))
 	if n := float64(s.Calls); n > 0 {
 		s.ClientAlloc = float64(int64(float64(s1.alloc-s0.alloc)/n*10)) / 10

@@ -11,7 +11,7 @@ import (
 )
 
 // Shapes are the call shapes of NewLife's RpcBenchmarks.
-var Shapes = []string{"noarg", "echo16", "echo2000", "string16", "string2000", "multi"}
+var Shapes = []string{"noarg", "echo16", "echo2000", "string16", "string2000", "multi", "latency"}
 
 // Shape is one call shape's arguments, for every implementation.
 type Shape struct {
@@ -43,9 +43,15 @@ func ShapeOf(name string) Shape {
 		return Shape{Name: name, Action: "Bench/EchoString", Str: strings.Repeat("x", n)}
 	case "multi":
 		return Shape{Name: name, Action: "Bench/MultiArgs"}
+	case "latency":
+		return Shape{Name: name, Action: "Bench/Latency"}
 	}
 	return Shape{Name: "noarg", Action: "Bench/NoArg"}
 }
+
+// LatencyShape is the "latency" shape's arguments: 1 ms, and 20 ms for 2 %
+// of the calls (a latency whose 99th percentile is the slow calls').
+var LatencyShape = LatencyArgs{Min: 1000, Max: 1000, Slow: 20000, SlowPct: 2}
 
 var multiArgs = MultiArgs{A: 42, B: 123456, C: "test", D: true, E: 3.14}
 
@@ -59,6 +65,8 @@ func (sh Shape) Args() any {
 		return StringArgs{Input: sh.Str}
 	case sh.Action == "Bench/MultiArgs":
 		return multiArgs
+	case sh.Action == "Bench/Latency":
+		return LatencyShape
 	}
 	return nil
 }
@@ -90,6 +98,15 @@ func LifenetCaller(cl *rpc.Client, sh Shape) Caller {
 				return err
 			}
 			return CheckString(out, sh.Str)
+		}
+	case sh.Action == "Bench/Latency":
+		var args any = LatencyShape
+		var r int32
+		return func(ctx context.Context) error {
+			if err := cl.Invoke(ctx, sh.Action, args, &r); err != nil {
+				return err
+			}
+			return CheckInt(r)
 		}
 	case sh.Action == "Bench/MultiArgs":
 		var args any = multiArgs
@@ -133,6 +150,15 @@ func NetRPCCaller(cl *netrpc.Client, sh Shape) Caller {
 				return err
 			}
 			return CheckString(out, sh.Str)
+		}
+	case method == "Bench.Latency":
+		var args any = LatencyShape
+		var r int32
+		return func(context.Context) error {
+			if err := cl.Call(method, args, &r); err != nil {
+				return err
+			}
+			return CheckInt(r)
 		}
 	case method == "Bench.MultiArgs":
 		var args any = multiArgs

@@ -3,6 +3,7 @@ package rpctool
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -46,6 +47,24 @@ var errGraceOver = errors.New("calls still running when the grace period ended w
 // it returns 0; 1 when the grace period ended first (those calls are cut
 // short) or the server failed, 2 for a bad flag.
 func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return ServeWith(ctx, args, stdout, stderr, ServeHooks{})
+}
+
+// ServeHooks let the lifenet command add to `lifenet serve` what this
+// package leaves to it (the otel module's metrics).
+type ServeHooks struct {
+	// Flags adds flags to serve's flag set.
+	Flags func(fs *flag.FlagSet)
+	// Config adjusts the lifenet server's config (its interceptors) once
+	// the flags are parsed.
+	Config func(cfg *rpc.Config) error
+	// Started runs once the lifenet server listens, before READY is
+	// printed; the stop it returns runs when the server has shut down.
+	Started func(ctx context.Context, srv *rpc.Server, stdout io.Writer) (stop func(), err error)
+}
+
+// ServeWith runs `lifenet serve` with hooks.
+func ServeWith(ctx context.Context, args []string, stdout, stderr io.Writer, hooks ServeHooks) int {
 	var c serveConfig
 	fs := cliflag.New("serve", "", "  An RPC server with NewLife's benchmark controller (Bench/NoArg, EchoString, EchoPacket, MultiArgs,\n"+
 		"  Add, ServerStats) and Bench/Sleep ms=N, which holds a call N ms (at most 60000), to try timeouts and --grace.\n"+
@@ -60,6 +79,9 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&c.seconds, "seconds", 0, "shut down after this many seconds (0: run until SIGINT or SIGTERM)")
 	fs.DurationVar(&c.grace, "grace", 10*time.Second, "on shutdown, how long the calls in progress may take to finish before they are cut short")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile here")
+	if hooks.Flags != nil {
+		hooks.Flags(fs.FlagSet)
+	}
 	if code, done := fs.Parse(args, stdout, stderr); done {
 		return code
 	}
@@ -87,7 +109,7 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if c.impl == "netrpc" {
 		err = serveNetRPC(ctx, addr, c.grace, stdout)
 	} else {
-		err = serveLifenet(ctx, c, addr, stdout)
+		err = serveLifenet(ctx, c, addr, stdout, hooks)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "lifenet serve: %v\n", err)
@@ -115,8 +137,13 @@ func sleep(ctx context.Context, a sleepArgs) (int, error) {
 	}
 }
 
-func serveLifenet(ctx context.Context, c serveConfig, addr string, stdout io.Writer) error {
+func serveLifenet(ctx context.Context, c serveConfig, addr string, stdout io.Writer, hooks ServeHooks) error {
 	cfg := rpc.Config{Serial: c.serial}
+	if hooks.Config != nil {
+		if err := hooks.Config(&cfg); err != nil {
+			return err
+		}
+	}
 	srv, err := rpc.NewServer(cfg)
 	if err != nil {
 		return err
@@ -136,6 +163,14 @@ func serveLifenet(ctx context.Context, c serveConfig, addr string, stdout io.Wri
 			return err
 		}
 		ready += " udp://" + hp
+	}
+	if hooks.Started != nil {
+		stop, err := hooks.Started(ctx, srv, stdout)
+		if err != nil {
+			srv.Close()
+			return err
+		}
+		defer stop()
 	}
 	fmt.Fprintf(stdout, "%s http://%s ws://%s\n", ready, hp, hp)
 	<-ctx.Done()

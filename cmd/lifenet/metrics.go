@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/lifenet/lifenet/cmd/lifenet/internal/rpctool"
+	lnotel "github.com/lifenet/lifenet/otel"
+	"github.com/lifenet/lifenet/rpc"
+)
+
+// serveHooks add --metrics to `lifenet serve`: the otel module's server
+// interceptor and observers, exported in Prometheus's text format at
+// /metrics, and a JSON /status page.
+func serveHooks() rpctool.ServeHooks {
+	m := &metricsServer{}
+	return rpctool.ServeHooks{
+		Flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&m.addr, "metrics", "", "lifenet: serve /metrics (Prometheus) and /status (JSON) on this HOST:PORT (port 0 picks a free one)")
+		},
+		Config:  m.config,
+		Started: m.started,
+	}
+}
+
+type metricsServer struct {
+	addr   string
+	reg    *prometheus.Registry
+	mp     *sdkmetric.MeterProvider
+	status *statusRecorder
+}
+
+func (m *metricsServer) config(cfg *rpc.Config) error {
+	if m.addr == "" {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(m.addr); err != nil {
+		return fmt.Errorf("--metrics %q: want HOST:PORT", m.addr)
+	}
+	m.reg = prometheus.NewRegistry()
+	exp, err := otelprom.New(otelprom.WithRegisterer(m.reg))
+	if err != nil {
+		return err
+	}
+	m.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+	m.status = newStatusRecorder()
+	cfg.Interceptors = append(cfg.Interceptors,
+		lnotel.ServerInterceptor(lnotel.WithMeterProvider(m.mp), lnotel.WithoutTraces()),
+		m.status.intercept)
+	return nil
+}
+
+func (m *metricsServer) started(ctx context.Context, srv *rpc.Server, stdout io.Writer) (func(), error) {
+	if m.addr == "" {
+		return func() {}, nil
+	}
+	m.status.srv = srv
+	reg, err := lnotel.ObserveServer(srv, m.mp)
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", m.addr)
+	if err != nil {
+		reg.Unregister()
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(m.status.status(time.Now()))
+	})
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go hs.Serve(l)
+	fmt.Fprintf(stdout, "METRICS http://%s/metrics http://%s/status\n", l.Addr(), l.Addr())
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		hs.Shutdown(sctx)
+		reg.Unregister()
+		m.mp.Shutdown(sctx)
+	}, nil
+}
+
+func moduleVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}

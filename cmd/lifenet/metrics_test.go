@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lifenet/lifenet/rpc"
+)
+
+// startServe runs `lifenet serve` in this process with args and returns
+// the words of its READY and METRICS lines.
+func startServe(t *testing.T, args ...string) (ready, metrics []string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, append([]string{"serve"}, args...), pw, io.Discard); pw.Close() }()
+	t.Cleanup(func() {
+		cancel()
+		go io.Copy(io.Discard, pr)
+		<-done
+	})
+	sc := bufio.NewScanner(pr)
+	for ready == nil && sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch f[0] {
+		case "READY":
+			ready = f[1:]
+		case "METRICS":
+			metrics = f[1:]
+		}
+	}
+	if ready == nil {
+		t.Fatal("serve printed no READY line")
+	}
+	go io.Copy(io.Discard, pr)
+	return ready, metrics
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %v", url, res.StatusCode, err)
+	}
+	return string(b)
+}
+
+func TestServeMetricsAndStatus(t *testing.T) {
+	ready, metrics := startServe(t, "--port", "0", "--udp=false", "--metrics", "127.0.0.1:0")
+	if len(metrics) != 2 {
+		t.Fatalf("METRICS line %q", metrics)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := rpc.Dial(ctx, strings.TrimPrefix(ready[0], "tcp://"), rpc.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for range 5 {
+		var r int32
+		if err := cl.Invoke(ctx, "Bench/NoArg", nil, &r); err != nil || r != 42 {
+			t.Fatalf("Bench/NoArg: %d %v", r, err)
+		}
+	}
+	cl.Invoke(ctx, "No/Such", nil, nil)
+
+	text := get(t, metrics[0])
+	for _, want := range []string{
+		`# TYPE rpc_server_call_duration_seconds histogram`,
+		`rpc_method="Bench/NoArg"`,
+		`rpc_system_name="newlife"`,
+		`rpc_response_status_code="404"`,
+		`rpc_server_request_size_bytes_bucket`,
+		`lifenet_server_sessions_accepted_total`,
+		`lifenet_server_sessions{`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if !strings.Contains(text, `rpc_server_call_duration_seconds_count{network_protocol_name="srmp",network_transport="tcp",`) {
+		t.Errorf("/metrics lacks the call count by protocol")
+	}
+
+	var st Status
+	if err := json.Unmarshal([]byte(get(t, metrics[1])), &st); err != nil {
+		t.Fatal(err)
+	}
+	a := st.Actions["Bench/NoArg"]
+	if st.Server != "lifenet" || st.Sessions != 1 || st.ByProtocol["SRMP"] != 1 || a.Calls != 5 || a.P50Us <= 0 || a.P99Us < a.P50Us || st.Actions["_OTHER"].Errors != 1 || st.UptimeSeconds <= 0 {
+		t.Errorf("/status: %+v", st)
+	}
+}
+
+func TestServeMetricsFlag(t *testing.T) {
+	var out, errOut strings.Builder
+	if code := run(context.Background(), []string{"serve", "--port", "0", "--metrics", "nonsense"}, &out, &errOut); code == 0 || !strings.Contains(errOut.String(), "--metrics") {
+		t.Errorf("exit %d, stderr %q", code, errOut.String())
+	}
+}
+
+func TestStatusQuantiles(t *testing.T) {
+	var a actionStats
+	now := time.Unix(1000, 0)
+	for i := range 1000 {
+		d := time.Millisecond
+		if i%100 == 0 {
+			d = 20 * time.Millisecond // 1 %
+		}
+		a.record(now, d, false)
+	}
+	calls, _, hist := a.window(now.Unix())
+	if calls != 1000 {
+		t.Fatalf("%d calls", calls)
+	}
+	if p50 := quantile(&hist, calls, 0.5); p50 < 900 || p50 > 1100 {
+		t.Errorf("p50 %g µs, want about 1000", p50)
+	}
+	if p995 := quantile(&hist, calls, 0.995); p995 < 18000 || p995 > 22000 {
+		t.Errorf("p99.5 %g µs, want about 20000", p995)
+	}
+	if calls, _, _ := a.window(now.Unix() + 60); calls != 0 {
+		t.Errorf("a minute on, %d calls in the window", calls)
+	}
+}
