@@ -1,0 +1,5 @@
+//go:build !lifenet_debug
+
+package main
+
+const debugBuild = false

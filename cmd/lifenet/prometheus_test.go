@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lifenet/lifenet/internal/tool/rpctool"
+)
+
+// A real Prometheus (Debian's package) scrapes `lifenet serve --metrics`
+// every second while `lifenet rpcload` runs a fixed load of Bench/Sleep
+// (1 ms, 20 ms for 2 % of the calls) for 10 s; Prometheus's HTTP API then
+// gives the action's call rate, which agrees with rpcload's within 5 %,
+// and the p99 from the server's histogram, which falls inside rpcload's
+// own p95–max band. Every process is started here and killed by its PID.
+func TestPrometheusScrapesServe(t *testing.T) {
+	if debugBuild {
+		t.Skip("runs in the normal build only")
+	}
+	if testing.Short() {
+		t.Skip("a 20-second run")
+	}
+	promBin, err := exec.LookPath("prometheus")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("prometheus is not installed (scripts/test.sh installs Debian's package)")
+		}
+		t.Skip("prometheus not on PATH: apt-get install prometheus (scripts/test.sh does)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+
+	bin := filepath.Join(dir, "lifenet")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+
+	// lifenet serve --metrics
+	serve := exec.CommandContext(ctx, bin, "serve", "--port", "0", "--udp=false", "--metrics", "127.0.0.1:0", "--seconds", "50")
+	stdout, err := serve.StdoutPipe()
+	must(t, err)
+	must(t, serve.Start())
+	t.Cleanup(func() { serve.Process.Kill(); serve.Wait() })
+	var rpcAddr, metricsURL string
+	sc := bufio.NewScanner(stdout)
+	for rpcAddr == "" && sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch {
+		case len(f) > 1 && f[0] == "METRICS":
+			metricsURL = f[1]
+		case len(f) > 1 && f[0] == "READY":
+			rpcAddr = strings.TrimPrefix(f[1], "tcp://")
+		}
+	}
+	if rpcAddr == "" || metricsURL == "" {
+		t.Fatalf("serve printed no READY/METRICS lines (%v)", sc.Err())
+	}
+	go io.Copy(io.Discard, stdout)
+	mu, err := url.Parse(metricsURL)
+	must(t, err)
+
+	// Prometheus, scraping it every second, on a free loopback port.
+	promAddr := freeAddr(t)
+	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  - job_name: lifenet\n    metrics_path: %s\n    static_configs:\n      - targets: ['%s']\n", mu.Path, mu.Host)
+	cfgFile := filepath.Join(dir, "prometheus.yml")
+	must(t, os.WriteFile(cfgFile, []byte(cfg), 0o644))
+	prom := exec.CommandContext(ctx, promBin, "--config.file="+cfgFile, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
+		"--web.listen-address="+promAddr, "--log.level=warn")
+	promLog, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	must(t, err)
+	prom.Stdout, prom.Stderr = promLog, promLog
+	must(t, prom.Start())
+	t.Cleanup(func() { prom.Process.Kill(); prom.Wait() })
+	api := "http://" + promAddr
+	waitFor(t, ctx, "Prometheus ready", func() bool {
+		res, err := http.Get(api + "/-/ready")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == 200
+	})
+	waitFor(t, ctx, "the lifenet target up", func() bool {
+		v, ok := query(t, api, `up{job="lifenet"}`, time.Now())
+		return ok && v == 1
+	})
+
+	// The fixed load.
+	load := exec.CommandContext(ctx, bin, "rpcload", "--remote", rpcAddr, "--call", "sleep", "--conns", "4", "--inflight", "1",
+		"--seconds", "10", "--warmup", "0", "--json")
+	out, err := load.Output()
+	end := time.Now()
+	if err != nil {
+		t.Fatalf("rpcload: %v\n%s", err, out)
+	}
+	var s rpctool.Summary
+	line := strings.TrimSpace(string(out))
+	if i := strings.LastIndex(line, "SUMMARY: "); i < 0 || json.Unmarshal([]byte(line[i+len("SUMMARY: "):]), &s) != nil {
+		t.Fatalf("rpcload printed %q", out)
+	}
+	if s.Calls < 1000 || s.Errors != 0 {
+		t.Fatalf("rpcload: %+v", s)
+	}
+	time.Sleep(2500 * time.Millisecond) // the last scrapes
+
+	rateQ := `sum(rate(rpc_server_call_duration_seconds_count{job="lifenet",rpc_method="Bench/Sleep",rpc_response_status_code="0"}[6s]))`
+	rate, ok := query(t, api, rateQ, end.Add(-1500*time.Millisecond))
+	if !ok {
+		t.Fatalf("no result for %s", rateQ)
+	}
+	if d := math.Abs(rate-s.CallsPerSec) / s.CallsPerSec; d > 0.05 {
+		t.Errorf("Prometheus's rate %.1f calls/s, rpcload's %.1f: %.1f %% apart, want ≤ 5 %%", rate, s.CallsPerSec, 100*d)
+	}
+	p99Q := `histogram_quantile(0.99, sum by (le) (increase(rpc_server_call_duration_seconds_bucket{job="lifenet",rpc_method="Bench/Sleep"}[20s])))`
+	p99, ok := query(t, api, p99Q, end.Add(2*time.Second))
+	if !ok {
+		t.Fatalf("no result for %s", p99Q)
+	}
+	p99Us := p99 * 1e6
+	if p99Us < s.P95 || p99Us > s.Max {
+		t.Errorf("Prometheus's p99 %.0f µs outside rpcload's p95–max band [%.0f, %.0f] µs", p99Us, s.P95, s.Max)
+	}
+	t.Logf("rpcload: %d calls, %.1f calls/s, p95 %.0f µs, p99 %.0f µs, max %.0f µs; Prometheus: %.1f calls/s, p99 %.0f µs",
+		s.Calls, s.CallsPerSec, s.P95, s.P99, s.Max, rate, p99Us)
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func waitFor(t *testing.T, ctx context.Context, what string, ok func() bool) {
+	t.Helper()
+	for !ok() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// query evaluates an instant query at at; ok is false without a single
+// numeric result.
+func query(t *testing.T, api, q string, at time.Time) (float64, bool) {
+	t.Helper()
+	res, err := http.Get(api + "/api/v1/query?" + url.Values{"query": {q}, "time": {strconv.FormatFloat(float64(at.UnixNano())/1e9, 'f', 3, 64)}}.Encode())
+	if err != nil {
+		return 0, false
+	}
+	defer res.Body.Close()
+	var r struct {
+		Status string
+		Data   struct {
+			Result []struct {
+				Value [2]any
+			}
+		}
+	}
+	if json.NewDecoder(res.Body).Decode(&r) != nil || r.Status != "success" || len(r.Data.Result) != 1 {
+		return 0, false
+	}
+	str, _ := r.Data.Result[0].Value[1].(string)
+	v, err := strconv.ParseFloat(str, 64)
+	return v, err == nil && !math.IsNaN(v)
+}
