@@ -18,11 +18,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lifenet/lifenet/internal/tool/rpctool"
+	"github.com/lifenet/lifenet/internal/rpcbench"
 )
 
 // A real Prometheus (Debian's package) scrapes `lifenet serve --metrics`
-// every second while `lifenet rpcload` runs a fixed load of Bench/Sleep
+// every second while `lifenet rpcload` runs a fixed load of Bench/Latency
 // (1 ms, 20 ms for 2 % of the calls) for 10 s; Prometheus's HTTP API then
 // gives the action's call rate, which agrees with rpcload's within 5 %,
 // and the p99 from the server's histogram, which falls inside rpcload's
@@ -101,14 +101,14 @@ func TestPrometheusScrapesServe(t *testing.T) {
 	})
 
 	// The fixed load.
-	load := exec.CommandContext(ctx, bin, "rpcload", "--remote", rpcAddr, "--call", "sleep", "--conns", "4", "--inflight", "1",
+	load := exec.CommandContext(ctx, bin, "rpcload", "--remote", rpcAddr, "--call", "latency", "--conns", "4", "--inflight", "1",
 		"--seconds", "10", "--warmup", "0", "--json")
 	out, err := load.Output()
 	end := time.Now()
 	if err != nil {
 		t.Fatalf("rpcload: %v\n%s", err, out)
 	}
-	var s rpctool.Summary
+	var s rpcbench.Summary
 	line := strings.TrimSpace(string(out))
 	if i := strings.LastIndex(line, "SUMMARY: "); i < 0 || json.Unmarshal([]byte(line[i+len("SUMMARY: "):]), &s) != nil {
 		t.Fatalf("rpcload printed %q", out)
@@ -118,7 +118,7 @@ func TestPrometheusScrapesServe(t *testing.T) {
 	}
 	time.Sleep(2500 * time.Millisecond) // the last scrapes
 
-	rateQ := `sum(rate(rpc_server_call_duration_seconds_count{job="lifenet",rpc_method="Bench/Sleep",rpc_response_status_code="0"}[6s]))`
+	rateQ := `sum(rate(rpc_server_call_duration_seconds_count{job="lifenet",rpc_method="Bench/Latency",rpc_response_status_code="0"}[6s]))`
 	rate, ok := query(t, api, rateQ, end.Add(-1500*time.Millisecond))
 	if !ok {
 		t.Fatalf("no result for %s", rateQ)
@@ -126,7 +126,7 @@ func TestPrometheusScrapesServe(t *testing.T) {
 	if d := math.Abs(rate-s.CallsPerSec) / s.CallsPerSec; d > 0.05 {
 		t.Errorf("Prometheus's rate %.1f calls/s, rpcload's %.1f: %.1f %% apart, want ≤ 5 %%", rate, s.CallsPerSec, 100*d)
 	}
-	p99Q := `histogram_quantile(0.99, sum by (le) (increase(rpc_server_call_duration_seconds_bucket{job="lifenet",rpc_method="Bench/Sleep"}[20s])))`
+	p99Q := `histogram_quantile(0.99, sum by (le) (increase(rpc_server_call_duration_seconds_bucket{job="lifenet",rpc_method="Bench/Latency"}[20s])))`
 	p99, ok := query(t, api, p99Q, end.Add(2*time.Second))
 	if !ok {
 		t.Fatalf("no result for %s", p99Q)

@@ -11,7 +11,11 @@ import (
 )
 
 // Shapes are the call shapes of NewLife's RpcBenchmarks.
-var Shapes = []string{"noarg", "echo16", "echo2000", "string16", "string2000", "multi", "latency"}
+var Shapes = []string{"noarg", "echo16", "echo2000", "string16", "string2000", "multi"}
+
+// LoadShapes are the shapes rpcload takes: Shapes and "latency"
+// (Bench/Latency, a call that sleeps: lifenet and net/rpc only).
+var LoadShapes = append(Shapes[:len(Shapes):len(Shapes)], "latency")
 
 // Shape is one call shape's arguments, for every implementation.
 type Shape struct {

@@ -56,7 +56,7 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.inflight, "inflight", 1, "concurrent callers per connection")
 	fs.Float64Var(&c.seconds, "seconds", 5, "measured window in seconds")
 	fs.Float64Var(&c.warmup, "warmup", 1, "seconds of calls before the window")
-	fs.StringVar(&c.call, "call", "noarg", "call shape: "+strings.Join(rpcbench.Shapes, "|"))
+	fs.StringVar(&c.call, "call", "noarg", "call shape: "+strings.Join(rpcbench.LoadShapes, "|"))
 	fs.BoolVar(&c.direct, "direct", false, "call Server.Process in this process, no sockets (NewLife's direct benchmark)")
 	fs.IntVar(&c.goroutines, "goroutines", runtime.GOMAXPROCS(0), "--direct: calling goroutines")
 	fs.BoolVar(&c.json, "json", false, "print only the SUMMARY line")
@@ -67,7 +67,7 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	err := errors.Join(
 		cliflag.Check(c.impl == "lifenet" || c.impl == "netrpc", "--impl %q: want lifenet or netrpc", c.impl),
-		cliflag.Check(slices.Contains(rpcbench.Shapes, c.call), "--call %q: want one of %s", c.call, strings.Join(rpcbench.Shapes, ", ")),
+		cliflag.Check(slices.Contains(rpcbench.LoadShapes, c.call), "--call %q: want one of %s", c.call, strings.Join(rpcbench.LoadShapes, ", ")),
 		cliflag.Between("conns", c.conns, 1, maxConns),
 		cliflag.Between("inflight", c.inflight, 1, maxCallers/max(c.conns, 1)),
 		cliflag.Between("seconds", c.seconds, 0.1, maxSeconds),
