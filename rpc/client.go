@@ -467,10 +467,19 @@ func isUnauthorized(err error) bool {
 	return errors.As(err, &ae) && ae.Code == CodeUnauthorized
 }
 
-// Stats sums the matching counters of the client's current connections
-// (a connection that ended and was replaced takes its counts with it).
-func (c *Client) Stats() codec.MatchStats {
-	var st codec.MatchStats
+// ClientStats are a [Client]'s counters: the sums over its current
+// connections (a connection that ended and was replaced takes its counts
+// with it).
+type ClientStats struct {
+	InFlight int    // calls waiting for their replies now, and timed-out ones whose numbers rest in quarantine
+	TimedOut uint64 // calls that failed with [ErrTimeout]
+	Unknown  uint64 // replies that matched no call (late, duplicated, never asked); dropped
+	Reused   uint64 // calls given a sequence number within about a round trip of its last reply (a duplicate of that reply would be taken for theirs)
+}
+
+// Stats returns the client's counters. Safe for concurrent use.
+func (c *Client) Stats() ClientStats {
+	var st ClientStats
 	for i := range c.slots {
 		sl := &c.slots[i]
 		sl.mu.Lock()
