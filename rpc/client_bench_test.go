@@ -1,0 +1,146 @@
+package rpc_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/lifenet/lifenet/internal/baseline"
+	"github.com/lifenet/lifenet/rpc"
+	"github.com/lifenet/lifenet/transport"
+)
+
+// benchServerEnv, set in a child of the test binary, makes TestMain serve
+// Bench/NoArg instead of running tests (see serveBenchChild).
+const benchServerEnv = "LIFENET_RPC_BENCH_SERVER"
+
+// BenchmarkClientNoArg is one caller's serial calls of Bench/NoArg to a
+// server in a child process, so that a count of this process's
+// instructions (scripts/instrs.sh) is the client's alone: impl=lifenet is
+// rpc.Client.Invoke, impl=bare a caller that writes the request's bytes and
+// reads the reply's frame on its own goroutine, the floor a client can
+// reach (docs/perf/rpc.md, "The client's cost").
+func BenchmarkClientNoArg(b *testing.B) {
+	addr := startBenchChild(b)
+	b.Run("impl=lifenet", func(b *testing.B) { benchClientInvoke(b, addr, rpc.ClientConfig{}) })
+	sync := rpc.ClientConfig{}
+	sync.Transport.Mode = transport.ReceiveSync
+	b.Run("impl=lifenet-sync", func(b *testing.B) { benchClientInvoke(b, addr, sync) })
+	b.Run("impl=bare", func(b *testing.B) {
+		c, err := net.Dial("tcp", addr)
+		must(b, err)
+		defer c.Close()
+		req, buf := srmpRequest("Bench/NoArg"), make([]byte, 64<<10)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			if _, err := c.Write(req); err != nil {
+				b.Fatal(err)
+			}
+			if err := readSRMPFrame(c, buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// benchClientInvoke is b.N serial Invokes of Bench/NoArg by a client of cfg.
+func benchClientInvoke(b *testing.B, addr string, cfg rpc.ClientConfig) {
+	ctx := context.Background()
+	cl, err := rpc.Dial(ctx, addr, cfg)
+	must(b, err)
+	defer cl.Close()
+	var r int32
+	must(b, cl.Invoke(ctx, "Bench/NoArg", nil, &r))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := cl.Invoke(ctx, "Bench/NoArg", nil, &r); err != nil || r != 42 {
+			b.Fatal(r, err)
+		}
+	}
+}
+
+// srmpRequest is an SRMP request frame (flag 1, sequence 1) calling action
+// with no arguments.
+func srmpRequest(action string) []byte {
+	f := []byte{0x01, 0x01, 0, 0}
+	binary.LittleEndian.PutUint16(f[2:], uint16(1+len(action)))
+	f = append(f, byte(len(action)))
+	return append(f, action...)
+}
+
+// readSRMPFrame reads one whole SRMP frame into buf.
+func readSRMPFrame(c net.Conn, buf []byte) error {
+	have := 0
+	for {
+		m, err := c.Read(buf[have:])
+		have += m
+		size, ferr := baseline.FrameLen(baseline.SRMP, buf[:have])
+		switch {
+		case ferr != nil:
+			return ferr
+		case size > 0 && have == size:
+			return nil
+		case size > 0 && (have > size || size > len(buf)):
+			return fmt.Errorf("a %d-byte frame, %d bytes read", size, have)
+		case err != nil:
+			return err
+		}
+	}
+}
+
+// startBenchChild starts the test binary again as a server of Bench/NoArg
+// and returns its address; the child ends when its stdin closes, at the
+// end of b.
+func startBenchChild(b *testing.B) string {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), benchServerEnv+"=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	must(b, err)
+	stdout, err := cmd.StdoutPipe()
+	must(b, err)
+	must(b, cmd.Start())
+	b.Cleanup(func() {
+		stdin.Close()
+		cmd.Wait() // with SIGCHLD ignored (below) the kernel reaps the child, and Wait's error is no news
+	})
+	// callgrind (scripts/instrs.sh) can die of the SIGCHLD the child's end
+	// sends; ignored, no signal is delivered at all.
+	signal.Ignore(syscall.SIGCHLD)
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("the server child: %v", err)
+	}
+	return strings.TrimSpace(line)
+}
+
+// serveBenchChild is the child's whole life: serve Bench/NoArg on loopback,
+// print the address, and stop when stdin closes.
+func serveBenchChild() {
+	srv, err := rpc.NewServer(rpc.Config{})
+	if err == nil {
+		err = rpc.Handle(srv, "Bench/NoArg", func(context.Context, struct{}) (int32, error) { return 42, nil }, rpc.WithInline())
+	}
+	var addr net.Addr
+	if err == nil {
+		addr, err = srv.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench server:", err)
+		os.Exit(1)
+	}
+	fmt.Println(addr)
+	os.Stdin.Read(make([]byte, 1))
+	srv.Close()
+}
