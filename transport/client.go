@@ -161,6 +161,7 @@ func Dial(ctx context.Context, network, address string, cfg ClientConfig, hooks 
 	}
 	c := &Client{cfg: cfg, network: network, address: address, stop: make(chan struct{})}
 	c.ep = endpoint{cfg: cfg.Config, hooks: hooks}
+	c.ep.initLog()
 	switch cfg.Mode {
 	case ReceivePull:
 		c.recv = make(chan *packet.Packet, cfg.PullQueue)
@@ -305,7 +306,7 @@ func (c *Client) reconnect() *Session {
 		return nil
 	}
 	delay := c.cfg.ReconnectDelay
-	for range c.cfg.MaxReconnect {
+	for attempt := 1; attempt <= c.cfg.MaxReconnect; attempt++ {
 		select {
 		case <-c.stop:
 			return nil
@@ -325,6 +326,7 @@ func (c *Client) reconnect() *Session {
 			return sess
 		}
 		delay = min(2*delay, c.cfg.ReconnectMax)
+		c.logReconnect(attempt, err, delay)
 	}
 	return nil
 }
@@ -456,6 +458,7 @@ func (c *Client) Close() error {
 			p.Release()
 		}
 	}
+	c.ep.limits.Stop()
 	releaseClock()
 	return nil
 }

@@ -3,6 +3,7 @@ package transport
 import (
 	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -141,6 +142,17 @@ type Config struct {
 	// pooled 64 KiB buffer, which fits the largest datagram of either IP
 	// version (none is cut short), so a batch of 32 holds 2 MiB per socket.
 	UDPReadBatch int
+
+	// Log gets the server's or client's log lines (nil: slog.Default() as
+	// it is when the server or client is created; slog.New(slog.DiscardHandler)
+	// silences them): Debug when a session opens and closes, Warn when a
+	// limit closes a session or refuses a connection, Error for a hook's
+	// panic and an accept that failed for want of a resource. Warn and
+	// Error lines are rate-limited (at most 10 of a kind per 10 s, then one
+	// line counting the rest). docs/observability.md lists the lines and
+	// their attributes. Nothing is formatted for a level the logger does
+	// not enable.
+	Log *slog.Logger
 }
 
 // DefaultConfig returns a [Config] with every field at its default ([NoDelay]

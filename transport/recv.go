@@ -22,6 +22,7 @@ func (s *Session) serveStream(firstByte time.Duration) {
 	defer s.finish()
 	defer func() {
 		if v := recover(); v != nil {
+			s.logPanic(v)
 			s.closeWith(ReasonError, &PanicError{Value: v})
 		}
 	}()

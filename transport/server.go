@@ -49,12 +49,14 @@ func NewServer(cfg Config, hooks Hooks) (*Server, error) {
 		return nil, err
 	}
 	acquireClock()
-	return &Server{
+	s := &Server{
 		ep:       endpoint{cfg: cfg, hooks: hooks},
 		sessions: newSessionSet(!cfg.NoSessionRegistry),
 		perIP:    make(map[netip.Addr]int),
 		stopped:  make(chan struct{}),
-	}, nil
+	}
+	s.ep.initLog()
+	return s, nil
 }
 
 // Listen opens a listener and serves it. network is "tcp", "tcp4", "tcp6"
@@ -167,6 +169,7 @@ func (s *Server) acceptLoop(l net.Listener) {
 			// net/http does, up to a second, and try again.
 			s.ep.reportError(err)
 			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			s.ep.logAccept(l, err, delay)
 			select {
 			case <-time.After(delay):
 			case <-s.stopped:
@@ -192,12 +195,12 @@ func (s *Server) admit(c net.Conn) {
 	cfg := &s.ep.cfg
 	ip, hasIP := remoteIP(c.RemoteAddr())
 	s.mu.Lock()
-	if s.closing || s.streams >= cfg.MaxConns || hasIP && s.perIP[ip] >= cfg.MaxConnsPerIP {
-		closing := s.closing
+	if limit := s.refusalLocked(ip, hasIP); limit != "" {
 		s.mu.Unlock()
 		c.Close()
-		if !closing {
+		if limit != closingLimit {
 			s.ep.stats.closed[ReasonLimit].Add(1)
+			s.ep.logRefused(c, limit)
 		}
 		return
 	}
@@ -217,6 +220,24 @@ func (s *Server) admit(c net.Conn) {
 		defer s.wg.Done()
 		sess.serveStream(cfg.FirstByteTimeout)
 	}()
+}
+
+// closingLimit is refusalLocked's answer while the server shuts down.
+const closingLimit = "closing"
+
+// refusalLocked names the limit that refuses a connection from ip now
+// ("MaxConns", "MaxConnsPerIP", or closingLimit), or returns "". Called
+// with s.mu held.
+func (s *Server) refusalLocked(ip netip.Addr, hasIP bool) string {
+	switch cfg := &s.ep.cfg; {
+	case s.closing:
+		return closingLimit
+	case s.streams >= cfg.MaxConns:
+		return "MaxConns"
+	case hasIP && s.perIP[ip] >= cfg.MaxConnsPerIP:
+		return "MaxConnsPerIP"
+	}
+	return ""
 }
 
 // forget removes an ended session from the server's set and the per-IP counts.
@@ -340,6 +361,7 @@ func (s *Server) Close() error {
 		sess.closeWith(ReasonShutdown, nil)
 	}
 	s.wg.Wait()
+	s.ep.limits.Stop() // the lines held back are reported now
 	s.closed.Do(releaseClock)
 	return nil
 }

@@ -1,11 +1,13 @@
 package transport
 
 import (
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/lifenet/lifenet/internal/logattr"
 	"github.com/lifenet/lifenet/internal/mono"
 	"github.com/lifenet/lifenet/packet"
 )
@@ -67,6 +69,8 @@ type endpoint struct {
 	// otherwise. No receive loop ends its session's drain or finishes it.
 	selfRead *syncReader
 	stats    counters
+	log      *slog.Logger     // Config.Log, or the default logger when the owner was made
+	limits   *logattr.Limiter // the rate limit of its Warn and Error lines
 }
 
 // Session is one connection (or UDP peer) of a server, or a client's
@@ -301,6 +305,7 @@ func (s *Session) finish() {
 	if s.onEnd != nil {
 		s.onEnd(s)
 	}
+	s.logClosed(r, cause)
 	if h := s.handler; h != nil {
 		h.Closed(s, &CloseError{Reason: r, Err: cause})
 	} else if f := s.ep.hooks.OnClose; f != nil {
@@ -316,6 +321,7 @@ func (s *Session) open() {
 		return
 	}
 	s.opened = true
+	s.logOpened()
 	if f := s.ep.hooks.NewHandler; f != nil {
 		s.handler = f(s)
 	}
@@ -329,6 +335,7 @@ func (s *Session) open() {
 func (s *Session) openSafely() (err error) {
 	defer func() {
 		if v := recover(); v != nil {
+			s.logPanic(v)
 			err = &PanicError{Value: v}
 		}
 	}()

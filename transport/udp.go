@@ -161,6 +161,7 @@ func (u *udpServer) loop() {
 				return
 			}
 			u.srv.ep.reportError(err) // e.g. ICMP errors on some platforms: the socket stays usable
+			u.srv.ep.logRead(u.pc, err)
 			continue
 		}
 		u.reads.Add(1)
@@ -234,6 +235,7 @@ func nameOf(a net.Addr) string { return a.Network() + "|" + a.String() }
 func (u *udpServer) safeDeliver(sess *Session, buf *packet.Packet, n int) {
 	defer func() {
 		if v := recover(); v != nil {
+			sess.logPanic(v)
 			sess.closeWith(ReasonError, &PanicError{Value: v})
 			u.end(sess)
 		}
