@@ -441,6 +441,13 @@ func (s *Session) uncork() error {
 	return s.flush()
 }
 
+// SendQueue returns the state of the session's send queue now.
+func (s *Session) SendQueue() QueueStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return QueueStats{Messages: s.queuedMsgs, Bytes: int64(s.unwrittenLocked()), Waiting: len(s.waitq)}
+}
+
 // QueuedBytes returns the bytes waiting to be written: a view of the
 // session's back-pressure.
 func (s *Session) QueuedBytes() int {

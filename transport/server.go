@@ -283,7 +283,29 @@ func (s *Server) Stats() Stats {
 	for _, sess := range s.sessions.list {
 		sess.io.addTo(&st)
 	}
+	st.UDPPeers = int64(s.sessions.len() - s.streams)
+	if !s.closing {
+		st.ReadBufferBytes = int64(s.streams) * int64(s.ep.cfg.ReadBufferSize)
+		for _, u := range s.udp {
+			st.ReadBufferBytes += int64(len(u.slots)) * int64(u.slotBytes)
+		}
+	}
 	return st
+}
+
+// SendQueues returns the state of the live sessions' send queues, summed.
+// It takes each session's lock in turn (and allocates a copy of the
+// session list): a cost per call of SendQueues, for a scrape, not per
+// message.
+func (s *Server) SendQueues() QueueStats {
+	var q QueueStats
+	for _, sess := range s.snapshot() {
+		sq := sess.SendQueue()
+		q.Messages += sq.Messages
+		q.Bytes += sq.Bytes
+		q.Waiting += sq.Waiting
+	}
+	return q
 }
 
 // SessionCount returns the number of live sessions.

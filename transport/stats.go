@@ -19,6 +19,18 @@ type Stats struct {
 
 	DatagramsDropped   uint64 // UDP datagrams dropped (no session could take them, or the OS cut them short)
 	SendQueueOverflows uint64 // sessions closed as slow consumers: a full send queue without progress, or Enqueue past twice its room
+
+	// Servers only (a client's are 0):
+	UDPPeers        int64 // UDP virtual sessions open now (counted in Active too)
+	ReadBufferBytes int64 // pooled receive buffers held now: ReadBufferSize per stream session, UDPReadBatch × 64 KiB per UDP socket
+}
+
+// QueueStats is the state of send queues at one moment: of one session
+// ([Session.SendQueue]) or summed over a server's ([Server.SendQueues]).
+type QueueStats struct {
+	Messages int   // messages queued and not yet taken by a write (one per Send, SendBytes, Enqueue call)
+	Bytes    int64 // bytes not yet written: queued, and left of the writes in progress
+	Waiting  int   // senders waiting for room in a full queue (Send, SendContext)
 }
 
 // traffic counts one session's bytes and messages. Each session has its

@@ -40,13 +40,14 @@ const udpHousekeeping = time.Second
 // net.PacketConn (an in-memory one in tests, say) is keyed by the text of
 // its addresses.
 type udpServer struct {
-	srv    *Server
-	pc     net.PacketConn
-	udp    *net.UDPConn    // pc, when it is a UDP socket
-	raw    syscall.RawConn // udp's, where sends can be batched (Linux); else nil
-	family int             // udp's address family, with raw
-	reader datagramReader
-	slots  []udpSlot
+	srv       *Server
+	pc        net.PacketConn
+	udp       *net.UDPConn    // pc, when it is a UDP socket
+	raw       syscall.RawConn // udp's, where sends can be batched (Linux); else nil
+	family    int             // udp's address family, with raw
+	reader    datagramReader
+	slots     []udpSlot
+	slotBytes int // the capacity of each slot's buffer
 
 	// Owned by the receive goroutine.
 	byAddr   map[netip.AddrPort]*Session // UDP peers
@@ -123,6 +124,7 @@ func (s *Server) ServePacket(pc net.PacketConn) error {
 		b.Resize(b.Cap())
 		u.slots[i].buf = b
 	}
+	u.slotBytes = u.slots[0].buf.Cap()
 	s.udp = append(s.udp, u)
 	s.wg.Add(1)
 	go u.loop()
