@@ -29,6 +29,7 @@ func Dial(ctx context.Context, network, address string, cfg transport.ClientConf
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.Log = transportLog(cfg.Log, opts.Log)
 	syncReads := cfg.Mode == transport.ReceiveSync
 	if !syncReads {
 		cfg.Mode = transport.ReceiveEvent

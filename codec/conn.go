@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,15 @@ type Options struct {
 	// first message) and when it has ended, on its reading goroutine.
 	OnOpen  func(c *Conn)
 	OnClose func(c *Conn, err error)
+	// Log is the server's or client's logger: the transport's, unless
+	// its Config.Log is set (both nil: slog.Default()). The codec layer
+	// writes no lines of its own; the transport's tell a connection's
+	// life: Debug when it opens and closes, Warn (rate-limited) when a
+	// limit or a protocol violation closes it — a frame too large or
+	// expired, MaxPartialBytes, a malformed frame, with the codec's error
+	// as the line's err — and Error for a panic of [Handler] or OnOpen,
+	// with its stack. See docs/observability.md.
+	Log *slog.Logger
 }
 
 // Validate reports whether the options can serve a connection.

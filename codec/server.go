@@ -2,6 +2,7 @@ package codec
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,7 @@ func NewServer(cfg transport.Config, opts Options) (*Server, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.Log = transportLog(cfg.Log, opts.Log)
 	s := &Server{opts: &opts, stop: make(chan struct{})}
 	switch {
 	case opts.MaxPartialBytes == 0:
@@ -143,6 +145,25 @@ func (s *Server) Close() error {
 // connection's OnOpen (and its SetState) has run before Range sees it.
 func (s *Server) Range(f func(c *Conn) bool) {
 	s.conns.Range(func(k, _ any) bool { return f(k.(*Conn)) })
+}
+
+// PartialBytes returns the bytes all connections together hold in
+// incomplete frames now, which Options.MaxPartialBytes caps (0 when it is
+// negative: without a cap nothing is counted).
+func (s *Server) PartialBytes() int64 {
+	if s.budget == nil {
+		return 0
+	}
+	return s.budget.used.Load()
+}
+
+// transportLog is the transport's logger: its Config's, else the codec
+// Options' (nil for neither: the transport takes slog.Default()).
+func transportLog(cfg, opts *slog.Logger) *slog.Logger {
+	if cfg != nil {
+		return cfg
+	}
+	return opts
 }
 
 // Transport returns the underlying transport server (sessions, counters).
