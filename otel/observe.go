@@ -12,10 +12,11 @@ import (
 )
 
 // ObserveServer registers observable instruments reading srv's counters
-// (rpc.Server.Stats and its transport's Stats) each time mp's readers
-// collect: nothing is done per call or per connection. Unregister the
-// returned registration when the server is gone. mp nil means the global
-// meter provider.
+// (rpc.Server.Stats, its transport's Stats and SendQueues) each time mp's
+// readers collect: nothing is done per call or per connection. A
+// collection takes each session's lock in turn (the send queues' state),
+// a cost per scrape. Unregister the returned registration when the server
+// is gone. mp nil means the global meter provider.
 func ObserveServer(srv *rpc.Server, mp metric.MeterProvider) (metric.Registration, error) {
 	m := meter(mp)
 	var errs []error
@@ -39,6 +40,11 @@ func ObserveServer(srv *rpc.Server, mp metric.MeterProvider) (metric.Registratio
 	overflows := counter("lifenet.server.send_queue.overflows", "{send}", "Sends refused because a session's send queue was full.")
 	dropped := counter("lifenet.server.requests.dropped", "{request}", "Requests dropped unanswered: a bad body, an empty or non-ASCII action.")
 	panics := counter("lifenet.server.panics", "{panic}", "Handler and interceptor panics, each answered with a 500.")
+	udpPeers := gauge("lifenet.server.udp.peers", "{peer}", "UDP peers with a session now (counted in lifenet.server.sessions too).")
+	queued := gauge("lifenet.server.send_queue.messages", "{message}", "Messages waiting in the sessions' send queues, not yet taken by a write.")
+	queuedBytes := gauge("lifenet.server.send_queue.usage", "By", "Bytes not yet written to the peers: queued, and left of the writes in progress.")
+	waiting := gauge("lifenet.server.send_queue.waiting", "{send}", "Senders blocked waiting for room in a full send queue.")
+	readBufs := gauge("lifenet.server.read_buffer.usage", "By", "Pooled receive buffers the transport holds: one per connection, a batch per UDP socket.")
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -66,8 +72,15 @@ func ObserveServer(srv *rpc.Server, mp metric.MeterProvider) (metric.Registratio
 		o.ObserveInt64(overflows, int64(ts.SendQueueOverflows))
 		o.ObserveInt64(dropped, int64(st.Dropped))
 		o.ObserveInt64(panics, int64(st.Panics))
+		o.ObserveInt64(udpPeers, ts.UDPPeers)
+		o.ObserveInt64(readBufs, ts.ReadBufferBytes)
+		q := srv.Transport().SendQueues()
+		o.ObserveInt64(queued, int64(q.Messages))
+		o.ObserveInt64(queuedBytes, q.Bytes)
+		o.ObserveInt64(waiting, int64(q.Waiting))
 		return nil
-	}, sessions, maxSessions, accepted, closed, io, msgs, dgDropped, overflows, dropped, panics)
+	}, sessions, maxSessions, accepted, closed, io, msgs, dgDropped, overflows, dropped, panics,
+		udpPeers, queued, queuedBytes, waiting, readBufs)
 }
 
 // ObserveClient registers observable instruments reading cl's matching

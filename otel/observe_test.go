@@ -10,6 +10,7 @@ import (
 
 	"github.com/lifenet/lifenet/otel"
 	"github.com/lifenet/lifenet/rpc"
+	"github.com/lifenet/lifenet/transport"
 )
 
 func sumPoints(t *testing.T, m metricdata.Metrics, want map[string]string) int64 {
@@ -110,5 +111,66 @@ func TestObserveClient(t *testing.T) {
 		if _, ok := ms[name]; !ok {
 			t.Errorf("%s: not collected", name)
 		}
+	}
+}
+
+// The transport's state now: UDP peers, the receive buffers held, and the
+// send queue of a peer that does not read.
+func TestObserveServerQueuesAndPeers(t *testing.T) {
+	mp, r := meters(t)
+	srv, addr := startServer(t, rpc.Config{Transport: transport.Config{
+		SocketSendBuffer: 64 << 10, SendStallTimeout: -1, WriteTimeout: -1, UDPReadBatch: 1,
+	}}, nil)
+	udp, err := srv.Listen(context.Background(), "udp", "127.0.0.1:0")
+	must(t, err)
+	reg, err := otel.ObserveServer(srv, mp)
+	must(t, err)
+	defer reg.Unregister()
+
+	c, err := net.Dial("tcp", addr) // never reads
+	must(t, err)
+	defer c.Close()
+	c.(*net.TCPConn).SetReadBuffer(4 << 10)
+	u, err := net.Dial("udp", udp.String())
+	must(t, err)
+	defer u.Close()
+	u.Write(srmp(0x01, 1, rawBody("", ""))) // dropped, but its peer has a session
+	deadline := time.Now().Add(testTimeout)
+	for srv.Transport().Stats().Active != 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the connection and the UDP peer did not open")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	srv.Transport().Range(func(s *transport.Session) bool {
+		if !s.Datagram() {
+			for range 4 {
+				must(t, s.EnqueueBytes(make([]byte, 1<<20)))
+			}
+		}
+		return true
+	})
+	var ms map[string]metricdata.Metrics
+	for {
+		ms = collect(t, r)
+		if sumPoints(t, ms["lifenet.server.send_queue.usage"], nil) > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := sumPoints(t, ms["lifenet.server.send_queue.usage"], nil); n <= 0 || n > 4<<20 {
+		t.Errorf("send_queue.usage %d, want some of the 4 MiB a peer that does not read left unwritten", n)
+	}
+	if n := sumPoints(t, ms["lifenet.server.send_queue.messages"], nil); n < 0 || n > 4 {
+		t.Errorf("send_queue.messages %d, want 0 to 4", n)
+	}
+	if n := sumPoints(t, ms["lifenet.server.send_queue.waiting"], nil); n != 0 {
+		t.Errorf("send_queue.waiting %d: Enqueue never waits", n)
+	}
+	if n := sumPoints(t, ms["lifenet.server.udp.peers"], nil); n != 1 {
+		t.Errorf("udp.peers %d, want 1", n)
+	}
+	if n, want := sumPoints(t, ms["lifenet.server.read_buffer.usage"], nil), srv.Transport().Stats().ReadBufferBytes; n != want || n <= 64<<10 {
+		t.Errorf("read_buffer.usage %d, want the transport's %d: a connection's buffer and a UDP slot", n, want)
 	}
 }
