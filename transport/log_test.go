@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -253,4 +254,88 @@ func TestLogDefault(t *testing.T) {
 	defer c.Close()
 	c.Write([]byte("x"))
 	testwait.For(t, 10*time.Second, "the panic's line", func() bool { return len(rec.Find(slog.LevelError, msgPanic)) == 1 })
+}
+
+// errListener fails its Accepts with errs, in order, then waits until it is
+// closed.
+type errListener struct {
+	errs   chan error
+	closed chan struct{}
+}
+
+func (l *errListener) Accept() (net.Conn, error) {
+	select {
+	case err := <-l.errs:
+		return nil, err
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *errListener) Close() error   { close(l.closed); return nil }
+func (l *errListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9} }
+
+// An accept that fails for want of descriptors is an Error line (the
+// operator must raise the limit), one aborted by the peer a Warn line;
+// both name the listener, the error and the wait before the retry, and
+// OnError still sees them.
+func TestLogAcceptFailures(t *testing.T) {
+	leakcheck.Check(t)
+	synctest.Test(t, func(t *testing.T) {
+		rec, log := logtest.New(slog.LevelInfo)
+		seen := make(chan error, 4)
+		srv, err := transport.NewServer(transport.Config{Log: log}, transport.Hooks{OnError: func(err error) { seen <- err }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		l := &errListener{errs: make(chan error, 4), closed: make(chan struct{})}
+		l.errs <- &net.OpError{Op: "accept", Net: "tcp", Err: syscall.EMFILE}
+		l.errs <- &net.OpError{Op: "accept", Net: "tcp", Err: syscall.ECONNABORTED}
+		if err := srv.Serve(l); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if len(seen) != 2 {
+			t.Fatalf("OnError saw %d errors, want 2", len(seen))
+		}
+		for _, c := range []struct {
+			level slog.Level
+			errno syscall.Errno
+		}{{slog.LevelError, syscall.EMFILE}, {slog.LevelWarn, syscall.ECONNABORTED}} {
+			lines := rec.Find(c.level, "transport: accept failed")
+			if len(lines) != 1 {
+				t.Fatalf("%d %v accept lines, want 1 (for %v)", len(lines), c.level, c.errno)
+			}
+			a := lines[0].Attrs
+			if !strings.Contains(a[logattr.Err].String(), c.errno.Error()) || a[logattr.Local].String() != "127.0.0.1:9" ||
+				a[logattr.Retry].Duration() <= 0 {
+				t.Errorf("%v accept line %v", c.level, a)
+			}
+		}
+	})
+}
+
+// A client's failed reconnects are Debug lines, and giving up a Warn line.
+func TestLogReconnectGaveUp(t *testing.T) {
+	leakcheck.Check(t)
+	srv, addr := startServer(t, transport.Config{}, transport.Hooks{}, "tcp", "127.0.0.1:0")
+	rec, log := logtest.New(slog.LevelDebug)
+	cl, err := transport.Dial(context.Background(), "tcp", addr.String(), transport.ClientConfig{
+		Config: transport.Config{Log: log}, AutoReconnect: true, MaxReconnect: 2, ReconnectDelay: time.Millisecond,
+	}, transport.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	srv.Close() // the client's connection ends, and nothing listens
+	testwait.For(t, 10*time.Second, "the client giving up", func() bool { return len(rec.Find(slog.LevelWarn, "transport: reconnecting gave up")) == 1 })
+	failed := rec.Find(slog.LevelDebug, "transport: reconnect failed")
+	if len(failed) != 1 || failed[0].Attrs[logattr.Attempt].Int64() != 1 || failed[0].Attrs[logattr.Remote].String() != addr.String() {
+		t.Fatalf("reconnect lines %v, want attempt 1 to %s", failed, addr)
+	}
+	if g := rec.Find(slog.LevelWarn, "transport: reconnecting gave up")[0]; g.Attrs[logattr.Attempt].Int64() != 2 || !g.Has(logattr.Err) {
+		t.Fatalf("gave-up line %v", g.Attrs)
+	}
 }
