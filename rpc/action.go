@@ -26,8 +26,11 @@ type action struct {
 	builtin bool     // one of the server's own actions (Api/All, Api/Info): Authorize does not apply
 	open    bool     // never authorized, even with AuthorizeBuiltins (Api/Health)
 	params  []string // the parameter names declared (WithParams, WithParam): a primitive binds by name
+	raw     bool     // its one argument is []byte (NewLife's IPacket): over HTTP it gets the body as it is
 	stream  streamer
 }
+
+var bytesType = reflect.TypeFor[[]byte]()
 
 // HandleOption adjusts an action registered with Handle.
 type HandleOption func(*action)
@@ -133,6 +136,15 @@ func (r *registry) find(name []byte) *action {
 	return s.fold["*"]
 }
 
+// findValid is find for a name that may not be one NewLife would serve
+// (validAction): nil then.
+func (r *registry) findValid(name []byte) *action {
+	if !validAction(name) {
+		return nil
+	}
+	return r.find(name)
+}
+
 // all lists the registered actions' signatures, sorted by name.
 func (r *registry) all() []string {
 	s := r.snap.Load()
@@ -175,6 +187,7 @@ func Handle[A, R any](s *Server, name string, fn func(ctx context.Context, args 
 		o(a)
 	}
 	a.sig = signature[A, R](name, a.params)
+	a.raw = reflect.TypeFor[A]() == bytesType
 	a.invoke = byName(typedInvoker(fn, s.keys), reflect.TypeFor[A](), a.params)
 	return s.reg.add(a)
 }

@@ -88,19 +88,25 @@ func (g *gateway) answerHTTP(c *codec.HandlerContext, req *http.Request, body []
 		return g.serveHealthz(c, req)
 	}
 	action := strings.TrimPrefix(req.URL.Path, "/")
-	data, code, err := httpArgs(req, body)
-	if err != nil {
-		return g.respond(c, req, action, code, kindText, []byte(err.Error()))
+	s := g.s
+	name := []byte(action)
+	a := s.reg.findValid(name)
+	var data []byte
+	if a != nil && a.raw {
+		data = rawArgs(req, body)
+	} else {
+		var code int
+		var err error
+		if data, code, err = httpArgs(req, body); err != nil {
+			return g.respond(c, req, action, code, kindText, []byte(err.Error()))
+		}
 	}
 	if t := httpToken(req); t != "" {
 		g.ss.SetToken(t) // a Token argument, read with the call, comes after it
 	}
-	if !validAction([]byte(action)) {
-		return g.respond(c, req, action, CodeNotFound, kindText, []byte(notFound([]byte(action)).Message))
+	if !validAction(name) {
+		return g.respond(c, req, action, CodeNotFound, kindText, []byte(notFound(name).Message))
 	}
-	s := g.s
-	name := []byte(action)
-	a := s.reg.find(name)
 	if a != nil && a.stream != nil && !s.closing.Load() {
 		if req.Method == http.MethodHead {
 			return g.headSSE(c)
@@ -236,6 +242,9 @@ func (g *gateway) runSSE(c *codec.HandlerContext, action string, a *action, data
 //   - any other type: 415.
 //
 // A query string (a body's absence) is a form; its items need no '='.
+//
+// An action whose one argument is []byte takes none of these: rawArgs
+// hands it the request as it is.
 func httpArgs(req *http.Request, body []byte) (data []byte, code int, err error) {
 	if len(body) == 0 {
 		if req.URL.RawQuery == "" {
@@ -267,6 +276,22 @@ func httpArgs(req *http.Request, body []byte) (data []byte, code int, err error)
 		return body, 0, nil
 	}
 	return nil, http.StatusUnsupportedMediaType, fmt.Errorf("rpc: Content-Type %q: send application/json, a form, text/plain or application/octet-stream", mt)
+}
+
+// rawArgs is the data of a call to an action whose one argument is []byte
+// (NewLife's IPacket parameter, ApiHandler.Prepare's fast path): the body
+// as it is whatever its Content-Type (NewLife's ApiHttpClient posts
+// byte[] as application/octet-stream, its HttpEncoder as
+// application/json), or, without a body, the query string as it is, not
+// decoded (what NewLife's HttpEncoder.Decode hands such an action).
+func rawArgs(req *http.Request, body []byte) []byte {
+	if len(body) > 0 {
+		return body
+	}
+	if req.URL.RawQuery != "" {
+		return []byte(req.URL.RawQuery)
+	}
+	return nil
 }
 
 // jsonArgs is the data of a JSON body.

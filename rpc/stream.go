@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"reflect"
 	"sync"
 
 	"github.com/lifenet/lifenet/codec"
@@ -50,7 +51,7 @@ func HandleStream[A, T any](s *Server, name string, fn func(ctx context.Context,
 		}
 		return nil
 	}
-	return s.reg.add(&action{name: name, stream: st, sig: signature[A, T](name, nil) + " stream"})
+	return s.reg.add(&action{name: name, stream: st, sig: signature[A, T](name, nil) + " stream", raw: reflect.TypeFor[A]() == bytesType})
 }
 
 // serveStream runs a streaming action: a reply per item, then the end.
