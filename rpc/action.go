@@ -361,11 +361,11 @@ func netTypeName(t reflect.Type) string {
 }
 
 // byName wraps the invoker of an action whose one parameter is a
-// primitive of type t named params[0] (WithParams, WithParam) so that it
-// binds from that entry of an argument object (paramByName). Other
-// actions keep inv.
+// primitive or a time (isScalar) of type t named params[0] (WithParams,
+// WithParam) so that it binds from that entry of an argument object
+// (paramByName). Other actions keep inv.
 func byName(inv invoker, t reflect.Type, params []string) invoker {
-	if len(params) == 0 || t == nil || !isPrimitive(t.Kind()) {
+	if len(params) == 0 || t == nil || !isScalar(t) {
 		return inv
 	}
 	name := params[0]

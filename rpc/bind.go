@@ -3,10 +3,10 @@ package rpc
 import (
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 )
 
 // bindArg stores a request's data into dst (a pointer to the handler's
@@ -26,6 +26,9 @@ func bindArgKeys(data []byte, keys *keySet, dst any) error {
 	if d, ok := dst.(*[]byte); ok {
 		*d = data
 		return nil
+	}
+	if d, ok := dst.(*time.Time); ok {
+		return bindTime(data, keys, d)
 	}
 	rv := reflect.ValueOf(dst).Elem()
 	if isPrimitive(rv.Kind()) {
@@ -75,52 +78,76 @@ func isPrimitive(k reflect.Kind) bool {
 	return k == reflect.String || k == reflect.Bool || (k >= reflect.Int && k <= reflect.Float64)
 }
 
+// isScalar reports whether a parameter of type t is one NewLife binds as
+// a base type (its TypeCode is not Object): a primitive or a time.
+func isScalar(t reflect.Type) bool { return isPrimitive(t.Kind()) || t == timeType }
+
+// bindTime binds a time parameter as a primitive binds: from raw text, a
+// JSON string or number, or an object's one entry (parseTime's forms).
+func bindTime(data []byte, keys *keySet, dst *time.Time) error {
+	if isJSON(data) {
+		one, err := singleEntry(data, keys)
+		if err != nil || len(one) == 0 {
+			return err
+		}
+		data = one
+	}
+	t, err := timeOfJSON(data)
+	if err == nil {
+		*dst = t
+	}
+	return err
+}
+
 // singleEntry returns the value of a JSON object's one entry, the
 // reserved keys and the server's metadata keys aside (nil when it has no
 // other): how a single primitive parameter is found by name when the
 // handler's parameter has none. A NewLife client's
-// {"input":"x","Token":"t","TraceId":"…","traceparent":"…"} gives "x".
+// {"input":"x","Token":"t","TraceId":"…","traceparent":"…"} gives "x". A
+// key given more than once is one entry, its last value (NewLife's
+// dictionary keeps the last). It walks the object once and builds nothing.
 func singleEntry(data []byte, keys *keySet) ([]byte, error) {
 	if v, ok := simpleEntry(data); ok && (keys == nil || keys.kind(simpleKey(data)) == rkNone) {
 		return v, nil
 	}
-	var one []byte
-	n, reserved := 0, 0
-	if eachEntry(data, true, func(k, v []byte) {
-		if keys.kind(k) == rkNone {
-			one = v
-			n++
-		} else {
-			reserved++
-		}
-	}) {
+	var one, first []byte
+	n, reserved, same := 0, 0, true
+	if !eachEntry(data, true, func(k, v []byte) {
 		switch {
-		case n == 1: // several entries, one of them the value: no map, no allocation
-			return one, nil
-		case n == 0 && reserved > 0:
-			return nil, nil
-		}
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrArgs, err)
-	}
-	one, n, reserved = nil, 0, 0
-	for k, v := range m {
-		if keys.kind([]byte(k)) != rkNone {
+		case keys.kind(k) != rkNone:
 			reserved++
-			continue
+			return
+		case n == 0:
+			first = k
+		case string(k) != string(first):
+			same = false
 		}
 		one = v
 		n++
+	}) {
+		return nil, notObject(data)
 	}
 	switch {
 	case n == 0 && reserved > 0:
 		return nil, nil
-	case n != 1:
+	case n == 0 || !same:
 		return nil, fmt.Errorf("%w: a single value is expected, the object has %d entries", ErrArgs, n)
 	}
 	return one, nil
+}
+
+// notObject is the error of data that starts as JSON but is no object
+// the binder can read: an array, or malformed (encoding/json's message;
+// it checks the whole document before it decodes, so it builds nothing).
+func notObject(data []byte) error {
+	if data[skipSpace(data, 0)] == '[' && json.Valid(data) {
+		return fmt.Errorf("%w: a single value is expected, not an array", ErrArgs)
+	}
+	var v struct{}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return fmt.Errorf("%w: %v", ErrArgs, err)
+	}
+	return fmt.Errorf("%w: not a JSON object", ErrArgs)
 }
 
 // simpleEntry is singleEntry's fast path for the common object of one
@@ -210,46 +237,6 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// unmarshalLenient is json.Unmarshal (field names match case-insensitively)
-// that, for a struct, also takes numbers and booleans written as strings.
-func unmarshalLenient(data []byte, dst any) error {
-	err := json.Unmarshal(data, dst)
-	var te *json.UnmarshalTypeError
-	if err == nil {
-		return nil
-	}
-	rv := reflect.ValueOf(dst).Elem()
-	if !errors.As(err, &te) || rv.Kind() != reflect.Struct {
-		return fmt.Errorf("%w: %v", ErrArgs, err)
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(data, &m) != nil {
-		return fmt.Errorf("%w: %v", ErrArgs, err)
-	}
-	t := rv.Type()
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		raw, ok := lookupFold(m, fieldName(f))
-		if !ok {
-			continue
-		}
-		fv := rv.Field(i)
-		if len(raw) > 0 && raw[0] == '"' && isPrimitive(fv.Kind()) && fv.Kind() != reflect.String {
-			if _, err := setPrimitive(fv, trimText(raw)); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := json.Unmarshal(raw, fv.Addr().Interface()); err != nil {
-			return fmt.Errorf("%w: field %s: %v", ErrArgs, f.Name, err)
-		}
-	}
-	return nil
-}
-
 // fieldName is the JSON name of a struct field.
 func fieldName(f reflect.StructField) string {
 	if tag, ok := f.Tag.Lookup("json"); ok {
@@ -258,18 +245,6 @@ func fieldName(f reflect.StructField) string {
 		}
 	}
 	return f.Name
-}
-
-func lookupFold(m map[string]json.RawMessage, name string) (json.RawMessage, bool) {
-	if v, ok := m[name]; ok {
-		return v, true
-	}
-	for k, v := range m {
-		if strings.EqualFold(k, name) {
-			return v, true
-		}
-	}
-	return nil, false
 }
 
 // paramByName is the value NewLife's GetParameterValues binds to the
@@ -293,13 +268,5 @@ func paramByName(data []byte, name string) []byte {
 		}
 		return found
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(data, &m) != nil {
-		return data // the binder says what is wrong with it
-	}
-	v, _ := lookupFold(m, name)
-	if string(v) == "null" {
-		return nil
-	}
-	return v
+	return data // malformed: the binder says what is wrong with it
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/lifenet/lifenet/codec"
 	"github.com/lifenet/lifenet/transport"
@@ -208,6 +209,24 @@ func CodeOf(err error) int {
 		return CodeUnavailable
 	}
 	return CodeInternal
+}
+
+// maxEcho bounds the bytes of the peer's input (an action name, a value)
+// that an error message repeats: a reply never grows with the input that
+// caused it.
+const maxEcho = 64
+
+// clip is s cut to maxEcho bytes (at a UTF-8 boundary) with "…" after
+// it, or s when it is short enough.
+func clip(s string) string {
+	if len(s) <= maxEcho {
+		return s
+	}
+	n := maxEcho
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // notFoundText is NewLife's message for an unknown action.

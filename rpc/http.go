@@ -420,6 +420,8 @@ func appendJSONValue(dst []byte, k kind, v []byte) []byte {
 		return append(dst, "false"...)
 	case kindNumber, kindJSON:
 		return append(dst, v...)
+	case kindTime, kindTimeUTC:
+		return appendTimeJSON(dst, v, k == kindTimeUTC)
 	}
 	return appendJSONString(dst, string(v))
 }

@@ -212,7 +212,7 @@ func TestBatteryAppendValue(t *testing.T) {
 		{0.0001, "0.0001", kindNumber},
 		{0.0, "0", kindNumber},
 		{math.NaN(), "NaN", kindNumber},
-		{ts, "2024-03-05 07:08:09", kindText},
+		{ts, "2024-03-05 07:08:09", kindTimeUTC}, // text in a data block; JSON: NewLife's "…T…Z"
 		{point{1, 2, "p"}, `{"X":1,"Y":2,"name":"p"}`, kindJSON},
 		{&point{3, 4, ""}, `{"X":3,"Y":4,"name":""}`, kindJSON},
 		{map[string]int{"b": 2, "a": 1}, `{"a":1,"b":2}`, kindJSON},

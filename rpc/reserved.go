@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -115,22 +116,32 @@ func foldEq(b []byte, s string) bool {
 }
 
 // eachEntry calls f with the key (without its quotes) and the raw value of
-// each top-level entry of the JSON object data, in order, allocating
-// nothing. It returns false when it cannot read data as such an object: not
-// an object, malformed, or a key with an escape or a control byte (whose
-// text the caller must get from encoding/json). strict validates every
-// value as encoding/json would (then a true result means data is valid
-// JSON); otherwise objects and arrays are only skipped, which is enough to
-// find the top-level keys. (data leaks to f: a caller whose data must stay
-// on its stack uses openObject and nextEntry.)
+// each top-level entry of the JSON object data, in order. It returns false
+// when it cannot read data as such an object: not an object, or malformed.
+// It allocates nothing but the text of a key with an escape (unescaped for
+// f). strict validates every value as encoding/json would (then a true
+// result means data is valid JSON); otherwise objects and arrays are only
+// skipped, which is enough to find the top-level keys. It builds nothing
+// per entry: an object of a million keys costs a walk over its bytes.
+// (data leaks to f: a caller whose data must stay on its stack uses
+// openObject and nextEntry.)
 func eachEntry(data []byte, strict bool, f func(key, val []byte)) bool {
 	i, st := openObject(data)
 	for st == entryMore {
 		var ks, ke, vs, ve int
 		ks, ke, vs, ve, i, st = nextEntry(data, i, strict)
-		if st != entryBad {
-			f(data[ks:ke], data[vs:ve])
+		if st == entryBad {
+			break
 		}
+		k := data[ks:ke]
+		if bytes.IndexByte(k, '\\') >= 0 {
+			var u string
+			if json.Unmarshal(data[ks-1:ke+1], &u) != nil {
+				return false
+			}
+			k = []byte(u)
+		}
+		f(k, data[vs:ve])
 	}
 	return st == entryLast
 }
@@ -160,19 +171,15 @@ func openObject(b []byte) (int, int) {
 }
 
 // nextEntry reads the entry of the JSON object b at index i: the bounds of
-// its key (without the quotes) and of its value, the index of the next
-// entry, and the walk's state after it (entryBad: the entry, or what
-// follows it, cannot be read; see eachEntry).
+// its key (without the quotes; escapes as they are) and of its value, the
+// index of the next entry, and the walk's state after it (entryBad: the
+// entry, or what follows it, cannot be read; see eachEntry).
 func nextEntry(b []byte, i int, strict bool) (ks, ke, vs, ve, next, st int) {
 	if i >= len(b) || b[i] != '"' {
 		return 0, 0, 0, 0, i, entryBad
 	}
 	ks = i + 1
-	ke = ks
-	for ke < len(b) && b[ke] != '"' && b[ke] != '\\' && b[ke] >= 0x20 {
-		ke++
-	}
-	if ke >= len(b) || b[ke] != '"' {
+	if ke = skipString(b, i) - 1; ke < 0 {
 		return 0, 0, 0, 0, i, entryBad
 	}
 	i = skipSpace(b, ke+1)
@@ -322,8 +329,9 @@ func traceRank(rk int) int {
 }
 
 // scanCall finds the reserved keys and metadata of a request's data (keys
-// adds the server's metadata keys). Data that is no object finds none; an
-// object with an escaped key is read by encoding/json.
+// adds the server's metadata keys) in one walk over its top-level keys,
+// building nothing per key. Data that is no object, or a malformed one,
+// finds none.
 func scanCall(data []byte, keys *keySet) (d callData) {
 	if len(data) < 2 {
 		return d
@@ -354,16 +362,7 @@ func scanCall(data []byte, keys *keySet) (d callData) {
 		d.object = true
 		return d
 	}
-	d = callData{}
-	var m map[string]json.RawMessage
-	if data[skipSpace(data, 0)] != '{' || json.Unmarshal(data, &m) != nil {
-		return d
-	}
-	d.object = true
-	for k, v := range m {
-		note([]byte(k), v)
-	}
-	return d
+	return callData{} // not an object, or malformed: the binder says what is wrong
 }
 
 // plainText returns the text of the raw JSON value v without allocating

@@ -3,6 +3,7 @@ package rpc
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -16,16 +17,15 @@ import (
 type kind uint8
 
 const (
-	kindNull   kind = iota // no data block
-	kindText               // a string: raw UTF-8
-	kindNumber             // a number as text
-	kindBool               // True/False
-	kindRaw                // bytes as they are
-	kindJSON               // a JSON document
+	kindNull    kind = iota // no data block
+	kindText                // a string: raw UTF-8
+	kindNumber              // a number as text
+	kindBool                // True/False
+	kindRaw                 // bytes as they are
+	kindJSON                // a JSON document
+	kindTime                // a time as timeLayout text (JSON: NewLife's "yyyy-MM-ddTHH:mm:ss")
+	kindTimeUTC             // a UTC time as timeLayout text (JSON: with a "Z")
 )
-
-// timeLayout is how NewLife writes a DateTime value.
-const timeLayout = "2006-01-02 15:04:05"
 
 // appendValue appends v as NewLife's JsonEncoder writes it (docs/PROTOCOL.md
 // §5.2: strings raw, bools True/False, numbers as text, bytes raw, anything
@@ -71,7 +71,10 @@ func appendValue(dst []byte, v any) ([]byte, kind, error) {
 	case float64:
 		return appendFloat(dst, v, 64), kindNumber, nil
 	case time.Time:
-		return v.AppendFormat(dst, timeLayout), kindText, nil
+		if v.Location() == time.UTC {
+			return v.AppendFormat(dst, timeLayout), kindTimeUTC, nil
+		}
+		return v.AppendFormat(dst, timeLayout), kindTime, nil
 	case json.RawMessage:
 		return append(dst, v...), kindJSON, nil
 	case error:
@@ -209,8 +212,19 @@ func setPrimitive(v reflect.Value, text string) (ok bool, err error) {
 // setScalar parses b into a bool or number value; ok is false for other
 // kinds, strings included. It keeps no reference to b and, for texts of
 // up to 32 bytes, allocates nothing (the conversions to string below do
-// not escape): a call's int or bool result decodes without garbage.
+// not escape): a call's int or bool result decodes without garbage. Its
+// error wraps ErrArgs.
 func setScalar(v reflect.Value, b []byte) (ok bool, err error) {
+	if ok, err = parseScalar(v, b); err != nil {
+		err = fmt.Errorf("%w: %v", ErrArgs, err)
+	}
+	return ok, err
+}
+
+// parseScalar is setScalar with an error that does not wrap ErrArgs (the
+// lenient binder wraps it once, with the field's path). The error repeats
+// at most maxEcho bytes of b.
+func parseScalar(v reflect.Value, b []byte) (ok bool, err error) {
 	switch v.Kind() {
 	case reflect.Bool:
 		var x bool
@@ -232,7 +246,11 @@ func setScalar(v reflect.Value, b []byte) (ok bool, err error) {
 		return false, nil
 	}
 	if err != nil {
-		return true, fmt.Errorf("%w: %q as %s: %v", ErrArgs, string(b), v.Type(), err)
+		var ne *strconv.NumError
+		if errors.As(err, &ne) {
+			err = ne.Err // its text repeats all of b
+		}
+		return true, fmt.Errorf("%q as %s: %v", clip(string(b)), v.Type(), err)
 	}
 	return true, nil
 }
@@ -263,17 +281,6 @@ func trimText(b []byte) string {
 		t = t[1 : len(t)-1]
 	}
 	return string(t)
-}
-
-func parseTime(s string) (time.Time, error) {
-	if t, err := time.ParseInLocation(timeLayout, s, time.Local); err == nil {
-		return t, nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return t, fmt.Errorf("%w: %q is not a time", ErrArgs, s)
-	}
-	return t, nil
 }
 
 // isJSON reports whether data, trimmed, starts a JSON object or array (the
