@@ -47,6 +47,7 @@ type gateway struct {
 	mode      atomic.Int32
 	buf       []byte       // bytes held while detecting, or of an HTTP request or WebSocket frame in progress
 	continued bool         // 100 Continue went out for the HTTP request in buf
+	wsFrag    bool         // WebSocket: a fragmented message's last frame is still to come
 	since     atomic.Int64 // mono instant the incomplete unit in buf began; 0: none
 	timer     *time.Timer  // expires it (made on the first one; the reading goroutine's)
 }

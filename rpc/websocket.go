@@ -25,7 +25,7 @@ func (g *gateway) upgrade(c *codec.HandlerContext, req *http.Request, end int) e
 // answered, a close is echoed and ends the connection. Client frames may
 // be masked or not (NewLife's v11 client does not mask).
 func (g *gateway) serveWS(c *codec.HandlerContext) error {
-	err := readWSFrames(c, &g.buf, g.s.cfg.Framer.MaxFrame, func(f ws.Frame) error {
+	err := readWSFrames(c, &g.buf, g.s.cfg.Framer.MaxFrame, &g.wsFrag, func(f ws.Frame) error {
 		switch f.Op {
 		case ws.Ping:
 			c.WriteBytes(ws.AppendFrame(nil, ws.Pong, f.Payload, nil))

@@ -25,6 +25,7 @@ type wsClient struct {
 	key        string
 	open       bool   // the 101 arrived (reading goroutine only)
 	buf        []byte // inbound bytes not yet handled
+	frag       bool   // a fragmented message's last frame is still to come
 	maxFrame   int    // the largest WebSocket message taken (ClientConfig.Framer.MaxFrame)
 }
 
@@ -70,7 +71,7 @@ func (w *wsClient) Read(c *codec.HandlerContext, msg any) error {
 		w.open = true
 		w.buf = w.buf[:copy(w.buf, w.buf[end:])]
 	}
-	return readWSFrames(c, &w.buf, w.maxFrame, func(f ws.Frame) error {
+	return readWSFrames(c, &w.buf, w.maxFrame, &w.frag, func(f ws.Frame) error {
 		switch f.Op {
 		case ws.Ping:
 			mask := newMask()

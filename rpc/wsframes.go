@@ -24,7 +24,11 @@ var errWSClosed = errors.New("rpc: WebSocket closed")
 // handled leaves *buf; an incomplete frame stays for the next read. A
 // frame that breaks the framing returns errBadWSFrame (wrapping ws.Parse's
 // error) with *buf emptied; an error of the next stage is returned as it is.
-func readWSFrames(c *codec.HandlerContext, buf *[]byte, maxFrame int, control func(ws.Frame) error) error {
+// *frag is the connection's fragmentation state (a message's last frame
+// not yet read): a continuation frame with no message to continue, or a
+// new message before the last one ended, breaks the framing (RFC 6455
+// §5.4), where NewLife reads any data frame's payload.
+func readWSFrames(c *codec.HandlerContext, buf *[]byte, maxFrame int, frag *bool, control func(ws.Frame) error) error {
 	b := *buf
 	off := 0
 	defer func() { *buf = b[:copy(b, b[off:])] }()
@@ -40,6 +44,14 @@ func readWSFrames(c *codec.HandlerContext, buf *[]byte, maxFrame int, control fu
 		off += n
 		switch f.Op {
 		case ws.Binary, ws.Text, ws.Continuation:
+			if (f.Op == ws.Continuation) != *frag {
+				off = len(b)
+				if *frag {
+					return fmt.Errorf("%w: a %v frame before the fragmented message ended", errBadWSFrame, f.Op)
+				}
+				return fmt.Errorf("%w: a continuation frame with no message to continue", errBadWSFrame)
+			}
+			*frag = !f.Fin
 			p := packet.Wrap(f.Payload)
 			err = c.FireRead(p)
 			p.Release()
