@@ -1,7 +1,6 @@
 package rpc
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -17,9 +16,9 @@ import (
 
 // serveHTTP answers the whole HTTP requests held in g.buf, in order, on the
 // reading goroutine (an HTTP/1.1 connection answers in order anyway). The
-// request is parsed by net/http; a malformed one gets 400 and the
-// connection closes. A request that upgrades to WebSocket switches the
-// connection to WebSocket.
+// request is parsed as net/http's server parses it (readRequestHead); a malformed one
+// gets 400 and the connection closes. A request that upgrades to WebSocket
+// switches the connection to WebSocket.
 func (g *gateway) serveHTTP(c *codec.HandlerContext) error {
 	for g.mode.Load() == modeHTTP && !g.pending {
 		end := bytes.Index(g.buf, []byte("\r\n\r\n"))
@@ -33,9 +32,9 @@ func (g *gateway) serveHTTP(c *codec.HandlerContext) error {
 		if end > g.s.cfg.MaxHTTPHeader {
 			return g.httpFail(c, http.StatusRequestHeaderFieldsTooLarge, "request header too large")
 		}
-		req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(g.buf[:end])))
+		req, err := readRequestHead(g.buf[:end])
 		if err != nil {
-			return g.httpFail(c, http.StatusBadRequest, err.Error())
+			return g.httpFail(c, http.StatusBadRequest, clip(err.Error()))
 		}
 		if ws.IsUpgrade(req) && !g.s.cfg.NoWebSocket {
 			return g.upgrade(c, req, end)

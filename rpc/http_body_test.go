@@ -35,7 +35,7 @@ func TestHTTPBodyByContentType(t *testing.T) {
 		{"multipart", "Bench/Add", "multipart/form-data; boundary=x", "--x--", 415, "", "Content-Type"},
 		{"bad Content-Type", "Bench/Add", "a/b; =", "a=1", 400, "", "Content-Type"},
 	} {
-		head := fmt.Sprintf("POST /%s HTTP/1.1\r\nContent-Length: %d\r\n", tc.action, len(tc.body))
+		head := fmt.Sprintf("POST /%s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n", tc.action, len(tc.body))
 		if tc.ctype != "" {
 			head += "Content-Type: " + tc.ctype + "\r\n"
 		}

@@ -58,16 +58,16 @@ func TestBatteryHTTPEnvelope(t *testing.T) {
 		name, req, body string
 	}{
 		{"GET query", "GET /Bench/Add?a=1&b=2 HTTP/1.1\r\nHost: x\r\n\r\n", r8Body},
-		{"POST JSON (R8)", "POST /Bench/Add HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{\"a\":1,\"b\":2}", r8Body},
-		{"POST JSON charset", "POST /Bench/Add HTTP/1.1\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: 13\r\n\r\n{\"a\":1,\"b\":2}", r8Body},
-		{"POST form", "POST /Bench/Add HTTP/1.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 7\r\n\r\na=1&b=2", r8Body},
-		{"case-insensitive action", "GET /bench/add?A=1&B=2 HTTP/1.1\r\n\r\n", `{"action":"bench/add","code":0,"data":3}`},
-		{"string result", "GET /Bench/EchoString?input=hi%20there HTTP/1.1\r\n\r\n", `{"action":"Bench/EchoString","code":0,"data":"hi there"}`},
-		{"bool result", "GET /T/Bool HTTP/1.1\r\n\r\n", `{"action":"T/Bool","code":0,"data":true}`},
-		{"object result", "GET /T/Obj HTTP/1.1\r\n\r\n", `{"action":"T/Obj","code":0,"data":{"x":1}}`},
-		{"unknown action", "GET /Bench/Nope HTTP/1.1\r\n\r\n", `{"action":"Bench/Nope","code":404,"data":"无法找到名为[Bench/Nope]的服务！"}`},
-		{"APIError", "GET /User/Login HTTP/1.1\r\n\r\n", `{"action":"User/Login","code":401,"data":"Unauthorized"}`},
-		{"bad args", "GET /Bench/Add?a=x HTTP/1.1\r\n\r\n", ""},
+		{"POST JSON (R8)", "POST /Bench/Add HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{\"a\":1,\"b\":2}", r8Body},
+		{"POST JSON charset", "POST /Bench/Add HTTP/1.1\r\nHost: x\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: 13\r\n\r\n{\"a\":1,\"b\":2}", r8Body},
+		{"POST form", "POST /Bench/Add HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 7\r\n\r\na=1&b=2", r8Body},
+		{"case-insensitive action", "GET /bench/add?A=1&B=2 HTTP/1.1\r\nHost: x\r\n\r\n", `{"action":"bench/add","code":0,"data":3}`},
+		{"string result", "GET /Bench/EchoString?input=hi%20there HTTP/1.1\r\nHost: x\r\n\r\n", `{"action":"Bench/EchoString","code":0,"data":"hi there"}`},
+		{"bool result", "GET /T/Bool HTTP/1.1\r\nHost: x\r\n\r\n", `{"action":"T/Bool","code":0,"data":true}`},
+		{"object result", "GET /T/Obj HTTP/1.1\r\nHost: x\r\n\r\n", `{"action":"T/Obj","code":0,"data":{"x":1}}`},
+		{"unknown action", "GET /Bench/Nope HTTP/1.1\r\nHost: x\r\n\r\n", `{"action":"Bench/Nope","code":404,"data":"无法找到名为[Bench/Nope]的服务！"}`},
+		{"APIError", "GET /User/Login HTTP/1.1\r\nHost: x\r\n\r\n", `{"action":"User/Login","code":401,"data":"Unauthorized"}`},
+		{"bad args", "GET /Bench/Add?a=x HTTP/1.1\r\nHost: x\r\n\r\n", ""},
 	}
 	for _, c := range cases {
 		resp, got := rc.httpDo(c.req)
@@ -88,11 +88,11 @@ func TestBatteryHTTPEnvelope(t *testing.T) {
 		}
 	}
 	// A null result has no body; bytes go as they are.
-	resp, got := rc.httpDo("GET /Bench/Void HTTP/1.1\r\n\r\n")
+	resp, got := rc.httpDo("GET /Bench/Void HTTP/1.1\r\nHost: x\r\n\r\n")
 	if resp.StatusCode != 200 || resp.ContentLength != 0 || got != "" {
 		t.Errorf("null result: status %d, Content-Length %d, body %q", resp.StatusCode, resp.ContentLength, got)
 	}
-	resp, got = rc.httpDo("POST /Bench/EchoPacket HTTP/1.1\r\nContent-Type: application/octet-stream\r\nContent-Length: 3\r\n\r\na=b")
+	resp, got = rc.httpDo("POST /Bench/EchoPacket HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 3\r\n\r\na=b")
 	if resp.StatusCode != 200 || got != "a=b" {
 		t.Errorf("bytes result: %d %q; want the octet-stream body as it is", resp.StatusCode, got)
 	}
@@ -106,12 +106,12 @@ func TestBatteryHTTPUseHTTPStatus(t *testing.T) {
 		status int
 		body   string
 	}{
-		{"GET /Bench/Add?a=1&b=2 HTTP/1.1\r\n\r\n", 200, "3"},
-		{"GET /Bench/EchoString?input=x HTTP/1.1\r\n\r\n", 200, `"x"`},
-		{"GET /T/Bool HTTP/1.1\r\n\r\n", 200, "true"},
-		{"GET /Bench/Nope HTTP/1.1\r\n\r\n", 404, `"无法找到名为[Bench/Nope]的服务！"`},
-		{"GET /User/Login HTTP/1.1\r\n\r\n", 401, `"Unauthorized"`},
-		{"GET /Bench/Void HTTP/1.1\r\n\r\n", 200, ""},
+		{"GET /Bench/Add?a=1&b=2 HTTP/1.1\r\nHost: x\r\n\r\n", 200, "3"},
+		{"GET /Bench/EchoString?input=x HTTP/1.1\r\nHost: x\r\n\r\n", 200, `"x"`},
+		{"GET /T/Bool HTTP/1.1\r\nHost: x\r\n\r\n", 200, "true"},
+		{"GET /Bench/Nope HTTP/1.1\r\nHost: x\r\n\r\n", 404, `"无法找到名为[Bench/Nope]的服务！"`},
+		{"GET /User/Login HTTP/1.1\r\nHost: x\r\n\r\n", 401, `"Unauthorized"`},
+		{"GET /Bench/Void HTTP/1.1\r\nHost: x\r\n\r\n", 200, ""},
 	}
 	for _, c := range cases {
 		resp, got := rc.httpDo(c.req)
@@ -126,7 +126,7 @@ func TestBatteryHTTPFraming(t *testing.T) {
 	// A body split over several writes.
 	rc := dialRaw(t, addr)
 	for _, part := range []string{
-		"POST /Bench/Add HTTP/1.1\r\nContent-Type: application/json\r\n",
+		"POST /Bench/Add HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n",
 		"Content-Length: 13\r\n\r\n{\"a\"",
 		":1,\"b\"",
 		":2}",
@@ -137,7 +137,7 @@ func TestBatteryHTTPFraming(t *testing.T) {
 		t.Errorf("split body: %s", got)
 	}
 	// Two requests in one write, answered in order, and a third.
-	rc.write([]byte("GET /Bench/Add?a=1&b=2 HTTP/1.1\r\n\r\nPOST /Bench/Add HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{\"a\":3,\"b\":4}"))
+	rc.write([]byte("GET /Bench/Add?a=1&b=2 HTTP/1.1\r\nHost: x\r\n\r\nPOST /Bench/Add HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{\"a\":3,\"b\":4}"))
 	if _, got := rc.readHTTP(); got != r8Body {
 		t.Errorf("first pipelined: %s", got)
 	}
@@ -145,7 +145,7 @@ func TestBatteryHTTPFraming(t *testing.T) {
 		t.Errorf("second pipelined: %s", got)
 	}
 	// Connection: close is honoured after the answer.
-	resp, got := rc.httpDo("GET /Bench/NoArg HTTP/1.1\r\nConnection: close\r\n\r\n")
+	resp, got := rc.httpDo("GET /Bench/NoArg HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 	if resp.StatusCode != 200 || got != `{"action":"Bench/NoArg","code":0,"data":42}` {
 		t.Errorf("last request: %d %s", resp.StatusCode, got)
 	}
@@ -160,10 +160,10 @@ func TestBatteryHTTPErrors(t *testing.T) {
 		status int
 	}{
 		{"malformed request line", []string{"GET /a b HTTP/1.1\r\nHost: x\r\n\r\n"}, 400},
-		{"header line without a colon", []string{"GET /Bench/NoArg HTTP/1.1\r\nNoColon\r\n\r\n"}, 400},
-		{"header too large", []string{"GET /Bench/NoArg HTTP/1.1\r\n", "X-Pad: " + strings.Repeat("p", 400) + "\r\n"}, 431},
-		{"chunked body", []string{"POST /Bench/Add HTTP/1.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nd\r\n{\"a\":1,\"b\":2}\r\n0\r\n\r\n"}, 411},
-		{"body too large", []string{"POST /Bench/Add HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n"}, 413},
+		{"header line without a colon", []string{"GET /Bench/NoArg HTTP/1.1\r\nHost: x\r\nNoColon\r\n\r\n"}, 400},
+		{"header too large", []string{"GET /Bench/NoArg HTTP/1.1\r\nHost: x\r\n", "X-Pad: " + strings.Repeat("p", 400) + "\r\n"}, 431},
+		{"chunked body", []string{"POST /Bench/Add HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nd\r\n{\"a\":1,\"b\":2}\r\n0\r\n\r\n"}, 411},
+		{"body too large", []string{"POST /Bench/Add HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\n\r\n"}, 413},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -189,7 +189,7 @@ func TestBatteryHTTPHeaderLimitWholeHeader(t *testing.T) {
 
 	_, addr := httpServer(t, rpc.Config{MaxHTTPHeader: 256})
 	rc := dialRaw(t, addr)
-	resp, _ := rc.httpDo("GET /Bench/NoArg HTTP/1.1\r\nX-Pad: " + strings.Repeat("p", 1000) + "\r\n\r\n")
+	resp, _ := rc.httpDo("GET /Bench/NoArg HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("p", 1000) + "\r\n\r\n")
 	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
 		t.Errorf("status %d, want 431", resp.StatusCode)
 	}
@@ -199,12 +199,12 @@ func TestBatteryHTTPToken(t *testing.T) {
 	_, addr := httpServer(t, rpc.Config{})
 	rc := dialRaw(t, addr)
 	for _, c := range []struct{ req, token string }{
-		{"GET /Auth/Who HTTP/1.1\r\n\r\n", ""},
-		{"GET /Auth/Who HTTP/1.1\r\nAuthorization: Bearer abc\r\n\r\n", "abc"},
-		{"GET /Auth/Who HTTP/1.1\r\nX-Token: xyz\r\n\r\n", "xyz"},
-		{"GET /Auth/Who?Token=q1 HTTP/1.1\r\n\r\n", "q1"},
-		{"GET /Auth/Who HTTP/1.1\r\n\r\n", "q1"}, // the session keeps the last one
-		{"POST /Auth/Who HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{\"token\":\"j\"}", "j"},
+		{"GET /Auth/Who HTTP/1.1\r\nHost: x\r\n\r\n", ""},
+		{"GET /Auth/Who HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer abc\r\n\r\n", "abc"},
+		{"GET /Auth/Who HTTP/1.1\r\nHost: x\r\nX-Token: xyz\r\n\r\n", "xyz"},
+		{"GET /Auth/Who?Token=q1 HTTP/1.1\r\nHost: x\r\n\r\n", "q1"},
+		{"GET /Auth/Who HTTP/1.1\r\nHost: x\r\n\r\n", "q1"}, // the session keeps the last one
+		{"POST /Auth/Who HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{\"token\":\"j\"}", "j"},
 	} {
 		if _, got := rc.httpDo(c.req); got != `{"action":"Auth/Who","code":0,"data":"`+c.token+`"}` {
 			t.Errorf("%.40q: %s, want token %q", c.req, got, c.token)
@@ -215,7 +215,7 @@ func TestBatteryHTTPToken(t *testing.T) {
 func TestBatteryHTTPRefusedWhenOff(t *testing.T) {
 	_, addr := httpServer(t, rpc.Config{NoHTTP: true})
 	rc := dialRaw(t, addr)
-	resp, _ := rc.httpDo("GET /Bench/NoArg HTTP/1.1\r\n\r\n")
+	resp, _ := rc.httpDo("GET /Bench/NoArg HTTP/1.1\r\nHost: x\r\n\r\n")
 	if resp.StatusCode != 400 {
 		t.Errorf("NoHTTP: status %d, want 400", resp.StatusCode)
 	}
@@ -227,7 +227,7 @@ func TestBatteryHTTPRefusedWhenOff(t *testing.T) {
 func TestBatteryHTTPSRMPOnly(t *testing.T) {
 	_, addr := httpServer(t, rpc.Config{NoHTTP: true, NoWebSocket: true})
 	rc := dialRaw(t, addr)
-	rc.write([]byte("GET /Bench/NoArg HTTP/1.1\r\n\r\n"))
+	rc.write([]byte("GET /Bench/NoArg HTTP/1.1\r\nHost: x\r\n\r\n"))
 	rc.c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
 	if n, err := rc.r.Read(make([]byte, 1)); n != 0 || err == nil {
 		t.Errorf("an SRMP-only port answered HTTP: %d bytes, %v", n, err)
