@@ -137,9 +137,9 @@ func (r *registry) find(name []byte) *action {
 }
 
 // findValid is find for a name that may not be one NewLife would serve
-// (validAction): nil then.
+// (validAction) or one too long to serve (maxCallName): nil then.
 func (r *registry) findValid(name []byte) *action {
-	if !validAction(name) {
+	if !validAction(name) || len(name) > maxCallName {
 		return nil
 	}
 	return r.find(name)

@@ -211,18 +211,25 @@ func CodeOf(err error) int {
 	return CodeInternal
 }
 
-// maxEcho bounds the bytes of the peer's input (an action name, a value)
-// that an error message repeats: a reply never grows with the input that
-// caused it.
+// maxEcho bounds the bytes of the peer's input (a value, a header) that
+// an error message repeats, and maxReplyName those of an action name: a
+// reply never grows with the input that caused it.
 const maxEcho = 64
 
 // clip is s cut to maxEcho bytes (at a UTF-8 boundary) with "…" after
 // it, or s when it is short enough.
-func clip(s string) string {
-	if len(s) <= maxEcho {
+func clip(s string) string { return clipTo(s, maxEcho) }
+
+// clipName is an action name as a message or an HTTP answer repeats it:
+// whole up to maxReplyName bytes (every name a client can call), else
+// cut with "…".
+func clipName(s string) string { return clipTo(s, maxReplyName) }
+
+func clipTo(s string, max int) string {
+	if len(s) <= max {
 		return s
 	}
-	n := maxEcho
+	n := max
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
@@ -231,7 +238,13 @@ func clip(s string) string {
 
 // notFoundText is NewLife's message for an unknown action.
 func notFoundText(action []byte) string {
-	return "无法找到名为[" + string(action) + "]的服务！"
+	return "无法找到名为[" + clipName(string(action)) + "]的服务！"
+}
+
+// nameTooLong is the 400 of a request whose action name is longer than
+// maxCallName bytes.
+func nameTooLong(n int) *APIError {
+	return &APIError{Code: CodeBadRequest, Message: fmt.Sprintf("rpc: action name of %d bytes, limit %d", n, maxCallName)}
 }
 
 // notFound is NewLife's 404 for an unknown action, as a server sends it.
@@ -277,7 +290,7 @@ func (s *Server) errorReply(action []byte, err error) (int32, string) {
 	case !errors.As(err, &pe) && !errors.Is(err, transport.ErrClosed) && !errors.Is(err, context.Canceled):
 		// (a panic was logged with its stack already; a stream whose
 		// connection ended has no one to tell)
-		s.cfg.Log.Warn("rpc: handler error (the caller gets its code's generic text)", "action", string(action), "code", code, "err", err)
+		s.cfg.Log.Warn("rpc: handler error (the caller gets its code's generic text)", "action", clipName(string(action)), "code", code, "err", err)
 	}
 	return int32(code), genericText(code)
 }

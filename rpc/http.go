@@ -96,7 +96,7 @@ func (g *gateway) answerHTTP(c *codec.HandlerContext, req *http.Request, body []
 	} else {
 		var code int
 		var err error
-		if data, code, err = httpArgs(req, body); err != nil {
+		if data, code, err = httpArgs(req, body, s.cfg.MaxArgKeys); err != nil {
 			return g.respond(c, req, action, code, kindText, []byte(err.Error()))
 		}
 	}
@@ -240,14 +240,19 @@ func (g *gateway) runSSE(c *codec.HandlerContext, action string, a *action, data
 //     for a string, raw bytes for a []byte parameter).
 //   - any other type: 415.
 //
-// A query string (a body's absence) is a form; its items need no '='.
+// A query string (a body's absence) is a form; its items need no '='. A
+// form or query string of more than maxKeys fields is a 400 before it is
+// parsed (its map would hold them all).
 //
 // An action whose one argument is []byte takes none of these: rawArgs
 // hands it the request as it is.
-func httpArgs(req *http.Request, body []byte) (data []byte, code int, err error) {
+func httpArgs(req *http.Request, body []byte, maxKeys int) (data []byte, code int, err error) {
 	if len(body) == 0 {
 		if req.URL.RawQuery == "" {
 			return nil, 0, nil
+		}
+		if err := formFields(req.URL.RawQuery, maxKeys); err != nil {
+			return nil, CodeBadRequest, err
 		}
 		form, err := url.ParseQuery(req.URL.RawQuery)
 		if err != nil {
@@ -260,7 +265,7 @@ func httpArgs(req *http.Request, body []byte) (data []byte, code int, err error)
 	mt := ""
 	if ctype != "" {
 		if mt, _, err = mime.ParseMediaType(ctype); err != nil {
-			return nil, CodeBadRequest, fmt.Errorf("%w: Content-Type %q: %v", ErrArgs, ctype, err)
+			return nil, CodeBadRequest, fmt.Errorf("%w: Content-Type %q: %v", ErrArgs, clip(ctype), err)
 		}
 	}
 	switch {
@@ -270,11 +275,14 @@ func httpArgs(req *http.Request, body []byte) (data []byte, code int, err error)
 		if isJSON(body) {
 			return nil, CodeBadRequest, fmt.Errorf("%w: the body is JSON but its Content-Type is %s: send Content-Type: application/json", ErrArgs, mt)
 		}
+		if err := formFields(string(body), maxKeys); err != nil {
+			return nil, CodeBadRequest, err
+		}
 		return formArgs(body)
 	case mt == "text/plain", mt == "application/octet-stream":
 		return body, 0, nil
 	}
-	return nil, http.StatusUnsupportedMediaType, fmt.Errorf("rpc: Content-Type %q: send application/json, a form, text/plain or application/octet-stream", mt)
+	return nil, http.StatusUnsupportedMediaType, fmt.Errorf("rpc: Content-Type %q: send application/json, a form, text/plain or application/octet-stream", clip(mt))
 }
 
 // rawArgs is the data of a call to an action whose one argument is []byte
@@ -312,11 +320,19 @@ func jsonArgs(body []byte) ([]byte, int, error) {
 	return v, 0, nil // a number or bool: its literal
 }
 
+// formFields refuses a form of more than maxKeys fields.
+func formFields(form string, maxKeys int) error {
+	if len(form) > 2*maxKeys && strings.Count(form, "&") >= maxKeys {
+		return fmt.Errorf("%w: a form of more than %d fields (Config.MaxArgKeys)", ErrArgs, maxKeys)
+	}
+	return nil
+}
+
 // formArgs is the data of a form body.
 func formArgs(body []byte) ([]byte, int, error) {
 	for f := range strings.SplitSeq(string(body), "&") {
 		if f != "" && !strings.Contains(f, "=") {
-			return nil, CodeBadRequest, fmt.Errorf("%w: form field %q has no '=' (a JSON body needs Content-Type: application/json)", ErrArgs, f)
+			return nil, CodeBadRequest, fmt.Errorf("%w: form field %q has no '=' (a JSON body needs Content-Type: application/json)", ErrArgs, clip(f))
 		}
 	}
 	form, err := url.ParseQuery(string(body))
@@ -381,7 +397,7 @@ func (g *gateway) respond(c *codec.HandlerContext, req *http.Request, action str
 // appendEnvelope appends NewLife's HTTP answer {"action","code","data"}.
 func appendEnvelope(dst []byte, action string, code int, k kind, value []byte) []byte {
 	dst = append(dst, `{"action":`...)
-	dst = appendJSONString(dst, action)
+	dst = appendJSONString(dst, clipName(action))
 	dst = append(dst, `,"code":`...)
 	dst = strconv.AppendInt(dst, int64(code), 10)
 	dst = append(dst, `,"data":`...)

@@ -83,7 +83,7 @@ func OutgoingMetadata(ctx context.Context) Metadata {
 // metadataOf collects the entries of data under reserved keys but Token
 // and under keys: n of them, which scanCall counted.
 func metadataOf(data []byte, keys *keySet, n int) Metadata {
-	md := make(Metadata, n)
+	md := make(Metadata, min(n, 16)) // n counts repeated keys too: a hint, not a size
 	add := func(k, v []byte) {
 		if rk := keys.kind(k); rk != rkNone && rk != rkToken {
 			md[string(k)] = textOf(v)

@@ -254,6 +254,30 @@ func skipString(b []byte, i int) int {
 	return j + 1
 }
 
+// countKeys counts the keys of the JSON document b at every depth (the
+// colons outside strings), stopping once it passes limit. It builds
+// nothing: a walk over b's bytes.
+func countKeys(b []byte, limit int) int {
+	n := 0
+	for i := 0; i < len(b) && n <= limit; i++ {
+		switch b[i] {
+		case '"':
+			if end := plainStringEnd(b, i+1); end >= 0 {
+				i = end
+				continue
+			}
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+		case ':':
+			n++
+		}
+	}
+	return n
+}
+
 // skipNested returns the index just past the object or array at b[i]
 // (strings inside skipped as strings), or -1 when it does not end.
 func skipNested(b []byte, i int) int {

@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"runtime/debug"
 	"sync"
@@ -281,9 +282,12 @@ func (s *Server) end(ss *Session) {
 // ok is false for a request NewLife drops unanswered (counted).
 func (s *Server) route(ss *Session, payload []byte) (body, *action, bool) {
 	b, err := parseBody(payload, false)
-	if err != nil || !validAction(b.action) {
+	switch {
+	case err != nil || !validAction(b.action):
 		s.drop(ss, b.action, err)
 		return b, nil, false
+	case len(b.action) > maxCallName:
+		return b, nil, true // exec answers its 400
 	}
 	return b, s.reg.find(b.action), true
 }
@@ -304,7 +308,7 @@ func (s *Server) serveKept(ss *Session, m *codec.Message) {
 func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action) {
 	if m.Flag&flagStream != 0 && a != nil && m.Kind != codec.KindOneWay {
 		// A lifenet client's Stream: it would wait for an end a call never sends.
-		replyError(ss, m, b.action, CodeBadRequest, ErrUnaryAction.Error()+" ("+string(b.action)+")")
+		replyError(ss, m, b.action, CodeBadRequest, ErrUnaryAction.Error()+" ("+clipName(string(b.action))+")")
 		return
 	}
 	bp := bodyPool.Get().(*[]byte)
@@ -316,7 +320,7 @@ func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action) {
 	out, isErr, gone := s.call(ss.ctx, ss, b, a, kind, (*bp)[:0])
 	if err := tooLarge("reply", len(out), s.cfg.Framer.MaxFrame); err != nil {
 		// The caller's framer would end the connection: answer 413 instead.
-		s.cfg.Log.Warn("rpc: reply too large", "action", string(b.action), "err", err)
+		s.cfg.Log.Warn("rpc: reply too large", "action", clipName(string(b.action)), "err", err)
 		out, isErr = appendError(appendNameBytes(out[:0], b.action), CodeTooLarge, err.Error()), true
 	}
 	*bp = out
@@ -382,6 +386,16 @@ func (s *Server) call(ctx context.Context, ss *Session, b body, a *action, kind 
 	return out, false, false
 }
 
+// checkKeys refuses arguments of more than Config.MaxArgKeys keys (a
+// document of n keys has at least 4n bytes: exec counts only longer
+// ones).
+func (s *Server) checkKeys(data []byte) error {
+	if countKeys(data, s.cfg.MaxArgKeys) > s.cfg.MaxArgKeys {
+		return fmt.Errorf("%w: more than %d keys (Config.MaxArgKeys)", ErrArgs, s.cfg.MaxArgKeys)
+	}
+	return nil
+}
+
 // errStreamHere: a streaming action called where replies cannot stream
 // (the direct path).
 var errStreamHere = &APIError{Code: 501, Message: "a streaming action needs an SRMP, WebSocket or HTTP call"}
@@ -399,6 +413,14 @@ func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *actio
 	switch {
 	case s.closing.Load():
 		return dst, kindNull, ErrShutdown
+	case len(name) > maxCallName:
+		return dst, kindNull, nameTooLong(len(name))
+	case a != nil && !a.raw && len(data) > 4*s.cfg.MaxArgKeys:
+		if err := s.checkKeys(data); err != nil {
+			return dst, kindNull, err
+		}
+	}
+	switch {
 	case a == nil && s.chain == nil:
 		if d := scanCall(data, s.keys); d.hasToken && ss != nil {
 			ss.noteToken(d.token) // NewLife reads it before it looks the action up
@@ -492,7 +514,7 @@ func (s *Server) drop(ss *Session, action []byte, err error) {
 	if ss != nil {
 		remote = ss.RemoteAddr()
 	}
-	s.cfg.Log.Debug("rpc: request dropped", "remote", remote, "action", string(action), "err", err)
+	s.cfg.Log.Debug("rpc: request dropped", "remote", remote, "action", clipName(string(action)), "err", err)
 }
 
 // success200 turns an [*APIError] of code 200 into a success whose data is

@@ -93,6 +93,11 @@ func (s *Server) serveStream(ss *Session, req *codec.Message, b body, a *action)
 // turning a panic of theirs or of the action into a 500. traceHeader is an
 // HTTP request's traceparent header.
 func (s *Server) runStream(ss *Session, name []byte, a *action, data []byte, traceHeader string, send func([]byte, kind) error) (err error) {
+	if !a.raw && len(data) > 4*s.cfg.MaxArgKeys {
+		if err := s.checkKeys(data); err != nil {
+			return err
+		}
+	}
 	raw := data
 	ctx, data, cancel := s.callContext(ss.ctx, ss, name, a, KindStream, data, traceHeader)
 	if cancel != nil {

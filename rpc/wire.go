@@ -26,6 +26,14 @@ const (
 	// MaxActionLen is the longest action name NewLife encodes correctly:
 	// its encoder sizes the name prefix for one varint byte.
 	MaxActionLen = 127
+	// maxCallName bounds the action name of a request a server serves:
+	// a longer one (which no registered action has; "*" may serve up to
+	// this) is answered 400 without a lookup.
+	maxCallName = 1024
+	// maxReplyName bounds the name a reply repeats: the request's, cut
+	// (every name a client can register or call fits, and its length
+	// stays the one varint byte NewLife's decoder expects).
+	maxReplyName = MaxActionLen
 )
 
 // body is a decoded RPC body; its slices alias the payload it came from.
@@ -79,8 +87,12 @@ func nameLen(action string) int {
 	return binary.PutUvarint(b[:], uint64(len(action))) + len(action)
 }
 
-// appendNameBytes is appendName for a name held in bytes.
+// appendNameBytes is appendName for a name held in bytes: the server's
+// replies, which repeat the request's name cut to maxReplyName bytes (a
+// reply never grows with a hostile name; NewLife's client matches replies
+// by sequence).
 func appendNameBytes(dst, action []byte) []byte {
+	action = action[:min(len(action), maxReplyName)]
 	dst = binary.AppendUvarint(dst, uint64(len(action)))
 	return append(dst, action...)
 }
