@@ -224,7 +224,9 @@ func (c *Client) Close() error {
 // retries as Config.Retry says, and races the call over several endpoints
 // when ctx is marked with [Race]. An empty set fails with an error
 // matching [rpc.ErrNoServer] and [rpc.ErrNoEndpoints]; a closed client
-// with [rpc.ErrClosed].
+// with [rpc.ErrClosed]; an attempt whose endpoint could not be dialed
+// with one matching [rpc.ErrNoServer] and [rpc.ErrNotSent] (the call was
+// not written: it did not run).
 func (c *Client) Invoke(ctx context.Context, action string, args, result any) error {
 	if c.closed.Load() {
 		return rpc.ErrClosed
@@ -297,22 +299,39 @@ func (c *Client) attempt(ctx context.Context, info *rpc.PickInfo, action string,
 }
 
 // neverSent reports an attempt's error that shows its request was not
-// written: [rpc.ErrNotSent], or [rpc.ErrNoServer], which rpc.Client
-// returns only when it could not connect (nor could this client dial the
-// endpoint: dialError matches it too) — before the request is written.
-func neverSent(err error) bool {
-	return errors.Is(err, rpc.ErrNotSent) || errors.Is(err, rpc.ErrNoServer)
-}
+// written: [rpc.ErrNotSent], which send makes every failed dial's error
+// match (see notSent).
+func neverSent(err error) bool { return errors.Is(err, rpc.ErrNotSent) }
 
 // dialError is the error of an attempt whose endpoint could not be
-// dialed: it matches [rpc.ErrNoServer] and the dial's error.
+// dialed: it matches [rpc.ErrNoServer], [rpc.ErrNotSent] (nothing was
+// written) and the dial's error.
 type dialError struct {
 	addr string
 	err  error
 }
 
 func (d *dialError) Error() string   { return "cluster: dial " + d.addr + ": " + d.err.Error() }
-func (d *dialError) Unwrap() []error { return []error{rpc.ErrNoServer, d.err} }
+func (d *dialError) Unwrap() []error { return []error{rpc.ErrNoServer, rpc.ErrNotSent, d.err} }
+
+// notSentError adds [rpc.ErrNotSent] to an error whose call was not
+// written, its text unchanged.
+type notSentError struct{ err error }
+
+func (e *notSentError) Error() string   { return e.err.Error() }
+func (e *notSentError) Unwrap() []error { return []error{e.err, rpc.ErrNotSent} }
+
+// notSent makes the error of an attempt that wrote nothing match
+// [rpc.ErrNotSent], so that a caller, and the retry policy, know the call
+// did not run: [rpc.ErrNoServer] from rpc.Client, which it returns only
+// when it could not dial again before writing (the endpoint's server went
+// away), and a dial that the attempt's ctx ended.
+func notSent(err error) error {
+	if err == nil || errors.Is(err, rpc.ErrNotSent) {
+		return err
+	}
+	return &notSentError{err}
+}
 
 // send runs one attempt on e, which pick counted in flight, reports it to
 // the balancer and ends it.
@@ -320,14 +339,20 @@ func (c *Client) send(ctx context.Context, addr string, e *endpoint, action stri
 	start := time.Now()
 	sent := false
 	cl, err := e.client(ctx, c.ctx, &c.dials, c.cfg.Client)
-	if err == nil {
+	switch {
+	case err == nil:
 		sent = true
 		err = cl.Invoke(ctx, action, args, result)
-	} else if ctx.Err() == nil {
+		if errors.Is(err, rpc.ErrNoServer) {
+			err = notSent(err)
+		}
+	case ctx.Err() == nil:
 		c.log.Warn("cluster: dial failed", "addr", addr, "err", err)
 		err = &dialError{addr: addr, err: err}
-	} else if errors.Is(err, context.DeadlineExceeded) {
-		err = fmt.Errorf("%w (%s, dialing %s): %w", rpc.ErrTimeout, action, addr, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		err = notSent(fmt.Errorf("%w (%s, dialing %s): %w", rpc.ErrTimeout, action, addr, err))
+	default:
+		err = notSent(fmt.Errorf("cluster: %s, dialing %s: %w", action, addr, err))
 	}
 	e.attempts.Add(1)
 	if err != nil {

@@ -64,7 +64,7 @@ type Config struct {
 
 // RetryPolicy is opt-in: a zero MaxAttempts makes one attempt per call. A
 // call is retried only when it is safe: it never left (its error matches
-// [rpc.ErrNotSent], or the endpoint could not be dialed), the server
+// [rpc.ErrNotSent], as a failed dial's does), the server
 // refused it unrun while shutting down ([rpc.ErrShutdown]), or it is
 // marked with [Idempotent] and failed for a reason of its endpoint
 // (unavailable, or a timeout of the attempt while the call's ctx still

@@ -24,7 +24,9 @@
 // such as [github.com/lifenet/lifenet/rpc/balance.Failover] uses one endpoint of many, and a large set
 // should not open a connection to every server); the calls that pick it
 // meanwhile share that dial. A dial that fails fails the attempt with an
-// error matching [rpc.ErrNoServer] and reports the endpoint unavailable,
+// error matching [rpc.ErrNoServer] and [rpc.ErrNotSent] (nothing was
+// written; so does the endpoint client's own failed redial after its
+// server went away) and reports the endpoint unavailable,
 // which shields it at once; the next pick of it (its probe) dials again.
 //
 // Done. The attempt's end goes back to the balancer
@@ -44,8 +46,8 @@
 // attempt is sent again, to another endpoint ([rpc.PickInfo.Exclude]),
 // after an exponential backoff with jitter, while the budget
 // ([RetryBudget], grpc-go's throttling) allows, only when that cannot run
-// the call twice: it never left ([rpc.ErrNotSent], [rpc.ErrNoServer], a
-// failed dial), a shutting-down server refused it unrun, or the call is
+// the call twice: it never left ([rpc.ErrNotSent]: a failed dial among
+// others), a shutting-down server refused it unrun, or the call is
 // marked [Idempotent] and its endpoint failed or timed out. A call that
 // was written and is not marked idempotent is never sent again; an error
 // reply is never retried.

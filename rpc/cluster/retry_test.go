@@ -192,3 +192,30 @@ func TestRetryBudgetRefills(t *testing.T) {
 		t.Errorf("with the budget refilled, %d calls failed: they were not retried", n)
 	}
 }
+
+// A failed dial leaves nothing written, and its error says so: it matches
+// rpc.ErrNotSent (and rpc.ErrNoServer), whether the cluster client's first
+// dial of the endpoint failed or the endpoint's rpc.Client could not dial
+// again after its server went away.
+func TestDialFailureIsNotSent(t *testing.T) {
+	leakcheck.Check(t)
+	ctx := context.Background()
+	c := dial(t, rpc.StaticResolver{{Addr: deadAddr(t)}}, roundRobin(t), cluster.Config{})
+	_, err := cluster.Call[string](ctx, c, "Test/Who", nil)
+	if !errors.Is(err, rpc.ErrNotSent) || !errors.Is(err, rpc.ErrNoServer) {
+		t.Errorf("a call whose endpoint cannot be dialed: %v; want rpc.ErrNotSent and rpc.ErrNoServer", err)
+	}
+
+	s := startServer(t, "A", nil)
+	c = dial(t, rpc.StaticResolver{{Addr: s.addr}}, roundRobin(t), cluster.Config{})
+	_, err = cluster.Call[string](ctx, c, "Test/Who", nil)
+	must(t, err)
+	s.srv.Close()
+	until(t, "a call that finds its server gone and cannot dial it again", func() bool {
+		_, err = cluster.Call[string](ctx, c, "Test/Who", nil)
+		return errors.Is(err, rpc.ErrNoServer)
+	})
+	if !errors.Is(err, rpc.ErrNotSent) {
+		t.Errorf("a call whose endpoint's client could not dial again: %v; want rpc.ErrNotSent", err)
+	}
+}
