@@ -26,8 +26,8 @@
 // meanwhile share that dial. A dial that fails fails the attempt with an
 // error matching [rpc.ErrNoServer] and [rpc.ErrNotSent] (nothing was
 // written; so does the endpoint client's own failed redial after its
-// server went away) and reports the endpoint unavailable,
-// which shields it at once; the next pick of it (its probe) dials again.
+// server went away) and reports the endpoint unavailable, which shields
+// it at once; the next pick of it (its probe) dials again.
 //
 // Done. The attempt's end goes back to the balancer
 // ([rpc.Balancer.Done]) as a [rpc.PickResult]:

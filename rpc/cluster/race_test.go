@@ -114,3 +114,17 @@ func TestRaceErrors(t *testing.T) {
 		t.Errorf("a race with no result: %v", err)
 	}
 }
+
+// Under failover, which always prefers the first usable endpoint, a race
+// over three servers, the first two slow, still widens to the third.
+func TestRaceWidensUnderFailover(t *testing.T) {
+	leakcheck.Check(t)
+	ss := startServers(t, 3, nil)
+	ss[0].delay.Store(int64(3 * time.Second))
+	ss[1].delay.Store(int64(3 * time.Second))
+	c := dial(t, rpc.StaticResolver(endpointsOf(ss...)), failover(t), cluster.Config{})
+	who, err := cluster.Call[string](raceCtx(20*time.Millisecond), c, "Test/Slow", nil)
+	if err != nil || who != "C" {
+		t.Errorf("race under failover: %q, %v; want C's answer", who, err)
+	}
+}

@@ -219,3 +219,26 @@ func TestDialFailureIsNotSent(t *testing.T) {
 		t.Errorf("a call whose endpoint's client could not dial again: %v; want rpc.ErrNotSent", err)
 	}
 }
+
+// A retry avoids every endpoint the call's earlier attempts went to, not
+// only the last one's: under failover, with the first two of three servers
+// too slow, an idempotent call's third attempt goes to the third server,
+// not back to the first.
+func TestRetryAvoidsEveryTriedEndpoint(t *testing.T) {
+	leakcheck.Check(t)
+	ss := startServers(t, 3, nil)
+	ss[0].delay.Store(int64(3 * time.Second))
+	ss[1].delay.Store(int64(3 * time.Second))
+	cfg := retry3
+	cfg.Client.Timeout = 200 * time.Millisecond
+	c := dial(t, rpc.StaticResolver(endpointsOf(ss...)), failover(t), cfg)
+	who, err := cluster.Call[string](cluster.Idempotent(context.Background()), c, "Test/Slow", nil)
+	if err != nil || who != "C" {
+		t.Errorf("an idempotent call, A and B timing out: %q, %v; want C's answer", who, err)
+	}
+	for _, s := range ss {
+		if n := s.calls.Load(); n != 1 {
+			t.Errorf("server %s got %d attempts, want 1", s.name, n)
+		}
+	}
+}
