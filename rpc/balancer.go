@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -20,9 +21,10 @@ type Balancer interface {
 	Update(endpoints []Endpoint)
 	// Pick chooses the endpoint for one attempt of a call and counts it
 	// in flight until Done. It fails, with [ErrNoEndpoints], only when the
-	// set is empty. It returns [PickInfo.Exclude] only if no other endpoint
-	// is usable and, when every endpoint is shielded, the one whose shield
-	// ends soonest (as a probe) rather than fail.
+	// set is empty. It returns an endpoint info excludes
+	// ([PickInfo.Excludes]) only if no other endpoint is usable and, when
+	// every endpoint is shielded, the one whose shield ends soonest (as a
+	// probe) rather than fail.
 	Pick(info PickInfo) (addr string, err error)
 	// Done reports how an attempt that Pick sent to addr ended. It is
 	// called once for each Pick that returned no error, with the address
@@ -41,6 +43,21 @@ type PickInfo struct {
 	// Exclude is an endpoint the attempt must avoid (the one the previous
 	// attempt of the same call failed on), "" if none.
 	Exclude string
+	// Tried lists the endpoints every earlier attempt of the same call
+	// went to (Exclude among them), nil for a first attempt: the attempt
+	// avoids them all, as it avoids Exclude, so that a call retried over
+	// three endpoints or more does not go back to one that failed it. The
+	// caller owns the slice: Pick reads it and does not keep it.
+	Tried []string
+}
+
+// Excludes reports whether the attempt must avoid addr: it is Exclude or
+// one of Tried.
+func (p *PickInfo) Excludes(addr string) bool {
+	if p.Exclude != "" && addr == p.Exclude {
+		return true
+	}
+	return slices.Contains(p.Tried, addr)
 }
 
 // PickResult is how one attempt ended, as [Balancer.Done] learns it.
