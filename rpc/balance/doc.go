@@ -39,8 +39,9 @@
 // that returns without waiting for a shield to end.
 //
 // Exclude. A pick never returns [rpc.PickInfo.Exclude] (the endpoint the
-// call's previous attempt failed on) while another endpoint is usable; if
-// none is, it returns the excluded one rather than fail.
+// call's previous attempt failed on) nor one of [rpc.PickInfo.Tried] (those
+// of every earlier attempt) while another endpoint is usable; if none is,
+// it returns an excluded one rather than fail.
 //
 // Errors. Pick fails, with [rpc.ErrNoEndpoints], only when the set is
 // empty: before the first Update, or after one with no endpoints.

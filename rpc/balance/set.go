@@ -173,12 +173,13 @@ func (s *set) status(e *endpoint, now *int64) int {
 	return shielded
 }
 
-// usable reports whether this pick may go to e: e is not excluded, and is
+// usable reports whether this pick may go to e: e is not excluded
+// ([rpc.PickInfo.Excludes]: Exclude or one of Tried), and is
 // healthy or its shield is over and this pick wins the probe. A true for
 // an expired endpoint has made the pick its probe, so the caller must take
 // e.
 func (s *set) usable(e *endpoint, info *rpc.PickInfo, now *int64) bool {
-	if info.Exclude != "" && e.addr == info.Exclude {
+	if info.Excludes(e.addr) {
 		return false
 	}
 	return s.pickable(e, now)
@@ -197,7 +198,7 @@ func (s *set) pickable(e *endpoint, now *int64) bool {
 
 // eligible reports whether e may be chosen without yet claiming a probe.
 func (s *set) eligible(e *endpoint, info *rpc.PickInfo, now *int64) bool {
-	if info.Exclude != "" && e.addr == info.Exclude {
+	if info.Excludes(e.addr) {
 		return false
 	}
 	return s.status(e, now) != shielded
@@ -313,7 +314,7 @@ func (s *set) fallback(sn *snapshot, info *rpc.PickInfo, now *int64) *endpoint {
 	var bestUntil int64
 	bestExcluded := true
 	for _, e := range sn.eps {
-		excluded := info.Exclude != "" && e.addr == info.Exclude
+		excluded := info.Excludes(e.addr)
 		if excluded && s.pickable(e, now) {
 			return e
 		}

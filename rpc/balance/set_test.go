@@ -253,6 +253,30 @@ func TestExclude(t *testing.T) {
 	})
 }
 
+// TestExcludeTried: a pick avoids every endpoint of PickInfo.Tried, not
+// only Exclude; with all of them excluded, it still returns one.
+func TestExcludeTried(t *testing.T) {
+	forEach(t, func(t *testing.T, name string) {
+		synctest.Test(t, func(t *testing.T) {
+			b := newBalancer(t, name, balance.Config{}, "a", "b", "c", "d")
+			for _, tried := range [][]string{{"a", "b"}, {"b", "a"}, {"c", "a", "b"}} {
+				info := rpc.PickInfo{Key: "k", Exclude: tried[len(tried)-1], Tried: tried}
+				got := pickN(t, b, 300, info, true)
+				for _, x := range tried {
+					if got[x] != 0 {
+						t.Fatalf("Tried %v: %v, want none on %s", tried, got, x)
+					}
+				}
+			}
+			all := []string{"a", "b", "c", "d"}
+			got := pickN(t, b, 10, rpc.PickInfo{Exclude: "d", Tried: all}, true)
+			if n := got["a"] + got["b"] + got["c"] + got["d"]; n != 10 {
+				t.Fatalf("every endpoint tried: %v, want 10 picks anyway", got)
+			}
+		})
+	})
+}
+
 func TestInFlightCounts(t *testing.T) {
 	forEach(t, func(t *testing.T, name string) {
 		b := newBalancer(t, name, balance.Config{}, "a", "b", "c")
