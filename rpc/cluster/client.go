@@ -252,7 +252,13 @@ func (c *Client) Invoke(ctx context.Context, action string, args, result any) er
 		if werr := c.retry.wait(ctx, n); werr != nil {
 			return err
 		}
+		// The next attempt avoids every endpoint tried so far, not only
+		// this one: under failover, excluding only the last would send a
+		// third attempt back to the first (allocated on a retry only).
 		info.Exclude = addr
+		if addr != "" {
+			info.Tried = append(info.Tried, addr)
+		}
 	}
 }
 

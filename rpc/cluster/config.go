@@ -68,8 +68,9 @@ type Config struct {
 // refused it unrun while shutting down ([rpc.ErrShutdown]), or it is
 // marked with [Idempotent] and failed for a reason of its endpoint
 // (unavailable, or a timeout of the attempt while the call's ctx still
-// runs). Error replies are never retried. Each retry avoids the endpoint
-// that failed ([rpc.PickInfo.Exclude]).
+// runs). Error replies are never retried. Each retry avoids every endpoint
+// the call's earlier attempts went to ([rpc.PickInfo.Tried]) while another
+// is usable.
 type RetryPolicy struct {
 	// MaxAttempts is the number of attempts per call, the first included
 	// (0 or 1: no retry; at most [MaxAttempts]).

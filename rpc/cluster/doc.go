@@ -43,7 +43,8 @@
 //     race won.
 //
 // Retry. With [Config.Retry] ([RetryPolicy]; none by default), a failed
-// attempt is sent again, to another endpoint ([rpc.PickInfo.Exclude]),
+// attempt is sent again, to an endpoint none of its attempts went to yet
+// while there is one ([rpc.PickInfo.Exclude], [rpc.PickInfo.Tried]),
 // after an exponential backoff with jitter, while the budget
 // ([RetryBudget], grpc-go's throttling) allows, only when that cannot run
 // the call twice: it never left ([rpc.ErrNotSent]: a failed dial among

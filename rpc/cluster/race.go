@@ -43,6 +43,7 @@ func (c *Client) race(ctx context.Context, stagger time.Duration, action string,
 		info := rpc.PickInfo{Action: action, Key: rpc.BalanceKey(ctx)}
 		if len(used) > 0 {
 			info.Exclude = used[len(used)-1]
+			info.Tried = used[:len(used):len(used)] // (the appends below copy)
 		}
 		for range n + 2 {
 			addr, e, err := c.pick(&info)
@@ -50,10 +51,12 @@ func (c *Client) race(ctx context.Context, stagger time.Duration, action string,
 				return err
 			}
 			if slices.Contains(used, addr) {
+				// Every used endpoint is excluded: the balancer had no
+				// other usable one (or does not honour Tried).
 				c.b.Done(addr, rpc.PickResult{Canceled: true})
 				e.release()
-				info.Exclude = addr // (one address only: a policy that keeps
-				continue            // choosing the used ones ends the race's growth)
+				info.Exclude = addr
+				continue
 			}
 			used = append(used, addr)
 			pending++
