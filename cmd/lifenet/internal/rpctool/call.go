@@ -15,7 +15,7 @@ import (
 	"github.com/lifenet/lifenet/rpc"
 )
 
-// callArgs is call's synopsis after the flags.
+// callSynopsis is call's synopsis after the flags.
 const callSynopsis = "ADDR ACTION [key=value … | JSON]"
 
 // Call runs `lifenet call [flags] ADDR ACTION [key=value … | JSON]`: 0 when
@@ -24,11 +24,15 @@ const callSynopsis = "ADDR ACTION [key=value … | JSON]"
 func Call(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := cliflag.New("call", callSynopsis, "  Call ACTION of any SRMP/NewLife server at ADDR (host:port, tcp://, udp://, ws://, http://, https://)\n"+
 		"  and print its result. Arguments: key=value pairs (numbers and booleans as such, the rest as strings)\n"+
-		"  or one JSON document; none for an action without arguments. --list lists the actions (Api/All).")
+		"  or one JSON document; none for an action without arguments. --list lists the actions (Api/All).\n"+
+		"  ADDR "+etcdSynopsis+" calls one of the servers registered in etcd (lifenet serve --register),\n"+
+		"  chosen by --balancer.")
 	useHTTP := fs.Bool("http", false, "call over HTTP (POST JSON) instead of SRMP")
 	list := fs.Bool("list", false, "list the server's actions (Api/All); then ACTION is not given")
 	timeout := fs.Duration("timeout", rpc.DefaultTimeout, "call timeout")
 	token := fs.String("token", "", "token merged into the arguments (NewLife ApiClient.Token)")
+	balancer := fs.String("balancer", "round-robin", "ADDR etcd://…: how the server is chosen: "+strings.Join(balancerNames(), ", "))
+	key := fs.String("key", "", "ADDR etcd://…: the call's balancing key (--balancer hash sends a key to the same server)")
 	if code, done := fs.Parse(args, stdout, stderr); done {
 		return code
 	}
@@ -38,6 +42,7 @@ func Call(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cliflag.Check(*list || len(rest) >= 2, "missing ACTION (or --list)"),
 		cliflag.Check(!*list || len(rest) <= 1, "--list takes no ACTION or arguments"),
 		cliflag.Between("timeout", *timeout, time.Millisecond, time.Hour),
+		checkEtcdCall(rest, *useHTTP, *balancer, fs.Set()),
 	)
 	if err != nil {
 		return cliflag.UsageError(stderr, "call", err)
@@ -56,6 +61,10 @@ func Call(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
+	if isEtcd(addr) {
+		return callEtcd(ctx, addr, action, callArgs, clusterOptions{balancer: *balancer, attempts: 3,
+			client: rpc.ClientConfig{Timeout: *timeout, Token: *token}, resolve: min(*timeout, etcdResolveTimeout)}, *key, stdout, stderr)
+	}
 	cl, err := rpc.Dial(ctx, addr, rpc.ClientConfig{Timeout: *timeout, Token: *token})
 	if errors.Is(err, rpc.ErrAddress) {
 		return cliflag.UsageError(stderr, "call", err)
@@ -68,6 +77,44 @@ func Call(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var out []byte
 	if err := cl.Invoke(ctx, action, callArgs, &out); err != nil {
 		fmt.Fprintf(stderr, "lifenet call: %v\n", err)
+		return cliflag.ExitFail
+	}
+	printResult(stdout, out)
+	return cliflag.ExitOK
+}
+
+// checkEtcdCall checks call's flags against its ADDR: --balancer and
+// --key for etcd:// only, --http not for it.
+func checkEtcdCall(rest []string, useHTTP bool, balancer string, set map[string]bool) error {
+	if len(rest) == 0 || !isEtcd(rest[0]) {
+		return cliflag.Check(!set["balancer"] && !set["key"], "--balancer and --key need an ADDR %s", etcdSynopsis)
+	}
+	if _, err := parseEtcd(rest[0]); err != nil {
+		return fmt.Errorf("ADDR %w", err)
+	}
+	return cliflag.First(
+		cliflag.Check(!useHTTP, "--http: a call through etcd goes over SRMP (the servers' registered addresses)"),
+		checkBalancer(balancer),
+	)
+}
+
+// callEtcd makes call's call through a cluster client of the service in
+// etcd, retrying (on another server) only a call that was never sent.
+func callEtcd(ctx context.Context, addr, action string, args any, o clusterOptions, key string, stdout, stderr io.Writer) int {
+	svc, _ := parseEtcd(addr) // checked
+	cl, err := dialEtcd(ctx, svc, o)
+	if err != nil {
+		fmt.Fprintf(stderr, "lifenet call: %v\n", err)
+		return cliflag.ExitFail
+	}
+	defer cl.Close()
+	cctx := cl.callCtx(ctx)
+	if key != "" {
+		cctx = rpc.WithBalanceKey(cctx, key)
+	}
+	var out []byte
+	if err := cl.Invoke(cctx, action, args, &out); err != nil {
+		fmt.Fprintf(stderr, "lifenet call: %s: %v\n", svc, err)
 		return cliflag.ExitFail
 	}
 	printResult(stdout, out)

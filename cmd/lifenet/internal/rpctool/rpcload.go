@@ -32,6 +32,10 @@ type loadConfig struct {
 	json       bool
 	recvMode   string
 	cpuProfile string
+	// Through etcd (--remote etcd://…): the cluster client's settings.
+	balancer string
+	stagger  time.Duration
+	attempts int
 }
 
 // Limits that keep a typo from starting a runaway test.
@@ -49,8 +53,10 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var c loadConfig
 	fs := cliflag.New("rpcload", "", "  NewLife.Remoting's RPC benchmark: calls/s, latency, and the client's and server's bytes and CPU per call,\n"+
 		"  against a server in this process, a lifenet serve (--remote), or Go's net/rpc (lifenet serve --impl netrpc,\n"+
-		"  then rpcload --impl netrpc --remote ADDR). Interrupted, it reports the time that ran and exits 1.")
-	fs.StringVar(&c.remote, "remote", "", "server address (host:port; empty: a server in this process)")
+		"  then rpcload --impl netrpc --remote ADDR). Interrupted, it reports the time that ran and exits 1.\n"+
+		"  --remote "+etcdSynopsis+" spreads the calls over the servers registered in etcd (lifenet serve --register)\n"+
+		"  with --balancer, and the summary adds each endpoint's attempts (the server figures are then not measured).")
+	fs.StringVar(&c.remote, "remote", "", "server address (host:port, or "+etcdSynopsis+"; empty: a server in this process)")
 	fs.StringVar(&c.impl, "impl", "lifenet", "client and server: lifenet or netrpc (Go's net/rpc; --remote must then be a server started with lifenet serve --impl netrpc)")
 	fs.IntVar(&c.conns, "conns", 1, "connections")
 	fs.IntVar(&c.inflight, "inflight", 1, "concurrent callers per connection")
@@ -62,9 +68,14 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&c.json, "json", false, "print only the SUMMARY line")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write this process's CPU profile here")
 	fs.StringVar(&c.recvMode, "recvmode", "event", "lifenet client: event (a receive goroutine per connection) or sync (waiting callers take turns reading)")
+	fs.StringVar(&c.balancer, "balancer", "round-robin", "--remote etcd://…: how calls are spread: "+strings.Join(balancerNames(), ", "))
+	fs.DurationVar(&c.stagger, "stagger", 20*time.Millisecond, "--balancer race: the wait for an answer before each further attempt")
+	fs.IntVar(&c.attempts, "attempts", 3, "--remote etcd://…: attempts per call; a retry goes only to calls that were never sent")
 	if code, done := fs.Parse(args, stdout, stderr); done {
 		return code
 	}
+	viaEtcd := isEtcd(c.remote)
+	set := fs.Set()
 	err := errors.Join(
 		cliflag.Check(c.impl == "lifenet" || c.impl == "netrpc", "--impl %q: want lifenet or netrpc", c.impl),
 		cliflag.Check(slices.Contains(rpcbench.LoadShapes, c.call), "--call %q: want one of %s", c.call, strings.Join(rpcbench.LoadShapes, ", ")),
@@ -75,8 +86,9 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cliflag.Between("goroutines", c.goroutines, 1, maxCallers),
 		cliflag.Check(!c.direct || c.impl == "lifenet", "--direct measures lifenet's Server.Process only"),
 		cliflag.Check(c.impl != "netrpc" || c.remote != "", "--impl netrpc needs --remote (start lifenet serve --impl netrpc)"),
-		cliflag.Check(c.impl != "netrpc" || validHostPort(strings.TrimPrefix(c.remote, "tcp://")), "--remote %q: want host:port", c.remote),
+		cliflag.Check(c.impl != "netrpc" || viaEtcd || validHostPort(strings.TrimPrefix(c.remote, "tcp://")), "--remote %q: want host:port", c.remote),
 		cliflag.Check(c.recvMode == "event" || c.recvMode == "sync", "--recvmode %q: want event or sync", c.recvMode),
+		checkEtcdLoad(c, viaEtcd, set),
 	)
 	if err != nil {
 		return cliflag.UsageError(stderr, "rpcload", err)
@@ -85,6 +97,7 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return cliflag.UsageError(stderr, "rpcload", err)
 	}
+	stderr = &lockedWriter{w: stderr} // progress and the cluster client's log lines
 	s, err := runLoad(ctx, c, stderr)
 	stop()
 	switch {
@@ -97,7 +110,7 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lifenet rpcload: %v\n", err)
 		return cliflag.ExitFail
 	}
-	rpcbench.WriteSummary(stdout, "rpcload", s, !c.json)
+	writeLoadSummary(stdout, s, !c.json)
 	if s.Interrupted {
 		fmt.Fprintf(stderr, "lifenet rpcload: interrupted after %.2f s of the %g s window: the figures are of that time\n", s.Elapsed, c.seconds)
 		return cliflag.ExitFail
@@ -115,9 +128,10 @@ func validHostPort(a string) bool {
 	return err == nil && host != "" && port != ""
 }
 
-func runLoad(ctx context.Context, c loadConfig, progress io.Writer) (rpcbench.Summary, error) {
-	s := rpcbench.Summary{Impl: c.impl, Call: c.call, Direct: c.direct, Conns: c.conns, Inflight: c.inflight, ServerAlloc: -1, ServerCPU: -1}
+func runLoad(ctx context.Context, c loadConfig, progress io.Writer) (loadSummary, error) {
+	s := loadSummary{Summary: rpcbench.Summary{Impl: c.impl, Call: c.call, Direct: c.direct, Conns: c.conns, Inflight: c.inflight, ServerAlloc: -1, ServerCPU: -1}}
 	var t *rpcbench.Target
+	var endpoints func() []endpointCount
 	var err error
 	switch {
 	case c.direct:
@@ -125,6 +139,9 @@ func runLoad(ctx context.Context, c loadConfig, progress io.Writer) (rpcbench.Su
 		t, err = directTarget(c)
 	case c.impl == "netrpc":
 		t, err = netrpcTarget(ctx, c)
+	case isEtcd(c.remote):
+		s.Balancer = c.balancer
+		t, endpoints, err = etcdTarget(ctx, c, progress)
 	default:
 		t, err = lifenetTarget(ctx, c)
 	}
@@ -132,7 +149,11 @@ func runLoad(ctx context.Context, c loadConfig, progress io.Writer) (rpcbench.Su
 		return s, err
 	}
 	defer t.Close()
-	return rpcbench.Measure(ctx, rpcbench.Window{Warmup: c.warmup, Seconds: c.seconds, Remote: c.remote != "", Label: "rpcload"}, t, s, progress), nil
+	s.Summary = rpcbench.Measure(ctx, rpcbench.Window{Warmup: c.warmup, Seconds: c.seconds, Remote: c.remote != "", Label: "rpcload"}, t, s.Summary, progress)
+	if endpoints != nil {
+		s.Endpoints = endpoints()
+	}
+	return s, nil
 }
 
 func lifenetTarget(ctx context.Context, c loadConfig) (*rpcbench.Target, error) {

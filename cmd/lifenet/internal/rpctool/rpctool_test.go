@@ -33,6 +33,28 @@ func TestFlagErrorsAreOneLineAndExit2(t *testing.T) {
 		{Call, []string{"127.0.0.1:1"}, "missing ACTION"},
 		{Call, []string{"127.0.0.1:1", "A/B", "novalue"}, "key=value"},
 		{Call, []string{"127.0.0.1:1", "A/B", "{bad json"}, "not valid JSON"},
+		// through etcd
+		{Load, []string{"--remote", "etcd://127.0.0.1:2379/bench", "--balancer", "fastest"}, "want one of failover, round-robin, weighted, p2c, hash, race"},
+		{Load, []string{"--remote", "etcd://127.0.0.1:2379"}, "no SERVICE"},
+		{Load, []string{"--remote", "etcd://127.0.0.1:2379/bench", "--attempts", "11"}, "--attempts"},
+		{Load, []string{"--remote", "etcd://127.0.0.1:2379/bench", "--impl", "netrpc"}, "lifenet servers only"},
+		{Load, []string{"--remote", "127.0.0.1:5500", "--balancer", "p2c"}, "need --remote etcd://"},
+		{Load, []string{"--balancer", "p2c"}, "need --remote etcd://"},
+		{Serve, []string{"--register", "etcd://127.0.0.1/bench"}, "not HOST:PORT"},
+		{Serve, []string{"--register", "etcd://127.0.0.1:2379/bench", "--impl", "netrpc"}, "lifenet servers only"},
+		{Serve, []string{"--register", "etcd://127.0.0.1:2379/bench", "--host", "0.0.0.0"}, "needs --advertise"},
+		{Serve, []string{"--register", "etcd://127.0.0.1:2379/bench", "--advertise", "0.0.0.0:5500"}, "--advertise"},
+		{Serve, []string{"--register", "etcd://127.0.0.1:2379/bench", "--advertise", "10.0.0.1:0"}, "--advertise"},
+		{Serve, []string{"--register", "etcd://127.0.0.1:2379/bench", "--ttl", "1s"}, "--ttl"},
+		{Serve, []string{"--advertise", "10.0.0.1:5500"}, "need --register"},
+		{Call, []string{"--http", "etcd://127.0.0.1:2379/bench", "A/B"}, "--http"},
+		{Call, []string{"--balancer", "nope", "etcd://127.0.0.1:2379/bench", "A/B"}, "want one of failover"},
+		{Call, []string{"--balancer", "p2c", "127.0.0.1:1", "A/B"}, "need an ADDR etcd://"},
+		{Call, []string{"etcd://127.0.0.1:2379/a/b", "A/B"}, "may not contain"},
+		{Etcd, []string{"--listen", "localhost:2379"}, "must be an IP"},
+		{Etcd, []string{"--listen", "127.0.0.1:99999"}, "--listen"},
+		{Etcd, []string{"--listen", "2379"}, "want HOST:PORT"},
+		{Etcd, []string{"extra"}, "unexpected argument"},
 	} {
 		var out, errOut bytes.Buffer
 		code := c.cmd(ctx, c.args, &out, &errOut)

@@ -28,6 +28,7 @@ type serveConfig struct {
 	seconds    float64
 	grace      time.Duration
 	cpuProfile string
+	reg        registerConfig
 }
 
 // Limits of serve's flags.
@@ -69,7 +70,9 @@ func ServeWith(ctx context.Context, args []string, stdout, stderr io.Writer, hoo
 	fs := cliflag.New("serve", "", "  An RPC server with NewLife's benchmark controller (Bench/NoArg, EchoString, EchoPacket, MultiArgs,\n"+
 		"  Add, ServerStats) and Bench/Sleep ms=N, which holds a call N ms (at most 60000), to try timeouts and --grace.\n"+
 		"  It prints READY and its addresses, and on SIGINT or SIGTERM (or after --seconds) shuts down gracefully:\n"+
-		"  exit 0 when every call in progress finished within --grace, 1 when some were cut short.")
+		"  exit 0 when every call in progress finished within --grace, 1 when some were cut short.\n"+
+		"  --register "+etcdSynopsis+" registers the server in etcd under a lease (before READY), and\n"+
+		"  deregisters it first thing at shutdown, so that clients (call and rpcload through etcd) stop choosing it.")
 	fs.StringVar(&c.host, "host", "127.0.0.1", "address to listen on (0.0.0.0 or :: for all)")
 	fs.IntVar(&c.port, "port", 5500, "port (0 picks a free one)")
 	fs.StringVar(&c.impl, "impl", "lifenet", "server: lifenet or netrpc (Go's net/rpc, the baseline)")
@@ -79,6 +82,7 @@ func ServeWith(ctx context.Context, args []string, stdout, stderr io.Writer, hoo
 	fs.Float64Var(&c.seconds, "seconds", 0, "shut down after this many seconds (0: run until SIGINT or SIGTERM)")
 	fs.DurationVar(&c.grace, "grace", 10*time.Second, "on shutdown, how long the calls in progress may take to finish before they are cut short")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile here")
+	c.reg.flags(fs)
 	if hooks.Flags != nil {
 		hooks.Flags(fs.FlagSet)
 	}
@@ -91,6 +95,7 @@ func ServeWith(ctx context.Context, args []string, stdout, stderr io.Writer, hoo
 		cliflag.Between("seconds", c.seconds, 0, maxServeSeconds),
 		cliflag.Between("grace", c.grace, 0, maxGrace),
 		cliflag.Check(net.ParseIP(c.host) != nil || c.host == "localhost", "--host %q: want an IP address", c.host),
+		c.reg.check(c.impl, c.host, fs.Set()),
 	)
 	if err != nil {
 		return cliflag.UsageError(stderr, "serve", err)
@@ -109,7 +114,7 @@ func ServeWith(ctx context.Context, args []string, stdout, stderr io.Writer, hoo
 	if c.impl == "netrpc" {
 		err = serveNetRPC(ctx, addr, c.grace, stdout)
 	} else {
-		err = serveLifenet(ctx, c, addr, stdout, hooks)
+		err = serveLifenet(ctx, c, addr, stdout, stderr, hooks)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "lifenet serve: %v\n", err)
@@ -137,7 +142,7 @@ func sleep(ctx context.Context, a sleepArgs) (int, error) {
 	}
 }
 
-func serveLifenet(ctx context.Context, c serveConfig, addr string, stdout io.Writer, hooks ServeHooks) error {
+func serveLifenet(ctx context.Context, c serveConfig, addr string, stdout, stderr io.Writer, hooks ServeHooks) error {
 	cfg := rpc.Config{Serial: c.serial}
 	if hooks.Config != nil {
 		if err := hooks.Config(&cfg); err != nil {
@@ -172,8 +177,14 @@ func serveLifenet(ctx context.Context, c serveConfig, addr string, stdout io.Wri
 		}
 		defer stop()
 	}
+	reg, err := c.reg.register(ctx, hp, stderr)
+	if err != nil {
+		srv.Close()
+		return err
+	}
 	fmt.Fprintf(stdout, "%s http://%s ws://%s\n", ready, hp, hp)
 	<-ctx.Done()
+	reg.close() // first: clients stop choosing this server while it still answers
 	sctx, cancel := context.WithTimeout(context.Background(), c.grace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
