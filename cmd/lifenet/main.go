@@ -2,7 +2,9 @@
 // NetLoadTest (a load generator plus a counting/echo server, for lifenet or
 // the plain std-net baseline) and `lifenet matrix` its run-matrix, with
 // md/json/html reports; `serve`, `call` and `rpcload` are the RPC layer's
-// server, shell client and benchmark.
+// server, shell client and benchmark, which speak to a service registered
+// in etcd too (`serve --register`, etcd:// addresses), and `lifenet etcd` an
+// etcd to try that with on one machine.
 package main
 
 import (
@@ -33,9 +35,13 @@ commands:
            results.json and results.html
   serve    an RPC server with NewLife's benchmark controller (--host --port --impl lifenet|netrpc --grace);
            SIGINT or SIGTERM shut it down gracefully; --metrics HOST:PORT serves /metrics
-           (Prometheus) and /status (JSON)
-  call     call an action of any SRMP/NewLife server: call [--http] [--list] ADDR ACTION [key=value … | JSON]
-  rpcload  RPC load test (--remote --impl --conns --inflight --seconds --call --direct --goroutines)
+           (Prometheus) and /status (JSON); --register etcd://HOST:PORT/SERVICE [--advertise HOST:PORT]
+           registers it in etcd (deregistered at shutdown)
+  call     call an action of any SRMP/NewLife server: call [--http] [--list] ADDR ACTION [key=value … | JSON];
+           ADDR etcd://HOST:PORT/SERVICE calls one of the servers registered there (--balancer)
+  rpcload  RPC load test (--remote --impl --conns --inflight --seconds --call --direct --goroutines);
+           --remote etcd://HOST:PORT/SERVICE --balancer NAME spreads it over the registered servers
+  etcd     a one-member etcd in this process, to try the above on one machine (--listen --data)
   soak     leak soak of an rpc and a codec server under churn and injected faults (--minutes --seconds
            --conns --interval --sample --seed); exit 1 on an upward trend, a resource not back to baseline
            or an unexplained error
@@ -65,6 +71,7 @@ var commands = map[string]func(ctx context.Context, args []string, stdout, stder
 	"serve":   serve,
 	"call":    rpctool.Call,
 	"rpcload": rpctool.Load,
+	"etcd":    rpctool.Etcd,
 	"soak":    soak.Main,
 	"version": versionCmd,
 }
