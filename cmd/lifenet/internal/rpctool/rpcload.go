@@ -131,7 +131,7 @@ func validHostPort(a string) bool {
 func runLoad(ctx context.Context, c loadConfig, progress io.Writer) (loadSummary, error) {
 	s := loadSummary{Summary: rpcbench.Summary{Impl: c.impl, Call: c.call, Direct: c.direct, Conns: c.conns, Inflight: c.inflight, ServerAlloc: -1, ServerCPU: -1}}
 	var t *rpcbench.Target
-	var endpoints func() []endpointCount
+	var counts *countingBalancer
 	var err error
 	switch {
 	case c.direct:
@@ -141,7 +141,7 @@ func runLoad(ctx context.Context, c loadConfig, progress io.Writer) (loadSummary
 		t, err = netrpcTarget(ctx, c)
 	case isEtcd(c.remote):
 		s.Balancer = c.balancer
-		t, endpoints, err = etcdTarget(ctx, c, progress)
+		t, counts, err = etcdTarget(ctx, c, progress)
 	default:
 		t, err = lifenetTarget(ctx, c)
 	}
@@ -149,9 +149,14 @@ func runLoad(ctx context.Context, c loadConfig, progress io.Writer) (loadSummary
 		return s, err
 	}
 	defer t.Close()
-	s.Summary = rpcbench.Measure(ctx, rpcbench.Window{Warmup: c.warmup, Seconds: c.seconds, Remote: c.remote != "", Label: "rpcload"}, t, s.Summary, progress)
-	if endpoints != nil {
-		s.Endpoints = endpoints()
+	win := rpcbench.Window{Warmup: c.warmup, Seconds: c.seconds, Remote: c.remote != "", Label: "rpcload"}
+	if counts != nil { // the window Measure is about to time (it reads the clock a moment later)
+		from := time.Now().Add(time.Duration(c.warmup * float64(time.Second)))
+		counts.window(from, from.Add(time.Duration(c.seconds*float64(time.Second))))
+	}
+	s.Summary = rpcbench.Measure(ctx, win, t, s.Summary, progress)
+	if counts != nil {
+		s.Endpoints = counts.snapshot()
 	}
 	return s, nil
 }

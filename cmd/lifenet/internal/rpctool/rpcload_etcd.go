@@ -50,9 +50,8 @@ func checkEtcdLoad(c loadConfig, viaEtcd bool, set map[string]bool) error {
 
 // etcdTarget is rpcload's target through etcd: conns × inflight callers
 // sharing one cluster client, whose endpoints each keep --conns
-// connections. endpoints returns the attempts each endpoint took during
-// the window (Measure reads Stats at the window's start and end).
-func etcdTarget(ctx context.Context, c loadConfig, log io.Writer) (t *rpcbench.Target, endpoints func() []endpointCount, err error) {
+// connections; counts counts each endpoint's attempts.
+func etcdTarget(ctx context.Context, c loadConfig, log io.Writer) (t *rpcbench.Target, counts *countingBalancer, err error) {
 	svc, err := parseEtcd(c.remote)
 	if err != nil {
 		return nil, nil, err
@@ -68,7 +67,10 @@ func etcdTarget(ctx context.Context, c loadConfig, log io.Writer) (t *rpcbench.T
 	}
 	fmt.Fprintf(log, "[rpcload] %s: %d endpoints, --balancer %s\n", svc, len(cl.Endpoints()), c.balancer)
 	sh := rpcbench.ShapeOf(c.call)
-	t = &rpcbench.Target{Close: func() { cl.Close() }}
+	t = &rpcbench.Target{
+		Close: func() { cl.Close() },
+		Stats: func(context.Context) (rpcbench.ProcStats, bool) { return rpcbench.ProcStats{}, false }, // many servers: not measured
+	}
 	for i := range c.conns * c.inflight {
 		key := ""
 		if c.balancer == "hash" { // each caller its key, so that the ring spreads them
@@ -76,23 +78,7 @@ func etcdTarget(ctx context.Context, c loadConfig, log io.Writer) (t *rpcbench.T
 		}
 		t.Callers = append(t.Callers, clusterCaller(cl, sh, key))
 	}
-	var snaps []map[string]endpointCount
-	t.Stats = func(context.Context) (rpcbench.ProcStats, bool) {
-		snaps = append(snaps, cl.counts.snapshot())
-		return rpcbench.ProcStats{}, false // the servers are many: not measured
-	}
-	endpoints = func() []endpointCount {
-		var from map[string]endpointCount
-		until := cl.counts.snapshot()
-		if len(snaps) > 0 {
-			from = snaps[0]
-		}
-		if len(snaps) > 1 {
-			until = snaps[len(snaps)-1]
-		}
-		return between(from, until)
-	}
-	return t, endpoints, nil
+	return t, cl.counts, nil
 }
 
 // clusterCaller is rpcbench.LifenetCaller for a cluster client: a Caller
