@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/lifenet/lifenet/cmd/lifenet/internal/rpctool"
 	lnotel "github.com/lifenet/lifenet/otel"
@@ -29,7 +31,9 @@ func serveHooks() rpctool.ServeHooks {
 	return rpctool.ServeHooks{
 		Flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&m.addr, "metrics", "", "lifenet: serve /metrics (Prometheus) and /status (JSON) on this HOST:PORT (port 0 picks a free one)")
+			fs.Float64Var(&m.traces, "traces", 0, "lifenet, with --metrics: a server span per call, sampled parent-based at this ratio (0 to 1; 0: no spans). No exporter is built in: the spans are made and dropped, which measures tracing's cost on the server")
 		},
+		Check:   m.check,
 		Config:  m.config,
 		Started: m.started,
 	}
@@ -37,17 +41,32 @@ func serveHooks() rpctool.ServeHooks {
 
 type metricsServer struct {
 	addr   string
+	traces float64 // --traces: the sampling ratio; 0 no spans
 	reg    *prometheus.Registry
 	mp     *sdkmetric.MeterProvider
+	tp     *sdktrace.TracerProvider // --traces; nil without
 	status *statusRecorder
+}
+
+// check validates --metrics and --traces.
+func (m *metricsServer) check() error {
+	switch {
+	case m.traces < 0 || m.traces > 1:
+		return fmt.Errorf("--traces %v: want a ratio from 0 to 1", m.traces)
+	case m.traces > 0 && m.addr == "":
+		return errors.New("--traces needs --metrics")
+	case m.addr == "":
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(m.addr); err != nil {
+		return fmt.Errorf("--metrics %q: want HOST:PORT", m.addr)
+	}
+	return nil
 }
 
 func (m *metricsServer) config(cfg *rpc.Config) error {
 	if m.addr == "" {
 		return nil
-	}
-	if _, _, err := net.SplitHostPort(m.addr); err != nil {
-		return fmt.Errorf("--metrics %q: want HOST:PORT", m.addr)
 	}
 	m.reg = prometheus.NewRegistry()
 	exp, err := otelprom.New(otelprom.WithRegisterer(m.reg))
@@ -56,8 +75,13 @@ func (m *metricsServer) config(cfg *rpc.Config) error {
 	}
 	m.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
 	m.status = newStatusRecorder()
+	traces := lnotel.WithoutTraces()
+	if m.traces > 0 {
+		m.tp = sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(m.traces))))
+		traces = lnotel.WithTracerProvider(m.tp)
+	}
 	cfg.Interceptors = append(cfg.Interceptors,
-		lnotel.ServerInterceptor(lnotel.WithMeterProvider(m.mp), lnotel.WithoutTraces()),
+		lnotel.ServerInterceptor(lnotel.WithMeterProvider(m.mp), traces),
 		m.status.intercept)
 	return nil
 }
@@ -93,6 +117,9 @@ func (m *metricsServer) started(ctx context.Context, srv *rpc.Server, stdout io.
 		hs.Shutdown(sctx)
 		reg.Unregister()
 		m.mp.Shutdown(sctx)
+		if m.tp != nil {
+			m.tp.Shutdown(sctx)
+		}
 	}, nil
 }
 

@@ -107,8 +107,30 @@ func TestServeMetricsAndStatus(t *testing.T) {
 
 func TestServeMetricsFlag(t *testing.T) {
 	var out, errOut strings.Builder
-	if code := run(context.Background(), []string{"serve", "--port", "0", "--metrics", "nonsense"}, &out, &errOut); code == 0 || !strings.Contains(errOut.String(), "--metrics") {
+	if code := run(context.Background(), []string{"serve", "--port", "0", "--metrics", "nonsense"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "--metrics") {
 		t.Errorf("exit %d, stderr %q", code, errOut.String())
+	}
+}
+
+// TestServeTraces: with --traces every call still answers and is counted
+// (the spans themselves go to no exporter).
+func TestServeTraces(t *testing.T) {
+	ready, metrics := startServe(t, "--port", "0", "--udp=false", "--metrics", "127.0.0.1:0", "--traces", "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := rpc.Dial(ctx, strings.TrimPrefix(ready[0], "tcp://"), rpc.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for range 3 {
+		var r int32
+		if err := cl.Invoke(ctx, "Bench/NoArg", nil, &r); err != nil || r != 42 {
+			t.Fatalf("Bench/NoArg: %d %v", r, err)
+		}
+	}
+	if text := get(t, metrics[0]); !strings.Contains(text, `rpc_method="Bench/NoArg"`) {
+		t.Errorf("/metrics has no Bench/NoArg series:\n%.2000s", text)
 	}
 }
 

@@ -56,12 +56,22 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 type ServeHooks struct {
 	// Flags adds flags to serve's flag set.
 	Flags func(fs *flag.FlagSet)
+	// Check validates those flags once parsed: its error is a usage error
+	// (exit 2), reported with serve's own.
+	Check func() error
 	// Config adjusts the lifenet server's config (its interceptors) once
 	// the flags are parsed.
 	Config func(cfg *rpc.Config) error
 	// Started runs once the lifenet server listens, before READY is
 	// printed; the stop it returns runs when the server has shut down.
 	Started func(ctx context.Context, srv *rpc.Server, stdout io.Writer) (stop func(), err error)
+}
+
+func (h ServeHooks) check() error {
+	if h.Check == nil {
+		return nil
+	}
+	return h.Check()
 }
 
 // ServeWith runs `lifenet serve` with hooks.
@@ -96,6 +106,7 @@ func ServeWith(ctx context.Context, args []string, stdout, stderr io.Writer, hoo
 		cliflag.Between("grace", c.grace, 0, maxGrace),
 		cliflag.Check(net.ParseIP(c.host) != nil || c.host == "localhost", "--host %q: want an IP address", c.host),
 		c.reg.check(c.impl, c.host, fs.Set()),
+		hooks.check(),
 	)
 	if err != nil {
 		return cliflag.UsageError(stderr, "serve", err)

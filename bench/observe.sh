@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# observe.sh: what observability costs the server per call, at 100
+# connections × 1 call in flight (Bench/NoArg). Three servers take turns,
+# each in its own process, started afresh for each run, the order rotating
+# per round, all under the same plain SRMP caller (cmd/srmpcall):
+#   off       lifenet serve
+#   metrics   lifenet serve --metrics 127.0.0.1:0 (the otel module's server
+#             interceptor and observers, exported for Prometheus)
+#   traces    the same with --traces 0.01: a server span per call, sampled
+#             parent-based at 1 %, to an exporter that drops them
+# Each server's CPU is read from /proc over the middle of the measured
+# window; the table gives medians and the ratios against off.
+#
+#   ./observe.sh [--conns N] [--rounds R] [--seconds S]
+#
+# Defaults: --conns 100 --rounds 5 --seconds 4. Linux only (/proc).
+set -euo pipefail
+
+conns=100 rounds=5 seconds=4
+die2() { echo "observe.sh: $*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--conns) conns=${2-} ;;
+	--rounds) rounds=${2-} ;;
+	--seconds) seconds=${2-} ;;
+	-h | --help) sed -n '2,16p' "$0" >&2; exit 2 ;;
+	*) die2 "unknown argument $1 (see --help)" ;;
+	esac
+	[ $# -ge 2 ] || die2 "$1 needs a value"
+	shift 2
+done
+[[ $conns =~ ^[1-9][0-9]*$ ]] || die2 "--conns $conns: want a positive integer"
+[[ $rounds =~ ^[1-9][0-9]*$ && $rounds -le 100 ]] || die2 "--rounds $rounds: want 1 to 100"
+[[ $seconds =~ ^[1-9][0-9]*$ && $seconds -ge 3 && $seconds -le 60 ]] || die2 "--seconds $seconds: want 3 to 60 whole seconds"
+[ "$(uname -s)" = Linux ] || die2 "needs Linux (/proc)"
+
+cd "$(dirname "$0")"
+source ./lib.sh # $tmp, $pids, cleanup on exit, ready
+
+echo "building into $tmp" >&2
+(cd ../cmd/lifenet && go build -o "$tmp/lifenet" .)
+go build -o "$tmp/srmpcall" ./cmd/srmpcall
+
+# start NAME: start NAME's server; wait for its READY line (sets a, p).
+start() {
+	local cmd=("$tmp/lifenet" serve --host 127.0.0.1 --port 0 --udp=false --seconds 120)
+	case "$1" in
+	metrics) cmd+=(--metrics 127.0.0.1:0) ;;
+	traces) cmd+=(--metrics 127.0.0.1:0 --traces 0.01) ;;
+	esac
+	: >"$tmp/server.out"
+	"${cmd[@]}" >"$tmp/server.out" 2>"$tmp/server.err" &
+	p=$!
+	pids=("$p")
+	a=$(ready "$1" "$p" "$tmp/server.out" "$tmp/server.err")
+}
+stop() {
+	kill "$p" 2>/dev/null || true
+	wait "$p" 2>/dev/null || true
+	pids=()
+}
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # user + system clock ticks
+hz=$(getconf CLK_TCK)
+field() { sed -n "s/.*\"$1\":\([-0-9.e+]*\).*/\1/p" "$tmp/run.out"; }
+
+span=$((seconds - 2))
+order=(off metrics traces)
+for r in $(seq "$rounds"); do
+	for i in 0 1 2; do
+		name=${order[$(((r - 1 + i) % 3))]}
+		start "$name"
+		"$tmp/srmpcall" --remote "$a" --conns "$conns" --seconds "$seconds" --warmup 1 >"$tmp/run.out" 2>"$tmp/run.err" &
+		c=$!
+		pids+=("$c")
+		sleep 2.5
+		t0=$(ticks "$p")
+		sleep "$span"
+		t1=$(ticks "$p")
+		failed=0
+		wait "$c" || failed=$?
+		pids=("$p")
+		if [ "$failed" != 0 ]; then
+			echo "observe.sh: round $r $name failed:" >&2
+			cat "$tmp/run.err" "$tmp/run.out" >&2
+			exit 1
+		fi
+		stop
+		rate=$(field callsPerSec)
+		[ -n "$rate" ] || { echo "observe.sh: round $r $name: no calls/s in the summary:" >&2; cat "$tmp/run.out" >&2; exit 1; }
+		scpu=$(awk -v a="$t0" -v b="$t1" -v hz="$hz" -v r="$rate" -v s="$span" 'BEGIN{printf "%.3f", (b-a)/hz*1e6/(r*s)}')
+		echo "$name $rate $scpu" >>"$tmp/runs"
+		printf 'round %d/%d %-8s %8.0f calls/s  server %6s µs/call\n' "$r" "$rounds" "$name" "$rate" "$scpu" >&2
+	done
+done
+
+echo "## observability's cost: $conns conns × 1 in flight, $rounds rounds of ${seconds}s; medians"
+echo
+awk '
+function median(name, col,   n, i, j, t, v) {
+	n = 0
+	for (i = 1; i <= runs; i++) if (who[i] == name) v[++n] = val[i, col]
+	for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j-1] > v[j]; j--) { t = v[j]; v[j] = v[j-1]; v[j-1] = t }
+	return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+}
+function spread(name, col, base,   i, lo, hi, x) {
+	lo = ""; hi = ""
+	for (i = 1; i <= runs; i++) if (who[i] == name) { x = val[i, col] / base; if (lo == "" || x < lo) lo = x; if (hi == "" || x > hi) hi = x }
+	return sprintf("%.2f–%.2f×", lo, hi)
+}
+{ runs++; who[runs] = $1; val[runs, 2] = $2; val[runs, 3] = $3 }
+END {
+	printf "| server | calls/s | server µs/call | server CPU / off | (each run / off median) |\n|---|---:|---:|---:|---|\n"
+	split("off metrics traces", names, " ")
+	off = median("off", 3)
+	for (k = 1; k <= 3; k++) {
+		m = names[k]
+		printf "| %s | %.0f | %.3f | %.3f× | %s |\n", m, median(m, 2), median(m, 3), median(m, 3) / off, spread(m, 3, off)
+	}
+	printf "\ntargets: metrics ≤ 1.05×, metrics and traces at 1 %% ≤ 1.10× off\n"
+}' "$tmp/runs"
