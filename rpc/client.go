@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -73,6 +74,12 @@ type ClientConfig struct {
 	// Timeout-Ms, but a single complex parameter bound from the whole
 	// object would see it as an unknown key).
 	SendTimeout bool
+	// Log gets the client's log lines: its transport's (connections
+	// opened and closed, failed reconnects; see transport.Config.Log),
+	// unless Transport.Config.Log is set. Nil means slog.Default() as it is
+	// when Dial is called; docs/observability.md lists the lines. A
+	// client's calls are logged by an [AccessLog] interceptor.
+	Log *slog.Logger
 }
 
 // DefaultClientConfig returns a ClientConfig with every default filled in.
@@ -167,13 +174,16 @@ func Dial(ctx context.Context, servers string, cfg ClientConfig) (*Client, error
 		return nil, err
 	}
 	cfg.fill()
+	if cfg.Log == nil {
+		cfg.Log = slog.Default() // at Dial, not in fill: DefaultClientConfig leaves it to the caller (a cluster's Logger)
+	}
 	addrs, err := parseServers(servers)
 	if err != nil {
 		return nil, err
 	}
 	c := &Client{cfg: cfg, addrs: addrs, slots: make([]slot, cfg.Conns)}
 	c.SetToken(cfg.Token)
-	c.opts = codec.Options{Timeout: cfg.Timeout, Handler: c.onPush}
+	c.opts = codec.Options{Timeout: cfg.Timeout, Handler: c.onPush, Log: cfg.Log}
 	if len(cfg.Interceptors) > 0 {
 		c.chain = chain(cfg.Interceptors, c.runCall)
 	}

@@ -273,7 +273,7 @@ func (p panicError) Error() string { return "rpc: handler panic: " + fmt.Sprint(
 // code and its whole text; any other error, and a panic, gives its code
 // ([CodeOf]) and the code's generic text, unless Config.ExposeErrors sends
 // the text (NewLife's way). A hidden error is logged with its text.
-func (s *Server) errorReply(action []byte, err error) (int32, string) {
+func (s *Server) errorReply(ss *Session, action []byte, err error) (int32, string) {
 	var ae *APIError
 	if errors.As(err, &ae) {
 		return int32(ae.Code), ae.Message
@@ -290,7 +290,7 @@ func (s *Server) errorReply(action []byte, err error) (int32, string) {
 	case !errors.As(err, &pe) && !errors.Is(err, transport.ErrClosed) && !errors.Is(err, context.Canceled):
 		// (a panic was logged with its stack already; a stream whose
 		// connection ended has no one to tell)
-		s.cfg.Log.Warn("rpc: handler error (the caller gets its code's generic text)", "action", clipName(string(action)), "code", code, "err", err)
+		s.logHidden(ss, action, code, err)
 	}
 	return int32(code), genericText(code)
 }

@@ -299,3 +299,10 @@ func fakeServer(t *testing.T, answer func(f frame) []byte) string {
 	}()
 	return ln.Addr().String()
 }
+
+// testCtx is a context ending after testTimeout, or with the test.
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}

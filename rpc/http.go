@@ -161,7 +161,7 @@ func (g *gateway) answer(c *codec.HandlerContext, req *http.Request, action stri
 		err = fmt.Errorf("%w: result of %d bytes, limit %d (Framer.MaxFrame)", ErrTooLarge, len(out), s.cfg.Framer.MaxFrame)
 	}
 	if err != nil {
-		code, msg := s.errorReply([]byte(action), err)
+		code, msg := s.errorReply(g.ss, []byte(action), err)
 		return g.respond(c, req, action, int(code), kindText, []byte(msg))
 	}
 	return g.respond(c, req, action, CodeOK, k, out)
@@ -216,7 +216,7 @@ func (g *gateway) runSSE(c *codec.HandlerContext, action string, a *action, data
 	case g.s.stopped.Load():
 		return // cut short by Close: it ends with its connection
 	case err != nil:
-		code, msg := g.s.errorReply([]byte(action), err)
+		code, msg := g.s.errorReply(g.ss, []byte(action), err)
 		event(int(code), kindText, []byte(msg))
 	default:
 		c.WriteBytes([]byte("data: \n\n"))

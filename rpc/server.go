@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/lifenet/lifenet/codec"
+	"github.com/lifenet/lifenet/internal/logattr"
 	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )
@@ -42,6 +42,8 @@ type Server struct {
 
 	dropped, panics atomic.Uint64
 
+	limits *logattr.Limiter // the rate limits of the lines a caller can cause; stopped by Close and Shutdown
+
 	tlsStates tlsStates // the handshakes' states, until their sessions take them
 
 	keys  *keySet // Config.MetadataKeys
@@ -59,6 +61,7 @@ func NewServer(cfg Config) (*Server, error) {
 	cfg.fill()
 	s := &Server{cfg: cfg, started: time.Now(), keys: newKeySet(cfg.MetadataKeys)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.initLog()
 	ics := append([]Interceptor(nil), cfg.Interceptors...)
 	if cfg.Authorize != nil {
 		ics = append(ics, s.authorize) // innermost: the others see the calls it refuses
@@ -77,6 +80,7 @@ func NewServer(cfg Config) (*Server, error) {
 		Handler:  s.onMessage,
 		OnOpen:   s.onOpen,
 		OnClose:  s.onClose,
+		Log:      cfg.Log, // the transport's too, unless Transport.Log is set
 	})
 	if err != nil {
 		return nil, err
@@ -120,6 +124,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	defer stop()
 	err := s.cs.Shutdown(ctx)
 	s.cancel()
+	s.limits.Stop()
 	return err
 }
 
@@ -129,7 +134,9 @@ func (s *Server) Close() error {
 	s.notServing.Store(true)
 	s.closing.Store(true)
 	s.stop()
-	return s.cs.Close()
+	err := s.cs.Close()
+	s.limits.Stop() // after the calls: their last lines count in the summary
+	return err
 }
 
 // stop cancels the calls' contexts, before the transport waits for the
@@ -320,7 +327,7 @@ func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action) {
 	out, isErr, gone := s.call(ss.ctx, ss, b, a, kind, (*bp)[:0])
 	if err := tooLarge("reply", len(out), s.cfg.Framer.MaxFrame); err != nil {
 		// The caller's framer would end the connection: answer 413 instead.
-		s.cfg.Log.Warn("rpc: reply too large", "action", clipName(string(b.action)), "err", err)
+		s.logTooLarge(ss, b.action, err)
 		out, isErr = appendError(appendNameBytes(out[:0], b.action), CodeTooLarge, err.Error()), true
 	}
 	*bp = out
@@ -376,7 +383,7 @@ func (s *Server) call(ctx context.Context, ss *Session, b body, a *action, kind 
 		return dst[:off], true, true
 	}
 	if err != nil {
-		code, msg := s.errorReply(b.action, err)
+		code, msg := s.errorReply(ss, b.action, err)
 		return appendError(dst[:off], code, msg), true, false
 	}
 	if k == kindNull {
@@ -450,7 +457,7 @@ func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *actio
 			cancel()
 		}()
 	}
-	defer s.recoverCall(a, &err) // interceptors are the application's code too: a panic in one is a 500
+	defer s.recoverCall(ctx, ss, a, &err) // interceptors are the application's code too: a panic in one is a 500
 	if s.chain == nil {
 		return a.invoke(ctx, data, dst)
 	}
@@ -491,15 +498,11 @@ func (s *Server) authorize(ctx context.Context, c *Invocation, next Next) error 
 }
 
 // recoverCall turns a panic of a handler or of an interceptor into a 500
-// error (deferred), counted and logged once.
-func (s *Server) recoverCall(a *action, err *error) {
+// error (deferred), counted and logged once (rate-limited).
+func (s *Server) recoverCall(ctx context.Context, ss *Session, a *action, err *error) {
 	if r := recover(); r != nil {
 		s.panics.Add(1)
-		name := "(unknown action)"
-		if a != nil {
-			name = a.name
-		}
-		s.cfg.Log.Error("rpc: handler panic", "action", name, "panic", r, "stack", string(debug.Stack()))
+		s.logPanic(ctx, ss, a, r)
 		*err = panicError{r}
 	}
 }
@@ -508,14 +511,12 @@ func (s *Server) recoverCall(a *action, err *error) {
 func (s *Server) drop(ss *Session, action []byte, err error) {
 	s.dropped.Add(1)
 	if err == nil {
-		err = errors.New("empty or non-ASCII action name")
+		err = errBadAction
 	}
-	var remote net.Addr
-	if ss != nil {
-		remote = ss.RemoteAddr()
-	}
-	s.cfg.Log.Debug("rpc: request dropped", "remote", remote, "action", clipName(string(action)), "err", err)
+	s.logDropped(ss, action, err)
 }
+
+var errBadAction = errors.New("empty or non-ASCII action name")
 
 // success200 turns an [*APIError] of code 200 into a success whose data is
 // its message, as NewLife's EncoderBase.Encode and JsonEncoder.CreateResponse

@@ -82,7 +82,7 @@ func (s *Server) serveStream(ss *Session, req *codec.Message, b body, a *action)
 		return
 	}
 	if err != nil {
-		code, msg := s.errorReply(b.action, err)
+		code, msg := s.errorReply(ss, b.action, err)
 		replyError(ss, req, b.action, code, msg)
 		return
 	}
@@ -103,7 +103,7 @@ func (s *Server) runStream(ss *Session, name []byte, a *action, data []byte, tra
 	if cancel != nil {
 		defer cancel()
 	}
-	defer s.recoverCall(a, &err)
+	defer s.recoverCall(ctx, ss, a, &err)
 	if s.chain == nil {
 		return a.stream(ctx, data, send)
 	}

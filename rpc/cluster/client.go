@@ -56,6 +56,9 @@ func Dial(ctx context.Context, r rpc.Resolver, b rpc.Balancer, cfg Config) (*Cli
 		return nil, err
 	}
 	cfg.fill()
+	if cfg.Client.Log == nil {
+		cfg.Client.Log = cfg.Logger // the endpoints' clients log where the cluster does (nil: slog.Default())
+	}
 	c := &Client{cfg: cfg, b: b, log: cfg.Logger, watchc: make(chan struct{})}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)

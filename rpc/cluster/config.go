@@ -58,7 +58,8 @@ type Config struct {
 	// (default 10 s, and never past Dial's ctx).
 	ResolveTimeout time.Duration
 	// Logger receives endpoint set changes, failed dials and a resolver
-	// that stops (nil: nothing is logged).
+	// that stops (nil: the cluster logs nothing), and is the endpoints'
+	// clients' Client.Log when that is nil (both nil: slog.Default()).
 	Logger *slog.Logger
 }
 

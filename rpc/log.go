@@ -1,0 +1,152 @@
+package rpc
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"runtime/debug"
+
+	"github.com/lifenet/lifenet/internal/logattr"
+)
+
+// The rpc layer's log lines (docs/observability.md lists them). Each
+// checks that its level is enabled before it formats anything.
+const (
+	msgPanic      = "rpc: handler panic"
+	msgHidden     = "rpc: handler error (the caller gets its code's generic text)"
+	msgTooLarge   = "rpc: reply too large"
+	msgDropped    = "rpc: request dropped"
+	msgSuppressed = "rpc: log lines suppressed"
+)
+
+// Rate-limited kinds of lines: a caller can cause each, once per call.
+const (
+	kindPanic    = iota // a handler's or interceptor's panic (Error)
+	kindHidden          // a handler error whose text the caller does not get (Warn)
+	kindTooLarge        // a reply past MaxFrame (Warn)
+	numKinds
+)
+
+var bg = context.Background()
+
+// kindLine is the level and message of a kind's lines.
+func kindLine(kind int) (slog.Level, string) {
+	switch kind {
+	case kindPanic:
+		return slog.LevelError, msgPanic
+	case kindHidden:
+		return slog.LevelWarn, msgHidden
+	}
+	return slog.LevelWarn, msgTooLarge
+}
+
+// initLog sets the server's rate limits (Config.Log is filled in).
+func (s *Server) initLog() {
+	s.limits = logattr.NewLimiter(numKinds, logattr.Burst, logattr.Interval, s.logSuppressed)
+}
+
+// limited returns the level to write a rate-limited line of kind at: level
+// while the kind's budget lasts, then Debug (if enabled: Debug shows every
+// line), or false for no line.
+func (s *Server) limited(ctx context.Context, kind int, level slog.Level) (slog.Level, bool) {
+	if s.cfg.Log.Enabled(ctx, level) && s.limits.Allow(kind) {
+		return level, true
+	}
+	return slog.LevelDebug, s.cfg.Log.Enabled(ctx, slog.LevelDebug)
+}
+
+// logSuppressed reports the lines of kind the rate limit held back.
+func (s *Server) logSuppressed(kind int, n uint64) {
+	level, line := kindLine(kind)
+	if s.cfg.Log.Enabled(bg, level) {
+		s.cfg.Log.LogAttrs(bg, level, msgSuppressed, slog.String(logattr.Line, line), slog.Uint64(logattr.Suppressed, n))
+	}
+}
+
+// callAttrs is the attributes of a line about a call of action by session
+// ss (nil: through Process, which has no peer): action, session, remote
+// and protocol, in a, which it returns sliced.
+func callAttrs(a *[8]slog.Attr, ss *Session, action string) []slog.Attr {
+	a[0] = slog.String(logattr.Action, action)
+	if ss == nil {
+		return a[:1]
+	}
+	a[1] = slog.Uint64(logattr.Session, ss.ID())
+	a[2] = slog.String(logattr.Remote, addrText(ss.RemoteAddr()))
+	a[3] = slog.String(logattr.Protocol, ss.Protocol().logName())
+	return a[:4]
+}
+
+// logPanic writes the Error line (rate-limited) of a handler's or an
+// interceptor's panic v, with the stack. Call it from the deferred
+// function that recovered v: the stack is the panicking goroutine's.
+func (s *Server) logPanic(ctx context.Context, ss *Session, a *action, v any) {
+	level, ok := s.limited(ctx, kindPanic, slog.LevelError)
+	if !ok {
+		return
+	}
+	name := "(unknown action)"
+	if a != nil {
+		name = a.name
+	}
+	var buf [8]slog.Attr
+	attrs := append(callAttrs(&buf, ss, name), slog.Any(logattr.Panic, v), slog.String(logattr.Stack, string(debug.Stack())))
+	s.cfg.Log.LogAttrs(ctx, level, msgPanic, attrs...)
+}
+
+// logHidden writes the Warn line (rate-limited) of a handler's error err
+// answered with its code's generic text.
+func (s *Server) logHidden(ss *Session, action []byte, code int, err error) {
+	level, ok := s.limited(bg, kindHidden, slog.LevelWarn)
+	if !ok {
+		return
+	}
+	var buf [8]slog.Attr
+	attrs := append(callAttrs(&buf, ss, clipName(string(action))), slog.Int(logattr.Code, code), slog.Any(logattr.Err, err))
+	s.cfg.Log.LogAttrs(bg, level, msgHidden, attrs...)
+}
+
+// logTooLarge writes the Warn line (rate-limited) of a reply past
+// MaxFrame, answered with a 413.
+func (s *Server) logTooLarge(ss *Session, action []byte, err error) {
+	level, ok := s.limited(bg, kindTooLarge, slog.LevelWarn)
+	if !ok {
+		return
+	}
+	var buf [8]slog.Attr
+	attrs := append(callAttrs(&buf, ss, clipName(string(action))), slog.Any(logattr.Err, err))
+	s.cfg.Log.LogAttrs(bg, level, msgTooLarge, attrs...)
+}
+
+// logDropped writes the Debug line of a request dropped unanswered (not
+// rate-limited: Debug shows every line).
+func (s *Server) logDropped(ss *Session, action []byte, err error) {
+	if !s.cfg.Log.Enabled(bg, slog.LevelDebug) {
+		return
+	}
+	var buf [8]slog.Attr
+	attrs := append(callAttrs(&buf, ss, clipName(string(action))), slog.Any(logattr.Err, err))
+	s.cfg.Log.LogAttrs(bg, slog.LevelDebug, msgDropped, attrs...)
+}
+
+// logName is p's name in log lines (logattr.Protocol): SRMP in datagrams
+// is "srmp" too (the transport's lines name the network).
+func (p Protocol) logName() string {
+	switch p {
+	case ProtoSRMP, ProtoUDP:
+		return "srmp"
+	case ProtoHTTP:
+		return "http"
+	case ProtoWebSocket:
+		return "websocket"
+	}
+	return ""
+}
+
+// addrText is a's text, or "" for none.
+func addrText(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}
