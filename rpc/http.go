@@ -121,7 +121,9 @@ func (g *gateway) answerHTTP(c *codec.HandlerContext, req *http.Request, body []
 		go g.runHTTP(c, req, action, a, bytes.Clone(data)) // data may be a view of g.buf
 		return nil
 	}
+	g.ss.inline.Add(1)
 	out, k, err := s.exec(g.ss.ctx, g.ss, name, a, KindUnary, data, req.Header.Get("traceparent"), nil)
+	g.ss.inline.Add(-1)
 	return g.answer(c, req, action, out, k, err)
 }
 

@@ -161,20 +161,37 @@ func (s *Server) eachSession(f func(*Session)) {
 	})
 }
 
-// Stats are a server's counters of unusual events.
+// Stats are a server's counters of unusual events, and its calls and
+// memory in use now.
 type Stats struct {
 	Sessions int    // open connections and UDP peers
 	Dropped  uint64 // requests dropped unanswered (bad body, empty or non-ASCII action)
 	Panics   uint64 // handler panics (each answered with a 500)
+	// InFlight is the calls and streams running now: those on goroutines
+	// of their own (whether or not their connection is still open) and
+	// those on the connections' reading goroutines (Inline actions, a
+	// Serial server's calls, calls past MaxInFlight, a 404). Calls through
+	// [Server.Process] are the caller's and not counted. Each connection
+	// counts its own: the sum is taken when Stats is called.
+	InFlight int
+	// PartialBytes is the bytes the connections hold in incomplete frames
+	// and requests now (codec.Server.PartialBytes; bounded by the codec's
+	// MaxPartialBytes).
+	PartialBytes int64
 }
 
 // Transport returns the transport server under s: its Stats count
 // connections by close reason (protocol violations, limits, timeouts).
 func (s *Server) Transport() *transport.Server { return s.cs.Transport() }
 
-// Stats returns the server's counters.
+// Stats returns the server's counters. Its InFlight visits every open
+// session: a cost per call of Stats (a scrape), none per request.
 func (s *Server) Stats() Stats {
-	return Stats{Sessions: s.cs.Transport().SessionCount(), Dropped: s.dropped.Load(), Panics: s.panics.Load()}
+	st := Stats{Sessions: s.cs.Transport().SessionCount(), Dropped: s.dropped.Load(), Panics: s.panics.Load(), PartialBytes: s.cs.PartialBytes()}
+	inline := 0
+	s.eachSession(func(ss *Session) { inline += int(ss.inline.Load()) })
+	st.InFlight = int(s.spawned.Load()) + inline
+	return st
 }
 
 func (s *Server) onOpen(c *codec.Conn) {
@@ -203,7 +220,9 @@ func (s *Server) onMessage(c *codec.Conn, msg any) {
 	}
 	switch s.place(ss, a) {
 	case runHere:
+		ss.inline.Add(1) // the session's own counter: not a line every core writes
 		s.serve(ss, m, b, a)
+		ss.inline.Add(-1)
 	case runSpawned:
 		s.spawn(ss, m)
 	default:

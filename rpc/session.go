@@ -20,6 +20,7 @@ type Session struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	running atomic.Int32  // calls running on their own goroutines
+	inline  atomic.Int32  // calls running on the reading goroutine (0 or 1), for Stats.InFlight
 	proto   atomic.Int32  // protoUndecided, protoSRMP or protoHTTP: where pushes may go
 	wire    atomic.Uint32 // its Protocol, once its first bytes showed it
 	token   atomic.Pointer[string]

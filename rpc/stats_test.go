@@ -63,3 +63,46 @@ func TestClientInFlightAndServerCloseReasons(t *testing.T) {
 		return srv.Transport().Stats().Closed[transport.ReasonProtocol] == 1
 	})
 }
+
+// Stats.InFlight counts the calls running now: on goroutines of their
+// own and on the reading goroutine (an Inline action); none once they end.
+func TestServerStatsInFlight(t *testing.T) {
+	spawned, inline := newGate(t, 1), newGate(t, 1)
+	srv, addr := startServer(t, rpc.Config{}, func(s *rpc.Server) {
+		must(t, rpc.Handle(s, "Test/Spawned", func(ctx context.Context, _ struct{}) (int, error) { return 1, spawned.wait(ctx) }))
+		must(t, rpc.Handle(s, "Test/Inline", func(ctx context.Context, _ struct{}) (int, error) { return 2, inline.wait(ctx) }, rpc.WithInline()))
+	})
+	if n := srv.Stats().InFlight; n != 0 {
+		t.Fatalf("InFlight %d before any call", n)
+	}
+	cl := dialClient(t, addr, rpc.ClientConfig{Log: quietLog()})
+	cl2 := dialClient(t, addr, rpc.ClientConfig{Log: quietLog()}) // the inline call holds its connection's reading goroutine
+	done := make(chan error, 2)
+	go func() { _, err := rpc.Call[int](testCtx(t), cl, "Test/Spawned", nil); done <- err }()
+	recv(t, spawned.entered, "the spawned call")
+	if n := srv.Stats().InFlight; n != 1 {
+		t.Errorf("InFlight %d with a spawned call running, want 1", n)
+	}
+	go func() { _, err := rpc.Call[int](testCtx(t), cl2, "Test/Inline", nil); done <- err }()
+	recv(t, inline.entered, "the inline call")
+	if n := srv.Stats().InFlight; n != 2 {
+		t.Errorf("InFlight %d with an inline call running too, want 2", n)
+	}
+	spawned.open()
+	inline.open()
+	for range 2 {
+		must(t, recv(t, done, "a call's end"))
+	}
+	waitFor(t, "no calls in flight", func() bool { return srv.Stats().InFlight == 0 })
+}
+
+// Stats.PartialBytes shows the bytes of a frame begun and not finished,
+// until its connection ends.
+func TestServerStatsPartialBytes(t *testing.T) {
+	srv, addr := startServer(t, rpc.Config{NoHTTP: true, NoWebSocket: true}, nil)
+	rc := dialRaw(t, addr)
+	rc.write(append([]byte{b0Request, 1, 0xE8, 0x03}, make([]byte, 100)...)) // 100 of a frame's 1,000 bytes
+	waitFor(t, "the partial frame counted", func() bool { return srv.Stats().PartialBytes >= 100 })
+	rc.c.Close()
+	waitFor(t, "the partial frame given back", func() bool { return srv.Stats().PartialBytes == 0 })
+}
