@@ -355,7 +355,7 @@ func (c *Client) dial(ctx context.Context, u *url.URL) (*codec.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	cc.Conn().SetState(&connState{}) // before any call can find the connection
+	cc.Conn().SetState(&connState{addr: u}) // before any call can find the connection
 	return cc, nil
 }
 
@@ -425,7 +425,7 @@ func (c *Client) intercept(ctx context.Context, kind CallKind, action string, ar
 func (c *Client) runCall(ctx context.Context, iv *Invocation) error {
 	switch iv.info.kind {
 	case KindOneWay:
-		return c.oneWay(ctx, iv.info.action, iv.argv)
+		return c.oneWay(ctx, iv.info.action, iv.argv, iv)
 	case KindStream:
 		return c.runStream(ctx, iv)
 	case KindPush:
@@ -517,6 +517,7 @@ func (c *Client) fits(action string, body []byte) error {
 
 // connState is what a client keeps of one of its connections.
 type connState struct {
+	addr  *url.URL               // the server address it was dialed to
 	shown atomic.Pointer[string] // the token last shown on the connection (one of c.token's values)
 }
 
@@ -597,9 +598,15 @@ func (c *Client) invoke(ctx context.Context, action string, args, result any, iv
 	// The reply repeats the action name: one that does not is an earlier
 	// call's late reply on a reused sequence number, and is dropped.
 	named := nameLen(action)
+	if iv != nil {
+		iv.wentOut(cn, action, body)
+	}
 	reply, err := cn.RequestBytesPrefixed(ctx, FlagRPC, body, named)
 	if unsent(err) { // the connection had ended: the call never left, so a new one may carry it
 		if cn, err = c.pick(ctx); err == nil {
+			if iv != nil {
+				iv.wentOut(cn, action, body)
+			}
 			reply, err = cn.RequestBytesPrefixed(ctx, FlagRPC, body, named)
 		}
 	}
@@ -640,10 +647,11 @@ func (c *Client) InvokeOneWay(ctx context.Context, action string, args any) erro
 	if c.chain != nil {
 		return c.intercept(ctx, KindOneWay, action, args, nil, nil)
 	}
-	return c.oneWay(ctx, action, args)
+	return c.oneWay(ctx, action, args, nil)
 }
 
-func (c *Client) oneWay(ctx context.Context, action string, args any) error {
+// oneWay sends a one-way call; iv, when not nil, records where it went.
+func (c *Client) oneWay(ctx context.Context, action string, args any, iv *Invocation) error {
 	var xs extras
 	body, carried, err := appendRequest(nil, action, args, c.Token(), c.cfg.Headers, c.extrasOf(ctx, &xs, false))
 	if err == nil {
@@ -662,6 +670,7 @@ func (c *Client) oneWay(ctx context.Context, action string, args any) error {
 	if err != nil {
 		return localError(action, err)
 	}
+	iv.wentOut(cn, action, body)
 	p := packet.Get(len(body))
 	copy(p.Bytes(), body)
 	return cn.Write(codec.NewMessage(codec.KindOneWay, FlagRPC, 0, p))
@@ -720,7 +729,7 @@ func localError(action string, err error) error {
 }
 
 // onPush hands a server's one-way requests to OnPush.
-func (c *Client) onPush(_ *codec.Conn, msg any) {
+func (c *Client) onPush(cn *codec.Conn, msg any) {
 	m, ok := msg.(*codec.Message)
 	if !ok || m.IsReply() || c.cfg.OnPush == nil && c.chain == nil {
 		return // replies nobody waits for any more (timed out) are dropped
@@ -733,6 +742,10 @@ func (c *Client) onPush(_ *codec.Conn, msg any) {
 		iv.client, iv.cl, iv.raw, iv.coded, iv.onPush = true, c, b.data, true, c.cfg.OnPush
 		iv.own = CallInfo{action: string(b.action), kind: KindPush}
 		iv.info = &iv.own
+		iv.conn = cn
+		if cs, ok := cn.State().(*connState); ok {
+			iv.peer = cs.addr
+		}
 		c.chain(context.Background(), iv)
 		putCall(iv)
 	case c.cfg.OnPush != nil:

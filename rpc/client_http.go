@@ -57,6 +57,9 @@ func (c *Client) invokeHTTP(ctx context.Context, action string, args, result any
 		defer cancel()
 	}
 	return c.eachServer(func(k int) (bool, error) {
+		if iv != nil {
+			iv.peer, iv.sent = c.addrs[k], len(body)
+		}
 		resp, sent, err := c.post(ctx, k, action, body, trace)
 		switch {
 		case err == nil:

@@ -37,6 +37,7 @@ func hooksServer(cfg rpc.Config, ccfg rpc.ClientConfig, setup func(*rpc.Server))
 // An access log: a server interceptor that writes one line per call, with
 // how the caller reached the server, the action, the code it answered and
 // how long it took (rounded to the hour here, to print the same each run).
+// [rpc.AccessLog] is the package's own, on log/slog.
 func ExampleInterceptor() {
 	accessLog := func(ctx context.Context, c *rpc.Invocation, next rpc.Next) error {
 		start := time.Now()

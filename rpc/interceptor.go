@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"errors"
+	"net/url"
 	"sync"
 
 	"github.com/lifenet/lifenet/codec"
@@ -70,6 +71,8 @@ type Invocation struct {
 	result []byte
 	set    bool // SetResult replaced the result
 
+	onItem func(sent bool, size int) // OnItem's hooks, chained; nil: none
+
 	// server
 	a    *action
 	name []byte
@@ -81,6 +84,9 @@ type Invocation struct {
 	reply  *codec.Message                              // the reply result aliases (released after the chain)
 	item   func(*codec.Message) (more bool, err error) // a stream's consumer: more false when it stopped
 	onPush func(action string, data []byte)
+	conn   *codec.Conn // the connection the call last went out on (nil: none yet, or HTTP)
+	peer   *url.URL    // the server address it last went to (HTTP), or conn's
+	sent   int         // the data bytes of the request last sent
 }
 
 // Info returns the call's description. On a client it has the action, the
@@ -173,6 +179,38 @@ func (c *Invocation) SetResult(v any) error {
 }
 
 var errNoResult = errors.New("rpc: SetResult: only a call with a reply has a result")
+
+// wentOut records, for a client's call, the connection its request (the
+// body of action) was sent on. A nil c records nothing.
+func (c *Invocation) wentOut(cn *codec.Conn, action string, body []byte) {
+	if c == nil {
+		return
+	}
+	c.conn, c.peer = cn, nil
+	if cs, ok := cn.State().(*connState); ok {
+		c.peer = cs.addr
+	}
+	c.sent = max(len(body)-nameLen(action)-4, 0) // the name, the data length, then the data
+}
+
+// OnItem registers f to be called for each item of a stream: on a server
+// with sent true after each item is written (queued on the connection),
+// on a client with sent false as each item comes, before the caller's
+// loop gets it; size is the item's data, in bytes. An interceptor
+// registers it before calling next; f runs on the goroutine running next,
+// within it, and the hooks run in the order registered. A unary call, a
+// one-way call and a push have no items: f is never called for them. A
+// stream without hooks pays one nil check per item.
+func (c *Invocation) OnItem(f func(sent bool, size int)) {
+	if f == nil {
+		return
+	}
+	if prev := c.onItem; prev != nil {
+		c.onItem = func(sent bool, size int) { prev(sent, size); f(sent, size) }
+		return
+	}
+	c.onItem = f
+}
 
 // dropReply releases the reply a client's result aliases.
 func (c *Invocation) dropReply() {

@@ -352,3 +352,54 @@ func TestInterceptorSeesTheCallInfo(t *testing.T) {
 		t.Errorf("interceptor saw %+v", s)
 	}
 }
+
+// hooks is an interceptor registering two OnItem hooks that record, in
+// tr, the items of the calls it wraps, and the kind of each call.
+func (tr *trail) hooks(name string) rpc.Interceptor {
+	return func(ctx context.Context, c *rpc.Invocation, next rpc.Next) error {
+		tr.add("%s> %s", name, c.Kind())
+		c.OnItem(func(sent bool, size int) { tr.add("%s item sent=%v size=%d", name, sent, size) })
+		c.OnItem(func(bool, int) { tr.add("%s second hook", name) })
+		return next(ctx, c)
+	}
+}
+
+// OnItem's hooks see each item of a stream, in order, within next: the
+// server's sent, the client's received before the loop gets them, with
+// their data's size; a unary call has none.
+func TestOnItemSeesStreamItems(t *testing.T) {
+	var srv, cli trail
+	addr := interceptedServer(t, rpc.Config{Interceptors: []rpc.Interceptor{srv.hooks("s")}})
+	cl := dialClient(t, addr, rpc.ClientConfig{Interceptors: []rpc.Interceptor{cli.hooks("c")}})
+	for n, err := range rpc.Stream[int](context.Background(), cl, "Bench/Count", 10) {
+		must(t, err)
+		if n == 1 || n == 10 {
+			cli.add("loop %d", n)
+		}
+	}
+	got := cli.take()
+	want := []string{"c> stream", "c item sent=false size=1", "c second hook", "loop 1"}
+	if len(got) != 1+2*10+2 || !slices.Equal(got[:4], want) || got[len(got)-3] != "c item sent=false size=2" || got[len(got)-1] != "loop 10" {
+		t.Errorf("client: %q", got)
+	}
+	waitFor(t, "the server's stream to end", func() bool {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		return len(srv.got) == 1+2*10
+	})
+	got = srv.take()
+	if got[0] != "s> stream" || got[1] != "s item sent=true size=1" || got[2] != "s second hook" || got[19] != "s item sent=true size=2" {
+		t.Errorf("server: %q", got)
+	}
+
+	if _, err := rpc.Call[int32](context.Background(), cl, "Bench/NoArg", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := cli.take(); !slices.Equal(got, []string{"c> unary"}) {
+		t.Errorf("a unary call's hooks ran: %q", got)
+	}
+	waitFor(t, "the server's call", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return len(srv.got) == 1 })
+	if got := srv.take(); !slices.Equal(got, []string{"s> unary"}) {
+		t.Errorf("a unary call's hooks ran on the server: %q", got)
+	}
+}

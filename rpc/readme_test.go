@@ -11,3 +11,8 @@ import (
 func TestReadmeQuotesTheExample(t *testing.T) {
 	readme.CheckQuotes(t, "../README.md", "## Using the RPC layer", "example_test.go")
 }
+
+// The README's "Observe it" snippet quotes ExampleAccessLog.
+func TestReadmeQuotesTheAccessLogExample(t *testing.T) {
+	readme.CheckQuotes(t, "../README.md", "### Observe it", "example_accesslog_test.go")
+}

@@ -496,6 +496,9 @@ func (s *Server) runCall(ctx context.Context, c *Invocation) error {
 	case c.a == nil:
 		return notFound(c.name)
 	case c.a.stream != nil:
+		if c.onItem != nil {
+			return c.a.stream(ctx, c.data, c.sendItem)
+		}
 		return c.a.stream(ctx, c.data, c.send)
 	}
 	out, k, err := c.a.invoke(ctx, c.data, c.dst[:c.off])

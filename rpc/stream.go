@@ -54,6 +54,28 @@ func HandleStream[A, T any](s *Server, name string, fn func(ctx context.Context,
 	return s.reg.add(&action{name: name, stream: st, sig: signature[A, T](name, nil) + " stream", raw: reflect.TypeFor[A]() == bytesType})
 }
 
+// sendItem is a stream's send when an interceptor registered OnItem: each
+// item written is reported to its hooks.
+func (c *Invocation) sendItem(item []byte, k kind) error {
+	if err := c.send(item, k); err != nil {
+		return err
+	}
+	if k == kindNull {
+		item = nil
+	}
+	c.onItem(true, len(item))
+	return nil
+}
+
+// itemSize is the data size of a stream's reply m.
+func itemSize(m *codec.Message) int {
+	b, err := parseBody(m.PayloadBytes(), false)
+	if err != nil {
+		return 0
+	}
+	return len(b.data)
+}
+
 // serveStream runs a streaming action: a reply per item, then the end.
 func (s *Server) serveStream(ss *Session, req *codec.Message, b body, a *action) {
 	oneWay := req.Kind == codec.KindOneWay
@@ -148,7 +170,7 @@ func Stream[T any](ctx context.Context, c *Client, action string, args any) iter
 			}
 			return
 		}
-		q, err := c.openStream(ctx, action, args)
+		q, err := c.openStream(ctx, action, args, nil)
 		if err != nil {
 			yield(zero, err)
 			return
@@ -189,7 +211,7 @@ type streamQueue struct {
 // runStream is a stream itself, after the client's interceptors: it hands
 // each item to iv.item until the stream ends or the consumer stops.
 func (c *Client) runStream(ctx context.Context, iv *Invocation) error {
-	q, err := c.openStream(ctx, iv.info.action, iv.argv)
+	q, err := c.openStream(ctx, iv.info.action, iv.argv, iv)
 	if err != nil {
 		return err
 	}
@@ -202,6 +224,9 @@ func (c *Client) runStream(ctx context.Context, iv *Invocation) error {
 		if err != nil {
 			return err
 		}
+		if iv.onItem != nil {
+			iv.onItem(false, itemSize(m))
+		}
 		more, err := iv.item(m)
 		m.Release()
 		if !more {
@@ -210,7 +235,9 @@ func (c *Client) runStream(ctx context.Context, iv *Invocation) error {
 	}
 }
 
-func (c *Client) openStream(ctx context.Context, action string, args any) (*streamQueue, error) {
+// openStream sends a stream's request; iv, when not nil, records where it
+// went.
+func (c *Client) openStream(ctx context.Context, action string, args any, iv *Invocation) (*streamQueue, error) {
 	if c.web != nil {
 		return nil, fmt.Errorf("%w: streams need a socket server", ErrAddress)
 	}
@@ -229,6 +256,7 @@ func (c *Client) openStream(ctx context.Context, action string, args any) (*stre
 	if err != nil {
 		return nil, localError(action, err)
 	}
+	iv.wentOut(cn, action, body)
 	q := &streamQueue{action: action, ready: make(chan struct{}, 1)}
 	err = cn.RequestStream(ctx, FlagRPC|flagStream, body, nameLen(action), q.push)
 	return q, err
