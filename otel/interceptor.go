@@ -78,6 +78,7 @@ func (ic *interceptor) server(ctx context.Context, c *rpc.Invocation, next rpc.N
 	var span trace.Span
 	if ic.tracer != nil {
 		ctx, span = ic.startServer(ctx, c, info)
+		itemEvents(span, c)
 	}
 	err := next(ctx, c)
 	code := rpc.CodeOf(err)
@@ -129,6 +130,7 @@ func (ic *interceptor) client(ctx context.Context, c *rpc.Invocation, next rpc.N
 		attrs = append(append(attrs, ic.attrs...), attribute.String("rpc.method", c.Action()))
 		ctx, span = ic.tracer.Start(clientParent(ctx), c.Action(), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 		ctx = rpc.WithTraceContext(ctx, TraceContextOf(span.SpanContext()))
+		itemEvents(span, c)
 	}
 	err := next(ctx, c)
 	code := rpc.CodeOf(err)
@@ -146,6 +148,38 @@ func (ic *interceptor) client(ctx context.Context, c *rpc.Invocation, next rpc.N
 		endSpan(span, code, err, code != rpc.CodeOK)
 	}
 	return err
+}
+
+// The conventions' event per message of a call, and its attributes.
+const (
+	messageEvent            = "rpc.message"
+	messageTypeKey          = attribute.Key("rpc.message.type")
+	messageIDKey            = attribute.Key("rpc.message.id")
+	messageUncompressedSize = attribute.Key("rpc.message.uncompressed_size")
+)
+
+var (
+	messageSent     = messageTypeKey.String("SENT")
+	messageReceived = messageTypeKey.String("RECEIVED")
+)
+
+// itemEvents adds an rpc.message event to a recording span for each item
+// of a stream c (the server's items SENT, the client's RECEIVED; ids from
+// 1), through rpc.Invocation.OnItem. A span not recording (sampled out)
+// and a call that is not a stream cost nothing here.
+func itemEvents(span trace.Span, c *rpc.Invocation) {
+	if c.Kind() != rpc.KindStream || !span.IsRecording() {
+		return
+	}
+	id := 0
+	c.OnItem(func(sent bool, size int) {
+		id++
+		typ := messageReceived
+		if sent {
+			typ = messageSent
+		}
+		span.AddEvent(messageEvent, trace.WithAttributes(typ, messageIDKey.Int(id), messageUncompressedSize.Int(size)))
+	})
 }
 
 // endSpan sets a span's status code attribute and, for a failed call,

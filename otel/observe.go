@@ -14,8 +14,8 @@ import (
 // ObserveServer registers observable instruments reading srv's counters
 // (rpc.Server.Stats, its transport's Stats and SendQueues) each time mp's
 // readers collect: nothing is done per call or per connection. A
-// collection takes each session's lock in turn (the send queues' state),
-// a cost per scrape. Unregister the returned registration when the server
+// collection visits every session (the calls in flight) and takes each
+// session's lock in turn (the send queues' state), a cost per scrape. Unregister the returned registration when the server
 // is gone. mp nil means the global meter provider.
 func ObserveServer(srv *rpc.Server, mp metric.MeterProvider) (metric.Registration, error) {
 	m := meter(mp)
@@ -45,6 +45,8 @@ func ObserveServer(srv *rpc.Server, mp metric.MeterProvider) (metric.Registratio
 	queuedBytes := gauge("lifenet.server.send_queue.usage", "By", "Bytes not yet written to the peers: queued, and left of the writes in progress.")
 	waiting := gauge("lifenet.server.send_queue.waiting", "{send}", "Senders blocked waiting for room in a full send queue.")
 	readBufs := gauge("lifenet.server.read_buffer.usage", "By", "Pooled receive buffers the transport holds: one per connection, a batch per UDP socket.")
+	inFlight := gauge("lifenet.server.calls.in_flight", "{call}", "Calls and streams the server runs now, on goroutines of their own or on the connections' reading goroutines.")
+	partial := gauge("lifenet.server.frames.partial.usage", "By", "Bytes the connections hold in incomplete frames and requests (bounded by the codec's MaxPartialBytes).")
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -74,13 +76,15 @@ func ObserveServer(srv *rpc.Server, mp metric.MeterProvider) (metric.Registratio
 		o.ObserveInt64(panics, int64(st.Panics))
 		o.ObserveInt64(udpPeers, ts.UDPPeers)
 		o.ObserveInt64(readBufs, ts.ReadBufferBytes)
+		o.ObserveInt64(inFlight, int64(st.InFlight))
+		o.ObserveInt64(partial, st.PartialBytes)
 		q := srv.Transport().SendQueues()
 		o.ObserveInt64(queued, int64(q.Messages))
 		o.ObserveInt64(queuedBytes, q.Bytes)
 		o.ObserveInt64(waiting, int64(q.Waiting))
 		return nil
 	}, sessions, maxSessions, accepted, closed, io, msgs, dgDropped, overflows, dropped, panics,
-		udpPeers, queued, queuedBytes, waiting, readBufs)
+		udpPeers, queued, queuedBytes, waiting, readBufs, inFlight, partial)
 }
 
 // ObserveClient registers observable instruments reading cl's matching

@@ -174,3 +174,51 @@ func TestObserveServerQueuesAndPeers(t *testing.T) {
 		t.Errorf("read_buffer.usage %d, want the transport's %d: a connection's buffer and a UDP slot", n, want)
 	}
 }
+
+// The server's calls in flight and the bytes of its partial frames, now.
+func TestObserveServerInFlightAndPartialFrames(t *testing.T) {
+	mp, r := meters(t)
+	entered, block := make(chan struct{}), make(chan struct{})
+	srv, addr := startServer(t, rpc.Config{NoHTTP: true, NoWebSocket: true}, func(s *rpc.Server) {
+		must(t, rpc.Handle(s, "Slow/Wait", func(context.Context, struct{}) (int, error) { close(entered); <-block; return 1, nil }))
+	})
+	reg, err := otel.ObserveServer(srv, mp)
+	must(t, err)
+	defer reg.Unregister()
+	cl := dial(t, addr, rpc.ClientConfig{})
+	done := make(chan error, 1)
+	go func() { done <- cl.Invoke(testCtx(t), "Slow/Wait", nil, nil) }()
+	<-entered
+	raw, err := net.Dial("tcp", addr)
+	must(t, err)
+	defer raw.Close()
+	raw.Write(append([]byte{0x01, 1, 0xE8, 0x03}, make([]byte, 100)...)) // 100 of a frame's 1,000 bytes
+	deadline := time.Now().Add(testTimeout)
+	for {
+		ms := collect(t, r)
+		flight := sumPoints(t, ms["lifenet.server.calls.in_flight"], nil)
+		partial := sumPoints(t, ms["lifenet.server.frames.partial.usage"], nil)
+		if flight == 1 && partial >= 100 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("calls in flight %d, partial bytes %d: want 1 and ≥ 100", flight, partial)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(block)
+	must(t, <-done)
+	raw.Close()
+	for {
+		ms := collect(t, r)
+		flight := sumPoints(t, ms["lifenet.server.calls.in_flight"], nil)
+		partial := sumPoints(t, ms["lifenet.server.frames.partial.usage"], nil)
+		if flight == 0 && partial == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the call and the connection: in flight %d, partial bytes %d", flight, partial)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -3,6 +3,8 @@ package otel_test
 import (
 	"context"
 	"iter"
+	"maps"
+	"strconv"
 	"testing"
 
 	"go.opentelemetry.io/otel/codes"
@@ -238,4 +240,26 @@ func TestStreamIsOneSpan(t *testing.T) {
 	ms := collect(t, r)
 	histPoint[float64](t, ms["rpc.server.call.duration"], map[string]string{"rpc.method": "Count/To"})
 	histPoint[float64](t, ms["rpc.client.call.duration"], map[string]string{"rpc.method": "Count/To"})
+	checkMessageEvents(t, sv, "SENT", 5)
+	checkMessageEvents(t, cs, "RECEIVED", 5)
+}
+
+// checkMessageEvents fails t unless s has n rpc.message events of type
+// typ, ids 1 to n, each the size of its item (0 to n-1: one digit).
+func checkMessageEvents(t *testing.T, s sdktrace.ReadOnlySpan, typ string, n int) {
+	t.Helper()
+	evs := s.Events()
+	if len(evs) != n {
+		t.Fatalf("%s span: %d events, want %d", s.SpanKind(), len(evs), n)
+	}
+	for i, e := range evs {
+		a := map[string]string{}
+		for _, kv := range e.Attributes {
+			a[string(kv.Key)] = kv.Value.String()
+		}
+		want := map[string]string{"rpc.message.type": typ, "rpc.message.id": strconv.Itoa(i + 1), "rpc.message.uncompressed_size": "1"}
+		if e.Name != "rpc.message" || !maps.Equal(a, want) {
+			t.Errorf("%s span event %d: %s %v, want rpc.message %v", s.SpanKind(), i, e.Name, a, want)
+		}
+	}
 }
