@@ -93,8 +93,14 @@ type Config struct {
 	// an internal address or a query does not reach the caller.
 	ExposeErrors bool
 	// Log receives handler panics (once each, with the stack), handler
-	// errors whose text the caller does not get, and dropped requests
-	// (default slog.Default()).
+	// errors whose text the caller does not get, replies too large and
+	// dropped requests, each naming the call's action, session, remote
+	// address and protocol; the panic, error and reply lines are
+	// rate-limited as the transport's are (at most 10 of a kind per 10 s,
+	// then one counting the rest). It is also the codec's and the
+	// transport's logger unless Transport.Log is set (default
+	// slog.Default()). Calls are logged by an [AccessLog] interceptor.
+	// docs/observability.md lists the lines.
 	Log *slog.Logger
 	// PushTimeout has no effect: a push never waits (Session.Push and
 	// PushAll queue it on the connection), and a peer that does not read

@@ -138,6 +138,8 @@ retries [NewLife IActionFilter]. It sees the call's action, its arguments
 (as they go on the wire, and bound on demand), its result or error, and
 may answer in its place. [Config.Authorize] is one, the innermost. With
 none installed a call costs what it did (docs/perf/rpc.md, "Interceptors").
+[AccessLog] is the package's access log, a log/slog line per call; an
+interceptor sees a stream's items through [Invocation.OnItem].
 
 A handler's context carries the call ([CallInfoFrom]): its action and
 kind, session, token, metadata, deadline and trace context. NewLife has no
