@@ -8,9 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/lifenet/lifenet/internal/baseline"
@@ -115,9 +113,7 @@ func startBenchChild(b *testing.B) string {
 		stdin.Close()
 		cmd.Wait() // with SIGCHLD ignored (below) the kernel reaps the child, and Wait's error is no news
 	})
-	// callgrind (scripts/instrs.sh) can die of the SIGCHLD the child's end
-	// sends; ignored, no signal is delivered at all.
-	signal.Ignore(syscall.SIGCHLD)
+	ignoreChildExit()
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
 		b.Fatalf("the server child: %v", err)

@@ -1,0 +1,6 @@
+//go:build !unix
+
+package rpc_test
+
+// ignoreChildExit: no SIGCHLD here.
+func ignoreChildExit() {}
