@@ -23,6 +23,7 @@ const (
 	modePlain benchMode = iota
 	modeMetrics
 	modeMetricsTraces
+	modeCallMetrics // WithCallMetrics: lifenet's own histograms, produced at collection
 )
 
 func benchOpts(b *testing.B, m benchMode) []otel.Option {
@@ -30,6 +31,8 @@ func benchOpts(b *testing.B, m benchMode) []otel.Option {
 	switch m {
 	case modeMetrics:
 		return []otel.Option{otel.WithMeterProvider(mp), otel.WithoutTraces()}
+	case modeCallMetrics:
+		return []otel.Option{otel.WithMeterProvider(mp), otel.WithCallMetrics(otel.NewCallMetrics()), otel.WithoutTraces()}
 	case modeMetricsTraces:
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01))))
 		b.Cleanup(func() { tp.Shutdown(context.Background()) })
@@ -65,6 +68,7 @@ func benchCall(b *testing.B, m benchMode) {
 func BenchmarkCallPlain(b *testing.B)         { benchCall(b, modePlain) }
 func BenchmarkCallMetrics(b *testing.B)       { benchCall(b, modeMetrics) }
 func BenchmarkCallMetricsTraces(b *testing.B) { benchCall(b, modeMetricsTraces) }
+func BenchmarkCallCallMetrics(b *testing.B)   { benchCall(b, modeCallMetrics) }
 
 func benchProcess(b *testing.B, m benchMode) {
 	opts := benchOpts(b, m)
@@ -91,3 +95,4 @@ func benchProcess(b *testing.B, m benchMode) {
 func BenchmarkProcessPlain(b *testing.B)         { benchProcess(b, modePlain) }
 func BenchmarkProcessMetrics(b *testing.B)       { benchProcess(b, modeMetrics) }
 func BenchmarkProcessMetricsTraces(b *testing.B) { benchProcess(b, modeMetricsTraces) }
+func BenchmarkProcessCallMetrics(b *testing.B)   { benchProcess(b, modeCallMetrics) }

@@ -87,12 +87,8 @@ func (ic *interceptor) server(ctx context.Context, c *rpc.Invocation, next rpc.N
 		method = OtherMethod // an unknown action: its name is the caller's, of unbounded choice
 	}
 	if ic.in != nil {
-		e := ic.in.sets.get(setKey{method: method, code: code, proto: protocolOf(info), kind: c.Kind()}, ic.in.base)
-		ic.in.duration.Record(ctx, time.Since(start).Seconds(), e.opts...)
-		ic.in.reqSize.Record(ctx, int64(len(c.Args())), e.opts...)
-		if c.Kind() == rpc.KindUnary {
-			ic.in.respSize.Record(ctx, int64(len(c.Result())), e.opts...)
-		}
+		e := ic.in.sets.get(setKey{method: method, code: code, proto: protocolOf(info), kind: c.Kind()}, ic.in)
+		ic.in.record(ctx, e, shardOf(info, start), time.Since(start), len(c.Args()), respSize(c))
 	}
 	if span != nil {
 		endSpan(span, code, err, code >= 500)
@@ -135,14 +131,12 @@ func (ic *interceptor) client(ctx context.Context, c *rpc.Invocation, next rpc.N
 	err := next(ctx, c)
 	code := rpc.CodeOf(err)
 	if ic.in != nil {
-		e := ic.in.sets.get(setKey{method: c.Action(), code: code, kind: c.Kind()}, ic.in.base)
-		ic.in.duration.Record(ctx, time.Since(start).Seconds(), e.opts...)
-		if ic.cfg.reqSize {
-			ic.in.reqSize.Record(ctx, int64(len(c.Args())), e.opts...)
+		e := ic.in.sets.get(setKey{method: c.Action(), code: code, kind: c.Kind()}, ic.in)
+		req := 0
+		if ic.in.withReq {
+			req = len(c.Args())
 		}
-		if c.Kind() == rpc.KindUnary {
-			ic.in.respSize.Record(ctx, int64(len(c.Result())), e.opts...)
-		}
+		ic.in.record(ctx, e, uint64(start.UnixNano()>>10), time.Since(start), req, respSize(c))
 	}
 	if span != nil {
 		endSpan(span, code, err, code != rpc.CodeOK)
@@ -184,6 +178,23 @@ func itemEvents(span trace.Span, c *rpc.Invocation) {
 
 // endSpan sets a span's status code attribute and, for a failed call,
 // its error status, and ends it.
+// respSize is a unary call's response size; -1 for other kinds.
+func respSize(c *rpc.Invocation) int {
+	if c.Kind() != rpc.KindUnary {
+		return -1
+	}
+	return len(c.Result())
+}
+
+// shardOf spreads calls over CallMetrics' shards: by connection where there
+// is one (calls on one connection run on few goroutines), else by time.
+func shardOf(info *rpc.CallInfo, start time.Time) uint64 {
+	if info != nil && info.Session() != nil {
+		return info.Session().ID()
+	}
+	return uint64(start.UnixNano() >> 10)
+}
+
 func endSpan(span trace.Span, code int, err error, failed bool) {
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String("rpc.response.status_code", strconv.Itoa(code)))

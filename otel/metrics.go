@@ -1,9 +1,11 @@
 package otel
 
 import (
+	"context"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -22,6 +24,10 @@ const maxMethods = 1024
 
 // instruments are one side's (server or client) histograms.
 type instruments struct {
+	calls    *CallMetrics // WithCallMetrics: the three histograms below are nil
+	side     string       // "server" or "client"
+	bounds   []float64    // the duration buckets
+	withReq  bool         // the request size is recorded
 	duration metric.Float64Histogram
 	reqSize  metric.Int64Histogram
 	respSize metric.Int64Histogram
@@ -30,8 +36,14 @@ type instruments struct {
 }
 
 func newInstruments(c *config, side string) (*instruments, error) {
+	in := &instruments{
+		base:  append([]attribute.KeyValue{attribute.String("rpc.system.name", SystemName)}, c.serverAttrs...),
+		calls: c.calls, side: side, bounds: c.buckets, withReq: side == "server" || c.reqSize,
+	}
+	if in.calls != nil {
+		return in, nil
+	}
 	m := c.mp.Meter(ScopeName, metric.WithInstrumentationVersion(Version), metric.WithSchemaURL(SchemaURL))
-	in := &instruments{base: append([]attribute.KeyValue{attribute.String("rpc.system.name", SystemName)}, c.serverAttrs...)}
 	var err error
 	what := map[string]string{"server": "incoming", "client": "outgoing"}[side]
 	if in.duration, err = m.Float64Histogram("rpc."+side+".call.duration",
@@ -50,6 +62,23 @@ func newInstruments(c *config, side string) (*instruments, error) {
 		return nil, err
 	}
 	return in, nil
+}
+
+// record adds a call of the set e: its duration d and sizes (resp < 0:
+// none, not a unary call); shard is any number, which spreads
+// CallMetrics' counters.
+func (in *instruments) record(ctx context.Context, e *setEntry, shard uint64, d time.Duration, req, resp int) {
+	if e.fast != nil {
+		e.fast.record(shard, d, req, resp)
+		return
+	}
+	in.duration.Record(ctx, d.Seconds(), e.opts...)
+	if in.withReq {
+		in.reqSize.Record(ctx, int64(req), e.opts...)
+	}
+	if resp >= 0 {
+		in.respSize.Record(ctx, int64(resp), e.opts...)
+	}
 }
 
 // setKey tells apart the attribute sets of calls.
@@ -72,9 +101,10 @@ type setCache struct {
 type setEntry struct {
 	opts []metric.RecordOption // WithAttributeSet, preallocated: a Record allocates no option
 	set  attribute.Set
+	fast *series // WithCallMetrics: where the call is counted
 }
 
-func (sc *setCache) get(k setKey, base []attribute.KeyValue) *setEntry {
+func (sc *setCache) get(k setKey, in *instruments) *setEntry {
 	if m := sc.m.Load(); m != nil {
 		if e := (*m)[k]; e != nil {
 			return e
@@ -94,7 +124,10 @@ func (sc *setCache) get(k setKey, base []attribute.KeyValue) *setEntry {
 			}
 		}
 	}
-	e := newSetEntry(k, base)
+	e := newSetEntry(k, in.base)
+	if in.calls != nil {
+		e.fast = in.calls.newSeries(in.side, e.set, in.bounds, in.withReq)
+	}
 	n := make(map[setKey]*setEntry, 1+lenOf(old))
 	if old != nil {
 		for kk, v := range *old {

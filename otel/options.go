@@ -36,6 +36,7 @@ type config struct {
 	reqSize     bool
 	serverAttrs []attribute.KeyValue
 	buckets     []float64
+	calls       *CallMetrics // WithCallMetrics; nil: the MeterProvider's instruments
 }
 
 // WithMeterProvider sets the meter provider (default: the global one,

@@ -69,7 +69,8 @@ func (m *metricsServer) config(cfg *rpc.Config) error {
 		return nil
 	}
 	m.reg = prometheus.NewRegistry()
-	exp, err := otelprom.New(otelprom.WithRegisterer(m.reg))
+	calls := lnotel.NewCallMetrics() // the call histograms at a few hundred instructions a call, not the SDK's thousands
+	exp, err := otelprom.New(otelprom.WithRegisterer(m.reg), otelprom.WithProducer(calls))
 	if err != nil {
 		return err
 	}
@@ -81,7 +82,7 @@ func (m *metricsServer) config(cfg *rpc.Config) error {
 		traces = lnotel.WithTracerProvider(m.tp)
 	}
 	cfg.Interceptors = append(cfg.Interceptors,
-		lnotel.ServerInterceptor(lnotel.WithMeterProvider(m.mp), traces),
+		lnotel.ServerInterceptor(lnotel.WithMeterProvider(m.mp), lnotel.WithCallMetrics(calls), traces),
 		m.status.intercept)
 	return nil
 }
