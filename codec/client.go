@@ -40,7 +40,7 @@ func Dial(ctx context.Context, network, address string, cfg transport.ClientConf
 		// BatchSends stays off: a client's receive goroutine must keep
 		// reading (see transport.Hooks).
 		NewHandler: func(s *transport.Session) transport.SessionHandler {
-			conn := newConn(s, o)
+			conn := newConn(s, o, nil)
 			c.conn.Store(conn)
 			return (*sessionHandler)(conn)
 		},

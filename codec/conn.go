@@ -39,10 +39,12 @@ type Options struct {
 	// the connection's pending requests fail with ErrConnClosed.
 	Handler func(c *Conn, msg any)
 	// MaxPartialBytes caps, for a server, the bytes all its connections
-	// together hold in incomplete frames (default [DefaultMaxPartialBytes];
-	// negative: no cap). A connection whose frame would need more ends
-	// with [ErrMemoryCap], so that peers sending the start of large frames
-	// cannot take the server's memory. Clients ignore it.
+	// together hold in incomplete frames, their framers' and what their
+	// stages declare with [HandlerContext.Hold] (default
+	// [DefaultMaxPartialBytes]; negative: no cap). A connection whose frame
+	// would need more ends with [ErrMemoryCap], so that peers sending the
+	// start of large frames cannot take the server's memory. Clients
+	// ignore it.
 	MaxPartialBytes int64
 	// OnOpen and OnClose, if set, run when a connection starts (before its
 	// first message) and when it has ended, on its reading goroutine.
@@ -100,12 +102,21 @@ func (c *Conn) SetState(v any) { c.state = v }
 // State returns the value SetState attached, or nil.
 func (c *Conn) State() any { return c.state }
 
-// newConn builds the codec state of a session and opens its handlers.
-func newConn(s *transport.Session, o *Options) *Conn {
-	c := &Conn{sess: s, opts: o}
+// newConn builds the codec state of a session and opens its handlers;
+// srv is the server whose connection it is, nil for a client's.
+func newConn(s *transport.Session, o *Options, srv *Server) *Conn {
+	c := &Conn{sess: s, opts: o, server: srv}
 	c.chain = o.Pipeline.NewChain(s, c.sink)
 	c.chain.conn = c
 	c.chain.Datagram = s.Datagram()
+	if srv != nil {
+		c.chain.holds.budget = srv.budget
+		for _, h := range c.chain.handlers {
+			if f := framingOf(h); f != nil {
+				f.framer.budget = srv.budget
+			}
+		}
+	}
 	if n := len(c.chain.handlers); n > 0 {
 		if h, ok := c.chain.handlers[n-1].(srmpHandler); ok {
 			c.srmp, c.srmpCtx = h, &c.chain.ctxs[n-1]

@@ -112,6 +112,7 @@ type Chain struct {
 	sink     func(msg any) error
 	conn     *Conn    // the sink's Conn, called directly (no method value's wrapper)
 	prelude  Detector // the head, when it is a Detector before a second stage
+	holds    holds    // the stages' own partial units (HandlerContext.Hold)
 }
 
 // direct returns the index of the stage whose writes go straight to the
@@ -196,13 +197,15 @@ func (ch *Chain) Open() error {
 }
 
 // Close tells every handler that implements [CloseHandler] that the connection
-// ended, tail first.
+// ended, tail first, then gives back what the handlers hold (see
+// [HandlerContext.Hold]).
 func (ch *Chain) Close(err error) {
 	for i := len(ch.handlers) - 1; i >= 0; i-- {
 		if c, ok := ch.handlers[i].(CloseHandler); ok {
 			c.Closed(&ch.ctxs[i], err)
 		}
 	}
+	ch.holds.release()
 }
 
 func (ch *Chain) send(msg any) error { return ch.sendVia(msg, false) }

@@ -52,13 +52,7 @@ func (s *Server) hooks() transport.Hooks {
 	return transport.Hooks{
 		BatchSends: true, // replies to the frames of one read leave in one write
 		NewHandler: func(sess *transport.Session) transport.SessionHandler {
-			c := newConn(sess, s.opts)
-			c.server = s
-			for _, h := range c.chain.handlers {
-				if f := framingOf(h); f != nil {
-					f.framer.budget = s.budget
-				}
-			}
+			c := newConn(sess, s.opts, s)
 			s.conns.Store(c, struct{}{})
 			if s.sweeping.CompareAndSwap(false, true) {
 				go s.sweep()
@@ -148,7 +142,8 @@ func (s *Server) Range(f func(c *Conn) bool) {
 }
 
 // PartialBytes returns the bytes all connections together hold in
-// incomplete frames now, which Options.MaxPartialBytes caps (0 when it is
+// incomplete frames now, their framers' and what their stages declare with
+// [HandlerContext.Hold], which Options.MaxPartialBytes caps (0 when it is
 // negative: without a cap nothing is counted).
 func (s *Server) PartialBytes() int64 {
 	if s.budget == nil {
