@@ -43,7 +43,7 @@ cd "$(dirname "$0")"
 source ./lib.sh # $tmp, $pids, cleanup on exit, ready
 
 echo "building into $tmp" >&2
-go build -o "$tmp/lifenet" ../cmd/lifenet
+(cd ../cmd/lifenet && go build -o "$tmp/lifenet" .) # a module of its own
 go build -o "$tmp/grpcload" ./cmd/grpcload
 go build -o "$tmp/abtable" ./cmd/abtable
 

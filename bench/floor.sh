@@ -42,7 +42,7 @@ cd "$(dirname "$0")"
 source ./lib.sh # $tmp, $pids (here the server and client running now), cleanup on exit, ready
 
 echo "building into $tmp" >&2
-go build -o "$tmp/lifenet" ../cmd/lifenet
+(cd ../cmd/lifenet && go build -o "$tmp/lifenet" .) # a module of its own
 go build -o "$tmp/epollecho" ./cmd/epollecho
 go build -o "$tmp/srmpcall" ./cmd/srmpcall
 

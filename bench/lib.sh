@@ -2,6 +2,8 @@
 # lib.sh: what ab.sh and floor.sh share; sourced, not run. It makes $tmp,
 # kills the processes listed in $pids and removes $tmp on exit.
 
+# bench/ is a module of its own, outside the repository's go.work.
+export GOWORK=off
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
