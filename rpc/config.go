@@ -45,6 +45,12 @@ type Config struct {
 	UseHTTPStatus bool
 	// MaxHTTPHeader bounds an HTTP request's header (default 64 KiB).
 	MaxHTTPHeader int
+	// MaxPartialBytes caps the bytes all connections together hold of
+	// incomplete units: SRMP frames, HTTP requests (head and body) and
+	// WebSocket frames (default codec.DefaultMaxPartialBytes, 256 MiB;
+	// negative: no cap). The connection whose unit would pass it ends with
+	// codec.ErrMemoryCap; the others are untouched.
+	MaxPartialBytes int64
 	// MaxArgKeys bounds the keys of a request's arguments, counted at
 	// every depth of its JSON (and the fields of an HTTP form or query
 	// string); past it the call gets a 400 before anything is decoded

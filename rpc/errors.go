@@ -147,6 +147,10 @@ var (
 	// on a new connection once, so a caller sees it only when that fails
 	// too.
 	ErrNotSent = codec.ErrNotSent
+	// ErrMemoryCap is the close cause of a connection whose incomplete
+	// unit (SRMP frame, HTTP request, WebSocket frame) would have passed
+	// Config.MaxPartialBytes (transport.CloseError wraps it).
+	ErrMemoryCap = codec.ErrMemoryCap
 	// ErrNoServer: the client could not connect to any of its servers.
 	ErrNoServer error = &codeError{code: CodeUnavailable, msg: "rpc: no server reachable", local: true}
 	// ErrClosed: the client is closed.

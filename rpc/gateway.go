@@ -3,6 +3,7 @@ package rpc
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,8 +83,39 @@ func (g *gateway) Read(c *codec.HandlerContext, msg any) error {
 	in := len(g.buf) + p.Total()
 	since := g.since.Swap(0) // a unit this read completes is served, not held: no clock runs while it is
 	err := g.read(c, p)
+	if err == nil {
+		err = g.hold(c)
+	}
 	g.track(c, since, len(g.buf) < in)
 	return err
+}
+
+// hold counts the buffer of the incomplete unit held, if any, against the
+// server's MaxPartialBytes (codec.HandlerContext.Hold), as the framers
+// count their partial frames: a connection whose unit does not fit ends
+// with codec.ErrMemoryCap. The whole buffer counts, not only its bytes:
+// it is what the unit costs. Called with g.mu held.
+func (g *gateway) hold(c *codec.HandlerContext) error {
+	n := 0
+	if len(g.buf) > 0 {
+		n = cap(g.buf)
+	}
+	if err := c.Hold(n); err != nil {
+		g.buf = nil
+		return err
+	}
+	return nil
+}
+
+// growFor makes room in g.buf for a unit of size bytes whose size is
+// known (an HTTP request with its body, a WebSocket frame), so that the
+// bytes still to come fill it without append doubling it: one byte held
+// costs about one byte. size is bounded by the caller (MaxHTTPHeader +
+// MaxFrame, or a frame's header + MaxFrame).
+func (g *gateway) growFor(size int) {
+	if size > cap(g.buf) {
+		g.buf = slices.Grow(g.buf, size-len(g.buf))
+	}
 }
 
 // errHeldTooLarge ends a connection that sends more than a request's worth

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -184,6 +185,20 @@ func (rc *rawConn) expectEOF() {
 	rc.t.Helper()
 	rest, err := io.ReadAll(rc.r)
 	if err != nil {
+		rc.t.Fatalf("connection did not end: %v (read %q)", err, rest)
+	}
+	if len(rest) > 0 {
+		rc.t.Fatalf("unexpected bytes before the end: %q", rest)
+	}
+}
+
+// expectEnd reads until the connection ends, cleanly or by a reset (a
+// server that aborts a connection with bytes unread resets it), and fails
+// if it does not end before the deadline or sends anything first.
+func (rc *rawConn) expectEnd() {
+	rc.t.Helper()
+	rest, err := io.ReadAll(rc.r)
+	if err != nil && !errors.Is(err, syscall.ECONNRESET) {
 		rc.t.Fatalf("connection did not end: %v (read %q)", err, rest)
 	}
 	if len(rest) > 0 {

@@ -48,6 +48,7 @@ func (g *gateway) serveHTTP(c *codec.HandlerContext) error {
 		case req.ContentLength > int64(g.s.cfg.Framer.MaxFrame):
 			return g.httpFail(c, http.StatusRequestEntityTooLarge, "request body too large")
 		case int64(len(g.buf)-end) < req.ContentLength:
+			g.growFor(end + int(req.ContentLength))
 			return g.sendContinue(c, req) // the body is still coming
 		}
 		g.continued = false
@@ -145,7 +146,11 @@ func (g *gateway) runHTTP(c *codec.HandlerContext, req *http.Request, action str
 		g.ss.conn.Close()
 		return
 	}
-	if err := g.serveHTTP(c); err != nil {
+	err = g.serveHTTP(c)
+	if err == nil {
+		err = g.hold(c)
+	}
+	if err != nil {
 		c.Conn().Session().Abort(err)
 		return
 	}

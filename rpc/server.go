@@ -81,6 +81,8 @@ func NewServer(cfg Config) (*Server, error) {
 		OnOpen:   s.onOpen,
 		OnClose:  s.onClose,
 		Log:      cfg.Log, // the transport's too, unless Transport.Log is set
+
+		MaxPartialBytes: cfg.MaxPartialBytes,
 	})
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package rpc
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/lifenet/lifenet/codec"
 	"github.com/lifenet/lifenet/packet"
@@ -39,6 +40,7 @@ func readWSFrames(c *codec.HandlerContext, buf *[]byte, maxFrame int, frag *bool
 			return fmt.Errorf("%w: %w", errBadWSFrame, err)
 		}
 		if n == 0 {
+			b, off = roomForFrame(b[:copy(b, b[off:])]), 0
 			return nil
 		}
 		off += n
@@ -65,4 +67,20 @@ func readWSFrames(c *codec.HandlerContext, buf *[]byte, maxFrame int, frag *bool
 		}
 	}
 	return nil
+}
+
+// roomForFrame returns b, which starts with an incomplete frame, with room
+// for the whole frame once its header is in (Parse has bounded its length
+// by maxFrame): the payload still to come fills the buffer without append
+// doubling it.
+func roomForFrame(b []byte) []byte {
+	h, hn, err := ws.ParseHeader(b)
+	if err != nil || hn == 0 {
+		return b
+	}
+	size := hn + int(h.Length)
+	if size > cap(b) {
+		b = slices.Grow(b, size-len(b))
+	}
+	return b
 }

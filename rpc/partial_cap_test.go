@@ -1,0 +1,73 @@
+package rpc_test
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"testing"
+
+	"github.com/lifenet/lifenet/rpc"
+	"github.com/lifenet/lifenet/rpc/internal/ws"
+)
+
+// Issue 26 F4: partial HTTP requests and WebSocket frames count against
+// Config.MaxPartialBytes as partial SRMP frames do, at about one byte of
+// memory per byte held.
+
+const partialCap = 1 << 20
+
+// httpUnit is a POST of an n-byte body to Echo/Say.
+func httpUnit(t *testing.T, n int) []byte {
+	head := fmt.Appendf(nil, "POST /Echo/Say HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n", n)
+	return append(head, make([]byte, n)...)
+}
+
+// wsUnit is one WebSocket frame (a zero mask: the payload as it is) holding
+// an SRMP request of Echo/Say with about n bytes of data.
+func wsUnit(t *testing.T, n int) []byte {
+	b := body(t, "Echo/Say", make([]byte, n))
+	req := []byte{b0Request, 1, 0xFF, 0xFF, 0, 0, 0, 0} // SRMP's long header
+	binary.LittleEndian.PutUint32(req[4:], uint32(len(b)))
+	req = append(req, b...)
+	return append(ws.AppendHeader(nil, ws.Binary, true, len(req), &[4]byte{}), req...)
+}
+
+func TestPartialHTTPAndWebSocketUnitsShareTheMemoryCap(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		open func(t *testing.T, addr string) *rawConn
+		unit func(t *testing.T, n int) []byte
+	}{
+		{"http", dialRaw, httpUnit},
+		{"websocket", wsOpen, wsUnit},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv, addr := startServer(t, rpc.Config{MaxPartialBytes: partialCap}, func(s *rpc.Server) {
+				must(t, rpc.Handle(s, "Echo/Say", func(_ context.Context, b []byte) ([]byte, error) { return b, nil }))
+			})
+			const size, sent = 600 << 10, 300 << 10
+			unit := c.unit(t, size)
+			first := c.open(t, addr)
+			first.write(unit[:sent])
+			// The whole unit's buffer is taken once its size is known, and
+			// counted: about its size, not twice it.
+			waitFor(t, "the first unit counted", func() bool { return srv.Stats().PartialBytes >= size })
+			if got := srv.Stats().PartialBytes; got > size+size/8 {
+				t.Errorf("a %d-byte unit holds %d bytes of the cap: want about its size", size, got)
+			}
+
+			second := c.open(t, addr) // a second such unit does not fit in 1 MiB
+			second.write(unit[:sent])
+			second.expectEnd()
+
+			// The first still completes, and a call beside them is served.
+			first.write(unit[sent:])
+			waitFor(t, "the first unit served", func() bool { return srv.Stats().PartialBytes == 0 })
+			var out []byte
+			cl := dialClient(t, addr, rpc.ClientConfig{})
+			if err := cl.Invoke(context.Background(), "Echo/Say", []byte("hi"), &out); err != nil || string(out) != "hi" {
+				t.Fatalf("a call beside them: %q %v", out, err)
+			}
+		})
+	}
+}
