@@ -297,10 +297,27 @@ func (g *gateway) track(c *codec.HandlerContext, since int64, progress bool) {
 // expire ends the connection if the unit held when the timer was set is
 // still incomplete (runs on the timer's goroutine; a newer unit has set
 // the timer again).
+//
+// While replies to this peer are still unwritten, the unit is not timed
+// out: the reading goroutine may be held in their write (the peer reads
+// them slowly), so the rest of the unit may sit unread in the socket, and
+// a peer that does not read is the send guards' (SendStallTimeout,
+// WriteTimeout), not this one's. The timer is set again instead.
 func (g *gateway) expire(c *codec.HandlerContext, expire time.Duration) {
-	if since := g.since.Load(); since != 0 && time.Duration(mono.Now()-since) >= expire {
-		c.Conn().Session().Abort(codec.ErrFrameExpired)
+	since := g.since.Load()
+	if since == 0 || time.Duration(mono.Now()-since) < expire {
+		return
 	}
+	sess := c.Conn().Session()
+	if sess.SendQueue().Bytes > 0 {
+		g.mu.Lock()
+		if g.since.CompareAndSwap(since, mono.Now()) && g.timer != nil {
+			g.timer.Reset(expire)
+		}
+		g.mu.Unlock()
+		return
+	}
+	sess.Abort(codec.ErrFrameExpired)
 }
 
 // Closed implements [codec.CloseHandler].
