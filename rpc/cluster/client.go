@@ -31,6 +31,7 @@ type Client struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	dials  sync.WaitGroup
+	probes sync.WaitGroup // the probe loop and its probes (health.go)
 
 	// eps holds the endpoints by Addr: the current set's, and those that
 	// left it but have not closed yet (see update).
@@ -83,6 +84,11 @@ func Dial(ctx context.Context, r rpc.Resolver, b rpc.Balancer, cfg Config) (*Cli
 			c.log.Warn("cluster: the resolver stopped; the client keeps its last endpoint set", "err", werr)
 		}
 	}()
+
+	if c.healthOn() {
+		c.probes.Add(1)
+		go c.probeLoop()
+	}
 
 	t := time.NewTimer(cfg.ResolveTimeout)
 	defer t.Stop()
@@ -177,6 +183,9 @@ type EndpointState struct {
 	// Attempts counts the attempts sent to it, Failures those that
 	// failed (error replies included).
 	Attempts, Failures uint64
+	// Health is HealthOK, or why the client sends it no new call (see
+	// [Config.ProbeInterval]).
+	Health Health
 }
 
 // Endpoints returns the state of the endpoints, by Addr: those of the
@@ -193,7 +202,7 @@ func (c *Client) Endpoints() []EndpointState {
 			continue
 		}
 		out = append(out, EndpointState{Endpoint: e.ep, Connected: e.cl.Load() != nil, InFlight: n,
-			Draining: removed, Attempts: e.attempts.Load(), Failures: e.failures.Load()})
+			Draining: removed, Attempts: e.attempts.Load(), Failures: e.failures.Load(), Health: Health(e.health.Load())})
 	}
 	return out
 }
@@ -217,6 +226,7 @@ func (c *Client) Close() error {
 	for _, e := range all {
 		<-e.closedc
 	}
+	c.probes.Wait()
 	c.cancel()
 	c.dials.Wait()
 	return nil
@@ -278,19 +288,47 @@ var errNoEndpoints = fmt.Errorf("cluster: %w: %w", rpc.ErrNoServer, rpc.ErrNoEnd
 // pick picks an endpoint for one attempt and counts it in flight on it.
 // An address the balancer returns that is no longer (or not yet) in the
 // client's set, or whose endpoint has closed, is given back (Done,
-// Canceled) and picked again, a few times.
+// Canceled) and picked again, a few times. So is one the client shields
+// (its Health), the next pick avoiding it as the balancer avoids an
+// excluded endpoint: the policy gives its turns to the others as it does
+// for one it shields itself. A shielded endpoint is taken only as a last
+// resort: the balancer has no other (it returns one already avoided), or
+// the last try.
 func (c *Client) pick(info *rpc.PickInfo) (string, *endpoint, error) {
-	for range 4 {
-		addr, err := c.b.Pick(*info)
+	cur := info
+	var avoid rpc.PickInfo // info, also avoiding the shielded endpoints met (made on the first)
+	const tries = 4
+	for i := range tries {
+		addr, err := c.b.Pick(*cur)
 		if err != nil {
 			return "", nil, errNoEndpoints
 		}
-		if e := (*c.eps.Load())[addr]; e != nil && e.acquire() {
+		e := (*c.eps.Load())[addr]
+		if e != nil && e.shielded() && i < tries-1 && (cur != &avoid || !avoid.Excludes(addr)) {
+			c.b.Done(addr, rpc.PickResult{Canceled: true})
+			if cur != &avoid {
+				avoid, cur = *info, &avoid
+			}
+			avoidAddr(&avoid, addr)
+			continue
+		}
+		if e != nil && e.acquire() {
 			return addr, e, nil
 		}
 		c.b.Done(addr, rpc.PickResult{Canceled: true})
 	}
 	return "", nil, errNoEndpoints
+}
+
+// avoidAddr makes p avoid addr too: as its Exclude when that is free
+// (empty, or in Tried too, as a retry's is), else added to a copy of
+// Tried (an allocation, only with two endpoints to avoid).
+func avoidAddr(p *rpc.PickInfo, addr string) {
+	if p.Exclude == "" || slices.Contains(p.Tried, p.Exclude) {
+		p.Exclude = addr
+		return
+	}
+	p.Tried = append(slices.Clip(p.Tried), addr)
 }
 
 // attempt sends one attempt of a call: sent reports whether it may have
@@ -367,11 +405,15 @@ func (c *Client) send(ctx context.Context, addr string, e *endpoint, action stri
 	if err != nil {
 		e.failures.Add(1)
 	}
+	end := time.Now()
 	var res rpc.PickResult
 	if !sent && ctx.Err() == nil {
-		res = rpc.PickResult{Unavailable: true, Latency: time.Since(start)}
+		res = rpc.PickResult{Unavailable: true, Latency: end.Sub(start)}
 	} else {
-		res = classify(ctx, err, time.Since(start))
+		res = classify(ctx, err, end.Sub(start), c.healthOn())
+	}
+	if sent && c.healthOn() {
+		c.observe(ctx, e, start, end, err)
 	}
 	c.b.Done(addr, res)
 	e.release()

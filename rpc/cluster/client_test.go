@@ -271,14 +271,21 @@ func TestDialFailureShields(t *testing.T) {
 }
 
 // How Done learns each outcome: an error reply is no unavailability, a
-// timeout is a plain sample, a canceled caller is Canceled, a draining
-// server's 503 is Unavailable.
+// timeout is a plain sample, a canceled caller is Canceled; a draining
+// server's 503 is an error reply too (a plain sample) while the client
+// shields it itself (HealthNotServing), and Unavailable with the client's
+// health checks off.
 func TestOutcomes(t *testing.T) {
 	leakcheck.Check(t)
+	t.Run("health", func(t *testing.T) { testOutcomes(t, cluster.Config{}) })
+	t.Run("no health checks", func(t *testing.T) { testOutcomes(t, cluster.Config{ProbeInterval: -1}) })
+}
+
+func testOutcomes(t *testing.T, cfg cluster.Config) {
 	l := newLedger()
 	s := startServer(t, "A", l)
 	b := record(roundRobin(t))
-	c := dial(t, rpc.StaticResolver{{Addr: s.addr}}, b, cluster.Config{})
+	c := dial(t, rpc.StaticResolver{{Addr: s.addr}}, b, cfg)
 	ctx := context.Background()
 
 	_, err := cluster.Call[string](ctx, c, "Test/Fail", nil)
@@ -297,6 +304,9 @@ func TestOutcomes(t *testing.T) {
 	}
 	if o := b.of(s.addr); o != (outcomes{ok: 2}) {
 		t.Errorf("after a timeout: %+v, want a plain sample", o)
+	}
+	if h := c.Endpoints()[0].Health; h != cluster.HealthOK {
+		t.Errorf("after one timeout: health %v, want ok (one is not enough)", h)
 	}
 
 	cctx, cancel := context.WithCancel(ctx)
@@ -323,8 +333,13 @@ func TestOutcomes(t *testing.T) {
 	if !errors.Is(err, rpc.ErrShutdown) {
 		t.Errorf("a call to a draining server: %v, want rpc.ErrShutdown", err)
 	}
-	if o := b.of(s.addr); o.unavailable != 1 {
-		t.Errorf("after a 503 shutdown: %+v, want 1 unavailable", o)
+	o, h := b.of(s.addr), c.Endpoints()[0].Health
+	if cfg.ProbeInterval < 0 {
+		if o.unavailable != 1 || h != cluster.HealthOK {
+			t.Errorf("after a 503 shutdown, no health checks: %+v, health %v; want 1 unavailable, health ok", o, h)
+		}
+	} else if o.unavailable != 0 || h != cluster.HealthNotServing {
+		t.Errorf("after a 503 shutdown: %+v, health %v; want no unavailable, health not serving", o, h)
 	}
 	must(t, <-running)
 	must(t, <-shut)

@@ -33,6 +33,13 @@ const (
 	// throttling figures ([RetryBudget]).
 	DefaultBudgetTokens = 10.0
 	DefaultBudgetRatio  = 0.1
+	// DefaultProbeInterval is how often the client asks Api/Health of
+	// each endpoint it is connected to, and probes a shielded one back
+	// ([Config.ProbeInterval]).
+	DefaultProbeInterval = time.Second
+	// DefaultShieldTimeouts is how many timeouts in a row, with no reply
+	// from the endpoint in between, shield it ([Config.ShieldTimeouts]).
+	DefaultShieldTimeouts = 2
 )
 
 // Limits on [Config] fields.
@@ -41,6 +48,12 @@ const (
 	MaxAttempts = 10
 	// MaxRaceAttempts bounds [Config.RaceAttempts].
 	MaxRaceAttempts = 10
+	// MinProbeInterval and MaxProbeInterval bound a positive
+	// [Config.ProbeInterval].
+	MinProbeInterval = 10 * time.Millisecond
+	MaxProbeInterval = time.Hour
+	// MaxShieldTimeouts bounds [Config.ShieldTimeouts].
+	MaxShieldTimeouts = 100
 )
 
 // Config holds a cluster client's settings. The zero value means "all
@@ -57,16 +70,38 @@ type Config struct {
 	// ResolveTimeout bounds Dial's wait for the resolver's first set
 	// (default 10 s, and never past Dial's ctx).
 	ResolveTimeout time.Duration
-	// Logger receives endpoint set changes, failed dials and a resolver
-	// that stops (nil: the cluster logs nothing), and is the endpoints'
-	// clients' Client.Log when that is nil (both nil: slog.Default()).
+	// Logger receives endpoint set changes, failed dials, endpoints
+	// shielded and back, and a resolver that stops (nil: the cluster logs
+	// nothing), and is the endpoints' clients' Client.Log when that is nil
+	// (both nil: slog.Default()).
 	Logger *slog.Logger
+
+	// ProbeInterval is the period of the client's health checks (default
+	// 1 s): each endpoint it is connected to is asked Api/Health, and an
+	// endpoint it shields ([EndpointState.Health]) is probed back. A
+	// server that answers 503 ([rpc.ErrNotServing]: draining, or
+	// [rpc.ErrShutdown]) takes no new call until it answers "Serving";
+	// one that gave no reply to ShieldTimeouts timed-out requests in a row
+	// (a partition, a hung server) takes none until a probe, on a new
+	// connection, gets a reply. Negative: no health checks and no such
+	// shields (a 503 refusal is then reported to the balancer as
+	// unavailable, and a timeout is a latency sample only).
+	ProbeInterval time.Duration
+	// ProbeTimeout bounds each probe, its dial included (default half of
+	// ProbeInterval; at most ProbeInterval).
+	ProbeTimeout time.Duration
+	// ShieldTimeouts is how many timed-out attempts in a row, each written
+	// after the endpoint's last reply, shield it (default 2, at most
+	// [MaxShieldTimeouts]; negative: timeouts never shield). A probe's
+	// timeout counts as one.
+	ShieldTimeouts int
 }
 
 // RetryPolicy is opt-in: a zero MaxAttempts makes one attempt per call. A
 // call is retried only when it is safe: it never left (its error matches
 // [rpc.ErrNotSent], as a failed dial's does), the server
-// refused it unrun while shutting down ([rpc.ErrShutdown]), or it is
+// refused it unrun while draining (a 503 [rpc.ErrShutdown] or
+// [rpc.ErrNotServing]), or it is
 // marked with [Idempotent] and failed for a reason of its endpoint
 // (unavailable, or a timeout of the attempt while the call's ctx still
 // runs). Error replies are never retried. Each retry avoids every endpoint
@@ -115,6 +150,15 @@ func (c *Config) fill() {
 	if c.ResolveTimeout == 0 {
 		c.ResolveTimeout = DefaultResolveTimeout
 	}
+	if c.ProbeInterval == 0 {
+		c.ProbeInterval = DefaultProbeInterval
+	}
+	if c.ProbeTimeout == 0 {
+		c.ProbeTimeout = c.ProbeInterval / 2
+	}
+	if c.ShieldTimeouts == 0 {
+		c.ShieldTimeouts = DefaultShieldTimeouts
+	}
 	r := &c.Retry
 	if r.MaxAttempts == 0 {
 		r.MaxAttempts = 1
@@ -145,11 +189,23 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: Client: %w", ErrConfig, err)
 	}
 	r := c.Retry
+	interval := c.ProbeInterval
+	if interval == 0 {
+		interval = DefaultProbeInterval
+	}
 	switch {
 	case c.RaceAttempts < 0 || c.RaceAttempts > MaxRaceAttempts:
 		return fmt.Errorf("%w: RaceAttempts %d (0 to %d)", ErrConfig, c.RaceAttempts, MaxRaceAttempts)
 	case c.ResolveTimeout < 0:
 		return fmt.Errorf("%w: ResolveTimeout %v < 0", ErrConfig, c.ResolveTimeout)
+	case c.ProbeInterval > 0 && (c.ProbeInterval < MinProbeInterval || c.ProbeInterval > MaxProbeInterval):
+		return fmt.Errorf("%w: ProbeInterval %v (negative, 0, or %v to %v)", ErrConfig, c.ProbeInterval, MinProbeInterval, MaxProbeInterval)
+	case c.ProbeTimeout < 0:
+		return fmt.Errorf("%w: ProbeTimeout %v < 0", ErrConfig, c.ProbeTimeout)
+	case c.ProbeTimeout > 0 && interval > 0 && c.ProbeTimeout > interval:
+		return fmt.Errorf("%w: ProbeTimeout %v over ProbeInterval %v", ErrConfig, c.ProbeTimeout, interval)
+	case c.ShieldTimeouts > MaxShieldTimeouts:
+		return fmt.Errorf("%w: ShieldTimeouts %d (at most %d)", ErrConfig, c.ShieldTimeouts, MaxShieldTimeouts)
 	case r.MaxAttempts < 0 || r.MaxAttempts > MaxAttempts:
 		return fmt.Errorf("%w: Retry.MaxAttempts %d (0 to %d)", ErrConfig, r.MaxAttempts, MaxAttempts)
 	case r.InitialBackoff < 0:

@@ -34,13 +34,34 @@
 //
 //   - Unavailable: a connection refused, reset or closed
 //     ([rpc.ErrConnClosed], [rpc.ErrNotSent]), no server reachable
-//     ([rpc.ErrNoServer]), a failed dial, or a server shutting down (its
-//     503 [rpc.ErrShutdown] reply);
+//     ([rpc.ErrNoServer]) or a failed dial;
 //   - a plain sample of the latency: a success, an error reply (an
-//     [*rpc.APIError], [rpc.ErrBusy] included), or a timeout (the time
-//     waited: a slow server is not a down one);
+//     [*rpc.APIError], [rpc.ErrBusy] and a draining server's 503
+//     included), or a timeout (the time waited: a slow server is not a
+//     down one);
 //   - Canceled: the caller's ctx was canceled, or another attempt of a
 //     race won.
+//
+// Health. Besides the balancer's shield (a refused or reset connection,
+// probed back by a real call), the client keeps new calls off an
+// endpoint for two reasons of its own ([EndpointState.Health]): it gave
+// no reply to [Config.ShieldTimeouts] (2) attempts in a row, each written
+// after its last reply ([HealthNoReply]: its link is down, or it hangs),
+// or it says it is not serving ([HealthNotServing]: Api/Health answers
+// 503, as after [rpc.Server.SetServing] with false, or it refused a call
+// with a 503 [rpc.ErrNotServing] or [rpc.ErrShutdown]). Every
+// [Config.ProbeInterval] (1 s) the client asks Api/Health of each
+// endpoint it is connected to, and of each it shields; a "Serving" brings
+// an endpoint back, and so does any reply to one shielded for no reply,
+// whose probes go out on a new connection (the old one may be stuck
+// behind TCP's retransmission backoff). So a draining server takes no new
+// call from the probe after it drains, its calls in flight finishing, and
+// a partitioned one is back within a probe period of its link. The
+// balancer never sees a shielded endpoint's turns as failures: a pick
+// that falls on it is given back ([rpc.PickResult.Canceled]) and picked
+// again avoiding it, so the policy shares its turns out as it would an
+// excluded endpoint's; with no other endpoint left, it is picked all the
+// same.
 //
 // Retry. With [Config.Retry] ([RetryPolicy]; none by default), a failed
 // attempt is sent again, to an endpoint none of its attempts went to yet
@@ -48,7 +69,7 @@
 // after an exponential backoff with jitter, while the budget
 // ([RetryBudget], grpc-go's throttling) allows, only when that cannot run
 // the call twice: it never left ([rpc.ErrNotSent]: a failed dial among
-// others), a shutting-down server refused it unrun, or the call is
+// others), a draining server refused it unrun, or the call is
 // marked [Idempotent] and its endpoint failed or timed out. A call that
 // was written and is not marked idempotent is never sent again; an error
 // reply is never retried.

@@ -25,9 +25,30 @@ type endpoint struct {
 
 	mu     sync.Mutex
 	dialer *dial // the dial in progress, if any
+	// retired are clients set aside when the endpoint was shielded for no
+	// reply, with calls perhaps still waiting on them; each is closed at
+	// its time by the probe loop (see retire), or with the endpoint.
+	retired []retiredClient
 
 	attempts, failures atomic.Uint64
 	closedc            chan struct{} // closed once the client is closed
+
+	// Health (see health.go): health is a Health; timeouts counts the
+	// timed-out attempts in a row written after lastReply, the instant
+	// (mono) of the last reply; noHealth is set once the server answered
+	// that it has no Api/Health (a NewLife server): it is then probed only
+	// while shielded; probing is set while a probe is out.
+	health    atomic.Int32
+	timeouts  atomic.Int32
+	lastReply atomic.Int64
+	noHealth  atomic.Bool
+	probing   atomic.Bool
+}
+
+// retiredClient is a client set aside, to be closed at closeAt (mono).
+type retiredClient struct {
+	cl      *rpc.Client
+	closeAt int64
 }
 
 const (
@@ -91,9 +112,14 @@ func (e *endpoint) tryClose() {
 	// when it lands (see dial).
 	e.mu.Lock()
 	cl := e.cl.Load()
+	retired := e.retired
+	e.retired = nil
 	e.mu.Unlock()
 	if cl != nil {
 		cl.Close()
+	}
+	for _, r := range retired {
+		r.cl.Close()
 	}
 	close(e.closedc)
 }
@@ -141,15 +167,27 @@ func (e *endpoint) client(ctx, dctx context.Context, dials *sync.WaitGroup, cfg 
 func (e *endpoint) dial(d *dial, ctx context.Context, cfg rpc.ClientConfig) {
 	d.cl, d.err = rpc.Dial(ctx, e.addr, cfg)
 	e.mu.Lock()
-	switch {
-	case d.err != nil:
-	case e.state.Load()&closedBit != 0: // closed while dialing: nobody waits
-		d.cl.Close()
-		d.cl, d.err = nil, rpc.ErrClosed
-	default:
-		e.cl.Store(d.cl)
+	if d.err == nil {
+		d.cl, d.err = e.install(d.cl)
 	}
 	e.dialer = nil
 	e.mu.Unlock()
 	close(d.done)
+}
+
+// install makes cl, just dialed, the endpoint's client, under e.mu, and
+// returns the client to use: cl; or the endpoint's own if another dial (a
+// probe's) installed one meanwhile, cl being closed; or nil and
+// rpc.ErrClosed if the endpoint closed while dialing (nobody waits).
+func (e *endpoint) install(cl *rpc.Client) (*rpc.Client, error) {
+	switch {
+	case e.state.Load()&closedBit != 0:
+		cl.Close()
+		return nil, rpc.ErrClosed
+	case e.cl.Load() != nil:
+		cl.Close()
+		return e.cl.Load(), nil
+	}
+	e.cl.Store(cl)
+	return cl, nil
 }

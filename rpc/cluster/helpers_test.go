@@ -93,7 +93,16 @@ type server struct {
 // closed when the test ends.
 func startServer(t *testing.T, name string, l *ledger) *server {
 	t.Helper()
-	srv, err := rpc.NewServer(rpc.Config{Log: quietLog()})
+	return startServerWith(t, name, l, rpc.Config{})
+}
+
+// startServerWith is startServer with cfg (its Log quiet unless set).
+func startServerWith(t *testing.T, name string, l *ledger, cfg rpc.Config) *server {
+	t.Helper()
+	if cfg.Log == nil {
+		cfg.Log = quietLog()
+	}
+	srv, err := rpc.NewServer(cfg)
 	must(t, err)
 	s := &server{name: name, srv: srv}
 	must(t, rpc.Handle(srv, "Test/Who", func(context.Context, struct{}) (string, error) {

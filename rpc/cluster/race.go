@@ -121,9 +121,9 @@ func (c *Client) race(ctx context.Context, stagger time.Duration, action string,
 var errRaceExhausted = errors.New("cluster: no further endpoint to race")
 
 // isReply reports a server's error reply: another endpoint would answer
-// the same, so a race does not go on for it (a shutting-down server's 503
+// the same, so a race does not go on for it (a draining server's 503
 // aside).
 func isReply(err error) bool {
 	var ae *rpc.APIError
-	return errors.As(err, &ae) && !errors.Is(ae, rpc.ErrShutdown)
+	return errors.As(err, &ae) && !refusing(ae)
 }

@@ -49,7 +49,7 @@ func Race(ctx context.Context, stagger time.Duration) context.Context {
 
 // retryable reports whether a call whose attempt n failed with err may be
 // sent again: attempts and budget remain, ctx has not ended, err is no
-// error reply (but a shutting-down server's 503, which ran nothing), and
+// error reply (but a draining server's 503, which ran nothing), and
 // the call either never left (!sent) or is idempotent and failed for a
 // reason of its endpoint.
 func (c *Client) retryable(ctx context.Context, err error, sent, idempotent bool, n int) bool {
@@ -59,7 +59,7 @@ func (c *Client) retryable(ctx context.Context, err error, sent, idempotent bool
 	var ae *rpc.APIError
 	switch {
 	case errors.As(err, &ae):
-		if !errors.Is(ae, rpc.ErrShutdown) {
+		if !refusing(ae) {
 			return false
 		}
 	case !sent:
