@@ -385,10 +385,17 @@ func notSent(err error) error {
 func (c *Client) send(ctx context.Context, addr string, e *endpoint, action string, args, result any) error {
 	start := time.Now()
 	sent := false
+	dialing := e.cl.Load() == nil
 	cl, err := e.client(ctx, c.ctx, &c.dials, c.cfg.Client)
 	switch {
 	case err == nil:
 		sent = true
+		if dialing {
+			// The latency is the call's, not the dial's: a first sample
+			// of a few ms of dial would keep p2c off the endpoint for
+			// many Decay periods.
+			start = time.Now()
+		}
 		err = cl.Invoke(ctx, action, args, result)
 		if errors.Is(err, rpc.ErrNoServer) {
 			err = notSent(err)
