@@ -13,12 +13,14 @@ import (
 // one, as go-zero's p2c (and Finagle's). A slow or overloaded endpoint
 // gets fewer calls without being starved of all of them.
 //
-// The average is over time, with the time constant [Config.Decay]
-// (default 10 s): a sample d later than the last weighs 1-e^(-d/Decay).
-// The first eight samples of an endpoint are averaged evenly instead, so
-// that one slow first call (a dial) does not set its load for a whole
-// time constant, and a sample more than Decay after the last starts the
-// average afresh, as a first. When P2C compares two averages, it decays
+// The average is a mean of the endpoint's samples weighted by their age,
+// each weighing e^(-age/Decay) ([Config.Decay], default 10 s): at a steady
+// rate a sample d later than the last weighs about 1-e^(-d/Decay) of the
+// average, while the first samples, and those after a gap, are averaged
+// about evenly, so that one slow call among an endpoint's first (a cold
+// connection, a 20 ms outlier) weighs 1/n of its average after n calls,
+// rather than setting its load for a time constant. A sample more than
+// Decay after the last starts the average afresh. When P2C compares two averages, it decays
 // each towards zero by the same constant for the time since its last
 // sample, so an endpoint left alone for being slow is tried again (one 50
 // times slower than the others after about ln 50 ≈ 4 time constants), and
@@ -30,9 +32,6 @@ import (
 type P2C struct{ s *set }
 
 var _ rpc.Balancer = (*P2C)(nil)
-
-// warmup is the number of first samples P2C averages evenly.
-const warmup = 8
 
 // NewP2C returns a P2C balancer with no endpoints yet.
 func NewP2C(cfg Config) (*P2C, error) {
@@ -132,32 +131,29 @@ func decayed(x float64) float64 {
 
 func lagOf(e *endpoint) float64 { return math.Float64frombits(e.lag.Load()) }
 
-// sample folds one call's latency into e's average: a sample d after the
-// last weighs 1-e^(-d/Decay), or 1/k for the k-th of the first eight; one
-// more than Decay after the last starts the average afresh.
-// (The decay of lag is for reading only: it lets an endpoint left alone
-// be tried again, and is not a sample.) Concurrent samples may overwrite
-// each other: the average loses a sample, never its bounds.
+// sample folds one call's latency into e's average, a mean of the samples
+// weighted by age: weight is the sum of the samples' weights, each
+// decayed by e^(-age/Decay), so that a new sample weighs 1/weight of the
+// average (1/n for the n-th of a burst, about 1-e^(-d/Decay) at a steady
+// rate of one each d). One more than Decay after the last starts the
+// average afresh. (The decay of lag is for reading only: it lets an
+// endpoint left alone be tried again, and is not a sample.) Concurrent
+// samples may overwrite each other: the average loses a sample, never its
+// bounds.
 func (s *set) sample(e *endpoint, latency time.Duration) {
 	now := s.now()
 	x := float64(max(latency, 0))
 	last := e.stamp.Load()
 	if last == 0 || now-last > int64(s.cfg.Decay) {
 		e.lag.Store(math.Float64bits(x)) // the first, or the average is stale
-		e.samples.Store(1)
+		e.weight.Store(math.Float64bits(1))
 		e.stamp.Store(now)
 		return
 	}
-	k := e.samples.Load()
-	if k < warmup {
-		e.samples.Store(k + 1)
-	}
-	alpha := decayed(float64(max(now-last, 0)) / float64(s.cfg.Decay))
-	if k < warmup {
-		alpha = max(alpha, 1/float64(k+1))
-	}
+	w := math.Float64frombits(e.weight.Load())*decay1(float64(max(now-last, 0))/float64(s.cfg.Decay)) + 1
 	l := lagOf(e)
-	e.lag.Store(math.Float64bits(l + alpha*(x-l)))
+	e.lag.Store(math.Float64bits(l + (x-l)/w))
+	e.weight.Store(math.Float64bits(w))
 	e.stamp.Store(now)
 }
 

@@ -121,10 +121,10 @@ func TestP2CUnseenIsNeutral(t *testing.T) {
 	})
 }
 
-// TestP2CAverage: the first samples are averaged evenly; later ones by
-// time, with the time constant Decay; an unavailable report, or a zero
-// latency, is no sample;
-// one more than Decay after the last starts afresh.
+// TestP2CAverage: samples at once are averaged evenly; a later one
+// weighs against the others decayed by e^(-age/Decay); an unavailable
+// report, or a zero latency, is no sample; one more than Decay after the
+// last starts afresh.
 func TestP2CAverage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newP2C(t, balance.Config{Decay: 2 * time.Second}, "a")
@@ -144,7 +144,8 @@ func TestP2CAverage(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		before := float64(latency())
 		p.Done("a", rpc.PickResult{Latency: 200 * time.Millisecond})
-		want := before + (1-math.Exp(-1))*(float64(200*time.Millisecond)-before)
+		// The eight earlier samples, one Decay old, weigh 8/e together.
+		want := before + (float64(200*time.Millisecond)-before)/(8*math.Exp(-1)+1)
 		if got := float64(latency()); math.Abs(got-want) > 1000 {
 			t.Fatalf("a sample one time constant later: %v, want %v", time.Duration(got), time.Duration(want))
 		}
@@ -152,6 +153,26 @@ func TestP2CAverage(t *testing.T) {
 		p.Done("a", rpc.PickResult{Latency: 7 * time.Millisecond})
 		if got := latency(); got != 7*time.Millisecond {
 			t.Fatalf("a sample more than a time constant later: %v, want it alone (the average was stale)", got)
+		}
+	})
+}
+
+// TestP2CEarlyOutlierDiluted: one slow call among an endpoint's first (20
+// times the others, a cold connection or a pause) weighs 1/n of its
+// average after n calls: after a second of calls 1 ms apart the average
+// is within 5 % of the others' latency, where an average that took the
+// first few evenly and the rest by time (each 1 ms later weighing
+// 1-e^(-1ms/Decay), a ten-thousandth) kept it for a Decay.
+func TestP2CEarlyOutlierDiluted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newP2C(t, balance.Config{}, "a")
+		p.Done("a", rpc.PickResult{Latency: 20 * time.Millisecond})
+		for range 999 {
+			time.Sleep(time.Millisecond)
+			p.Done("a", rpc.PickResult{Latency: time.Millisecond})
+		}
+		if got := p.Stats()[0].Latency; got > 1050*time.Microsecond {
+			t.Fatalf("average after a 20 ms first call and 999 of 1 ms: %v, want within 5 %% of 1 ms", got)
 		}
 	})
 }

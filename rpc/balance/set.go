@@ -24,10 +24,11 @@ type endpoint struct {
 	until atomic.Int64
 
 	// P2C's moving average of latency: lag (float64 bits, ns) as of stamp
-	// (set clock); samples counts the samples, up to warmup.
-	lag     atomic.Uint64
-	stamp   atomic.Int64
-	samples atomic.Uint32
+	// (set clock); weight (float64 bits) is the sum of its samples'
+	// weights, decayed by age (see sample).
+	lag    atomic.Uint64
+	stamp  atomic.Int64
+	weight atomic.Uint64
 
 	mu       sync.Mutex // shield transitions
 	failures int        // consecutive unavailable reports; 0 when healthy
