@@ -167,34 +167,49 @@ func (l *lab) sweep() {
 }
 
 // proc is a process the drill started in a host: the test binary run
-// again as one of the roles of TestDrillHelper.
+// again as one of the roles of TestDrillHelper, or the lifenet command.
 type proc struct {
-	name   string
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stderr *logBuffer
-	exited chan struct{}
-	mu     sync.Mutex
-	killed bool
+	name     string
+	cmd      *exec.Cmd
+	stdin    io.WriteCloser // nil for a lifenet command
+	stderr   *logBuffer
+	exited   chan struct{}
+	mu       sync.Mutex
+	killed   bool
+	killedAt time.Time
 }
 
 // start runs role in host's namespace with env; onLine gets each line the
-// process writes to stdout, with the time it was read. The process is
-// killed (by PID) in a cleanup, and gets SIGKILL should the test process
-// die first (Pdeathsig).
+// process writes to stdout, with the time it was read.
 func (l *lab) start(host, name, role string, onLine func(at time.Time, line string), env ...string) *proc {
 	l.t.Helper()
-	// ip netns exec execs the command in place: the PID is the role's.
-	cmd := exec.Command("ip", "netns", "exec", l.ns(host), l.exe, "-test.run=^TestDrillHelper$")
-	cmd.Env = append(os.Environ(), append([]string{drillRoleEnv + "=" + role}, env...)...)
+	return l.run(host, name, []string{l.exe, "-test.run=^TestDrillHelper$"}, append([]string{drillRoleEnv + "=" + role}, env...), true, onLine, nil)
+}
+
+// run runs argv in host's namespace with env added, a pipe on its stdin
+// if stdin; onOut and onErr (either may be nil) get each line the process
+// writes to stdout and stderr, with the time it was read; stderr is kept
+// in proc.stderr as well. The process is killed (by PID) in a cleanup,
+// and gets SIGKILL should the test process die first (Pdeathsig).
+func (l *lab) run(host, name string, argv, env []string, stdin bool, onOut, onErr func(at time.Time, line string)) *proc {
+	l.t.Helper()
+	// ip netns exec execs the command in place (and so does taskset): the
+	// PID is the command's.
+	cmd := exec.Command("ip", append([]string{"netns", "exec", l.ns(host)}, argv...)...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	p := &proc{name: name, cmd: cmd, stderr: &logBuffer{}, exited: make(chan struct{})}
-	cmd.Stderr = p.stderr
 	var err error
-	if p.stdin, err = cmd.StdinPipe(); err != nil {
-		l.t.Fatal(err)
+	if stdin {
+		if p.stdin, err = cmd.StdinPipe(); err != nil {
+			l.t.Fatal(err)
+		}
 	}
 	out, err := cmd.StdoutPipe()
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	errp, err := cmd.StderrPipe()
 	if err != nil {
 		l.t.Fatal(err)
 	}
@@ -202,33 +217,55 @@ func (l *lab) start(host, name, role string, onLine func(at time.Time, line stri
 		l.t.Fatalf("start %s: %v", name, err)
 	}
 	l.t.Cleanup(func() { p.kill() })
+	var readers sync.WaitGroup
+	readers.Go(func() { readLines(out, nil, onOut) })
+	readers.Go(func() { readLines(errp, p.stderr, onErr) })
 	go func() {
-		s := bufio.NewScanner(out)
-		s.Buffer(make([]byte, 64<<10), 64<<20)
-		for s.Scan() {
-			onLine(time.Now(), s.Text())
-		}
+		readers.Wait()
 		cmd.Wait()
 		close(p.exited)
 	}()
 	return p
 }
 
+// readLines calls onLine (if not nil) with each line of r and the time it
+// was read, and copies the lines to keep (if not nil).
+func readLines(r io.Reader, keep io.Writer, onLine func(time.Time, string)) {
+	s := bufio.NewScanner(r)
+	s.Buffer(make([]byte, 64<<10), 64<<20)
+	for s.Scan() {
+		at := time.Now()
+		if keep != nil {
+			keep.Write(append(s.Bytes(), '\n'))
+		}
+		if onLine != nil {
+			onLine(at, s.Text())
+		}
+	}
+}
+
 // kill sends SIGKILL to the process by its PID and waits for it; it
 // returns the time the signal went.
 func (p *proc) kill() time.Time {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	at := time.Now()
-	if !p.killed {
-		p.killed = true
-		syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL)
-	}
+	at := p.signal()
 	select {
 	case <-p.exited:
 	case <-time.After(10 * time.Second):
 	}
 	return at
+}
+
+// signal sends SIGKILL to the process by its PID (once) and returns the
+// time it went, without waiting for the process to end.
+func (p *proc) signal() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.killed {
+		p.killed = true
+		p.killedAt = time.Now()
+		syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	return p.killedAt
 }
 
 func (p *proc) send(line []byte) error {

@@ -9,10 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,21 +24,20 @@ import (
 	"github.com/lifenet/lifenet/rpc/cluster"
 	"github.com/lifenet/lifenet/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
-	"go.uber.org/zap"
 )
 
-// The drill's child processes: TestDrill runs the test binary again in a
-// host's namespace with -test.run=^TestDrillHelper$ and drillRoleEnv set
-// to the role, "etcd", "server" or "client". Each role speaks on stdout
-// in lines, reads stdin, exits when stdin closes (the test is gone) and,
-// in any case, after drillChildLife.
+// The drill's child processes besides the lifenet command's: TestDrill
+// runs the test binary again in a host's namespace with
+// -test.run=^TestDrillHelper$ and drillRoleEnv set to the role, "server",
+// "client" or "hog". Each role speaks on stdout in lines, reads stdin,
+// exits when stdin closes (the test is gone) and, in any case, after
+// drillChildLife.
 const (
 	drillRoleEnv   = "LIFENET_DRILL_ROLE"
-	drillEtcdEnv   = "LIFENET_DRILL_ETCD"   // etcd: "dir host"; others: etcd's client address
+	drillEtcdEnv   = "LIFENET_DRILL_ETCD"   // etcd's client address
 	drillServerEnv = "LIFENET_DRILL_SERVER" // server: "name addr weight"
 	drillService   = "drill"
-	drillTTL       = 3 * time.Second // the servers' lease TTL
+	drillTTL       = 6 * time.Second // the servers' lease TTL (the role's and lifenet serve's)
 	drillBaseDelay = 2 * time.Millisecond
 	drillChildLife = 3 * time.Minute
 )
@@ -53,8 +53,8 @@ func TestDrillHelper(t *testing.T) {
 	}()
 	var err error
 	switch role {
-	case "etcd":
-		err = drillEtcdRole()
+	case "hog":
+		drillHogRole()
 	case "server":
 		err = drillServerRole()
 	case "client":
@@ -76,43 +76,26 @@ func waitStdin() {
 	}
 }
 
-// drillEtcdRole runs a one-member etcd on host:2379 (peers :2380) with its
-// data in dir, prints "ready", and runs until killed or stdin closes.
-func drillEtcdRole() error {
-	var dir, host string
-	if _, err := fmt.Sscan(os.Getenv(drillEtcdEnv), &dir, &host); err != nil {
-		return err
+// drillHogRole is a CPU hog: GOMAXPROCS busy loops (TestDrill pins the
+// process to one CPU with taskset and sets GOMAXPROCS to 4, so that a
+// server on that CPU gets a fifth of it while it is busy), until stdin
+// closes.
+func drillHogRole() {
+	for range runtime.GOMAXPROCS(0) {
+		go func() {
+			for n := 0; ; n++ {
+				hogSink.Store(int64(n))
+			}
+		}()
 	}
-	cfg := embed.NewConfig()
-	cfg.Name = "drill"
-	cfg.Dir = dir
-	client := []url.URL{{Scheme: "http", Host: host + ":2379"}}
-	peer := []url.URL{{Scheme: "http", Host: host + ":2380"}}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = client, client
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = peer, peer
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	cfg.TickMs = 50
-	cfg.ElectionMs = 500
-	cfg.UnsafeNoFsync = true
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		return err
-	}
-	select {
-	case <-e.Server.ReadyNotify():
-	case <-time.After(30 * time.Second):
-		return errors.New("etcd not ready after 30 s")
-	}
-	fmt.Printf("ready %d\n", time.Now().UnixNano())
+	fmt.Println("ready")
 	waitStdin()
-	e.Close()
-	return nil
 }
 
+var hogSink atomic.Int64
+
 // drillServerRole serves Drill/Who (prints "run ID NS" when a call starts,
-// waits its delay, answers its name) and Drill/Slow (sets the delay to the
-// argument in ms, 0 for drillBaseDelay) on addr, registers in etcd with
+// waits drillBaseDelay, answers its name) on addr, registers in etcd with
 // drillTTL and weight, prints "state STATE NS" on each registration state
 // and "ready" once registered.
 func drillServerRole() error {
@@ -127,26 +110,14 @@ func drillServerRole() error {
 		defer out.Unlock()
 		fmt.Fprintf(os.Stdout, format+"\n", a...) // unbuffered: a SIGKILL loses no line
 	}
-	var delay atomic.Int64
-	delay.Store(int64(drillBaseDelay))
 	srv, err := rpc.NewServer(rpc.Config{Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}
 	if err := rpc.Handle(srv, "Drill/Who", func(_ context.Context, id int64) (string, error) {
 		say("run %d %d", id, time.Now().UnixNano())
-		time.Sleep(time.Duration(delay.Load()))
+		time.Sleep(drillBaseDelay)
 		return name, nil
-	}); err != nil {
-		return err
-	}
-	if err := rpc.Handle(srv, "Drill/Slow", func(_ context.Context, ms int) (int, error) {
-		d := time.Duration(ms) * time.Millisecond
-		if ms <= 0 {
-			d = drillBaseDelay
-		}
-		delay.Store(int64(d))
-		return ms, nil
 	}); err != nil {
 		return err
 	}
@@ -177,7 +148,7 @@ func drillServerRole() error {
 // drillCmd is a command of the test to the client role, one JSON line on
 // its stdin.
 type drillCmd struct {
-	Op string `json:"op"` // "start", "run", "stop", "call", "quit"
+	Op string `json:"op"` // "start", "run", "stop", "quit"
 	// start and run: a load of Conc goroutines, each calling Drill/Who
 	// with a new ID, until stop (start), or MaxCalls calls, or Duration.
 	Balancer string        `json:"balancer,omitempty"`
@@ -185,13 +156,7 @@ type drillCmd struct {
 	MaxCalls int64         `json:"max_calls,omitempty"`
 	Duration time.Duration `json:"duration,omitempty"`
 	Timeout  time.Duration `json:"timeout,omitempty"` // each call's, and its attempts'
-	Shield   time.Duration `json:"shield,omitempty"`  // balance.Config.ShieldTime (0: default)
-	Decay    time.Duration `json:"decay,omitempty"`   // balance.Config.Decay (0: default)
 	Attempts int           `json:"attempts,omitempty"`
-	// call: one call of Action with Arg on Addr.
-	Addr   string `json:"addr,omitempty"`
-	Action string `json:"action,omitempty"`
-	Arg    int64  `json:"arg,omitempty"`
 }
 
 // drillRecord is one call of a load.
@@ -208,6 +173,19 @@ type drillRecord struct {
 type drillPick struct {
 	Addr string `json:"a"`
 	At   int64  `json:"t"`
+	// Back: the cluster client gave the pick back unused (Done with
+	// Canceled: the endpoint it shields, or one closed meanwhile) and
+	// picked again.
+	Back bool `json:"b,omitempty"`
+}
+
+// drillEvent is a cluster client's log line of an endpoint shielded or
+// back (its health).
+type drillEvent struct {
+	At     int64  `json:"t"`
+	Msg    string `json:"m"` // "endpoint shielded", "endpoint back"
+	Addr   string `json:"a"`
+	Health string `json:"h,omitempty"` // shielded: why ("no reply", "not serving")
 }
 
 // drillSet is an endpoint set the resolver reported.
@@ -224,6 +202,7 @@ type drillReply struct {
 	Records   []drillRecord           `json:"records,omitempty"`
 	Sets      []drillSet              `json:"sets,omitempty"`
 	Endpoints []cluster.EndpointState `json:"endpoints,omitempty"`
+	Events    []drillEvent            `json:"events,omitempty"`
 }
 
 func drillKind(err error) string {
@@ -288,22 +267,6 @@ func drillClientRole() error {
 			cur.halt()
 			reply(cur.wait())
 			cur = nil
-		case "call":
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			var err error
-			if rc, derr := rpc.Dial(ctx, c.Addr, rpc.ClientConfig{Timeout: 5 * time.Second}); derr != nil {
-				err = derr
-			} else {
-				var res any
-				err = rc.Invoke(ctx, c.Action, c.Arg, &res)
-				rc.Close()
-			}
-			cancel()
-			r := drillReply{Op: "call"}
-			if err != nil {
-				r.Err = err.Error()
-			}
-			reply(r)
 		case "quit":
 			return nil
 		default:
@@ -318,6 +281,7 @@ type drillLoad struct {
 	c      *cluster.Client
 	b      *drillBalancer
 	r      *drillResolver
+	log    *eventLog
 	stop   chan struct{}
 	once   sync.Once
 	wg     sync.WaitGroup
@@ -332,13 +296,14 @@ func startDrillLoad(cli *clientv3.Client, c drillCmd, next *atomic.Int64) (*dril
 	if err != nil {
 		return nil, err
 	}
-	b, err := balance.ByName(c.Balancer, balance.Config{ShieldTime: c.Shield, Decay: c.Decay})
+	b, err := balance.ByName(c.Balancer, balance.Config{})
 	if err != nil {
 		return nil, err
 	}
 	l := &drillLoad{
-		b:    &drillBalancer{Balancer: b, picks: map[string][]drillPick{}},
+		b:    &drillBalancer{Balancer: b, picks: map[string][]*drillPick{}, last: map[string]*drillPick{}},
 		r:    &drillResolver{r: res},
+		log:  &eventLog{},
 		stop: make(chan struct{}),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -348,7 +313,8 @@ func startDrillLoad(cli *clientv3.Client, c drillCmd, next *atomic.Int64) (*dril
 			Timeout:   c.Timeout,
 			Transport: transport.ClientConfig{DialTimeout: 300 * time.Millisecond},
 		},
-		Retry: cluster.RetryPolicy{MaxAttempts: c.Attempts},
+		Retry:  cluster.RetryPolicy{MaxAttempts: c.Attempts},
+		Logger: slog.New(l.log),
 	})
 	if err != nil {
 		return nil, err
@@ -415,32 +381,91 @@ func (l *drillLoad) wait() drillReply {
 	slices.SortFunc(r.Records, func(a, b drillRecord) int { return int(a.ID - b.ID) })
 	r.Issued = l.begun.Load()
 	r.Sets = l.r.all()
+	r.Events = l.log.all()
 	return r
 }
 
-// drillBalancer records each pick by the call's balance key (its ID).
+// drillBalancer records each pick by the call's balance key (its ID),
+// and marks a pick given back (Done with Canceled, which the drill's
+// calls, never canceled, get only when the cluster client picks again at
+// once): the last pick of that address.
 type drillBalancer struct {
 	rpc.Balancer
 	mu    sync.Mutex
-	picks map[string][]drillPick
+	picks map[string][]*drillPick
+	last  map[string]*drillPick // by address
 }
 
 func (b *drillBalancer) Pick(info rpc.PickInfo) (string, error) {
 	addr, err := b.Balancer.Pick(info)
 	if err == nil && info.Key != "" {
+		p := &drillPick{Addr: addr, At: time.Now().UnixNano()}
 		b.mu.Lock()
-		b.picks[info.Key] = append(b.picks[info.Key], drillPick{Addr: addr, At: time.Now().UnixNano()})
+		b.picks[info.Key] = append(b.picks[info.Key], p)
+		b.last[addr] = p
 		b.mu.Unlock()
 	}
 	return addr, err
 }
 
+func (b *drillBalancer) Done(addr string, res rpc.PickResult) {
+	if res.Canceled {
+		b.mu.Lock()
+		if p := b.last[addr]; p != nil {
+			p.Back = true
+		}
+		b.mu.Unlock()
+	}
+	b.Balancer.Done(addr, res)
+}
+
 func (b *drillBalancer) take(key string) []drillPick {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	p := b.picks[key]
+	var out []drillPick
+	for _, p := range b.picks[key] {
+		out = append(out, *p)
+	}
 	delete(b.picks, key)
-	return p
+	return out
+}
+
+// eventLog is a cluster client's slog handler that keeps the lines of
+// endpoints shielded and back.
+type eventLog struct {
+	mu     sync.Mutex
+	events []drillEvent
+}
+
+func (h *eventLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *eventLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *eventLog) WithGroup(string) slog.Handler            { return h }
+
+func (h *eventLog) Handle(_ context.Context, r slog.Record) error {
+	msg, ok := strings.CutPrefix(r.Message, "cluster: ")
+	if !ok || (msg != "endpoint shielded" && msg != "endpoint back") {
+		return nil
+	}
+	ev := drillEvent{At: r.Time.UnixNano(), Msg: msg}
+	r.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case "addr":
+			ev.Addr = a.Value.String()
+		case "health":
+			ev.Health = a.Value.String()
+		}
+		return true
+	})
+	h.mu.Lock()
+	h.events = append(h.events, ev)
+	h.mu.Unlock()
+	return nil
+}
+
+func (h *eventLog) all() []drillEvent {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.events)
 }
 
 // drillResolver records each set the etcd resolver reports.
