@@ -437,9 +437,9 @@ type eventLog struct {
 	events []drillEvent
 }
 
-func (h *eventLog) Enabled(context.Context, slog.Level) bool { return true }
-func (h *eventLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
-func (h *eventLog) WithGroup(string) slog.Handler            { return h }
+func (h *eventLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+func (h *eventLog) WithAttrs([]slog.Attr) slog.Handler           { return h }
+func (h *eventLog) WithGroup(string) slog.Handler                { return h }
 
 func (h *eventLog) Handle(_ context.Context, r slog.Record) error {
 	msg, ok := strings.CutPrefix(r.Message, "cluster: ")
