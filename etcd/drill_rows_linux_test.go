@@ -453,7 +453,7 @@ func (d *drill) partitionRole(t *testing.T, r drillReply, cut, healed time.Time,
 
 // etcdDown: etcd killed under load, then started again on its data.
 func (d *drill) etcdDown(t *testing.T) {
-	const outage = 5 * time.Second
+	const outage = drillTTL + time.Second // past the TTL: every registration is lost, and must come back
 	live := slices.Sorted(maps.Keys(d.servers))
 	d.cmd(t, drillCmd{Op: "start", Balancer: "round-robin", Conc: 4, Timeout: time.Second, Attempts: 3, Duration: 40 * time.Second}, 20*time.Second)
 	time.Sleep(time.Second)
