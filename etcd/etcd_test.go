@@ -30,7 +30,13 @@ func register(t *testing.T, cli *clientv3.Client, service string, ep rpc.Endpoin
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.Close(context.Background()) })
+	t.Cleanup(func() {
+		// Bounded: with etcd stopped (a test that failed midway) an
+		// unbounded Close waits for it until the test binary's timeout.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		r.Close(ctx)
+	})
 	return r
 }
 
