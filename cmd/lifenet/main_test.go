@@ -37,6 +37,7 @@ func TestCommands(t *testing.T) {
 		{[]string{"matrix", "extra"}, 2, "extra"},
 		{[]string{"serve", "--host", "nowhere"}, 2, "--host"},
 		{[]string{"rpcload", "--conns", "0"}, 2, "--conns"},
+		{[]string{"rpcload", "--timeout", "-1s"}, 2, "--timeout -1s: want between"},
 		{[]string{"soak", "--conns", "1"}, 2, "--conns"},
 		{[]string{"soak", "--minutes", "1", "--seconds", "5"}, 2, "exclude"},
 		{[]string{"version", "extra"}, 2, "extra"},

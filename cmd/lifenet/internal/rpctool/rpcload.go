@@ -20,6 +20,7 @@ import (
 )
 
 type loadConfig struct {
+	timeout    time.Duration // --timeout: ClientConfig.Timeout; 0 its default
 	remote     string
 	impl       string
 	conns      int
@@ -70,6 +71,7 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.recvMode, "recvmode", "event", "lifenet client: event (a receive goroutine per connection) or sync (waiting callers take turns reading)")
 	fs.StringVar(&c.balancer, "balancer", "round-robin", "--remote etcd://…: how calls are spread: "+strings.Join(balancerNames(), ", "))
 	fs.DurationVar(&c.stagger, "stagger", 20*time.Millisecond, "--balancer race: the wait for an answer before each further attempt")
+	fs.DurationVar(&c.timeout, "timeout", 0, "lifenet client: each call's timeout (ClientConfig.Timeout; 0: its default, 15 s)")
 	fs.IntVar(&c.attempts, "attempts", 3, "--remote etcd://…: attempts per call; a retry goes only to calls that were never sent")
 	if code, done := fs.Parse(args, stdout, stderr); done {
 		return code
@@ -84,6 +86,7 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cliflag.Between("seconds", c.seconds, 0.1, maxSeconds),
 		cliflag.Between("warmup", c.warmup, 0, maxSeconds),
 		cliflag.Between("goroutines", c.goroutines, 1, maxCallers),
+		cliflag.Between("timeout", c.timeout, 0, 10*time.Minute),
 		cliflag.Check(!c.direct || c.impl == "lifenet", "--direct measures lifenet's Server.Process only"),
 		cliflag.Check(c.impl != "netrpc" || c.remote != "", "--impl netrpc needs --remote (start lifenet serve --impl netrpc)"),
 		cliflag.Check(c.impl != "netrpc" || viaEtcd || validHostPort(strings.TrimPrefix(c.remote, "tcp://")), "--remote %q: want host:port", c.remote),
@@ -175,7 +178,7 @@ func lifenetTarget(ctx context.Context, c loadConfig) (*rpcbench.Target, error) 
 	}}
 	sh := rpcbench.ShapeOf(c.call)
 	for range c.conns {
-		cfg := rpc.ClientConfig{}
+		cfg := rpc.ClientConfig{Timeout: c.timeout}
 		if c.recvMode == "sync" {
 			cfg.Transport.Mode = transport.ReceiveSync
 		}

@@ -56,7 +56,7 @@ func etcdTarget(ctx context.Context, c loadConfig, log io.Writer) (t *rpcbench.T
 	if err != nil {
 		return nil, nil, err
 	}
-	ccfg := rpc.ClientConfig{Conns: c.conns}
+	ccfg := rpc.ClientConfig{Conns: c.conns, Timeout: c.timeout}
 	if c.recvMode == "sync" {
 		ccfg.Transport.Mode = transport.ReceiveSync
 	}
