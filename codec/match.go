@@ -177,40 +177,14 @@ func newMatcher(fifo bool, timeout time.Duration) *matcher {
 // returns with m.mu held; register then claims the slot.
 func (m *matcher) acquire(ctx context.Context) (waited time.Duration, err error) {
 	m.mu.Lock()
-	var start time.Time
-	var expired <-chan time.Time
-	for m.free == 0 && m.err == nil {
-		if expired == nil { // the first wait: only a full matcher pays for the timer
-			start = time.Now()
-			t := time.NewTimer(m.timeout)
-			defer t.Stop()
-			expired = t.C
-		}
-		m.waiting++
-		m.mu.Unlock()
-		select {
-		case <-m.freed:
-		case <-ctx.Done():
-			err = ctx.Err()
-		case <-expired:
-			m.timedOut.Add(1)
-			err = ErrTimeout
-		case <-m.stop:
-		}
-		m.mu.Lock()
-		m.waiting--
-		if err != nil {
-			m.passOn()
-			m.mu.Unlock()
+	if m.free == 0 && m.err == nil {
+		if waited, err = m.waitFree(ctx); err != nil {
 			return 0, err
 		}
 	}
 	if m.err != nil {
 		m.mu.Unlock()
 		return 0, m.err
-	}
-	if expired != nil {
-		waited = time.Since(start)
 	}
 	if m.slots == nil {
 		m.slots = new([256]waiter)
@@ -226,6 +200,39 @@ func (m *matcher) acquire(ctx context.Context) (waited time.Duration, err error)
 	m.inFlight.Store(int32(m.cap - m.free))
 	m.passOn()
 	return waited, nil
+}
+
+// waitFree waits, with m.mu held on entry, until a slot is free or the
+// connection closed, for at most the timeout, and returns how long it
+// waited with m.mu held; on an error m.mu is released. It is apart from
+// acquire so that acquire has no deferred call: a defer in a loop is never
+// open-coded, and would cost every request a deferreturn.
+func (m *matcher) waitFree(ctx context.Context) (time.Duration, error) {
+	start := time.Now() // only a full matcher pays for the timer
+	t := time.NewTimer(m.timeout)
+	defer t.Stop()
+	for m.free == 0 && m.err == nil {
+		var err error
+		m.waiting++
+		m.mu.Unlock()
+		select {
+		case <-m.freed:
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-t.C:
+			m.timedOut.Add(1)
+			err = ErrTimeout
+		case <-m.stop:
+		}
+		m.mu.Lock()
+		m.waiting--
+		if err != nil {
+			m.passOn()
+			m.mu.Unlock()
+			return 0, err
+		}
+	}
+	return time.Since(start), nil
 }
 
 // passOn wakes another waiting request if a slot is still free (one wake
