@@ -2,6 +2,7 @@ package codec
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/lifenet/lifenet/transport"
 )
@@ -19,34 +20,77 @@ import (
 // matcher's sweeper, which then wakes the reader (transport.Client.Wake) in
 // case it was that request's own.
 type lead struct {
-	tc   *transport.Client
-	turn chan struct{} // holds the one read turn while nobody reads
+	tc      *transport.Client
+	held    atomic.Bool   // a goroutine holds the read turn
+	waiting atomic.Int32  // goroutines parked in park: for the turn or their reply
+	wake    chan struct{} // one token: the turn was given back while some waited
 }
 
 func newLead(tc *transport.Client) *lead {
-	l := &lead{tc: tc, turn: make(chan struct{}, 1)}
-	l.turn <- struct{}{}
-	return l
+	return &lead{tc: tc, wake: make(chan struct{}, 1)}
+}
+
+// take takes the read turn if nobody holds it: an atomic flag, so a lone
+// caller pays no channel operation for it.
+func (l *lead) take() bool { return l.held.CompareAndSwap(false, true) }
+
+// give gives the turn back, waking a parked waiter if there is one. A
+// waiter counts itself before it tries the turn and then parks, and give
+// clears the flag before it looks at the count, so either the waiter's try
+// sees the turn free or give sees the waiter (and leaves it a token).
+func (l *lead) give() {
+	l.held.Store(false)
+	if l.waiting.Load() > 0 {
+		select {
+		case l.wake <- struct{}{}:
+		default: // a token is waiting already
+		}
+	}
 }
 
 // await waits for the reply on ch, reading the connection whenever it is
 // this goroutine's turn.
 func (l *lead) await(ctx context.Context, c *Conn, key int, ch chan result) (any, error) {
 	for {
-		select {
-		case r := <-ch:
-			return c.m.finish(key, ch, r)
-		default:
+		if len(ch) > 0 { // only this goroutine receives from ch
+			return c.m.finish(key, ch, <-ch)
 		}
-		select {
-		case r := <-ch:
-			return c.m.finish(key, ch, r)
-		case <-ctx.Done():
+		if ctx.Err() != nil { // else a reader whose reads fail at once would loop
 			return c.m.abandon(ctx, key, ch)
-		case <-l.turn:
+		}
+		if !l.take() {
+			r, got, turn := l.park(ctx, ch)
+			switch {
+			case got:
+				return c.m.finish(key, ch, r)
+			case !turn:
+				return c.m.abandon(ctx, key, ch)
+			}
 		}
 		l.readOnce(ctx, c, ch)
-		l.turn <- struct{}{}
+		l.give()
+	}
+}
+
+// park waits until this goroutine holds the turn (turn), its reply has
+// come (got, with r), or ctx has ended (neither). A wake token is only a
+// hint that the turn is free: it is tried for at once, so a token is never
+// lost to a waiter that leaves without the turn, and when another took the
+// turn first its give wakes the next.
+func (l *lead) park(ctx context.Context, ch chan result) (r result, got, turn bool) {
+	l.waiting.Add(1)
+	defer l.waiting.Add(-1)
+	for {
+		if l.take() {
+			return result{}, false, true
+		}
+		select {
+		case r = <-ch:
+			return r, true, false
+		case <-ctx.Done():
+			return result{}, false, false
+		case <-l.wake:
+		}
 	}
 }
 
@@ -80,12 +124,10 @@ const drainReads = 16
 // reading for others consumes such bytes as they come. A failed read needs
 // no handling: the request then fails on its send.
 func (l *lead) drain(c *Conn) {
-	select {
-	case <-l.turn:
-	default:
+	if !l.take() {
 		return
 	}
-	defer func() { l.turn <- struct{}{} }()
+	defer l.give()
 	for range drainReads {
 		p, _ := l.tc.ReceiveBuffered()
 		if p == nil {
