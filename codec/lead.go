@@ -67,8 +67,13 @@ func (l *lead) await(ctx context.Context, c *Conn, key int, ch chan result) (any
 				return c.m.abandon(ctx, key, ch)
 			}
 		}
+		c.m.readFor(key) // a reply of its own read reaches it without its channel
 		l.readOnce(ctx, c, ch)
+		r, got := c.m.readDone()
 		l.give()
+		if got {
+			return c.m.finish(key, ch, r)
+		}
 	}
 }
 

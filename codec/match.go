@@ -151,6 +151,16 @@ type matcher struct {
 
 	echoes *[256][MaxPrefix]byte // RequestBytesPrefixed's prefixes, made on first use
 
+	// self is the key of the request whose own goroutine is reading the
+	// connection now (a ReceiveSync client's turn holder, see lead), or -1:
+	// deliver hands that request's result over in selfRes instead of its
+	// channel, from which its goroutine would take it at once. Only the
+	// turn holder sets and reads these, and in that mode deliver runs on
+	// it; the sweeper and close still use the channel.
+	self    int
+	selfRes result
+	selfGot bool
+
 	unknown, timedOut atomic.Uint64
 	queued            atomic.Int32 // FIFO: count, readable without the lock
 	inFlight          atomic.Int32 // slots taken, readable without the lock
@@ -167,7 +177,7 @@ func newMatcher(fifo bool, timeout time.Duration) *matcher {
 	if timeout <= 0 {
 		timeout = DefaultRequestTimeout
 	}
-	return &matcher{fifo: fifo, timeout: timeout, free: n, cap: n, stop: make(chan struct{}), freed: make(chan struct{}, 1), due: math.MaxInt64, chans: &resultChans}
+	return &matcher{fifo: fifo, timeout: timeout, free: n, cap: n, stop: make(chan struct{}), freed: make(chan struct{}, 1), due: math.MaxInt64, chans: &resultChans, self: -1}
 }
 
 // acquire takes a free in-flight slot, waiting for one while all are in
@@ -437,12 +447,28 @@ func (m *matcher) deliver(seq int, reply any) {
 		return
 	}
 	w.state = slotDone
+	var r result
 	if re := replyError(reply); re != nil {
-		w.ch <- result{err: re, answered: true}
+		r = result{err: re, answered: true}
 	} else {
-		w.ch <- result{reply: keep(reply), answered: true}
+		r = result{reply: keep(reply), answered: true}
+	}
+	if key == m.self {
+		m.selfRes, m.selfGot = r, true
+	} else {
+		w.ch <- r
 	}
 	m.mu.Unlock()
+}
+
+// readFor marks key as the request whose goroutine reads next (see self).
+func (m *matcher) readFor(key int) { m.self = key }
+
+// readDone ends readFor and returns the result deliver handed over, if any.
+func (m *matcher) readDone() (r result, got bool) {
+	r, got = m.selfRes, m.selfGot
+	m.self, m.selfRes, m.selfGot = -1, result{}, false
+	return r, got
 }
 
 // ReplyError is the error of a request the peer answered with an error
