@@ -99,11 +99,6 @@ type result struct {
 	answered bool // the peer answered (an error reply included): the number is free at once
 }
 
-// resultChans recycles the one-slot channels of blocking requests: a
-// channel goes back only once its waiter has taken its result and no sender
-// can reach it any more.
-var resultChans = sync.Pool{New: func() any { return make(chan result, 1) }}
-
 // matcher pairs replies with requests on one connection. SRMP keys
 // requests by sequence number. A request takes the number that has been
 // free longest (the front of a ring of free numbers, to whose back a freed
@@ -138,10 +133,10 @@ type matcher struct {
 	order   *[256]int    // FIFO: slot keys in request order, a ring; made with slots
 	head    int
 	count   int
-	err     error      // set when the connection closed
-	sweeper bool       // a sweeper runs: whenever a slot is pending or quarantined (see deadline)
-	due     int64      // no pending or quarantined slot's deadline is earlier: the sweeper scans the slots only from then on
-	chans   *sync.Pool // recycles blocking requests' result channels: resultChans (a test brings its own)
+	err     error         // set when the connection closed
+	sweeper bool          // a sweeper runs: whenever a slot is pending or quarantined (see deadline)
+	due     int64         // no pending or quarantined slot's deadline is earlier: the sweeper scans the slots only from then on
+	chans   []chan result // blocking requests' one-slot result channels, free for reuse: one goes back only once its waiter has taken its result and no sender can reach it any more
 
 	// onExpire, if set, runs after the sweeper failed blocking requests:
 	// a synchronous client wakes the request reading for the others, which
@@ -177,7 +172,7 @@ func newMatcher(fifo bool, timeout time.Duration) *matcher {
 	if timeout <= 0 {
 		timeout = DefaultRequestTimeout
 	}
-	return &matcher{fifo: fifo, timeout: timeout, free: n, cap: n, stop: make(chan struct{}), freed: make(chan struct{}, 1), due: math.MaxInt64, chans: &resultChans, self: -1}
+	return &matcher{fifo: fifo, timeout: timeout, free: n, cap: n, stop: make(chan struct{}), freed: make(chan struct{}, 1), due: math.MaxInt64, self: -1}
 }
 
 // acquire takes a free in-flight slot, waiting for one while all are in
@@ -300,9 +295,21 @@ func (m *matcher) register(cb *callback, echo []byte, waited time.Duration) (int
 	if cb != nil {
 		w.cb = *cb
 	} else {
-		w.ch = m.chans.Get().(chan result)
+		w.ch = m.takeChan()
 	}
 	return key, w.ch, nil
+}
+
+// takeChan returns a free result channel: one of the matcher's own, kept
+// from earlier requests (a lock already held and a slice, where a shared
+// pool costs a round trip per request), or a new one. Called with m.mu held.
+func (m *matcher) takeChan() chan result {
+	if n := len(m.chans); n > 0 {
+		ch := m.chans[n-1]
+		m.chans = m.chans[:n-1]
+		return ch
+	}
+	return make(chan result, 1)
 }
 
 // deadline is the deadline of a slot that becomes pending, is quarantined
@@ -338,7 +345,7 @@ func (m *matcher) unregister(key int) {
 		return
 	}
 	if w.ch != nil {
-		m.chans.Put(w.ch) // nothing was sent: the request never left
+		m.chans = append(m.chans, w.ch) // nothing was sent: the request never left
 		w.ch = nil
 	}
 	if m.fifo && m.count > 0 && m.order[(m.head+m.count-1)%len(m.order)] == key {
@@ -579,8 +586,8 @@ func (m *matcher) finish(key int, ch chan result, r result) (any, error) {
 	} else {
 		m.giveUp(key)
 	}
+	m.chans = append(m.chans, ch)
 	m.mu.Unlock()
-	m.chans.Put(ch)
 	return r.reply, r.err
 }
 
@@ -598,8 +605,8 @@ func (m *matcher) abandon(ctx context.Context, key int, ch chan result) (any, er
 	if m.slots[key].state == slotPending {
 		m.giveUp(key)
 	}
+	m.chans = append(m.chans, ch) // empty, and no sender can reach it now
 	m.mu.Unlock()
-	m.chans.Put(ch) // empty, and no sender can reach it now
 	return nil, ctx.Err()
 }
 

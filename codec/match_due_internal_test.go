@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -93,15 +92,6 @@ func TestExpireDueBookkeeping(t *testing.T) {
 	}
 }
 
-// newBubbleMatcher is a matcher for a synctest bubble: its result channels
-// come from a pool of its own, so that none made in the bubble reaches
-// another test through resultChans.
-func newBubbleMatcher(timeout time.Duration) *matcher {
-	m := newMatcher(false, timeout)
-	m.chans = &sync.Pool{New: func() any { return make(chan result, 1) }}
-	return m
-}
-
 // sweeperRunning reads m.sweeper under the lock.
 func sweeperRunning(m *matcher) bool {
 	m.mu.Lock()
@@ -117,7 +107,7 @@ func sweeperRunning(m *matcher) bool {
 func TestSweeperStopsWhenIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const timeout = time.Second
-		m := newBubbleMatcher(timeout)
+		m := newMatcher(false, timeout)
 		defer m.close()
 		for round := range 2 {
 			start := time.Now()
@@ -146,7 +136,7 @@ func TestSweeperStopsWhenIdle(t *testing.T) {
 func TestTimedOutNumbersComeBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const timeout = time.Second
-		m := newBubbleMatcher(timeout)
+		m := newMatcher(false, timeout)
 		defer m.close()
 		keys := make([]int, 0, MaxInFlightSRMP)
 		chans := make([]chan result, 0, MaxInFlightSRMP)
@@ -185,7 +175,7 @@ func fillWithPending(t *testing.T, m *matcher) (keys []int) {
 func TestWaitForANumberIsPartOfTheTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const timeout = time.Second
-		m := newBubbleMatcher(timeout)
+		m := newMatcher(false, timeout)
 		defer m.close()
 		fillWithPending(t, m)
 		start := time.Now()
@@ -196,7 +186,7 @@ func TestWaitForANumberIsPartOfTheTimeout(t *testing.T) {
 			t.Errorf("TimedOut %d, want 1", n)
 		}
 
-		m = newBubbleMatcher(timeout)
+		m = newMatcher(false, timeout)
 		defer m.close()
 		keys := fillWithPending(t, m)
 		go func() {
@@ -219,7 +209,7 @@ func TestWaitForANumberIsPartOfTheTimeout(t *testing.T) {
 func TestSweeperStopsSoonAfterTheLastReply(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const timeout = 10 * time.Second
-		m := newBubbleMatcher(timeout)
+		m := newMatcher(false, timeout)
 		defer m.close()
 		for round := range 2 {
 			key, ch := registerTest(t, m, nil)
