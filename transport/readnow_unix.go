@@ -3,7 +3,6 @@
 package transport
 
 import (
-	"errors"
 	"syscall"
 )
 
@@ -31,7 +30,7 @@ func (r *nowReader) read(s *Session, b []byte) (n int, read bool, err error) {
 	if cerr != nil { // a deadline in the past (a Wake, a cancelled context): leave it to Receive
 		return 0, false, nil
 	}
-	if errors.Is(r.err, syscall.EAGAIN) || errors.Is(r.err, syscall.EINTR) {
+	if r.err == syscall.EAGAIN || r.err == syscall.EINTR { // recvNow's errors are bare Errnos
 		return 0, false, nil
 	}
 	if r.n < 0 {
@@ -60,12 +59,4 @@ func (r *nowReader) init(s *Session) bool {
 		return true // done either way: never wait for readiness
 	}
 	return true
-}
-
-// recvNow is recv(2) with MSG_DONTWAIT. On a stream socket the kernel
-// gives no sender address, so nothing is decoded or allocated; a datagram
-// socket's sender address is decoded only when a datagram was waiting.
-func recvNow(fd int, b []byte) (int, error) {
-	n, _, err := syscall.Recvfrom(fd, b, syscall.MSG_DONTWAIT)
-	return n, err
 }
