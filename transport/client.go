@@ -354,7 +354,7 @@ func (c *Client) enqueue(s *Session, p *packet.Packet) {
 // ClientConfig.ReceiveTimeout. In sync mode concurrent calls take turns.
 func (c *Client) Receive(ctx context.Context) (*packet.Packet, error) {
 	if c.sync != nil {
-		return c.receiveSync(ctx)
+		return c.receiveSync(ctx, false)
 	}
 	if c.recv == nil {
 		return nil, errors.New("transport: Receive needs ReceivePull or ReceiveSync mode")

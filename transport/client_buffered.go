@@ -22,15 +22,13 @@ func (c *Client) ReceiveBuffered() (*packet.Packet, error) {
 		return nil, nil
 	}
 	defer r.mu.Unlock()
+	r.loan.End() // the previous borrowed view, if any, is over
 	s := c.sess
 	if s.Reason() != ReasonNone {
 		r.end(s)
 		return nil, s.closedErr()
 	}
-	if r.buf == nil {
-		r.buf = packet.Get(c.cfg.ReadBufferSize)
-	}
-	n, read, err := r.now.read(s, r.buf.Bytes())
+	n, read, err := r.now.read(s, r.buffer(c.cfg.ReadBufferSize).Bytes())
 	switch {
 	case !read:
 		return nil, nil

@@ -15,9 +15,10 @@ import (
 // socket on the caller's goroutine, so a request/response loop pays no
 // goroutine hand-off per message (NewLife's synchronous Receive).
 type syncReader struct {
-	mu  sync.Mutex     // one Receive at a time; guards everything below but watch*
-	buf *packet.Packet // read buffer, kept between calls unless handed out
-	now nowReader      // ReceiveBuffered's read without waiting
+	mu   sync.Mutex     // one Receive at a time; guards everything below but watch*
+	buf  *packet.Packet // read buffer, kept between calls unless handed out (or shared: see buffer)
+	loan packet.Loan    // ReceiveBorrowed's view of buf
+	now  nowReader      // ReceiveBuffered's read without waiting
 
 	// The context whose cancellation interrupts the read. A context seen
 	// on two calls in a row stays armed between calls, so a loop that
@@ -42,55 +43,105 @@ type watchKey struct {
 	set      bool // the zero key matches nothing
 }
 
-// receiveSync reads the next bytes (stream) or datagram from the socket.
-func (c *Client) receiveSync(ctx context.Context) (*packet.Packet, error) {
+// errNotSync is ReceiveBorrowed's error in the other modes.
+var errNotSync = errors.New("transport: ReceiveBorrowed needs ReceiveSync mode")
+
+// ReceiveBorrowed is Receive for a [ReceiveSync] caller that is done with
+// the bytes before it receives again: it returns a borrowed view
+// (packet.Loan) of the client's read buffer, with no copy and no packet
+// from the pool, valid until the next Receive, ReceiveBuffered or
+// ReceiveBorrowed on the client, none of which the caller may let run
+// before it is done (they would overwrite the bytes). Keep the view, or a
+// part, to hold it longer: a share kept makes the next read take a new
+// buffer. Releasing it does nothing. Errors are Receive's; in the other
+// modes it fails at once.
+func (c *Client) ReceiveBorrowed(ctx context.Context) (*packet.Packet, error) {
+	if c.sync == nil {
+		return nil, errNotSync
+	}
+	return c.receiveSync(ctx, true)
+}
+
+// receiveSync reads the next bytes (stream) or datagram from the socket,
+// as a packet of the caller's own, or as a borrowed view of the read
+// buffer when lend is set (see ReceiveBorrowed).
+func (c *Client) receiveSync(ctx context.Context, lend bool) (*packet.Packet, error) {
 	r := c.sync
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.loan.End() // the previous borrowed view, if any, is over
+	n, err := r.read(ctx, c)
+	var p *packet.Packet
+	switch {
+	case n == 0:
+	case lend:
+		c.sess.received(n)
+		p = r.loan.Lend(r.buf, 0, n)
+	default:
+		p = r.take(c.sess, n)
+	}
+	r.mu.Unlock()
+	return p, err
+}
+
+// read reads into the read buffer and returns how many bytes came, or the
+// error. The caller holds r.mu. (Apart from receiveSync so that each has
+// few enough returns for its deferred calls to be open-coded.)
+func (r *syncReader) read(ctx context.Context, c *Client) (int, error) {
 	s := c.sess // a ReceiveSync client never reconnects: fixed after Dial
 	if s.Reason() != ReasonNone {
 		r.end(s)
-		return nil, s.closedErr()
+		return 0, s.closedErr()
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return 0, err
 	}
 	if !r.watch(ctx, s) {
 		defer r.unwatch()
 	}
 	until, err := r.limit(ctx, s, c.cfg.ReceiveTimeout)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	if r.takeWoken() { // after watch and limit: their deadlines must not undo a Wake
-		return nil, ErrWoken
+		return 0, ErrWoken
 	}
-	if r.buf == nil {
-		r.buf = packet.Get(c.cfg.ReadBufferSize)
-	}
-	n, err := s.conn.Read(r.buf.Bytes())
+	n, err := s.conn.Read(r.buffer(c.cfg.ReadBufferSize).Bytes())
 	if n > 0 {
-		return r.take(s, n), nil // an error comes again with the next read
+		return n, nil // an error comes again with the next read
 	}
 	if err == nil { // an empty datagram: the peer ended the session
 		s.closeWith(ReasonPeerClosed, nil)
 	} else if errors.Is(err, os.ErrDeadlineExceeded) {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return 0, ctx.Err()
 		}
 		if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-			return nil, context.DeadlineExceeded
+			return 0, context.DeadlineExceeded
 		}
 		if r.takeWoken() {
-			return nil, ErrWoken
+			return 0, ErrWoken
 		}
 		if !until.IsZero() { // limit set this call's deadline: nothing else moved it
-			return nil, ErrReceiveTimeout
+			return 0, ErrReceiveTimeout
 		}
 	}
 	s.closeWith(s.readReason(err, true), causeOf(err))
 	r.end(s)
-	return nil, s.closedErr()
+	return 0, s.closedErr()
+}
+
+// buffer returns the read buffer, a new one when there is none or when a
+// receiver of a borrowed view kept a share of it (its bytes must stay).
+// The caller holds r.mu.
+func (r *syncReader) buffer(size int) *packet.Packet {
+	if r.buf != nil && r.buf.RefCount() > 1 {
+		r.buf.Release()
+		r.buf = nil
+	}
+	if r.buf == nil {
+		r.buf = packet.Get(size)
+	}
+	return r.buf
 }
 
 // take returns the n bytes read as a packet the caller owns: short reads
