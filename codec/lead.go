@@ -108,12 +108,11 @@ func (l *lead) readOnce(ctx context.Context, c *Conn, ch chan result) {
 	if len(ch) > 0 {
 		return
 	}
-	p, err := l.tc.Receive(ctx)
+	p, err := l.tc.ReceiveBorrowed(ctx) // the pipeline copies what it keeps; the next read is after the turn
 	if err != nil {
 		return
 	}
 	c.read(p)
-	p.Release()
 }
 
 // drainReads bounds how many reads drain makes, so a peer that keeps

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -134,5 +135,33 @@ func TestClientProtocolViolationFailsRequest(t *testing.T) {
 				t.Fatalf("closed with reason %v", r)
 			}
 		})
+	}
+}
+
+// A ReceiveSync client reads into one buffer and lends it to the pipeline:
+// replies that share it (past the size below which a kept reply is
+// copied) keep their bytes while later requests read on, all held at once.
+func TestSyncClientRepliesOutliveTheNextReads(t *testing.T) {
+	leakcheck.Check(t)
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: echoSRMP})
+	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline()}, transport.ReceiveSync)
+	var replies []*codec.Message
+	defer func() {
+		for _, r := range replies {
+			r.Release()
+		}
+	}()
+	body := func(i int) string { return strings.Repeat(string(rune('a'+i)), 3000) }
+	for i := range 8 {
+		r, err := c.Request(context.Background(), request(body(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		replies = append(replies, r)
+	}
+	for i, r := range replies {
+		if got := string(r.PayloadBytes()); got != body(i) {
+			t.Fatalf("reply %d changed after later reads: %.10q...", i, got)
+		}
 	}
 }
