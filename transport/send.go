@@ -345,8 +345,16 @@ func (s *Session) stageLocked(n int) []byte {
 	if len(s.queue) == 0 {
 		size = firstStageSize // most rounds queue a reply or a few
 	}
-	st := packet.Get(max(n, size))
+	var st *packet.Packet
+	if sp := s.spareStage; sp != nil && sp.Cap() >= n {
+		st, s.spareStage = sp, nil
+	} else {
+		st = packet.Get(max(n, size))
+	}
 	st.Resize(st.Cap())
+	if s.keepStage {
+		s.ownStage = st
+	}
 	s.queue = append(s.queue, st)
 	s.stage, s.stageBuf, s.stageLen = st, st.Bytes(), n
 	return s.stageBuf[:n]
@@ -464,7 +472,7 @@ func (s *Session) flush() error {
 	s.mu.Lock()
 	for first := true; len(s.queue) > 0 && !s.finished && s.Reason() == ReasonNone; first = false {
 		s.sealStageLocked()
-		batch, msgs := s.queue, s.queuedMsgs
+		batch, msgs, own := s.queue, s.queuedMsgs, s.ownStage
 		sent := s.io.bytesOut.Load() // only this goroutine writes meanwhile
 		s.inflight, s.inflightFrom = s.queued, sent
 		s.queue, s.spare, s.queued, s.queuedMsgs = s.spare, nil, 0, 0
@@ -475,11 +483,17 @@ func (s *Session) flush() error {
 		if err == nil {
 			s.io.messagesOut.Add(uint64(msgs)) // messages, not packets: SendBytes shares staging buffers
 		}
+		var keep *packet.Packet // the staging buffer a client keeps for its next SendBytes
 		for i, p := range batch {
-			p.Release()
+			if p == own && p.RefCount() == 1 {
+				keep = p
+			} else {
+				p.Release()
+			}
 			batch[i] = nil
 		}
 		s.mu.Lock()
+		s.keepSpareLocked(own, keep)
 		s.spare = batch[:0]
 		s.inflight = 0
 		if err != nil {
@@ -496,6 +510,26 @@ func (s *Session) flush() error {
 	s.writing = false
 	s.mu.Unlock()
 	return nil
+}
+
+// keepSpareLocked keeps p, the written staging buffer own of a client's
+// session (nil when it was released), for its next SendBytes, which then
+// takes none from the pool (a serial caller writes one small request per
+// round). A server's sessions keep none: thousands of idle ones would each
+// hold one. own is forgotten either way, so that a handle recycled by the
+// pool is never taken for it. Called with s.mu held.
+func (s *Session) keepSpareLocked(own, p *packet.Packet) {
+	if own != nil && s.ownStage == own {
+		s.ownStage = nil
+	}
+	if p == nil {
+		return
+	}
+	if s.spareStage != nil || s.finished {
+		p.Release()
+		return
+	}
+	s.spareStage = p
 }
 
 // writeReason classifies a failed write.

@@ -422,3 +422,35 @@ func TestSendBorrowedView(t *testing.T) {
 		t.Fatalf("a %d-byte view left the lender %d refs, want 2 (shared)", len(long), r)
 	}
 }
+
+// A client keeps the staging buffer of its last SendBytes for the next
+// one. Rounds of SendBytes alternating with Sends of packets wrapping the
+// caller's memory arrive whole and in order, and the caller's memory is
+// never taken for a staging buffer (the pool recycles packet handles, so
+// a handle once the kept buffer's may come back as a wrapped one).
+func TestClientSendBytesReusesItsStagingBuffer(t *testing.T) {
+	leakcheck.Check(t)
+	_, a := startServer(t, transport.Config{}, echoHooks(), "tcp", "127.0.0.1:0")
+	c := dialClient(t, "tcp", a, transport.ClientConfig{Mode: transport.ReceiveSync}, transport.Hooks{})
+	mine := bytes.Repeat([]byte{'w'}, 40)
+	for i := range 300 {
+		small := []byte{byte(i), byte(i >> 8), 's', 'b'}
+		var want []byte
+		if err := c.SendBytes(small); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, small...)
+		if i%3 == 0 {
+			if err := c.Send(packet.Wrap(mine)); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, mine...)
+		}
+		if got := receiveString(t, c, len(want)); got != string(want) {
+			t.Fatalf("round %d: % x, want % x", i, got, want)
+		}
+		if !bytes.Equal(mine, bytes.Repeat([]byte{'w'}, 40)) {
+			t.Fatalf("round %d: the caller's wrapped memory was written: %q", i, mine)
+		}
+	}
+}

@@ -96,6 +96,9 @@ type Session struct {
 	stageBuf     []byte           // stage's storage, written up to stageLen
 	stageLen     int
 	spare        []*packet.Packet // the previous batch's slice, reused
+	keepStage    bool             // a client's session: a written staging buffer is kept for the next SendBytes (spareStage)
+	ownStage     *packet.Packet   // the staging buffer made last (keepStage)
+	spareStage   *packet.Packet   // a written staging buffer kept for reuse (keepStage)
 	queued       int              // bytes in queue
 	queuedMsgs   int              // messages in queue (Send and SendBytes calls)
 	writing      bool             // some goroutine is flushing the queue
@@ -292,6 +295,11 @@ func (s *Session) finish() {
 	}
 	s.queue, s.queued = s.queue[:0], 0
 	s.stage, s.stageBuf, s.stageLen = nil, nil, 0
+	if s.spareStage != nil {
+		s.spareStage.Release()
+		s.spareStage = nil
+	}
+	s.ownStage = nil
 	s.wakeLocked()
 	if s.stall != nil {
 		s.stall.Stop()
