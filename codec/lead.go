@@ -112,7 +112,7 @@ func (l *lead) readOnce(ctx context.Context, c *Conn, ch chan result) {
 	if err != nil {
 		return
 	}
-	c.read(p)
+	c.receive(p)
 }
 
 // drainReads bounds how many reads drain makes, so a peer that keeps
@@ -137,7 +137,7 @@ func (l *lead) drain(c *Conn) {
 		if p == nil {
 			return
 		}
-		c.read(p)
+		c.receive(p)
 		p.Release()
 	}
 }
