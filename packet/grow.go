@@ -33,6 +33,9 @@ func (p *Packet) grow(k int) {
 	o := newOwner(max(n, 2*len(p.buf)))
 	copy(o.buf, p.buf)
 	old := p.o
+	if p.isHome() {
+		old.homeMoved = true // p lives on in old's memory: old must not be pooled again
+	}
 	p.o, p.start, p.buf = o, 0, o.buf[:n]
 	if old != nil {
 		old.release()

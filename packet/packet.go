@@ -27,7 +27,7 @@ func GetWithHeadroom(headroom, n int) *Packet {
 		panic(fmt.Sprintf("packet: Get(%d, %d): negative size", headroom, n))
 	}
 	o := newOwner(headroom + n)
-	p := newView()
+	p := homeOf(o)
 	p.o, p.start, p.buf, p.live = o, headroom, o.buf[headroom:headroom+n], true
 	return p
 }
@@ -97,12 +97,14 @@ func (p *Packet) releaseSegment() {
 	if p.lent {
 		return // a loan holds no reference; its lender releases
 	}
-	o := p.o
+	o, home := p.o, p.isHome()
 	*p = Packet{}
 	if o != nil {
-		o.release()
+		o.release() // may pool o, and with it home: p is not touched after
 	}
-	freeView(p)
+	if !home {
+		freeView(p)
+	}
 }
 
 // Slice returns a new handle chain viewing n bytes of the chain from offset
@@ -187,11 +189,14 @@ func (p *Packet) Detach() []byte {
 		panic(ErrShared)
 	}
 	b := p.Bytes()
+	home := p.isHome()
 	if p.o != nil {
 		p.o.abandon()
 	}
 	*p = Packet{}
-	freeView(p)
+	if !home { // a home goes to the garbage collector with its abandoned owner
+		freeView(p)
+	}
 	return b
 }
 

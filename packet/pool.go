@@ -31,6 +31,15 @@ type owner struct {
 	buf   []byte // full storage, len == cap
 	refs  atomic.Int32
 	class int8 // index into classPools, or unpooled
+	// home is the handle Get returns with this storage (outside debug
+	// builds): it comes from the pool and goes back to it with the
+	// storage, one pool round trip for both. Other handles (Slice, Share,
+	// Wrap) come from viewPool. The storage is pooled again only once every
+	// handle, home included, is released, so home is free by then.
+	home Packet
+	// homeMoved: home left this storage (Write grew it into another), so
+	// its memory is in use elsewhere: this owner is never pooled again.
+	homeMoved bool
 }
 
 var classPools [numClasses]sync.Pool
@@ -64,6 +73,7 @@ func newOwner(n int) *owner {
 		o = &owner{buf: make([]byte, 1<<(c+minShift)), class: int8(c)}
 	}
 	o.refs.Store(1)
+	o.homeMoved = false
 	if pooltrack.Enabled() {
 		pooltrack.Track(o, len(o.buf), 1)
 	}
@@ -94,7 +104,7 @@ func (o *owner) release() {
 	if debug {
 		fillPoison(o.buf)
 	}
-	if o.class != unpooled {
+	if o.class != unpooled && !o.homeMoved {
 		classPools[o.class].Put(o)
 	}
 }
@@ -106,6 +116,19 @@ func (o *owner) abandon() {
 	}
 	o.refs.Store(0)
 }
+
+// homeOf returns the handle for new storage o: its home, or outside the
+// owner in debug builds, whose handles are never reused (a stale pointer
+// keeps its released state).
+func homeOf(o *owner) *Packet {
+	if debug {
+		return new(Packet)
+	}
+	return &o.home
+}
+
+// isHome reports whether p is its owner's home handle.
+func (p *Packet) isHome() bool { return p.o != nil && p == &p.o.home }
 
 // newView returns an empty handle.
 func newView() *Packet {
