@@ -20,26 +20,9 @@
 # Defaults: --conns 100 --rounds 3 --seconds 4. Linux only (/proc, epoll).
 set -euo pipefail
 
-conns=100 rounds=3 seconds=4
-die2() { echo "floor.sh: $*" >&2; exit 2; }
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--conns) conns=${2-} ;;
-	--rounds) rounds=${2-} ;;
-	--seconds) seconds=${2-} ;;
-	-h | --help) sed -n '2,20p' "$0" >&2; exit 2 ;;
-	*) die2 "unknown argument $1 (see --help)" ;;
-	esac
-	[ $# -ge 2 ] || die2 "$1 needs a value"
-	shift 2
-done
-[[ $conns =~ ^[1-9][0-9]*$ ]] || die2 "--conns $conns: want a positive integer"
-[[ $rounds =~ ^[1-9][0-9]*$ && $rounds -le 100 ]] || die2 "--rounds $rounds: want 1 to 100"
-[[ $seconds =~ ^[1-9][0-9]*$ && $seconds -ge 3 && $seconds -le 60 ]] || die2 "--seconds $seconds: want 3 to 60 whole seconds"
-[ "$(uname -s)" = Linux ] || die2 "needs Linux (/proc and epoll)"
-
 cd "$(dirname "$0")"
 source ./lib.sh # $tmp, $pids (here the server and client running now), cleanup on exit, ready
+window_args 3 '2,20p' "/proc and epoll" "$@" # sets conns, rounds, seconds
 
 echo "building into $tmp" >&2
 (cd ../cmd/lifenet && go build -o "$tmp/lifenet" .) # a module of its own
@@ -61,13 +44,6 @@ start() {
 	pids=("$p")
 	a=$(ready "$1" "$p" "$tmp/server.out" "$tmp/server.err")
 }
-# stop: end the server started last.
-stop() {
-	kill "$p" 2>/dev/null || true
-	wait "$p" 2>/dev/null || true
-	pids=()
-}
-
 # client NAME: run NAME's client in place of the calling (sub)shell (exec:
 # started with &, $! is the client itself, which cleanup can then kill).
 client() {
@@ -78,9 +54,6 @@ client() {
 	netrpc) exec "$tmp/lifenet" rpcload --impl netrpc --remote "$a" --conns "$conns" --inflight 1 --call noarg "${warm[@]}" ;;
 	esac
 }
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # user + system clock ticks
-hz=$(getconf CLK_TCK)
-field() { sed -n "s/.*\"$1\":\([-0-9.e+]*\).*/\1/p" "$tmp/run.out"; }
 
 # One run: a fresh server, the client in the background, the server's
 # ticks at 1.5 s into the measured window and 0.5 s before its end.

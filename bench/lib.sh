@@ -32,3 +32,41 @@ ready() {
 	cat "$err" >&2
 	return 1
 }
+
+# window_args ROUNDS HELP NEEDS ARGS...: parse the measuring scripts' shared
+# flags into conns (default 100), rounds (default ROUNDS) and seconds
+# (default 4); --help prints the lines HELP (a sed range) of the script.
+# NEEDS names what a non-Linux machine lacks.
+window_args() {
+	local name help=$2 needs=$3
+	name=$(basename "$0")
+	rounds=$1 conns=100 seconds=4
+	shift 3
+	die2() { echo "$name: $*" >&2; exit 2; }
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--conns) conns=${2-} ;;
+		--rounds) rounds=${2-} ;;
+		--seconds) seconds=${2-} ;;
+		-h | --help) sed -n "$help" "$0" >&2; exit 2 ;;
+		*) die2 "unknown argument $1 (see --help)" ;;
+		esac
+		[ $# -ge 2 ] || die2 "$1 needs a value"
+		shift 2
+	done
+	[[ $conns =~ ^[1-9][0-9]*$ ]] || die2 "--conns $conns: want a positive integer"
+	[[ $rounds =~ ^[1-9][0-9]*$ && $rounds -le 100 ]] || die2 "--rounds $rounds: want 1 to 100"
+	[[ $seconds =~ ^[1-9][0-9]*$ && $seconds -ge 3 && $seconds -le 60 ]] || die2 "--seconds $seconds: want 3 to 60 whole seconds"
+	[ "$(uname -s)" = Linux ] || die2 "needs Linux ($needs)"
+}
+
+# stop: end the server started last (its PID in $p).
+stop() {
+	kill "$p" 2>/dev/null || true
+	wait "$p" 2>/dev/null || true
+	pids=()
+}
+
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # a process's user + system clock ticks
+hz=$(getconf CLK_TCK)
+field() { sed -n "s/.*\"$1\":\([-0-9.e+]*\).*/\1/p" "$tmp/run.out"; } # a number of the run's summary

@@ -16,26 +16,9 @@
 # Defaults: --conns 100 --rounds 5 --seconds 4. Linux only (/proc).
 set -euo pipefail
 
-conns=100 rounds=5 seconds=4
-die2() { echo "observe.sh: $*" >&2; exit 2; }
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--conns) conns=${2-} ;;
-	--rounds) rounds=${2-} ;;
-	--seconds) seconds=${2-} ;;
-	-h | --help) sed -n '2,16p' "$0" >&2; exit 2 ;;
-	*) die2 "unknown argument $1 (see --help)" ;;
-	esac
-	[ $# -ge 2 ] || die2 "$1 needs a value"
-	shift 2
-done
-[[ $conns =~ ^[1-9][0-9]*$ ]] || die2 "--conns $conns: want a positive integer"
-[[ $rounds =~ ^[1-9][0-9]*$ && $rounds -le 100 ]] || die2 "--rounds $rounds: want 1 to 100"
-[[ $seconds =~ ^[1-9][0-9]*$ && $seconds -ge 3 && $seconds -le 60 ]] || die2 "--seconds $seconds: want 3 to 60 whole seconds"
-[ "$(uname -s)" = Linux ] || die2 "needs Linux (/proc)"
-
 cd "$(dirname "$0")"
-source ./lib.sh # $tmp, $pids, cleanup on exit, ready
+source ./lib.sh # $tmp, $pids, cleanup on exit, ready, window_args, stop, ticks, field
+window_args 5 '2,16p' "/proc" "$@" # sets conns, rounds, seconds
 
 echo "building into $tmp" >&2
 (cd ../cmd/lifenet && go build -o "$tmp/lifenet" .)
@@ -54,14 +37,6 @@ start() {
 	pids=("$p")
 	a=$(ready "$1" "$p" "$tmp/server.out" "$tmp/server.err")
 }
-stop() {
-	kill "$p" 2>/dev/null || true
-	wait "$p" 2>/dev/null || true
-	pids=()
-}
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # user + system clock ticks
-hz=$(getconf CLK_TCK)
-field() { sed -n "s/.*\"$1\":\([-0-9.e+]*\).*/\1/p" "$tmp/run.out"; }
 
 span=$((seconds - 2))
 order=(off metrics traces)
