@@ -57,24 +57,33 @@ func get(t *testing.T, url string) string {
 	return string(b)
 }
 
-func TestServeMetricsAndStatus(t *testing.T) {
-	ready, metrics := startServe(t, "--port", "0", "--udp=false", "--metrics", "127.0.0.1:0")
-	if len(metrics) != 2 {
-		t.Fatalf("METRICS line %q", metrics)
-	}
+// callNoArg dials the server of ready (its READY words) and calls
+// Bench/NoArg n times, failing t unless each answers 42; the client and
+// its context last until t ends.
+func callNoArg(t *testing.T, ready []string, n int) (context.Context, *rpc.Client) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	cl, err := rpc.Dial(ctx, strings.TrimPrefix(ready[0], "tcp://"), rpc.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
-	for range 5 {
+	t.Cleanup(func() { cl.Close() })
+	for range n {
 		var r int32
 		if err := cl.Invoke(ctx, "Bench/NoArg", nil, &r); err != nil || r != 42 {
 			t.Fatalf("Bench/NoArg: %d %v", r, err)
 		}
 	}
+	return ctx, cl
+}
+
+func TestServeMetricsAndStatus(t *testing.T) {
+	ready, metrics := startServe(t, "--port", "0", "--udp=false", "--metrics", "127.0.0.1:0")
+	if len(metrics) != 2 {
+		t.Fatalf("METRICS line %q", metrics)
+	}
+	ctx, cl := callNoArg(t, ready, 5)
 	cl.Invoke(ctx, "No/Such", nil, nil)
 
 	text := get(t, metrics[0])
@@ -116,19 +125,7 @@ func TestServeMetricsFlag(t *testing.T) {
 // (the spans themselves go to no exporter).
 func TestServeTraces(t *testing.T) {
 	ready, metrics := startServe(t, "--port", "0", "--udp=false", "--metrics", "127.0.0.1:0", "--traces", "1")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cl, err := rpc.Dial(ctx, strings.TrimPrefix(ready[0], "tcp://"), rpc.ClientConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	for range 3 {
-		var r int32
-		if err := cl.Invoke(ctx, "Bench/NoArg", nil, &r); err != nil || r != 42 {
-			t.Fatalf("Bench/NoArg: %d %v", r, err)
-		}
-	}
+	callNoArg(t, ready, 3)
 	if text := get(t, metrics[0]); !strings.Contains(text, `rpc_method="Bench/NoArg"`) {
 		t.Errorf("/metrics has no Bench/NoArg series:\n%.2000s", text)
 	}
