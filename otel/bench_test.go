@@ -2,6 +2,9 @@ package otel_test
 
 import (
 	"context"
+	"encoding/binary"
+	"io"
+	"net"
 	"testing"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -23,7 +26,8 @@ const (
 	modePlain benchMode = iota
 	modeMetrics
 	modeMetricsTraces
-	modeCallMetrics // WithCallMetrics: lifenet's own histograms, produced at collection
+	modeCallMetrics       // WithCallMetrics: lifenet's own histograms, produced at collection
+	modeCallMetricsTraces // WithCallMetrics and traces at 1 %: lifenet serve --metrics --traces 0.01
 )
 
 func benchOpts(b *testing.B, m benchMode) []otel.Option {
@@ -34,11 +38,18 @@ func benchOpts(b *testing.B, m benchMode) []otel.Option {
 	case modeCallMetrics:
 		return []otel.Option{otel.WithMeterProvider(mp), otel.WithCallMetrics(otel.NewCallMetrics()), otel.WithoutTraces()}
 	case modeMetricsTraces:
-		tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01))))
-		b.Cleanup(func() { tp.Shutdown(context.Background()) })
-		return []otel.Option{otel.WithMeterProvider(mp), otel.WithTracerProvider(tp)}
+		return []otel.Option{otel.WithMeterProvider(mp), otel.WithTracerProvider(sampled(b))}
+	case modeCallMetricsTraces:
+		return []otel.Option{otel.WithMeterProvider(mp), otel.WithCallMetrics(otel.NewCallMetrics()), otel.WithTracerProvider(sampled(b))}
 	}
 	return nil
+}
+
+// sampled is a tracer provider sampling parent-based at 1 %, exporting nothing.
+func sampled(b *testing.B) *sdktrace.TracerProvider {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01))))
+	b.Cleanup(func() { tp.Shutdown(context.Background()) })
+	return tp
 }
 
 func benchCall(b *testing.B, m benchMode) {
@@ -96,3 +107,50 @@ func BenchmarkProcessPlain(b *testing.B)         { benchProcess(b, modePlain) }
 func BenchmarkProcessMetrics(b *testing.B)       { benchProcess(b, modeMetrics) }
 func BenchmarkProcessMetricsTraces(b *testing.B) { benchProcess(b, modeMetricsTraces) }
 func BenchmarkProcessCallMetrics(b *testing.B)   { benchProcess(b, modeCallMetrics) }
+
+// BenchmarkServe is the server's cost per call over loopback TCP under
+// the plainest caller (one request frame written, its reply frame read):
+// the shape of docs/perf/observability.md's timed table in one process,
+// so that scripts/instrs.sh counts the server's user-space instructions
+// (the caller's are the same in every mode). The modes are lifenet
+// serve's: nothing, --metrics (CallMetrics), --metrics --traces 0.01.
+func BenchmarkServe(b *testing.B) {
+	for _, m := range []struct {
+		name string
+		mode benchMode
+	}{{"plain", modePlain}, {"callmetrics", modeCallMetrics}, {"traces", modeCallMetricsTraces}} {
+		b.Run("mode="+m.name, func(b *testing.B) { benchServe(b, m.mode) })
+	}
+}
+
+func benchServe(b *testing.B, m benchMode) {
+	var cfg rpc.Config
+	if m != modePlain {
+		cfg.Interceptors = []rpc.Interceptor{otel.ServerInterceptor(benchOpts(b, m)...)}
+	}
+	_, addr := startServer(b, cfg, func(s *rpc.Server) {
+		must(b, rpc.Handle(s, "Bench/NoArg", func(context.Context, struct{}) (int32, error) { return 42, nil }, rpc.WithInline()))
+	})
+	c, err := net.Dial("tcp", addr)
+	must(b, err)
+	defer c.Close()
+	req := srmp(0x01, 1, rawBody("Bench/NoArg", ""))
+	reply := make([]byte, 256)
+	call := func() {
+		if _, err := c.Write(req); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, reply[:4]); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, reply[:binary.LittleEndian.Uint16(reply[2:4])]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	call()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		call()
+	}
+}

@@ -180,6 +180,9 @@ type Stats struct {
 	// and requests now (codec.Server.PartialBytes; bounded by the codec's
 	// MaxPartialBytes).
 	PartialBytes int64
+	// ByProtocol is the open sessions by [Protocol], taken as InFlight is;
+	// index 0 counts those whose first bytes have not shown it yet.
+	ByProtocol [ProtoUDP + 1]int
 }
 
 // Transport returns the transport server under s: its Stats count
@@ -191,7 +194,12 @@ func (s *Server) Transport() *transport.Server { return s.cs.Transport() }
 func (s *Server) Stats() Stats {
 	st := Stats{Sessions: s.cs.Transport().SessionCount(), Dropped: s.dropped.Load(), Panics: s.panics.Load(), PartialBytes: s.cs.PartialBytes()}
 	inline := 0
-	s.eachSession(func(ss *Session) { inline += int(ss.inline.Load()) })
+	s.eachSession(func(ss *Session) {
+		inline += int(ss.inline.Load())
+		if p := ss.Protocol(); int(p) < len(st.ByProtocol) {
+			st.ByProtocol[p]++
+		}
+	})
 	st.InFlight = int(s.spawned.Load()) + inline
 	return st
 }
@@ -482,12 +490,12 @@ func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *actio
 	if s.chain == nil {
 		return a.invoke(ctx, data, dst)
 	}
-	c := getCall()
+	c := sessionCall(ss)
 	c.info, c.raw, c.data, c.keys = CallInfoFrom(ctx), raw, data, s.keys
 	c.a, c.name, c.dst, c.off = a, name, dst, len(dst)
 	err = s.chain(ctx, c)
 	out, k = c.dst, c.k
-	putCall(c)
+	endSessionCall(ss, c)
 	return out, k, err
 }
 

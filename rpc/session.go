@@ -25,6 +25,7 @@ type Session struct {
 	wire    atomic.Uint32 // its Protocol, once its first bytes showed it
 	token   atomic.Pointer[string]
 	calls   callCache
+	spare   atomic.Pointer[Invocation] // an emptied Invocation for the session's next intercepted call
 
 	tlsState atomic.Pointer[tls.ConnectionState] // taken from srv.tlsStates (TLS)
 }

@@ -2,7 +2,9 @@ package rpc_test
 
 import (
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"testing"
 	"time"
 
@@ -105,4 +107,28 @@ func TestServerStatsPartialBytes(t *testing.T) {
 	waitFor(t, "the partial frame counted", func() bool { return srv.Stats().PartialBytes >= 100 })
 	rc.c.Close()
 	waitFor(t, "the partial frame given back", func() bool { return srv.Stats().PartialBytes == 0 })
+}
+
+// Stats.ByProtocol counts the open sessions by what they speak: an SRMP
+// client's, an HTTP client's kept-alive connection, and a connection that
+// has sent nothing yet (index 0).
+func TestServerStatsByProtocol(t *testing.T) {
+	srv, addr := startServer(t, rpc.Config{}, func(s *rpc.Server) {
+		must(t, rpc.Handle(s, "Test/One", func(context.Context, struct{}) (int, error) { return 1, nil }))
+	})
+	cl := dialClient(t, addr, rpc.ClientConfig{Log: quietLog()})
+	if _, err := rpc.Call[int](testCtx(t), cl, "Test/One", struct{}{}); err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get("http://" + addr + "/Test/One")
+	must(t, err)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	silent, err := net.Dial("tcp", addr)
+	must(t, err)
+	defer silent.Close()
+	want := [rpc.ProtoUDP + 1]int{0: 1, rpc.ProtoSRMP: 1, rpc.ProtoHTTP: 1}
+	testwait.For(t, 10*time.Second, "sessions by protocol", func() bool { return srv.Stats().ByProtocol == want })
 }
