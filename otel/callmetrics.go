@@ -3,7 +3,7 @@ package otel
 import (
 	"context"
 	"math"
-	"sort"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,6 +58,7 @@ type series struct {
 	side    string // "server" or "client"
 	set     attribute.Set
 	bounds  []float64 // duration boundaries, seconds
+	nanos   *bucketIndex   // the same in nanoseconds, for record
 	shard   [shards]seriesShard
 	hasResp atomic.Bool // a unary call was recorded: the response size is kept
 	hasReq  bool        // the request size is recorded (a client only WithClientRequestSize)
@@ -75,18 +76,68 @@ type counts struct {
 	buckets []atomic.Uint64 // len(bounds)+1; their sum is the count
 }
 
-func newCounts(bounds []float64) counts { return counts{buckets: make([]atomic.Uint64, len(bounds)+1)} }
+func newCounts(b *bucketIndex) counts { return counts{buckets: make([]atomic.Uint64, len(b.at)+1)} }
 
-// add records v (in the unit of bounds) with integer sum units.
-func (c *counts) add(bounds []float64, v float64, sumUnits uint64) {
-	c.sum.Add(sumUnits)
-	c.buckets[sort.SearchFloat64s(bounds, v)].Add(1)
+// add records v, in the integer unit of b (nanoseconds or bytes).
+func (c *counts) add(b *bucketIndex, v int64) {
+	c.sum.Add(uint64(max(v, 0)))
+	c.buckets[b.bucket(v)].Add(1)
+}
+
+// bucketIndex is a histogram's bucket boundaries as integers (nanoseconds or
+// bytes), indexed by bit length, so that finding a value's bucket takes a
+// table lookup and a step or two, not a search.
+type bucketIndex struct {
+	at    []int64
+	first [65]uint8 // by bits.Len64(v): the first i with at[i] >= the least value of that length
+}
+
+func newBucketIndex(at []int64) *bucketIndex {
+	b := &bucketIndex{at: at}
+	for l := range b.first {
+		least := int64(0) // the least value of bit length l: 2^(l-1); none of length 64 is an int64 >= 0
+		switch {
+		case l == 64:
+			least = math.MaxInt64
+		case l > 0:
+			least = 1 << (l - 1)
+		}
+		i := 0
+		for i < len(at) && at[i] < least {
+			i++
+		}
+		b.first[l] = uint8(i)
+	}
+	return b
+}
+
+// bucket is v's bucket: the first i with v <= at[i] (an explicit-bucket
+// histogram's bucket i holds (at[i-1], at[i]]), len(at) past the last.
+// Every boundary before first[len(v)] is below v, so the scan starts there
+// and passes only the boundaries between 2^(len-1) and v.
+func (b *bucketIndex) bucket(v int64) int {
+	v = max(v, 0)
+	i := int(b.first[bits.Len64(uint64(v))])
+	for i < len(b.at) && v > b.at[i] {
+		i++
+	}
+	return i
+}
+
+// nanos converts duration boundaries in seconds to integer nanoseconds,
+// rounded, so that a call is bucketed without a float conversion.
+func nanos(seconds []float64) []int64 {
+	ns := make([]int64, len(seconds))
+	for i, v := range seconds {
+		ns[i] = int64(math.Round(v * 1e9))
+	}
+	return ns
 }
 
 func (m *CallMetrics) newSeries(side string, set attribute.Set, bounds []float64, hasReq bool) *series {
-	s := &series{side: side, set: set, bounds: bounds, hasReq: hasReq}
+	s := &series{side: side, set: set, bounds: bounds, nanos: newBucketIndex(nanos(bounds)), hasReq: hasReq}
 	for i := range s.shard {
-		s.shard[i] = seriesShard{dur: newCounts(bounds), req: newCounts(sizeBuckets), resp: newCounts(sizeBuckets)}
+		s.shard[i] = seriesShard{dur: newCounts(s.nanos), req: newCounts(sizeBounds), resp: newCounts(sizeBounds)}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -103,15 +154,15 @@ func (m *CallMetrics) newSeries(side string, set attribute.Set, bounds []float64
 // a unary call). shardOf picks the shard; any value will do.
 func (s *series) record(shardOf uint64, d time.Duration, req, resp int) {
 	sh := &s.shard[shardOf%shards]
-	sh.dur.add(s.bounds, d.Seconds(), uint64(max(d, 0)))
+	sh.dur.add(s.nanos, int64(d))
 	if s.hasReq {
-		sh.req.add(sizeBuckets, float64(req), uint64(max(req, 0)))
+		sh.req.add(sizeBounds, int64(req))
 	}
 	if resp >= 0 {
 		if !s.hasResp.Load() {
 			s.hasResp.Store(true)
 		}
-		sh.resp.add(sizeBuckets, float64(resp), uint64(resp))
+		sh.resp.add(sizeBounds, int64(resp))
 	}
 }
 

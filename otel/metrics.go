@@ -32,7 +32,21 @@ type instruments struct {
 	reqSize  metric.Int64Histogram
 	respSize metric.Int64Histogram
 	sets     setCache
-	base     []attribute.KeyValue // rpc.system.name, server.address …
+	recent   [64]atomic.Pointer[setEntry] // a cache in front of sets, by setKey.slot
+	base     []attribute.KeyValue         // rpc.system.name, server.address …
+}
+
+// entry returns the set of calls of k: from the recent cache (a slot per
+// key hash; a key compare, where a map lookup hashes the action's name)
+// or from sets.
+func (in *instruments) entry(k setKey) *setEntry {
+	slot := &in.recent[k.slot()]
+	if e := slot.Load(); e != nil && e.key == k {
+		return e
+	}
+	e := in.sets.get(k, in)
+	slot.Store(e) // past maxMethods e is OtherMethod's: its key never matches, and the call looks up sets again
+	return e
 }
 
 func newInstruments(c *config, side string) (*instruments, error) {
@@ -89,6 +103,17 @@ type setKey struct {
 	kind   rpc.CallKind
 }
 
+// slot is k's place in instruments.recent: a hash of the name's length
+// and last byte, the code, protocol and kind.
+func (k setKey) slot() int {
+	n := len(k.method)
+	h := n*31 + k.code*7 + int(k.proto)*3 + int(k.kind)
+	if n > 0 {
+		h += int(k.method[n-1]) * 13
+	}
+	return h & 63
+}
+
 // setCache maps a call's setKey to its measurement options. Lookups read
 // an immutable map through an atomic pointer: no lock is taken per call,
 // and none is shared between connections; a miss (a new action, code or
@@ -99,6 +124,7 @@ type setCache struct {
 }
 
 type setEntry struct {
+	key  setKey
 	opts []metric.RecordOption // WithAttributeSet, preallocated: a Record allocates no option
 	set  attribute.Set
 	fast *series // WithCallMetrics: where the call is counted
@@ -125,6 +151,7 @@ func (sc *setCache) get(k setKey, in *instruments) *setEntry {
 		}
 	}
 	e := newSetEntry(k, in.base)
+	e.key = k
 	if in.calls != nil {
 		e.fast = in.calls.newSeries(in.side, e.set, in.bounds, in.withReq)
 	}

@@ -94,6 +94,15 @@ var DefaultDurationBuckets = []float64{
 // sizeBuckets are the size histograms' boundaries in bytes.
 var sizeBuckets = []float64{0, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216}
 
+// sizeBounds are sizeBuckets as integers, for CallMetrics.
+var sizeBounds = func() *bucketIndex {
+	b := make([]int64, len(sizeBuckets))
+	for i, v := range sizeBuckets {
+		b[i] = int64(v)
+	}
+	return newBucketIndex(b)
+}()
+
 func newConfig(opts []Option) *config {
 	c := &config{}
 	for _, o := range opts {
