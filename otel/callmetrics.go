@@ -57,8 +57,8 @@ const shards = 4
 type series struct {
 	side    string // "server" or "client"
 	set     attribute.Set
-	bounds  []float64 // duration boundaries, seconds
-	nanos   *bucketIndex   // the same in nanoseconds, for record
+	bounds  []float64    // duration boundaries, seconds
+	nanos   *bucketIndex // the same in nanoseconds, for record
 	shard   [shards]seriesShard
 	hasResp atomic.Bool // a unary call was recorded: the response size is kept
 	hasReq  bool        // the request size is recorded (a client only WithClientRequestSize)
