@@ -75,15 +75,14 @@ func (m *metricsServer) config(cfg *rpc.Config) error {
 		return err
 	}
 	m.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
-	m.status = newStatusRecorder()
+	m.status = newStatusRecorder(calls)
 	traces := lnotel.WithoutTraces()
 	if m.traces > 0 {
 		m.tp = sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(m.traces))))
 		traces = lnotel.WithTracerProvider(m.tp)
 	}
 	cfg.Interceptors = append(cfg.Interceptors,
-		lnotel.ServerInterceptor(lnotel.WithMeterProvider(m.mp), lnotel.WithCallMetrics(calls), traces),
-		m.status.intercept)
+		lnotel.ServerInterceptor(lnotel.WithMeterProvider(m.mp), lnotel.WithCallMetrics(calls), traces))
 	return nil
 }
 
@@ -111,10 +110,15 @@ func (m *metricsServer) started(ctx context.Context, srv *rpc.Server, stdout io.
 	})
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go hs.Serve(l)
+	snapCtx, stopSnaps := context.WithCancel(context.Background())
+	snapsDone := make(chan struct{})
+	go func() { m.status.run(snapCtx); close(snapsDone) }()
 	fmt.Fprintf(stdout, "METRICS http://%s/metrics http://%s/status\n", l.Addr(), l.Addr())
 	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
+		stopSnaps()
+		<-snapsDone
 		hs.Shutdown(sctx)
 		reg.Unregister()
 		m.mp.Shutdown(sctx)

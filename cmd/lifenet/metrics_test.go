@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	lnotel "github.com/lifenet/lifenet/otel"
 	"github.com/lifenet/lifenet/rpc"
 )
 
@@ -131,27 +133,43 @@ func TestServeTraces(t *testing.T) {
 	}
 }
 
+// /status estimates a quantile within the bucket that holds it, as
+// histogram_quantile does: 990 calls of 1 ms and 10 of 20 ms.
 func TestStatusQuantiles(t *testing.T) {
-	var a actionStats
-	now := time.Unix(1000, 0)
-	for i := range 1000 {
-		d := time.Millisecond
-		if i%100 == 0 {
-			d = 20 * time.Millisecond // 1 %
-		}
-		a.record(now, d, false)
+	b := lnotel.DefaultDurationBuckets
+	a := actionTotals{calls: 1000, bounds: b, buckets: make([]uint64, len(b)+1)}
+	a.buckets[sort.SearchFloat64s(b, 0.001)] = 990
+	a.buckets[sort.SearchFloat64s(b, 0.020)] = 10
+	if p50 := a.quantile(0.5); p50 <= 750 || p50 > 1000 {
+		t.Errorf("p50 %g µs, want in 1 ms's bucket (750, 1000]", p50)
 	}
-	calls, _, hist := a.window(now.Unix())
-	if calls != 1000 {
-		t.Fatalf("%d calls", calls)
+	if p995 := a.quantile(0.995); p995 <= 10000 || p995 > 25000 {
+		t.Errorf("p99.5 %g µs, want in 20 ms's bucket (10000, 25000]", p995)
 	}
-	if p50 := quantile(&hist, calls, 0.5); p50 < 900 || p50 > 1100 {
-		t.Errorf("p50 %g µs, want about 1000", p50)
+	if q := (actionTotals{bounds: b, buckets: make([]uint64, len(b)+1)}).quantile(0.5); q != 0 {
+		t.Errorf("no calls: quantile %g", q)
 	}
-	if p995 := quantile(&hist, calls, 0.995); p995 < 18000 || p995 > 22000 {
-		t.Errorf("p99.5 %g µs, want about 20000", p995)
+}
+
+// The window starts at the newest snapshot a minute old: before a minute
+// of snapshots, at the server's start; a snapshot's calls are taken off.
+func TestStatusWindow(t *testing.T) {
+	start := time.Unix(1000, 0)
+	r := &statusRecorder{start: start}
+	snap := func(sec int, calls uint64) callSnapshot {
+		return callSnapshot{at: start.Add(time.Duration(sec) * time.Second), actions: map[string]actionTotals{"A": {calls: calls, buckets: []uint64{calls}}}}
 	}
-	if calls, _, _ := a.window(now.Unix() + 60); calls != 0 {
-		t.Errorf("a minute on, %d calls in the window", calls)
+	for sec := 1; sec <= 90; sec++ {
+		r.snaps = append(r.snaps, snap(sec, uint64(10*sec)))
+	}
+	if base := r.window(start.Add(30 * time.Second)); !base.at.Equal(start) {
+		t.Errorf("at 30 s the window starts at %v, want the start", base.at)
+	}
+	base := r.window(start.Add(90 * time.Second))
+	if want := start.Add(30 * time.Second); !base.at.Equal(want) {
+		t.Fatalf("at 90 s the window starts at %v, want %v", base.at, want)
+	}
+	if d := snap(90, 900).actions["A"].since(base.actions["A"]); d.calls != 600 || d.buckets[0] != 600 {
+		t.Errorf("calls in the window: %+v", d)
 	}
 }

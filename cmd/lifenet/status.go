@@ -2,134 +2,164 @@ package main
 
 import (
 	"context"
-	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	lnotel "github.com/lifenet/lifenet/otel"
 	"github.com/lifenet/lifenet/rpc"
 	"github.com/lifenet/lifenet/transport"
 )
 
-// The /status page's figures over the last minute: per action, the calls
-// of each of the last 60 seconds in a log-scale latency histogram (8
-// buckets per doubling from 1 µs: a quantile's error is under 9 %).
-const (
-	statusWindow  = 60
-	bucketsPerDbl = 8
-	numBuckets    = 28 * bucketsPerDbl // 1 µs to 2^28 µs (4.5 min)
-)
+// The /status page's figures over the last minute come from the call
+// histograms /metrics exports (otel.CallMetrics), read once a second:
+// a call costs nothing more for /status, and the page and Prometheus's
+// histogram_quantile agree, estimating a quantile within one bucket of
+// the histogram (otel.DefaultDurationBuckets: about 4 per decade below
+// 1 ms, 8 per decade from 1 to 10 ms).
+const statusWindow = 60 * time.Second
 
-type secSlot struct {
-	sec     atomic.Int64 // the Unix second the slot counts
-	mu      sync.Mutex   // taken only to reset the slot for a new second
-	calls   atomic.Uint64
-	errors  atomic.Uint64
-	buckets [numBuckets]atomic.Uint32
+// statusRecorder keeps what /status shows: a snapshot of the call
+// histograms each second for the last minute, and the server's counters.
+type statusRecorder struct {
+	start time.Time
+	srv   *rpc.Server
+	calls *lnotel.CallMetrics
+
+	mu    sync.Mutex
+	snaps []callSnapshot // oldest first; none older than the window's start and a second
 }
 
-type actionStats struct{ slots [statusWindow]secSlot }
+// callSnapshot is the cumulative call histograms by action at one time.
+type callSnapshot struct {
+	at      time.Time
+	actions map[string]actionTotals
+}
 
-func bucketOf(d time.Duration) int {
-	us := float64(d) / float64(time.Microsecond)
-	if us <= 1 {
+// actionTotals is one action's cumulative calls, failed calls and
+// duration histogram (every series of the action summed).
+type actionTotals struct {
+	calls, errors uint64
+	bounds        []float64 // seconds
+	buckets       []uint64
+}
+
+func newStatusRecorder(calls *lnotel.CallMetrics) *statusRecorder {
+	return &statusRecorder{start: time.Now(), calls: calls}
+}
+
+// run snapshots the histograms every second until ctx ends.
+func (r *statusRecorder) run(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			s := r.snapshot(now)
+			r.mu.Lock()
+			r.snaps = append(r.snaps, s)
+			for len(r.snaps) > 1 && now.Sub(r.snaps[1].at) >= statusWindow {
+				r.snaps = r.snaps[1:] // the second oldest starts a full window: the oldest is no longer needed
+			}
+			r.mu.Unlock()
+		}
+	}
+}
+
+// snapshot reads the server's call duration histograms now.
+func (r *statusRecorder) snapshot(now time.Time) callSnapshot {
+	s := callSnapshot{at: now, actions: map[string]actionTotals{}}
+	sms, _ := r.calls.Produce(context.Background())
+	for _, sm := range sms {
+		for _, m := range sm.Metrics {
+			h, ok := m.Data.(metricdata.Histogram[float64])
+			if !ok || m.Name != "rpc.server.call.duration" {
+				continue
+			}
+			for _, dp := range h.DataPoints {
+				s.add(dp)
+			}
+		}
+	}
+	return s
+}
+
+func (s *callSnapshot) add(dp metricdata.HistogramDataPoint[float64]) {
+	name, _ := dp.Attributes.Value(attribute.Key("rpc.method"))
+	code, _ := dp.Attributes.Value(attribute.Key("rpc.response.status_code"))
+	a := s.actions[name.AsString()]
+	if a.buckets == nil {
+		a.bounds, a.buckets = dp.Bounds, make([]uint64, len(dp.BucketCounts))
+	}
+	a.calls += dp.Count
+	if code.AsString() != "200" {
+		a.errors += dp.Count
+	}
+	for i, n := range dp.BucketCounts {
+		if i < len(a.buckets) {
+			a.buckets[i] += n
+		}
+	}
+	s.actions[name.AsString()] = a
+}
+
+// since returns a's calls after base's (the same action earlier; zero
+// when it had none).
+func (a actionTotals) since(base actionTotals) actionTotals {
+	d := actionTotals{calls: a.calls - base.calls, errors: a.errors - base.errors, bounds: a.bounds, buckets: make([]uint64, len(a.buckets))}
+	for i, n := range a.buckets {
+		if i < len(base.buckets) {
+			n -= base.buckets[i]
+		}
+		d.buckets[i] = n
+	}
+	return d
+}
+
+// quantile estimates the q-quantile of a's durations in microseconds as
+// Prometheus's histogram_quantile does: linearly within the bucket that
+// holds it (from 0 in the first; the last finite boundary past it).
+func (a actionTotals) quantile(q float64) float64 {
+	if a.calls == 0 {
 		return 0
 	}
-	b := int(math.Log2(us) * bucketsPerDbl)
-	return min(b, numBuckets-1)
-}
-
-// bucketValue is a bucket's middle (geometric), in microseconds.
-func bucketValue(b int) float64 { return math.Exp2((float64(b) + 0.5) / bucketsPerDbl) }
-
-func (a *actionStats) record(now time.Time, d time.Duration, failed bool) {
-	sec := now.Unix()
-	s := &a.slots[sec%statusWindow]
-	if s.sec.Load() != sec {
-		s.mu.Lock()
-		if s.sec.Load() != sec {
-			s.calls.Store(0)
-			s.errors.Store(0)
-			for i := range s.buckets {
-				s.buckets[i].Store(0)
-			}
-			s.sec.Store(sec)
-		}
-		s.mu.Unlock()
-	}
-	s.calls.Add(1)
-	if failed {
-		s.errors.Add(1)
-	}
-	s.buckets[bucketOf(d)].Add(1)
-}
-
-// window sums the slots of the last statusWindow seconds, now's (the
-// current, partial one) included.
-func (a *actionStats) window(now int64) (calls, errs uint64, hist [numBuckets]uint64) {
-	for i := range a.slots {
-		s := &a.slots[i]
-		if sec := s.sec.Load(); sec <= now-statusWindow || sec > now {
+	rank := q * float64(a.calls)
+	var seen float64
+	for i, n := range a.buckets {
+		if n == 0 || seen+float64(n) < rank {
+			seen += float64(n)
 			continue
 		}
-		calls += s.calls.Load()
-		errs += s.errors.Load()
-		for b := range s.buckets {
-			hist[b] += uint64(s.buckets[b].Load())
+		if i >= len(a.bounds) {
+			return a.bounds[len(a.bounds)-1] * 1e6
 		}
+		lo := 0.0
+		if i > 0 {
+			lo = a.bounds[i-1]
+		}
+		return (lo + (a.bounds[i]-lo)*(rank-seen)/float64(n)) * 1e6
 	}
-	return
+	return 0
 }
 
-func quantile(hist *[numBuckets]uint64, n uint64, q float64) float64 {
-	if n == 0 {
-		return 0
-	}
-	rank := uint64(math.Ceil(q * float64(n)))
-	var seen uint64
-	for b, c := range hist {
-		seen += c
-		if seen >= rank {
-			return bucketValue(b)
+// window returns the snapshot the last minute starts from: the newest
+// one at least statusWindow old, or none (the server's start) before a
+// minute of snapshots.
+func (r *statusRecorder) window(now time.Time) callSnapshot {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	base := callSnapshot{at: r.start}
+	for _, s := range r.snaps {
+		if now.Sub(s.at) < statusWindow {
+			break
 		}
+		base = s
 	}
-	return bucketValue(numBuckets - 1)
-}
-
-// statusRecorder keeps what /status shows: an interceptor records each
-// call's action, time and code, and the protocols of the sessions that
-// called.
-type statusRecorder struct {
-	start    time.Time
-	srv      *rpc.Server
-	actions  sync.Map // action name → *actionStats
-	sessions sync.Map // session ID → rpc.Protocol
-}
-
-type seenKey struct{}
-
-func newStatusRecorder() *statusRecorder { return &statusRecorder{start: time.Now()} }
-
-func (r *statusRecorder) intercept(ctx context.Context, c *rpc.Invocation, next rpc.Next) error {
-	start := time.Now()
-	err := next(ctx, c)
-	name := c.Action()
-	if rpc.CodeOf(err) == rpc.CodeNotFound {
-		name = "_OTHER"
-	}
-	a, ok := r.actions.Load(name)
-	if !ok {
-		a, _ = r.actions.LoadOrStore(name, new(actionStats))
-	}
-	now := time.Now()
-	a.(*actionStats).record(now, now.Sub(start), err != nil)
-	if ss := c.Info().Session(); ss != nil {
-		if _, seen := ss.Get(seenKey{}); !seen {
-			ss.Set(seenKey{}, true)
-			r.sessions.Store(ss.ID(), ss.Protocol())
-		}
-	}
-	return err
+	return base
 }
 
 // Status is the /status page (nats /varz's manner: one JSON object of
@@ -170,20 +200,21 @@ func (r *statusRecorder) status(now time.Time) Status {
 	st := Status{Server: "lifenet", Version: moduleVersion(), Start: r.start.UTC(), Now: now.UTC(),
 		Uptime: up.Round(time.Second).String(), UptimeSeconds: up.Seconds(),
 		ByProtocol: map[string]int{}, Actions: map[string]ActionStatus{}, Closed: map[string]uint64{}}
-	// The window: the last 60 seconds, or the time since the start.
-	sec := now.Unix()
-	win := min(float64(statusWindow), up.Seconds())
+	base, cur := r.window(now), r.snapshot(now)
+	win := now.Sub(base.at).Seconds()
 	st.WindowSeconds = win
-	r.actions.Range(func(k, v any) bool {
-		calls, errs, hist := v.(*actionStats).window(sec)
-		a := ActionStatus{Calls: calls, Errors: errs, P50Us: quantile(&hist, calls, 0.50), P99Us: quantile(&hist, calls, 0.99)}
-		if win > 0 {
-			a.CallsPerSec = float64(calls) / win
+	for name, tot := range cur.actions {
+		d := tot.since(base.actions[name])
+		if d.calls == 0 {
+			continue
 		}
-		st.Actions[k.(string)] = a
-		st.Calls += calls
-		return true
-	})
+		a := ActionStatus{Calls: d.calls, Errors: d.errors, P50Us: d.quantile(0.50), P99Us: d.quantile(0.99)}
+		if win > 0 {
+			a.CallsPerSec = float64(d.calls) / win
+		}
+		st.Actions[name] = a
+		st.Calls += d.calls
+	}
 	if win > 0 {
 		st.CallsPerSec = float64(st.Calls) / win
 	}
@@ -196,18 +227,10 @@ func (r *statusRecorder) status(now time.Time) Status {
 				st.Closed[transport.Reason(i).String()] = n
 			}
 		}
-		seen := 0
-		r.sessions.Range(func(k, v any) bool {
-			if _, ok := r.srv.Transport().Session(k.(uint64)); !ok {
-				r.sessions.Delete(k)
-				return true
+		for p, n := range s.ByProtocol {
+			if n > 0 {
+				st.ByProtocol[rpc.Protocol(p).String()] = n // 0: "undecided", no bytes seen yet
 			}
-			st.ByProtocol[v.(rpc.Protocol).String()]++
-			seen++
-			return true
-		})
-		if n := st.Sessions - seen; n > 0 {
-			st.ByProtocol["no calls yet"] = n
 		}
 	}
 	return st
