@@ -27,7 +27,8 @@ const (
 	modeMetrics
 	modeMetricsTraces
 	modeCallMetrics       // WithCallMetrics: lifenet's own histograms, produced at collection
-	modeCallMetricsTraces // WithCallMetrics and traces at 1 %: lifenet serve --metrics --traces 0.01
+	modeCallMetricsTraces // WithCallMetrics and traces at 1 %, the SDK's sampler deciding
+	modeCallMetricsHead   // WithCallMetrics and traces at 1 %, WithSampling deciding: lifenet serve --metrics --traces 0.01
 )
 
 func benchOpts(b *testing.B, m benchMode) []otel.Option {
@@ -41,6 +42,10 @@ func benchOpts(b *testing.B, m benchMode) []otel.Option {
 		return []otel.Option{otel.WithMeterProvider(mp), otel.WithTracerProvider(sampled(b))}
 	case modeCallMetricsTraces:
 		return []otel.Option{otel.WithMeterProvider(mp), otel.WithCallMetrics(otel.NewCallMetrics()), otel.WithTracerProvider(sampled(b))}
+	case modeCallMetricsHead:
+		tp := sdktrace.NewTracerProvider()
+		b.Cleanup(func() { tp.Shutdown(context.Background()) })
+		return []otel.Option{otel.WithMeterProvider(mp), otel.WithCallMetrics(otel.NewCallMetrics()), otel.WithTracerProvider(tp), otel.WithSampling(0.01)}
 	}
 	return nil
 }
@@ -113,12 +118,13 @@ func BenchmarkProcessCallMetrics(b *testing.B)   { benchProcess(b, modeCallMetri
 // the shape of docs/perf/observability.md's timed table in one process,
 // so that scripts/instrs.sh counts the server's user-space instructions
 // (the caller's are the same in every mode). The modes are lifenet
-// serve's: nothing, --metrics (CallMetrics), --metrics --traces 0.01.
+// serve's: nothing, --metrics (CallMetrics), --metrics --traces 0.01
+// (WithSampling), and the last with the SDK's sampler deciding instead.
 func BenchmarkServe(b *testing.B) {
 	for _, m := range []struct {
 		name string
 		mode benchMode
-	}{{"plain", modePlain}, {"callmetrics", modeCallMetrics}, {"traces", modeCallMetricsTraces}} {
+	}{{"plain", modePlain}, {"callmetrics", modeCallMetrics}, {"traces", modeCallMetricsHead}, {"traces-sdk", modeCallMetricsTraces}} {
 		b.Run("mode="+m.name, func(b *testing.B) { benchServe(b, m.mode) })
 	}
 }

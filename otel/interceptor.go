@@ -84,8 +84,7 @@ func (ic *interceptor) server(ctx context.Context, c *rpc.Invocation, next rpc.N
 	info := c.Info()
 	var span trace.Span
 	if ic.tracer != nil {
-		ctx, span = ic.startServer(ctx, c, info)
-		itemEvents(span, c)
+		ctx, span = ic.traceServer(ctx, c, info)
 	}
 	err := next(ctx, c)
 	code := rpc.CodeOf(err)
@@ -101,6 +100,20 @@ func (ic *interceptor) server(ctx context.Context, c *rpc.Invocation, next rpc.N
 		endSpan(span, code, err, code >= 500)
 	}
 	return err
+}
+
+// traceServer starts a server call's span, unless WithSampling drops the
+// call (span nil).
+func (ic *interceptor) traceServer(ctx context.Context, c *rpc.Invocation, info *rpc.CallInfo) (context.Context, trace.Span) {
+	if h := ic.cfg.sampling; h != nil {
+		var keep bool
+		if ctx, keep = h.server(ctx, info); !keep {
+			return ctx, nil
+		}
+	}
+	ctx, span := ic.startServer(ctx, c, info)
+	itemEvents(span, c)
+	return ctx, span
 }
 
 func (ic *interceptor) startServer(ctx context.Context, c *rpc.Invocation, info *rpc.CallInfo) (context.Context, trace.Span) {
@@ -129,11 +142,7 @@ func (ic *interceptor) client(ctx context.Context, c *rpc.Invocation, next rpc.N
 	start := monoNow()
 	var span trace.Span
 	if ic.tracer != nil {
-		attrs := make([]attribute.KeyValue, 0, len(ic.attrs)+1)
-		attrs = append(append(attrs, ic.attrs...), attribute.String("rpc.method", c.Action()))
-		ctx, span = ic.tracer.Start(clientParent(ctx), c.Action(), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
-		ctx = rpc.WithTraceContext(ctx, TraceContextOf(span.SpanContext()))
-		itemEvents(span, c)
+		ctx, span = ic.traceClient(ctx, c)
 	}
 	err := next(ctx, c)
 	code := rpc.CodeOf(err)
@@ -149,6 +158,23 @@ func (ic *interceptor) client(ctx context.Context, c *rpc.Invocation, next rpc.N
 		endSpan(span, code, err, code != rpc.CodeOK)
 	}
 	return err
+}
+
+// traceClient starts a client call's span, whose context the call
+// carries, unless WithSampling drops the call (span nil).
+func (ic *interceptor) traceClient(ctx context.Context, c *rpc.Invocation) (context.Context, trace.Span) {
+	if h := ic.cfg.sampling; h != nil {
+		var keep bool
+		if ctx, keep = h.client(ctx); !keep {
+			return ctx, nil
+		}
+	}
+	attrs := make([]attribute.KeyValue, 0, len(ic.attrs)+1)
+	attrs = append(append(attrs, ic.attrs...), attribute.String("rpc.method", c.Action()))
+	ctx, span := ic.tracer.Start(clientParent(ctx), c.Action(), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	ctx = rpc.WithTraceContext(ctx, TraceContextOf(span.SpanContext()))
+	itemEvents(span, c)
+	return ctx, span
 }
 
 // The conventions' event per message of a call, and its attributes.

@@ -37,6 +37,7 @@ type config struct {
 	serverAttrs []attribute.KeyValue
 	buckets     []float64
 	calls       *CallMetrics // WithCallMetrics; nil: the MeterProvider's instruments
+	sampling    *headSampler // WithSampling; nil: the tracer's sampler decides alone
 }
 
 // WithMeterProvider sets the meter provider (default: the global one,

@@ -77,12 +77,16 @@ func (m *metricsServer) config(cfg *rpc.Config) error {
 	m.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
 	m.status = newStatusRecorder(calls)
 	traces := lnotel.WithoutTraces()
+	sampling := lnotel.WithSampling(m.traces)
 	if m.traces > 0 {
-		m.tp = sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(m.traces))))
+		// The interceptor samples (parent-based at the ratio) before the
+		// tracer sees a call; the provider's default sampler,
+		// ParentBased(AlwaysSample), keeps the calls it is handed.
+		m.tp = sdktrace.NewTracerProvider()
 		traces = lnotel.WithTracerProvider(m.tp)
 	}
 	cfg.Interceptors = append(cfg.Interceptors,
-		lnotel.ServerInterceptor(lnotel.WithMeterProvider(m.mp), lnotel.WithCallMetrics(calls), traces))
+		lnotel.ServerInterceptor(lnotel.WithMeterProvider(m.mp), lnotel.WithCallMetrics(calls), traces, sampling))
 	return nil
 }
 
