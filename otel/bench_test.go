@@ -131,7 +131,15 @@ func BenchmarkServe(b *testing.B) {
 
 func benchServe(b *testing.B, m benchMode) {
 	var cfg rpc.Config
-	if m != modePlain {
+	switch m {
+	case modeCallMetrics: // as lifenet serve --metrics: the hook
+		mp, _ := meters(b)
+		cfg.OnCallDone = otel.ServerCallDone(otel.WithMeterProvider(mp), otel.WithCallMetrics(otel.NewCallMetrics()))
+	case modeCallMetricsHead: // as lifenet serve --metrics --traces 0.01: the hook, and the interceptor for traces
+		mp, _ := meters(b)
+		cfg.OnCallDone = otel.ServerCallDone(otel.WithMeterProvider(mp), otel.WithCallMetrics(otel.NewCallMetrics()))
+		cfg.Interceptors = []rpc.Interceptor{otel.ServerInterceptor(append(benchOpts(b, m), otel.WithoutMetrics())...)}
+	case modeCallMetricsTraces: // the interceptor alone, the SDK's sampler deciding
 		cfg.Interceptors = []rpc.Interceptor{otel.ServerInterceptor(benchOpts(b, m)...)}
 	}
 	_, addr := startServer(b, cfg, func(s *rpc.Server) {

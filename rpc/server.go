@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/codec"
+	"github.com/lifenet/lifenet/internal/mono"
 	"github.com/lifenet/lifenet/internal/logattr"
 	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
@@ -441,6 +442,21 @@ var errStreamHere = &APIError{Code: 501, Message: "a streaming action needs an S
 // the interceptors, turning a panic of theirs or of the handler into a 500.
 // traceHeader is an HTTP request's traceparent header.
 func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *action, kind CallKind, data []byte, traceHeader string, dst []byte) (out []byte, k kind, err error) {
+	if s.cfg.OnCallDone == nil {
+		return s.execCall(parent, ss, name, a, kind, data, traceHeader, dst)
+	}
+	start := mono.Now()
+	out, k, err = s.execCall(parent, ss, name, a, kind, data, traceHeader, dst)
+	resp := 0
+	if err == nil && k != kindNull {
+		resp = len(out) - len(dst)
+	}
+	s.observe(ss, a, kind, start, err, len(data), resp)
+	return out, k, err
+}
+
+// execCall is exec without Config.OnCallDone.
+func (s *Server) execCall(parent context.Context, ss *Session, name []byte, a *action, kind CallKind, data []byte, traceHeader string, dst []byte) (out []byte, k kind, err error) {
 	defer func() { // first deferred, so it runs last: after a panic's 500 and the deadline's check
 		if err != nil && err != errCallerGone {
 			out, k, err = success200(dst, err, out, k)

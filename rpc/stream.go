@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/lifenet/lifenet/codec"
+	"github.com/lifenet/lifenet/internal/mono"
 )
 
 // streamer runs one call of a streaming action: it binds data, then hands
@@ -115,6 +116,17 @@ func (s *Server) serveStream(ss *Session, req *codec.Message, b body, a *action)
 // turning a panic of theirs or of the action into a 500. traceHeader is an
 // HTTP request's traceparent header.
 func (s *Server) runStream(ss *Session, name []byte, a *action, data []byte, traceHeader string, send func([]byte, kind) error) (err error) {
+	if s.cfg.OnCallDone == nil {
+		return s.streamCall(ss, name, a, data, traceHeader, send)
+	}
+	start := mono.Now()
+	err = s.streamCall(ss, name, a, data, traceHeader, send)
+	s.observe(ss, a, KindStream, start, err, len(data), -1)
+	return err
+}
+
+// streamCall is runStream without Config.OnCallDone.
+func (s *Server) streamCall(ss *Session, name []byte, a *action, data []byte, traceHeader string, send func([]byte, kind) error) (err error) {
 	if !a.raw && len(data) > 4*s.cfg.MaxArgKeys {
 		if err := s.checkKeys(data); err != nil {
 			return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
@@ -96,7 +97,7 @@ func (s *callSnapshot) add(dp metricdata.HistogramDataPoint[float64]) {
 		a.bounds, a.buckets = dp.Bounds, make([]uint64, len(dp.BucketCounts))
 	}
 	a.calls += dp.Count
-	if code.AsString() != "200" {
+	if code.AsString() != okCode {
 		a.errors += dp.Count
 	}
 	for i, n := range dp.BucketCounts {
@@ -106,6 +107,9 @@ func (s *callSnapshot) add(dp metricdata.HistogramDataPoint[float64]) {
 	}
 	s.actions[name.AsString()] = a
 }
+
+// okCode is a successful call's rpc.response.status_code.
+var okCode = strconv.Itoa(rpc.CodeOK)
 
 // since returns a's calls after base's (the same action earlier; zero
 // when it had none).
