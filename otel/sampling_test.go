@@ -125,4 +125,3 @@ func TestSamplingOnTheClient(t *testing.T) {
 		}
 	}
 }
-

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/codec"
-	"github.com/lifenet/lifenet/internal/mono"
 	"github.com/lifenet/lifenet/internal/logattr"
+	"github.com/lifenet/lifenet/internal/mono"
 	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )
