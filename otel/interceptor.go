@@ -80,11 +80,17 @@ var epoch = time.Now()
 func monoNow() time.Duration { return time.Since(epoch) }
 
 func (ic *interceptor) server(ctx context.Context, c *rpc.Invocation, next rpc.Next) error {
-	start := monoNow()
+	var start time.Duration
+	if ic.in != nil {
+		start = monoNow()
+	}
 	info := c.Info()
 	var span trace.Span
 	if ic.tracer != nil {
 		ctx, span = ic.traceServer(ctx, c, info)
+	}
+	if span == nil && ic.in == nil { // traces only, and this call is not traced
+		return next(ctx, c)
 	}
 	err := next(ctx, c)
 	code := rpc.CodeOf(err)
@@ -139,10 +145,16 @@ func (ic *interceptor) client(ctx context.Context, c *rpc.Invocation, next rpc.N
 	if c.Kind() == rpc.KindPush {
 		return next(ctx, c)
 	}
-	start := monoNow()
+	var start time.Duration
+	if ic.in != nil {
+		start = monoNow()
+	}
 	var span trace.Span
 	if ic.tracer != nil {
 		ctx, span = ic.traceClient(ctx, c)
+	}
+	if span == nil && ic.in == nil {
+		return next(ctx, c)
 	}
 	err := next(ctx, c)
 	code := rpc.CodeOf(err)

@@ -107,6 +107,5 @@ func (h *headSampler) root(ctx context.Context) (context.Context, bool) {
 	if tid == (trace.TraceID{}) {
 		tid[0] = 1
 	}
-	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid})
-	return rpc.WithTraceContext(trace.ContextWithSpanContext(ctx, sc), TraceContextOf(sc)), false
+	return withUnsampled(ctx, trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid})), false
 }
