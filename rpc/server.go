@@ -455,13 +455,21 @@ func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *actio
 	return out, k, err
 }
 
-// execCall is exec without Config.OnCallDone.
+// execCall is exec without Config.OnCallDone. It has no defer of its
+// own (with its many returns, Go could not open-code them, and every call
+// paid the runtime's deferreturn): the guards are run's.
 func (s *Server) execCall(parent context.Context, ss *Session, name []byte, a *action, kind CallKind, data []byte, traceHeader string, dst []byte) (out []byte, k kind, err error) {
-	defer func() { // first deferred, so it runs last: after a panic's 500 and the deadline's check
-		if err != nil && err != errCallerGone {
-			out, k, err = success200(dst, err, out, k)
-		}
-	}()
+	out, k, err = s.prepare(parent, ss, name, a, kind, data, traceHeader, dst)
+	if err != nil && err != errCallerGone { // after a panic's 500 and the deadline's check
+		out, k, err = success200(dst, err, out, k)
+	}
+	return out, k, err
+}
+
+// prepare refuses what exec refuses before the call (shutting down, a name
+// too long, too many keys, an unknown action without interceptors, a
+// stream on the direct path), makes the call's context and runs it.
+func (s *Server) prepare(parent context.Context, ss *Session, name []byte, a *action, kind CallKind, data []byte, traceHeader string, dst []byte) (out []byte, k kind, err error) {
 	switch {
 	case s.closing.Load():
 		return dst, kindNull, ErrShutdown
@@ -494,6 +502,13 @@ func (s *Server) execCall(parent context.Context, ss *Session, name []byte, a *a
 	default:
 		ctx, data, cancel = s.callContext(parent, ss, name, a, kind, data, traceHeader)
 	}
+	return s.run(ctx, cancel, ss, name, a, raw, data, dst)
+}
+
+// run runs a routed call in ctx through the interceptors, turning a panic
+// of theirs or of the handler into a 500 and a call past the deadline its
+// caller sent into errCallerGone; cancel, when not nil, ends ctx.
+func (s *Server) run(ctx context.Context, cancel context.CancelFunc, ss *Session, name []byte, a *action, raw, data, dst []byte) (out []byte, k kind, err error) {
 	if cancel != nil {
 		defer func() {
 			if ctx.Err() == context.DeadlineExceeded {
