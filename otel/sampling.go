@@ -107,5 +107,5 @@ func (h *headSampler) root(ctx context.Context) (context.Context, bool) {
 	if tid == (trace.TraceID{}) {
 		tid[0] = 1
 	}
-	return withUnsampled(ctx, trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid})), false
+	return withUnsampled(ctx, tid, sid), false
 }

@@ -2,7 +2,7 @@ package otel
 
 import (
 	"context"
-	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -18,8 +18,13 @@ import (
 // five and the IDs' hex text.
 type unsampledCtx struct {
 	context.Context
-	sc    trace.SpanContext
-	once  sync.Once
+	tid  trace.TraceID
+	sid  trace.SpanID
+	made atomic.Pointer[madeTrace] // nil until asked for
+}
+
+// madeTrace is an unsampledCtx's values, made when first asked for.
+type madeTrace struct {
 	span  trace.Span
 	trace rpc.TraceContext
 }
@@ -27,18 +32,29 @@ type unsampledCtx struct {
 func (c *unsampledCtx) Value(k any) any {
 	switch k {
 	case ctxKeys.span:
-		c.once.Do(c.build)
-		return c.span
+		return c.values().span
 	case ctxKeys.trace:
-		c.once.Do(c.build)
-		return &c.trace
+		return &c.values().trace
 	}
 	return c.Context.Value(k)
 }
 
-func (c *unsampledCtx) build() {
-	c.span = trace.SpanFromContext(trace.ContextWithSpanContext(context.Background(), c.sc))
-	c.trace = TraceContextOf(c.sc)
+// values makes the values once (two goroutines asking at once may both
+// make them; one is kept, and they are equal).
+func (c *unsampledCtx) values() *madeTrace {
+	if m := c.made.Load(); m != nil {
+		return m
+	}
+	sc := c.spanContext()
+	m := &madeTrace{span: trace.SpanFromContext(trace.ContextWithSpanContext(context.Background(), sc)), trace: TraceContextOf(sc)}
+	if !c.made.CompareAndSwap(nil, m) {
+		return c.made.Load()
+	}
+	return m
+}
+
+func (c *unsampledCtx) spanContext() trace.SpanContext {
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: c.tid, SpanID: c.sid})
 }
 
 // ctxKeys are the context keys trace.SpanFromContext and
@@ -79,18 +95,19 @@ func findKeys() lookupKeys {
 		return k
 	}
 	ctxKeys = k // for the check; init sets the result
-	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}})
-	c := &unsampledCtx{Context: context.Background(), sc: sc}
+	c := &unsampledCtx{Context: context.Background(), tid: trace.TraceID{1}, sid: trace.SpanID{2}}
+	sc := c.spanContext()
 	tc, ok := rpc.TraceContextFrom(c)
 	k.ok = ok && tc == TraceContextOf(sc) && trace.SpanContextFromContext(c).Equal(sc)
 	return k
 }
 
-// withUnsampled returns ctx carrying sc (a new trace, unsampled) for
-// OpenTelemetry and for rpc.
-func withUnsampled(ctx context.Context, sc trace.SpanContext) context.Context {
+// withUnsampled returns ctx carrying a new trace, unsampled, of tid and
+// sid for OpenTelemetry and for rpc.
+func withUnsampled(ctx context.Context, tid trace.TraceID, sid trace.SpanID) context.Context {
+	c := &unsampledCtx{Context: ctx, tid: tid, sid: sid}
 	if ctxKeys.ok {
-		return &unsampledCtx{Context: ctx, sc: sc}
+		return c
 	}
-	return rpc.WithTraceContext(trace.ContextWithSpanContext(ctx, sc), TraceContextOf(sc))
+	return rpc.WithTraceContext(trace.ContextWithSpanContext(ctx, c.spanContext()), TraceContextOf(c.spanContext()))
 }
