@@ -9,7 +9,8 @@
 #   traces    the same with --traces 0.01: a server span per call, sampled
 #             parent-based at 1 %, to an exporter that drops them
 # Each server's CPU is read from /proc over the middle of the measured
-# window; the table gives medians and the ratios against off.
+# window; the table gives medians, and each server's CPU per call over
+# off's in the same round, the median of those ratios and their range.
 #
 #   ./observe.sh [--conns N] [--rounds R] [--seconds S]
 #
@@ -63,7 +64,7 @@ for r in $(seq "$rounds"); do
 		rate=$(field callsPerSec)
 		[ -n "$rate" ] || { echo "observe.sh: round $r $name: no calls/s in the summary:" >&2; cat "$tmp/run.out" >&2; exit 1; }
 		scpu=$(awk -v a="$t0" -v b="$t1" -v hz="$hz" -v r="$rate" -v s="$span" 'BEGIN{printf "%.3f", (b-a)/hz*1e6/(r*s)}')
-		echo "$name $rate $scpu" >>"$tmp/runs"
+		echo "$name $rate $scpu $r" >>"$tmp/runs"
 		printf 'round %d/%d %-8s %8.0f calls/s  server %6s µs/call\n' "$r" "$rounds" "$name" "$rate" "$scpu" >&2
 	done
 done
@@ -74,22 +75,30 @@ awk '
 function median(name, col,   n, i, j, t, v) {
 	n = 0
 	for (i = 1; i <= runs; i++) if (who[i] == name) v[++n] = val[i, col]
+	return mid(v, n)
+}
+function mid(v, n,   i, j, t) {
 	for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j-1] > v[j]; j--) { t = v[j]; v[j] = v[j-1]; v[j-1] = t }
 	return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
 }
-function spread(name, col, base,   i, lo, hi, x) {
-	lo = ""; hi = ""
-	for (i = 1; i <= runs; i++) if (who[i] == name) { x = val[i, col] / base; if (lo == "" || x < lo) lo = x; if (hi == "" || x > hi) hi = x }
-	return sprintf("%.2f–%.2f×", lo, hi)
+# ratios: the server CPU per call of name over off'"'"'s in the same round (a pair
+# measured minutes apart at most, so that a slow drift of the machine cancels).
+function ratios(name, v,   i, n) {
+	n = 0
+	for (i = 1; i <= runs; i++) if (who[i] == name && ((round[i], "off") in cpu)) v[++n] = val[i, 3] / cpu[round[i], "off"]
+	return n
 }
-{ runs++; who[runs] = $1; val[runs, 2] = $2; val[runs, 3] = $3 }
+{ runs++; who[runs] = $1; val[runs, 2] = $2; val[runs, 3] = $3; round[runs] = $4; cpu[$4, $1] = $3 }
 END {
-	printf "| server | calls/s | server µs/call | server CPU / off | (each run / off median) |\n|---|---:|---:|---:|---|\n"
+	printf "| server | calls/s | server µs/call | server CPU / off, median of the rounds'"'"' ratios | the rounds'"'"' ratios, lowest–highest |\n|---|---:|---:|---:|---|\n"
 	split("off metrics traces", names, " ")
-	off = median("off", 3)
 	for (k = 1; k <= 3; k++) {
 		m = names[k]
-		printf "| %s | %.0f | %.3f | %.3f× | %s |\n", m, median(m, 2), median(m, 3), median(m, 3) / off, spread(m, 3, off)
+		n = ratios(m, v)
+		lo = hi = v[1]
+		for (i = 1; i <= n; i++) { if (v[i] < lo) lo = v[i]; if (v[i] > hi) hi = v[i] }
+		printf "| %s | %.0f | %.3f | %.3f× | %.2f–%.2f× |\n", m, median(m, 2), median(m, 3), mid(v, n), lo, hi
+		delete v
 	}
 	printf "\ntargets: metrics ≤ 1.05×, metrics and traces at 1 %% ≤ 1.10× off\n"
 }' "$tmp/runs"

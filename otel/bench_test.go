@@ -85,6 +85,7 @@ func BenchmarkCallPlain(b *testing.B)         { benchCall(b, modePlain) }
 func BenchmarkCallMetrics(b *testing.B)       { benchCall(b, modeMetrics) }
 func BenchmarkCallMetricsTraces(b *testing.B) { benchCall(b, modeMetricsTraces) }
 func BenchmarkCallCallMetrics(b *testing.B)   { benchCall(b, modeCallMetrics) }
+func BenchmarkCallHeadSampled(b *testing.B)   { benchCall(b, modeCallMetricsHead) }
 
 func benchProcess(b *testing.B, m benchMode) {
 	opts := benchOpts(b, m)
