@@ -12,7 +12,7 @@ func TestReadmeQuotesTheExample(t *testing.T) {
 	readme.CheckQuotes(t, "../README.md", "## Using the RPC layer", "example_test.go")
 }
 
-// The README's "Observe it" snippet quotes ExampleAccessLog.
+// The README's second "Observe it" snippet quotes ExampleAccessLog.
 func TestReadmeQuotesTheAccessLogExample(t *testing.T) {
-	readme.CheckQuotes(t, "../README.md", "### Observe it", "example_accesslog_test.go")
+	readme.CheckNthQuote(t, "../README.md", "### Observe it", 1, "example_accesslog_test.go")
 }

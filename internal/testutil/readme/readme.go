@@ -12,6 +12,13 @@ import (
 // the snippet compiles and runs as the Example's test does.
 func CheckQuotes(t testing.TB, readmePath, heading, examplePath string) {
 	t.Helper()
+	CheckNthQuote(t, readmePath, heading, 0, examplePath)
+}
+
+// CheckNthQuote is CheckQuotes for the nth Go snippet (from 0) under the
+// heading.
+func CheckNthQuote(t testing.TB, readmePath, heading string, nth int, examplePath string) {
+	t.Helper()
 	readme, err := os.ReadFile(readmePath)
 	if err != nil {
 		t.Fatal(err)
@@ -28,10 +35,14 @@ func CheckQuotes(t testing.TB, readmePath, heading, examplePath string) {
 	if !ok {
 		t.Fatalf("%s has no section %q", readmePath, heading)
 	}
-	_, block, ok := strings.Cut(section, "```go\n")
-	block, _, ok2 := strings.Cut(block, "```")
-	if !ok || !ok2 {
-		t.Fatalf("the section %q has no Go snippet", heading)
+	var block string
+	for i := 0; i <= nth; i++ {
+		var ok, ok2 bool
+		_, section, ok = strings.Cut(section, "```go\n")
+		block, section, ok2 = strings.Cut(section, "```")
+		if !ok || !ok2 {
+			t.Fatalf("the section %q has no Go snippet %d", heading, nth)
+		}
 	}
 	for l := range strings.SplitSeq(block, "\n") {
 		if c := code(l); c != "" && !lines[c] {
