@@ -1,8 +1,10 @@
 // Package otel instruments lifenet's rpc servers and clients with
 // OpenTelemetry: metrics and traces per call, as interceptors
-// ([ServerInterceptor], [ClientInterceptor]), and the transport's and the
-// client's counters as observable instruments ([ObserveServer],
-// [ObserveClient]).
+// ([ServerInterceptor], [ClientInterceptor]), a server's call metrics
+// more cheaply from its rpc.Config.OnCallDone hook ([ServerCallDone]),
+// aggregated in lifenet rather than by the SDK's histograms
+// ([CallMetrics]), and the transport's and the client's counters as
+// observable instruments ([ObserveServer], [ObserveClient]).
 //
 // It is a module of its own (github.com/lifenet/lifenet/otel), so the
 // library's module depends on no OpenTelemetry package: a server or
@@ -27,4 +29,6 @@
 // newlife.parent_span_id. The span becomes the trace context of the
 // calls the handler makes. The client interceptor starts a client span per
 // call and sends its context with the call ([rpc.WithTraceContext]).
+// [WithSampling] samples before the tracer sees a call, so that a call
+// not traced costs a few hundred instructions, not the SDK's thousands.
 package otel

@@ -16,7 +16,9 @@ import (
 // that measures every call the server answers (rpc.server.call.duration,
 // rpc.server.request.size, rpc.server.response.size) and traces it (a
 // server span, the child of the caller's trace context). Install it
-// first, so that it sees the calls the others refuse. It panics if the
+// first, so that it sees the calls the others refuse. For the metrics,
+// rpc.Config.OnCallDone with [ServerCallDone] costs about a third of it;
+// with that, install this one WithoutMetrics, for the traces. It panics if the
 // meter provider refuses the instruments (it returns an error only for
 // invalid names, and these are valid).
 func ServerInterceptor(opts ...Option) rpc.Interceptor {
