@@ -24,8 +24,15 @@ type CallEvent struct {
 }
 
 // observe reports a call that started at start (a mono reading) to
-// Config.OnCallDone.
+// Config.OnCallDone. A panic of the hook is counted and logged as a
+// handler's is; the call's reply still goes out.
 func (s *Server) observe(ss *Session, a *action, kind CallKind, start int64, err error, req, resp int) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.panics.Add(1)
+			s.logPanic(bg, ss, a, r)
+		}
+	}()
 	ev := CallEvent{Kind: kind, Session: ss, Code: CodeOf(err), Err: err, Duration: time.Duration(mono.Now() - start), Request: req, Response: resp}
 	if a != nil {
 		ev.Action = a.name

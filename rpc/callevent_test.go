@@ -110,3 +110,17 @@ func TestOnCallDone(t *testing.T) {
 		t.Errorf("%d events with a session, want 7 (all but Process's)", withSession)
 	}
 }
+
+// A panic of OnCallDone is counted as a handler's and the call is still
+// answered.
+func TestOnCallDonePanics(t *testing.T) {
+	srv, addr := startServer(t, rpc.Config{Log: quietLog(), OnCallDone: func(rpc.CallEvent) { panic("hook") }}, func(s *rpc.Server) {
+		must(t, rpc.Handle(s, "T/One", func(context.Context, struct{}) (int, error) { return 1, nil }))
+	})
+	cl := dialClient(t, addr, rpc.ClientConfig{Log: quietLog()})
+	var r int
+	must(t, cl.Invoke(testCtx(t), "T/One", nil, &r))
+	if r != 1 || srv.Stats().Panics != 1 {
+		t.Errorf("result %d, panics %d; want 1 and 1", r, srv.Stats().Panics)
+	}
+}

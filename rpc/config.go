@@ -65,7 +65,9 @@ type Config struct {
 	// (see [CallEvent]): a hook for metrics that costs two clock reads and
 	// a function call, where an interceptor costs the call's Invocation and
 	// its chain. It runs where the call ran, before the reply is written;
-	// it must not block, nor keep the event's Session past its return.
+	// it must not block, nor keep the event's Session past its return. A
+	// panic in it is counted and logged as a handler's (Stats.Panics), and
+	// the call is answered as it would have been.
 	OnCallDone func(CallEvent)
 	// Authorize, if set, runs before every action but the built-in Api/All
 	// and Api/Info (an application's own Api/… actions included, and an
