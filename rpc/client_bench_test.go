@@ -50,6 +50,57 @@ func BenchmarkClientNoArg(b *testing.B) {
 	})
 }
 
+// BenchmarkClientSerial is BenchmarkClientNoArg in one process, so that
+// its instruction count (scripts/instrs.sh) repeats to about 1 % rather
+// than the ±15 % of a count that waits for another process: the server is
+// a plain std-net loop (internal/baseline) answering every request with
+// Bench/NoArg's reply, 42, as BenchmarkRequestSerial's echo does in codec.
+// Its share is the same in every row, so the rows' differences are the
+// clients'.
+func BenchmarkClientSerial(b *testing.B) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(b, err)
+	srv := baseline.ServeFrames(l, baseline.SRMP, answer42)
+	b.Cleanup(srv.Close)
+	addr := l.Addr().String()
+	b.Run("impl=lifenet", func(b *testing.B) { benchClientInvoke(b, addr, rpc.ClientConfig{}) })
+	sync := rpc.ClientConfig{}
+	sync.Transport.Mode = transport.ReceiveSync
+	b.Run("impl=lifenet-sync", func(b *testing.B) { benchClientInvoke(b, addr, sync) })
+	b.Run("impl=bare", func(b *testing.B) {
+		c, err := net.Dial("tcp", addr)
+		must(b, err)
+		defer c.Close()
+		req, buf := srmpRequest("Bench/NoArg"), make([]byte, 64<<10)
+		call := func() {
+			if _, err := c.Write(req); err != nil {
+				b.Fatal(err)
+			}
+			if err := readSRMPFrame(c, buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+		call()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			call()
+		}
+	})
+}
+
+// answer42 answers an SRMP request with the reply a lifenet server gives
+// Bench/NoArg: the request's flag, sequence and action name, and the data
+// 42. It answers nothing else.
+func answer42(w *bufio.Writer, frame []byte) {
+	const payload = "\x0bBench/NoArg\x02\x00\x00\x0042"
+	if frame[0]>>6 != baseline.KindRequest {
+		return
+	}
+	w.Write([]byte{baseline.KindReply<<6 | frame[0]&0x3F, frame[1], byte(len(payload)), 0})
+	w.WriteString(payload)
+}
+
 // benchClientInvoke is b.N serial Invokes of Bench/NoArg by a client of cfg.
 func benchClientInvoke(b *testing.B, addr string, cfg rpc.ClientConfig) {
 	ctx := context.Background()
