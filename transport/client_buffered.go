@@ -11,7 +11,8 @@ import (
 // so that they cannot be taken for the request's reply.
 //
 // It returns nil at once when another Receive is in progress (that reader
-// consumes what arrives), when the client is not in ReceiveSync mode, and
+// consumes what arrives), when the client is not in ReceiveSync mode (or
+// StartReceiving ended it), and
 // where the socket cannot be read without waiting: TLS connections and
 // systems other than Linux and macOS. The packet is the caller's to
 // release. A connection that has ended gives its close error, like
@@ -22,6 +23,9 @@ func (c *Client) ReceiveBuffered() (*packet.Packet, error) {
 		return nil, nil
 	}
 	defer r.mu.Unlock()
+	if r.handedOff.Load() {
+		return nil, nil // the receive goroutine reads
+	}
 	r.loan.End() // the previous borrowed view, if any, is over
 	s := c.sess
 	if s.Reason() != ReasonNone {

@@ -32,6 +32,13 @@ type syncReader struct {
 
 	woken atomic.Bool // Wake was called: the read deadline is in the past
 
+	// handedOff: StartReceiving gave the connection to a receive
+	// goroutine, which now reads and finishes the session. Set once, under
+	// mu and watchMu; every entry point of this reader checks it under
+	// one of them, so none reads, moves the read deadline or finishes the
+	// session after the hand-off.
+	handedOff atomic.Bool
+
 	ended sync.Once // the session's finish ran
 }
 
@@ -45,6 +52,9 @@ type watchKey struct {
 
 // errNotSync is ReceiveBorrowed's error in the other modes.
 var errNotSync = errors.New("transport: ReceiveBorrowed needs ReceiveSync mode")
+
+// errHandedOff is the error of the sync-mode receives after StartReceiving.
+var errHandedOff = errors.New("transport: a receive goroutine reads this client (StartReceiving)")
 
 // ReceiveBorrowed is Receive for a [ReceiveSync] caller that is done with
 // the bytes before it receives again: it returns a borrowed view
@@ -68,6 +78,10 @@ func (c *Client) ReceiveBorrowed(ctx context.Context) (*packet.Packet, error) {
 func (c *Client) receiveSync(ctx context.Context, lend bool) (*packet.Packet, error) {
 	r := c.sync
 	r.mu.Lock()
+	if r.handedOff.Load() {
+		r.mu.Unlock()
+		return nil, errHandedOff
+	}
 	r.loan.End() // the previous borrowed view, if any, is over
 	n, err := r.read(ctx, c)
 	var p *packet.Packet
@@ -252,8 +266,10 @@ func (c *Client) Wake() {
 		return
 	}
 	r.watchMu.Lock() // one step for watch: it cannot re-arm between the two
-	r.woken.Store(true)
-	c.sess.conn.SetReadDeadline(interrupted)
+	if !r.handedOff.Load() {
+		r.woken.Store(true)
+		c.sess.conn.SetReadDeadline(interrupted)
+	}
 	r.watchMu.Unlock()
 }
 
@@ -270,10 +286,69 @@ func (r *syncReader) takeWoken() bool {
 
 // close closes a [ReceiveSync] client's session ([ReasonLocal], unless it was
 // closing already) and finishes it once any Receive in progress has
-// returned.
+// returned; after StartReceiving the receive goroutine finishes it.
 func (r *syncReader) close(s *Session) {
 	s.closeWith(ReasonLocal, nil)
 	r.mu.Lock()
-	r.end(s)
+	if !r.handedOff.Load() {
+		r.end(s)
+	}
 	r.mu.Unlock()
+}
+
+// StartReceiving ends a [ReceiveSync] client's sync mode: from now on a
+// receive goroutine reads the connection and hands what it reads to the
+// hooks, as in [ReceiveEvent] mode (the session's handler, OnClose when it
+// ends), and Receive, ReceiveBorrowed and ReceiveBuffered fail or find
+// nothing; Wake does nothing. It is for a protocol layer that learns only
+// after Dial that it needs reads nobody waits for (a stream, a push): a
+// request/response loop pays no goroutine hand-off until then. A Receive
+// blocked when it is called returns at once (as after Wake) with nothing
+// lost. The caller must be done with any view ReceiveBorrowed returned,
+// and must have run through its pipeline what earlier receives returned:
+// the receive goroutine's first read follows them. It fails with the
+// session's close error when the connection has ended, ErrClosed once
+// the client is closed, and does nothing in the other modes or when
+// called again. Safe for concurrent use.
+func (c *Client) StartReceiving() error {
+	r := c.sync
+	if r == nil {
+		return nil
+	}
+	c.Wake() // a Receive blocked in its read gives r.mu up
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.handedOff.Load() {
+		return nil
+	}
+	s := c.sess
+	if s.Reason() != ReasonNone { // the session ended unseen: finish it here, as a Receive would
+		r.end(s)
+		return s.closedErr()
+	}
+	c.mu.Lock() // after r.mu, as a Receive that finishes the session takes them (retire)
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed // Close finishes the session
+	}
+	r.handOff(s) // a session that ends from now on ends the goroutine's read, which finishes it
+	c.wg.Add(1)  // under c.mu: a Close after this sees handedOff and waits for the goroutine
+	go c.run(s)
+	return nil
+}
+
+// handOff disarms the reader for the receive goroutine: no context watch,
+// no Wake pending, no read deadline, no buffer. The caller holds r.mu.
+func (r *syncReader) handOff(s *Session) {
+	r.unwatch()
+	r.watchMu.Lock()
+	r.handedOff.Store(true)
+	r.woken.Store(false)
+	s.conn.SetReadDeadline(time.Time{}) // undoes a Wake's interrupt
+	r.watchMu.Unlock()
+	r.loan.End()
+	if r.buf != nil {
+		r.buf.Release()
+		r.buf = nil
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
+	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )
 
@@ -168,5 +169,126 @@ func TestClientSyncWake(t *testing.T) {
 	pull.SendBytes([]byte("x"))
 	if got := receiveString(t, pull, 1); got != "x" {
 		t.Fatalf("pull client after Wake: %q", got)
+	}
+}
+
+// StartReceiving hands a sync client to a receive goroutine: a Receive
+// blocked at the time returns, bytes already waiting in the socket and
+// those that come later reach OnReceive whole and in order, the sync
+// receives fail or find nothing, a Wake no longer cuts reads, and the
+// server's close is noticed with nobody calling (OnClose once, also
+// through the Close that follows).
+func TestClientSyncStartReceiving(t *testing.T) {
+	leakcheck.Check(t)
+	srv, a := startServer(t, transport.Config{}, echoHooks(), "tcp", "127.0.0.1:0")
+	got := make(chan string, 16)
+	closes := make(chan transport.Reason, 2)
+	hooks := transport.Hooks{
+		OnReceive: func(_ *transport.Session, p *packet.Packet) { got <- string(p.Bytes()) },
+		OnClose:   func(_ *transport.Session, e *transport.CloseError) { closes <- e.Reason },
+	}
+	c := dialClient(t, "tcp", a, transport.ClientConfig{Mode: transport.ReceiveSync}, hooks)
+	c.SendBytes([]byte("sync"))
+	if s := receiveString(t, c, 4); s != "sync" {
+		t.Fatalf("sync round trip: %q", s)
+	}
+	blocked := make(chan error, 1)
+	go func() {
+		p, err := c.Receive(context.Background())
+		if err == nil {
+			p.Release()
+		}
+		blocked <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	c.SendBytes([]byte("early")) // may wait in the socket, or be read by the blocked Receive
+	time.Sleep(20 * time.Millisecond)
+	if err := c.StartReceiving(); err != nil {
+		t.Fatalf("StartReceiving: %v", err)
+	}
+	var echoed string
+	select {
+	case err := <-blocked:
+		if err == nil {
+			echoed = "early"
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a Receive blocked across StartReceiving did not return")
+	}
+	if err := c.StartReceiving(); err != nil {
+		t.Fatalf("StartReceiving again: %v", err)
+	}
+	if _, err := c.Receive(context.Background()); err == nil {
+		t.Fatal("Receive after StartReceiving succeeded")
+	}
+	if p, err := c.ReceiveBuffered(); p != nil || err != nil {
+		t.Fatalf("ReceiveBuffered after StartReceiving: %v, %v", p, err)
+	}
+	c.Wake() // would cut the goroutine's read and end the session, were it still armed
+	c.SendBytes([]byte("late"))
+	want := "late"
+	if echoed == "" {
+		want = "early" + want
+	}
+	var all string
+	for len(all) < len(want) {
+		select {
+		case s := <-got:
+			all += s
+		case <-time.After(5 * time.Second):
+			t.Fatalf("OnReceive after StartReceiving: %q, want %q", all, want)
+		}
+	}
+	if all != want || c.Session().Reason() != transport.ReasonNone {
+		t.Fatalf("OnReceive after StartReceiving: %q, want %q; reason %v", all, want, c.Session().Reason())
+	}
+	srv.Range(func(s *transport.Session) bool { s.Close(); return true })
+	select {
+	case r := <-closes:
+		if r != transport.ReasonPeerClosed {
+			t.Fatalf("OnClose: %v", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server's close went unnoticed by the receive goroutine")
+	}
+	c.Close()
+	if len(closes) != 0 {
+		t.Fatalf("OnClose ran again: %v", <-closes)
+	}
+}
+
+// StartReceiving on a client that ended or was closed starts nothing: it
+// fails with the close error, and the session finishes once.
+func TestClientSyncStartReceivingAfterTheEnd(t *testing.T) {
+	leakcheck.Check(t)
+	srv, a := startServer(t, transport.Config{}, echoHooks(), "tcp", "127.0.0.1:0")
+	closes := make(chan transport.Reason, 2)
+	hooks := transport.Hooks{OnClose: func(_ *transport.Session, e *transport.CloseError) { closes <- e.Reason }}
+	c := dialClient(t, "tcp", a, transport.ClientConfig{Mode: transport.ReceiveSync}, hooks)
+	waitUntil(t, "the server session", func() bool { return srv.SessionCount() == 1 })
+	c.Session().Close() // ended, and nobody has read since
+	if err := c.StartReceiving(); !errors.Is(err, transport.ErrClosed) {
+		t.Fatalf("StartReceiving on an ended session: %v", err)
+	}
+	if r := <-closes; r != transport.ReasonLocal {
+		t.Fatalf("OnClose: %v", r)
+	}
+	c.Close()
+	if len(closes) != 0 {
+		t.Fatalf("OnClose ran again: %v", <-closes)
+	}
+
+	c2 := dialClient(t, "tcp", a, transport.ClientConfig{Mode: transport.ReceiveSync}, hooks)
+	c2.Close()
+	if err := c2.StartReceiving(); !errors.Is(err, transport.ErrClosed) {
+		t.Fatalf("StartReceiving after Close: %v", err)
+	}
+	if r := <-closes; r != transport.ReasonLocal || len(closes) != 0 {
+		t.Fatalf("OnClose after Close: %v, %d more", r, len(closes))
+	}
+
+	ev := dialClient(t, "tcp", a, transport.ClientConfig{}, transport.Hooks{})
+	if err := ev.StartReceiving(); err != nil {
+		t.Fatalf("StartReceiving in event mode: %v", err)
 	}
 }

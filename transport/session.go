@@ -73,6 +73,16 @@ type endpoint struct {
 	limits   *logattr.Limiter // the rate limit of its Warn and Error lines
 }
 
+// selfReader is the [ReceiveSync] client's reader while its callers read:
+// nil otherwise, and once StartReceiving gave the session to a receive
+// goroutine.
+func (ep *endpoint) selfReader() *syncReader {
+	if r := ep.selfRead; r != nil && !r.handedOff.Load() {
+		return r
+	}
+	return nil
+}
+
 // Session is one connection (or UDP peer) of a server, or a client's
 // connection. All methods are safe for concurrent use; sends from many
 // goroutines are written in the order Send was called.
@@ -206,7 +216,7 @@ func (s *Session) CloseAfterWrites() error {
 	if s.conn == nil || s.datagram {
 		return s.Close()
 	}
-	if r := s.ep.selfRead; r != nil {
+	if r := s.ep.selfReader(); r != nil {
 		go func() {
 			s.drainSends()
 			r.close(s)
@@ -232,7 +242,7 @@ func (s *Session) Abort(err error) {
 // handler; a [ReceiveSync] client's session, which no receive loop serves,
 // is aborted at once. It does not wait.
 func (s *Session) AbortAfterWrites(err error) {
-	if s.ep.selfRead != nil {
+	if s.ep.selfReader() != nil {
 		s.Abort(err)
 		return
 	}
