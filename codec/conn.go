@@ -80,7 +80,7 @@ type Conn struct {
 	m      *matcher
 	opts   *Options
 	fifoMu sync.Mutex // FIFO: register and write in one step, so wire order is queue order
-	lead   *lead      // a ReceiveSync client's read turn; nil when a receive goroutine reads
+	lead   *lead      // a ReceiveSync client's read turn; nil when a receive goroutine reads (see syncLead)
 
 	srmp    srmpHandler         // the pipeline's tail when it is the SRMP stage: replies skip making a Message
 	srmpCtx *HandlerContext     // its context; nil when the tail is something else
@@ -419,6 +419,33 @@ func (c *Conn) RequestPacket(ctx context.Context, p *packet.Packet) (*packet.Pac
 	return waitTyped[*packet.Packet](ctx, c, key, ch, err)
 }
 
+// syncLead is the read turn of a ReceiveSync client whose callers read,
+// nil when a receive goroutine reads: from Dial, or since StartReceiving.
+func (c *Conn) syncLead() *lead {
+	if l := c.lead; l != nil && !l.events.Load() {
+		return l
+	}
+	return nil
+}
+
+// StartReceiving makes a ReceiveSync client's connection read on a
+// receive goroutine from now on, as a client dialled in ReceiveEvent mode
+// does: RequestAsync and RequestStream then work, Options.Handler runs on
+// that goroutine for every inbound message whether or not a request
+// waits, and the connection's end is noticed when it comes. Requests
+// waiting meanwhile keep waiting and get their replies from the
+// goroutine. It is for a client that learns only after Dial that it needs
+// reads nobody waits for (a stream): until then its requests pay no
+// goroutine hand-off. It cannot be undone, does nothing on a connection
+// that has a receive goroutine already, and fails with the close error of
+// one that has ended. Safe for concurrent use.
+func (c *Conn) StartReceiving() error {
+	if c.syncLead() == nil {
+		return nil
+	}
+	return c.lead.startReceiving()
+}
+
 // waitTyped waits for the reply of a started request.
 func waitTyped[T any](ctx context.Context, c *Conn, key int, ch chan result, err error) (T, error) {
 	var zero T
@@ -426,8 +453,8 @@ func waitTyped[T any](ctx context.Context, c *Conn, key int, ch chan result, err
 		return zero, err
 	}
 	var r any
-	if c.lead != nil {
-		r, err = c.lead.await(ctx, c, key, ch)
+	if l := c.syncLead(); l != nil {
+		r, err = l.await(ctx, c, key, ch)
 	} else {
 		r, err = c.m.wait(ctx, key, ch)
 	}
@@ -444,9 +471,9 @@ func waitTyped[T any](ctx context.Context, c *Conn, key int, ch chan result, err
 // must not block. ctx bounds only the waits before the request leaves: for
 // a free in-flight slot, and for room in a full send queue. It
 // takes ownership of m. A ReceiveSync client refuses it
-// ([ErrAsyncNeedsEvents]).
+// ([ErrAsyncNeedsEvents]) until [Conn.StartReceiving].
 func (c *Conn) RequestAsync(ctx context.Context, m *Message, cb func(reply *Message, err error)) error {
-	if c.lead != nil {
+	if c.syncLead() != nil {
 		m.Release()
 		return ErrAsyncNeedsEvents
 	}
@@ -456,7 +483,7 @@ func (c *Conn) RequestAsync(ctx context.Context, m *Message, cb func(reply *Mess
 
 // RequestBytesAsync is RequestAsync with flag and a copy of payload.
 func (c *Conn) RequestBytesAsync(ctx context.Context, flag uint8, payload []byte, cb func(reply *Message, err error)) error {
-	if c.lead != nil {
+	if c.syncLead() != nil {
 		return ErrAsyncNeedsEvents
 	}
 	_, _, err := c.startBytes(ctx, flag, payload, &callback{msg: cb}, nil)
@@ -489,9 +516,9 @@ const (
 // reply came within the timeout since the last one, ErrConnClosed. The
 // sequence number stays taken until then, and after a timeout or
 // StreamLeave as StreamLeave says. cb must not block. A ReceiveSync client
-// refuses it ([ErrAsyncNeedsEvents]).
+// refuses it ([ErrAsyncNeedsEvents]) until [Conn.StartReceiving].
 func (c *Conn) RequestStream(ctx context.Context, flag uint8, payload []byte, prefixLen int, cb func(reply *Message, err error) StreamStep) error {
-	if c.lead != nil {
+	if c.syncLead() != nil {
 		return ErrAsyncNeedsEvents
 	}
 	_, _, err := c.startBytes(ctx, flag, payload, &callback{stream: cb}, payload[:min(prefixLen, MaxPrefix, len(payload))])
@@ -501,7 +528,7 @@ func (c *Conn) RequestStream(ctx context.Context, flag uint8, payload []byte, pr
 // RequestPacketAsync is RequestAsync for length-field and delimiter
 // connections; the reply packet is borrowed by cb.
 func (c *Conn) RequestPacketAsync(ctx context.Context, p *packet.Packet, cb func(reply *packet.Packet, err error)) error {
-	if c.lead != nil {
+	if c.syncLead() != nil {
 		p.Release()
 		return ErrAsyncNeedsEvents
 	}
@@ -606,8 +633,8 @@ func (c *Conn) start(ctx context.Context, want MatchMode, cb *callback, echo []b
 	if err := c.checkFormat(want); err != nil {
 		return 0, nil, err
 	}
-	if c.lead != nil { // before acquire, which holds the matcher's lock until register
-		c.lead.drain(c)
+	if l := c.syncLead(); l != nil { // before acquire, which holds the matcher's lock until register
+		l.drain(c)
 	}
 	if want == MatchFIFO { // before acquire: its lock is held until register
 		c.fifoMu.Lock()
@@ -655,7 +682,7 @@ func sendError(err error) error {
 // request, an asynchronous one (its caller may be the reading goroutine, or
 // pipelining) and one inside Batch are written at once.
 func (c *Conn) sendCoalesced(key int, blocking bool, send func(int) error) error {
-	if !blocking || c.m.inFlight.Load() <= 1 || c.batches.Load() > 0 || c.lead != nil || c.chain.Datagram {
+	if !blocking || c.m.inFlight.Load() <= 1 || c.batches.Load() > 0 || c.syncLead() != nil || c.chain.Datagram {
 		return send(key)
 	}
 	var err error

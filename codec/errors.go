@@ -54,9 +54,9 @@ var (
 	// connection ends, or whose write failed part way, fails with
 	// ErrConnClosed alone: it may have been served.)
 	ErrNotSent = errors.New("codec: request not sent")
-	// ErrAsyncNeedsEvents: RequestAsync on a ReceiveSync client, where only
-	// a waiting Request reads and nothing would read the replies of
-	// requests nobody waits for.
+	// ErrAsyncNeedsEvents: RequestAsync or RequestStream on a ReceiveSync
+	// client, where only a waiting Request reads and nothing would read
+	// the replies of requests nobody waits for (see Conn.StartReceiving).
 	ErrAsyncNeedsEvents = errors.New("codec: RequestAsync needs a client with a receive goroutine (not ReceiveSync)")
 )
 

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 
 	"github.com/lifenet/lifenet/transport"
@@ -19,11 +20,19 @@ import (
 // reader's reply has come. A request that times out is failed by the
 // matcher's sweeper, which then wakes the reader (transport.Client.Wake) in
 // case it was that request's own.
+//
+// StartReceiving ends the turns for good: a receive goroutine reads from
+// then on, and the waiters wait for their replies as in event mode.
 type lead struct {
 	tc      *transport.Client
 	held    atomic.Bool   // a goroutine holds the read turn
 	waiting atomic.Int32  // goroutines parked in park: for the turn or their reply
 	wake    chan struct{} // one token: the turn was given back while some waited
+
+	// events: StartReceiving began; a turn holder reads no more, it gives
+	// the turn back and waits for its reply from the receive goroutine.
+	events  atomic.Bool
+	promote sync.Mutex // one StartReceiving at a time
 }
 
 func newLead(tc *transport.Client) *lead {
@@ -66,6 +75,10 @@ func (l *lead) await(ctx context.Context, c *Conn, key int, ch chan result) (any
 			case !turn:
 				return c.m.abandon(ctx, key, ch)
 			}
+		}
+		if l.events.Load() { // the receive goroutine reads, or is about to
+			l.give()
+			return c.m.wait(ctx, key, ch)
 		}
 		c.m.readFor(key) // a reply of its own read reaches it without its channel
 		l.readOnce(ctx, c, ch)
@@ -140,4 +153,31 @@ func (l *lead) drain(c *Conn) {
 		c.receive(p)
 		p.Release()
 	}
+}
+
+// startReceiving hands the connection to a receive goroutine
+// (transport.Client.StartReceiving) once it holds the turn, so that no
+// waiter is reading or running a borrowed read through the pipeline
+// meanwhile. events is set first: a holder woken out of its read then
+// gives the turn back instead of reading again, and so does every waiter
+// that takes it after; each waits on its channel, which the receive
+// goroutine fills. The hand-off is never undone, and does not wait on a
+// context: the turn comes back as soon as the woken reader has run its
+// read through the pipeline.
+func (l *lead) startReceiving() error {
+	l.promote.Lock()
+	defer l.promote.Unlock()
+	if l.events.Load() {
+		return nil
+	}
+	l.events.Store(true)
+	l.waiting.Add(1) // before the first try: a give after it leaves a token
+	for !l.take() {
+		l.tc.Wake() // the holder's read returns now, not at its reply
+		<-l.wake
+	}
+	l.waiting.Add(-1)
+	err := l.tc.StartReceiving()
+	l.give()
+	return err
 }

@@ -165,3 +165,94 @@ func TestSyncClientRepliesOutliveTheNextReads(t *testing.T) {
 		}
 	}
 }
+
+// StartReceiving, called while requests wait (one of them reading), hands
+// the connection to a receive goroutine: every waiting request still gets
+// its own reply, RequestAsync works, a push reaches the Handler with no
+// request waiting, and the server's close is noticed with nobody calling.
+func TestSyncClientStartReceiving(t *testing.T) {
+	leakcheck.Check(t)
+	srv, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
+		m := msg.(*codec.Message)
+		if m.Kind == codec.KindOneWay { // "push me": one push back
+			c.Write(codec.NewMessage(codec.KindOneWay, 0, 0, payload([]byte("pushed"))))
+			return
+		}
+		k := m.Keep() // answered after the handler returns, while the client waits
+		time.AfterFunc(50*time.Millisecond, func() { echoKept(c, k) })
+	}})
+	pushes := make(chan string, 4)
+	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Handler: func(_ *codec.Conn, msg any) {
+		if m := msg.(*codec.Message); m.Kind == codec.KindOneWay {
+			pushes <- string(m.PayloadBytes())
+		}
+	}}, transport.ReceiveSync)
+	conn := c.Conn()
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			body := fmt.Sprint(i)
+			r, err := conn.Request(context.Background(), request(body))
+			if err != nil {
+				t.Errorf("request %s: %v", body, err)
+				return
+			}
+			if got := replyText(t, r, nil); got != body {
+				t.Errorf("request %s got %s", body, got)
+			}
+		})
+	}
+	time.Sleep(20 * time.Millisecond) // the requests are out, one of them reading
+	if err := conn.StartReceiving(); err != nil {
+		t.Fatalf("StartReceiving: %v", err)
+	}
+	wg.Wait()
+	if err := conn.StartReceiving(); err != nil {
+		t.Fatalf("StartReceiving again: %v", err)
+	}
+	got := make(chan string, 1)
+	if err := conn.RequestAsync(context.Background(), request("async"), func(r *codec.Message, err error) {
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		got <- string(r.PayloadBytes())
+	}); err != nil {
+		t.Fatalf("RequestAsync after StartReceiving: %v", err)
+	}
+	if s := <-got; s != "async" {
+		t.Fatalf("RequestAsync's reply: %q", s)
+	}
+	if err := conn.Write(codec.NewMessage(codec.KindOneWay, 0, 0, payload([]byte("push me")))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-pushes:
+		if s != "pushed" {
+			t.Fatalf("push %q", s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a push with no request waiting never reached the Handler")
+	}
+	srv.Transport().Range(func(s *transport.Session) bool { s.Close(); return true })
+	select {
+	case <-conn.Session().Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server's close went unnoticed")
+	}
+}
+
+// StartReceiving on a connection that ended fails with its close error,
+// and later requests fail as never sent.
+func TestSyncClientStartReceivingAfterTheEnd(t *testing.T) {
+	leakcheck.Check(t)
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: echoSRMP})
+	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline()}, transport.ReceiveSync)
+	c.Conn().Session().Close()
+	if err := c.Conn().StartReceiving(); !errors.Is(err, transport.ErrClosed) {
+		t.Fatalf("StartReceiving after the end: %v", err)
+	}
+	if _, err := c.Request(context.Background(), request("x")); !errors.Is(err, codec.ErrNotSent) {
+		t.Fatalf("a request after: %v", err)
+	}
+}
