@@ -20,7 +20,17 @@ import (
 // ClientConfig holds a client's settings. The zero value means "all
 // defaults"; a zero field takes the default named on it.
 type ClientConfig struct {
-	// Transport holds the connection settings.
+	// Transport holds the connection settings. With Mode left at its zero
+	// value (transport.ReceiveEvent), a client over plain TCP that has no
+	// OnPush and no Interceptors reads each reply on the goroutine that
+	// waits for it, as transport.ReceiveSync does, which saves a goroutine
+	// hand-off a call, until it opens its first stream: that connection
+	// then gets a receive goroutine (codec.Conn.StartReceiving). Such a
+	// connection notices a server's close at its next call (which then
+	// goes out on a new connection) and does not close itself after
+	// IdleTimeout. Mode ReceivePull keeps a receive goroutine on every
+	// connection; ReceiveSync reads on the callers' goroutines over any
+	// socket, pushes reaching OnPush only while a call waits.
 	Transport transport.ClientConfig
 	// Framer bounds the replies a connection accepts (default 10 MiB).
 	Framer codec.FramerConfig
@@ -348,6 +358,9 @@ func (c *Client) dial(ctx context.Context, u *url.URL) (*codec.Client, error) {
 		opts.Pipeline = codec.NewPipeline(codec.SRMPFraming(c.cfg.Framer))
 	}
 	tcfg := c.cfg.Transport
+	if c.readsOnCallers(u) {
+		tcfg.Mode = transport.ReceiveSync
+	}
 	if u.Scheme == "tls" || u.Scheme == "wss" || tcfg.TLS != nil && network == "tcp" {
 		tcfg.TLS = clientTLS(tcfg.TLS, u)
 	}
@@ -357,6 +370,19 @@ func (c *Client) dial(ctx context.Context, u *url.URL) (*codec.Client, error) {
 	}
 	cc.Conn().SetState(&connState{addr: u}) // before any call can find the connection
 	return cc, nil
+}
+
+// readsOnCallers reports whether a connection to u reads its replies on
+// the callers' goroutines (transport.ReceiveSync) though the config left
+// the mode at its default: nothing needs a reader between calls (no
+// OnPush, no interceptor seeing pushes; a stream starts one), and before
+// each call it can drain what came unasked, which needs a plain TCP socket
+// (not TLS, not WebSocket, not UDP) on a system that reads one without
+// waiting.
+func (c *Client) readsOnCallers(u *url.URL) bool {
+	t := &c.cfg.Transport
+	return drainsBuffered && t.Mode == transport.ReceiveEvent && !t.AutoReconnect &&
+		u.Scheme == "tcp" && t.TLS == nil && c.cfg.OnPush == nil && c.chain == nil
 }
 
 // pick returns a connection for the next call, in turn over the slots.

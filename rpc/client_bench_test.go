@@ -25,13 +25,12 @@ const benchServerEnv = "LIFENET_RPC_BENCH_SERVER"
 // instructions (scripts/instrs.sh) is the client's alone: impl=lifenet is
 // rpc.Client.Invoke, impl=bare a caller that writes the request's bytes and
 // reads the reply's frame on its own goroutine, the floor a client can
-// reach (docs/perf/rpc.md, "The client's cost").
+// reach (docs/perf/rpc.md, "The client's cost"); impl=lifenet-goroutine is
+// a client that keeps a receive goroutine, as one with OnPush does.
 func BenchmarkClientNoArg(b *testing.B) {
 	addr := startBenchChild(b)
 	b.Run("impl=lifenet", func(b *testing.B) { benchClientInvoke(b, addr, rpc.ClientConfig{}) })
-	sync := rpc.ClientConfig{}
-	sync.Transport.Mode = transport.ReceiveSync
-	b.Run("impl=lifenet-sync", func(b *testing.B) { benchClientInvoke(b, addr, sync) })
+	b.Run("impl=lifenet-goroutine", func(b *testing.B) { benchClientInvoke(b, addr, withReceiveGoroutine) })
 	b.Run("impl=bare", func(b *testing.B) {
 		c, err := net.Dial("tcp", addr)
 		must(b, err)
@@ -64,9 +63,7 @@ func BenchmarkClientSerial(b *testing.B) {
 	b.Cleanup(srv.Close)
 	addr := l.Addr().String()
 	b.Run("impl=lifenet", func(b *testing.B) { benchClientInvoke(b, addr, rpc.ClientConfig{}) })
-	sync := rpc.ClientConfig{}
-	sync.Transport.Mode = transport.ReceiveSync
-	b.Run("impl=lifenet-sync", func(b *testing.B) { benchClientInvoke(b, addr, sync) })
+	b.Run("impl=lifenet-goroutine", func(b *testing.B) { benchClientInvoke(b, addr, withReceiveGoroutine) })
 	b.Run("impl=bare", func(b *testing.B) {
 		c, err := net.Dial("tcp", addr)
 		must(b, err)
@@ -100,6 +97,15 @@ func answer42(w *bufio.Writer, frame []byte) {
 	w.Write([]byte{baseline.KindReply<<6 | frame[0]&0x3F, frame[1], byte(len(payload)), 0})
 	w.WriteString(payload)
 }
+
+// withReceiveGoroutine is a client config that keeps a receive goroutine
+// (Mode ReceivePull, which rpc treats as event mode), where the default
+// client reads its replies on the caller's goroutine.
+var withReceiveGoroutine = func() rpc.ClientConfig {
+	var cfg rpc.ClientConfig
+	cfg.Transport.Mode = transport.ReceivePull
+	return cfg
+}()
 
 // benchClientInvoke is b.N serial Invokes of Bench/NoArg by a client of cfg.
 func benchClientInvoke(b *testing.B, addr string, cfg rpc.ClientConfig) {

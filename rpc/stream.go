@@ -263,6 +263,9 @@ func (c *Client) openStream(ctx context.Context, action string, args any, iv *In
 	}
 	cn, err := c.pick(ctx)
 	if err == nil {
+		cn, err = c.receiving(ctx, cn)
+	}
+	if err == nil {
 		err = c.showToken(ctx, cn, carried)
 	}
 	if err != nil {
@@ -272,6 +275,22 @@ func (c *Client) openStream(ctx context.Context, action string, args any, iv *In
 	q := &streamQueue{action: action, ready: make(chan struct{}, 1)}
 	err = cn.RequestStream(ctx, FlagRPC|flagStream, body, nameLen(action), q.push)
 	return q, err
+}
+
+// receiving returns cn, or the connection that replaced it, with a
+// receive goroutine: a stream's replies come while nobody waits for a
+// call's reply, so a connection that read on its callers' goroutines
+// (readsOnCallers) starts one now, and keeps it. A connection found ended
+// there is replaced once, as a call's would be.
+func (c *Client) receiving(ctx context.Context, cn *codec.Conn) (*codec.Conn, error) {
+	if cn.StartReceiving() == nil {
+		return cn, nil
+	}
+	cn, err := c.pick(ctx)
+	if err == nil {
+		err = cn.StartReceiving()
+	}
+	return cn, err
 }
 
 // push takes one reply (borrowed) on the reading goroutine. A stream left
