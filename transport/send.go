@@ -74,8 +74,77 @@ func (s *Session) sendBytes(ctx context.Context, parts [][]byte) error {
 	if err := s.admitLocked(ctx, n); err != nil {
 		return err
 	}
+	if w := s.directLocked(n); w != nil {
+		return s.writeDirect(w, n, parts)
+	}
 	s.stageBytesLocked(n, parts)
 	return s.queuedLocked(n)
+}
+
+// directMax bounds the messages writeDirect takes: small enough that no
+// socket setting depends on them (fitLargeMessage) and that one write
+// takes them whole in practice.
+const directMax = smallSegment
+
+// directLocked returns the stream sender through which a client's lone
+// small message may be written at once, skipping the queue (writeDirect),
+// or nil: only when nothing is queued, being written or held back, and
+// the client's kept staging buffer is there to copy it into. Called with
+// s.mu held.
+func (s *Session) directLocked(n int) *streamSender {
+	if !s.keepStage || n > directMax || s.writing || s.corks > 0 || len(s.queue) > 0 ||
+		s.spareStage == nil || s.spareStage.Cap() < n {
+		return nil
+	}
+	w, _ := s.out.(*streamSender)
+	return w
+}
+
+// writeDirect writes a lone small message of n bytes (parts) with one
+// write call, as flush would write a queue of it alone, without the
+// queue: it copies parts into the kept staging buffer and writes that.
+// While it writes it holds the session's write turn (s.writing), so other
+// senders queue, and it flushes what they queued before it returns. A
+// failed write closes the session; it is [ErrNotWritten] when no byte of
+// the message left. Called with s.mu held, which it unlocks.
+func (s *Session) writeDirect(w *streamSender, n int, parts [][]byte) error {
+	buf := s.spareStage
+	s.spareStage = nil
+	s.writing = true
+	sent := s.io.bytesOut.Load() // only this goroutine writes meanwhile
+	s.inflight, s.inflightFrom = n, sent
+	s.mu.Unlock()
+
+	buf.Resize(n)
+	dst := buf.Bytes()
+	for _, b := range parts {
+		dst = dst[copy(dst, b):]
+	}
+	err := w.writeOne(s, buf.Bytes())
+	if err == nil {
+		s.io.messagesOut.Add(1)
+	}
+	s.mu.Lock()
+	s.keepSpareLocked(nil, buf)
+	s.inflight = 0
+	if err != nil {
+		s.writing = false
+		s.mu.Unlock()
+		s.closeWith(writeReason(err), err)
+		cerr := s.closedErr() // names the reason that won, e.g. a slow consumer
+		if s.io.bytesOut.Load() == sent {
+			return notWritten{cerr}
+		}
+		return cerr
+	}
+	if len(s.queue) == 0 {
+		s.writing = false
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.Unlock()
+	s.flush() // what others queued meanwhile; a failure there closes the session, and this message had left
+	return nil
 }
 
 // Enqueue queues p for writing like Send, but never waits for the peer:
@@ -613,16 +682,31 @@ func (w *streamSender) gather(batch []*packet.Packet) {
 	endRun()
 }
 
-func (w *streamSender) writeBatch(s *Session, batch []*packet.Packet) error {
+// armDeadline moves the write deadline, at most once per clock tick: it
+// always lies at least timeout ahead of any write that starts.
+func (w *streamSender) armDeadline() error {
 	if w.timeout > 0 {
-		// Move the deadline at most once per clock tick; it always lies at
-		// least timeout ahead of any write that starts.
 		if t := now(); t != w.deadlineAt {
 			w.deadlineAt = t
-			if err := w.conn.SetWriteDeadline(mono.Time(t).Add(w.timeout + clockTick)); err != nil {
-				return err
-			}
+			return w.conn.SetWriteDeadline(mono.Time(t).Add(w.timeout + clockTick))
 		}
+	}
+	return nil
+}
+
+// writeOne writes one small message b (writeDirect's) and counts its bytes.
+func (w *streamSender) writeOne(s *Session, b []byte) error {
+	if err := w.armDeadline(); err != nil {
+		return err
+	}
+	k, err := w.conn.Write(b)
+	s.io.bytesOut.Add(uint64(k))
+	return err
+}
+
+func (w *streamSender) writeBatch(s *Session, batch []*packet.Packet) error {
+	if err := w.armDeadline(); err != nil {
+		return err
 	}
 	var (
 		n   int64

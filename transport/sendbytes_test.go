@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -453,4 +456,107 @@ func TestClientSendBytesReusesItsStagingBuffer(t *testing.T) {
 			t.Fatalf("round %d: the caller's wrapped memory was written: %q", i, mine)
 		}
 	}
+}
+
+// A client's lone small SendBytes is written at once, past the queue
+// (writeDirect): from goroutines racing each other and queueing behind
+// one another's writes, every message arrives whole, each goroutine's in
+// its order, all counted; and one written so after the peer reset the
+// connection fails as not written.
+func TestClientLoneSendsGoOutWholeAndCounted(t *testing.T) {
+	leakcheck.Check(t)
+	c, peer := dialPlainPeer(t)
+	const senders, each, size = 8, 200, 8
+	var wg sync.WaitGroup
+	for g := range senders {
+		wg.Go(func() {
+			for i := range each {
+				msg := fmt.Appendf(nil, "%d%06d;", g, i)
+				if err := c.SendBytes(msg[:1], msg[1:]); err != nil {
+					t.Errorf("sender %d, message %d: %v", g, i, err)
+					return
+				}
+			}
+		})
+	}
+	got := make([]byte, senders*each*size)
+	peer.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadFull(peer, got); err != nil {
+		t.Fatalf("the peer read: %v", err)
+	}
+	wg.Wait()
+	next := make([]int, senders)
+	for m := range bytes.SplitSeq(got[:len(got)-1], []byte{';'}) {
+		var g, i int
+		if _, err := fmt.Sscanf(string(m), "%1d%06d", &g, &i); err != nil || len(m) != size-1 || i != next[g] {
+			t.Fatalf("message %q: sender %d's next is %d (%v)", m, g, next[g], err)
+		}
+		next[g]++
+	}
+	if st := c.Stats(); st.MessagesOut != senders*each || st.BytesOut != uint64(len(got)) {
+		t.Fatalf("counted %d messages, %d bytes; sent %d, %d", st.MessagesOut, st.BytesOut, senders*each, len(got))
+	}
+
+	peer.(*net.TCPConn).SetLinger(0)
+	peer.Close() // a reset
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); err == nil && time.Now().Before(deadline); {
+		err = c.SendBytes([]byte("after the reset"))
+	}
+	if !errors.Is(err, transport.ErrClosed) || !errors.Is(err, transport.ErrNotWritten) {
+		t.Fatalf("send after a reset: %v, want ErrClosed and ErrNotWritten", err)
+	}
+}
+
+// A lone send written at once that blocks (the peer does not read) holds
+// the write turn: a send made meanwhile is queued behind it, and goes out
+// as soon as the blocked write is done, with nothing sent after it.
+func TestClientLoneSendFlushesWhatQueuedBehindIt(t *testing.T) {
+	leakcheck.Check(t)
+	addr, accepted := plainPeer(t)
+	cfg := transport.ClientConfig{}
+	cfg.SocketSendBuffer = 4096
+	c, err := transport.Dial(context.Background(), "tcp", addr, cfg, transport.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	peer := <-accepted
+	t.Cleanup(func() { peer.Close() })
+	peer.(*net.TCPConn).SetReadBuffer(4096)
+
+	msg := bytes.Repeat([]byte{'.'}, 500)
+	var stop atomic.Bool
+	filled := make(chan struct{})
+	go func() { // small sends until the socket is full and one blocks
+		defer close(filled)
+		for !stop.Load() {
+			if c.SendBytes(msg) != nil {
+				return
+			}
+		}
+	}()
+	for last := uint64(0); ; { // the filler's write has stopped returning
+		time.Sleep(50 * time.Millisecond)
+		out := c.Stats().BytesOut
+		if out == last {
+			break
+		}
+		last = out
+	}
+	if err := c.SendBytes([]byte("marker")); err != nil { // queued behind the blocked write
+		t.Fatal(err)
+	}
+	stop.Store(true)
+	peer.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var tail []byte
+	buf := make([]byte, 64<<10)
+	for !bytes.HasSuffix(tail, []byte("marker")) {
+		n, err := peer.Read(buf)
+		if err != nil {
+			t.Fatalf("the send queued behind a blocked write never came: %v", err)
+		}
+		tail = append(tail[max(0, len(tail)-16):], buf[:n]...)
+	}
+	<-filled
 }
