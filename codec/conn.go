@@ -411,6 +411,54 @@ func (c *Conn) RequestBytesPrefixed(ctx context.Context, flag uint8, payload []b
 	return waitTyped[*Message](ctx, c, key, ch, err)
 }
 
+// ReplyUse is what a caller of [Conn.RequestBytesInto] does with its
+// reply: decode it into dst, the destination the caller passed along.
+type ReplyUse func(dst any, reply *Message) error
+
+// RequestBytesInto is RequestBytesPrefixed for a caller that is done with
+// its reply once it has decoded it: use gets the reply, borrowed for the
+// call, with dst, on the caller's goroutine, instead of the reply being
+// returned. When that goroutine reads the reply itself (a ReceiveSync
+// client's turn holder) use runs on the read buffer the reply came in,
+// and the call takes no copy of it and no pooled Message; otherwise use
+// gets a kept copy, released when it returns. A static function for use
+// and dst passed along, rather than a closure, keep the call free of
+// allocations. used reports that a reply came and use ran: err is then
+// use's. Otherwise err is the request's error, as RequestBytesPrefixed
+// returns it (an error reply is a *ReplyError and use does not run). use
+// must neither block nor make requests on the connection: while it runs
+// on the read, the replies after it in the same read wait. A panic in use
+// reaches the caller once the connection's read turn is given back.
+func (c *Conn) RequestBytesInto(ctx context.Context, flag uint8, payload []byte, prefixLen int, use ReplyUse, dst any) (used bool, err error) {
+	key, ch, err := c.startBytes(ctx, flag, payload, nil, payload[:min(prefixLen, MaxPrefix, len(payload))])
+	if err != nil {
+		return false, err
+	}
+	var r any
+	if l := c.syncLead(); l != nil {
+		r, err = l.await(ctx, c, key, ch, use, dst)
+	} else {
+		r, err = c.m.wait(ctx, key, ch)
+	}
+	if err != nil {
+		_, used = r.(usedReply)
+		return used, err
+	}
+	switch reply := r.(type) {
+	case *Message:
+		return true, useKept(use, dst, reply)
+	case usePanic:
+		panic(reply.v)
+	}
+	return true, nil // usedReply
+}
+
+// useKept runs use on an owned reply and releases it, also when use panics.
+func useKept(use ReplyUse, dst any, reply *Message) error {
+	defer reply.Release()
+	return use(dst, reply)
+}
+
 // RequestPacket sends a request on a length-field or delimiter connection
 // and waits for the next reply in order (FIFO), which the caller owns and
 // must release; see Request. It takes ownership of p.
@@ -454,7 +502,7 @@ func waitTyped[T any](ctx context.Context, c *Conn, key int, ch chan result, err
 	}
 	var r any
 	if l := c.syncLead(); l != nil {
-		r, err = l.await(ctx, c, key, ch)
+		r, err = l.await(ctx, c, key, ch, nil, nil)
 	} else {
 		r, err = c.m.wait(ctx, key, ch)
 	}

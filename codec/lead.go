@@ -58,8 +58,9 @@ func (l *lead) give() {
 }
 
 // await waits for the reply on ch, reading the connection whenever it is
-// this goroutine's turn.
-func (l *lead) await(ctx context.Context, c *Conn, key int, ch chan result) (any, error) {
+// this goroutine's turn; use, when not nil, gets the reply of its own read
+// borrowed, with dst (see Conn.RequestBytesInto).
+func (l *lead) await(ctx context.Context, c *Conn, key int, ch chan result, use ReplyUse, dst any) (any, error) {
 	for {
 		if len(ch) > 0 { // only this goroutine receives from ch
 			return c.m.finish(key, ch, <-ch)
@@ -80,7 +81,7 @@ func (l *lead) await(ctx context.Context, c *Conn, key int, ch chan result) (any
 			l.give()
 			return c.m.wait(ctx, key, ch)
 		}
-		c.m.readFor(key) // a reply of its own read reaches it without its channel
+		c.m.readFor(key, use, dst) // a reply of its own read reaches it without its channel
 		l.readOnce(ctx, c, ch)
 		r, got := c.m.readDone()
 		l.give()

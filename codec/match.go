@@ -152,9 +152,13 @@ type matcher struct {
 	// channel, from which its goroutine would take it at once. Only the
 	// turn holder sets and reads these, and in that mode deliver runs on
 	// it; the sweeper and close still use the channel.
+	// selfUse, when set, gets that request's reply borrowed, with
+	// selfDst, in place of a kept copy (Conn.RequestBytesInto).
 	self    int
 	selfRes result
 	selfGot bool
+	selfUse ReplyUse
+	selfDst any
 
 	unknown, timedOut atomic.Uint64
 	queued            atomic.Int32 // FIFO: count, readable without the lock
@@ -454,8 +458,14 @@ func (m *matcher) deliver(seq int, reply any) {
 		return
 	}
 	w.state = slotDone
+	re := replyError(reply)
+	if msg, ok := reply.(*Message); ok && re == nil && key == m.self && m.selfUse != nil {
+		m.mu.Unlock() // use is the caller's code; the slot is done, and only its waiter frees it
+		m.selfRes, m.selfGot = m.use(msg), true
+		return
+	}
 	var r result
-	if re := replyError(reply); re != nil {
+	if re != nil {
 		r = result{err: re, answered: true}
 	} else {
 		r = result{reply: keep(reply), answered: true}
@@ -468,14 +478,38 @@ func (m *matcher) deliver(seq int, reply any) {
 	m.mu.Unlock()
 }
 
-// readFor marks key as the request whose goroutine reads next (see self).
-func (m *matcher) readFor(key int) { m.self = key }
+// readFor marks key as the request whose goroutine reads next (see self),
+// and use, when not nil, as the user of its reply, with dst.
+func (m *matcher) readFor(key int, use ReplyUse, dst any) {
+	m.self, m.selfUse, m.selfDst = key, use, dst
+}
 
 // readDone ends readFor and returns the result deliver handed over, if any.
 func (m *matcher) readDone() (r result, got bool) {
 	r, got = m.selfRes, m.selfGot
-	m.self, m.selfRes, m.selfGot = -1, result{}, false
+	m.self, m.selfRes, m.selfGot, m.selfUse, m.selfDst = -1, result{}, false, nil, nil
 	return r, got
+}
+
+// usedReply is the reply of a result whose reply selfUse used during the
+// read: err is use's error.
+type usedReply struct{}
+
+// usePanic is the reply of a result whose use panicked during the read:
+// the panic is raised again on the caller's goroutine once the read turn
+// is given back (Conn.RequestBytesInto), as it would be had use run there.
+type usePanic struct{ v any }
+
+// use runs selfUse on the turn holder's own borrowed reply.
+func (m *matcher) use(reply *Message) (r result) {
+	r = result{reply: usedReply{}, answered: true}
+	defer func() {
+		if v := recover(); v != nil {
+			r.reply, r.err = usePanic{v}, nil
+		}
+	}()
+	r.err = m.selfUse(m.selfDst, reply)
+	return r
 }
 
 // ReplyError is the error of a request the peer answered with an error

@@ -624,31 +624,23 @@ func (c *Client) invoke(ctx context.Context, action string, args, result any, iv
 	// The reply repeats the action name: one that does not is an earlier
 	// call's late reply on a reused sequence number, and is dropped.
 	named := nameLen(action)
-	if iv != nil {
-		iv.wentOut(cn, action, body)
+	if iv == nil {
+		return c.request(ctx, cn, action, body, named, result)
 	}
+	iv.wentOut(cn, action, body)
 	reply, err := cn.RequestBytesPrefixed(ctx, FlagRPC, body, named)
 	if unsent(err) { // the connection had ended: the call never left, so a new one may carry it
 		if cn, err = c.pick(ctx); err == nil {
-			if iv != nil {
-				iv.wentOut(cn, action, body)
-			}
+			iv.wentOut(cn, action, body)
 			reply, err = cn.RequestBytesPrefixed(ctx, FlagRPC, body, named)
 		}
 	}
 	if err != nil {
-		if data, ok := success200Data(err); ok { // NewLife's ApiException(200, msg): a success, msg its data
-			return decodeResult(data, result)
-		}
-		return callError(action, err)
+		return failedCall(action, err, result)
 	}
 	if reply.Flag&flagStream != 0 { // a lifenet server's stream: the rest of it is dropped
 		reply.Release()
 		return fmt.Errorf("rpc: %s: %w", action, ErrStreamAction)
-	}
-	if iv == nil {
-		defer reply.Release()
-		return decodeReply(reply, result)
 	}
 	b, err := parseBody(reply.PayloadBytes(), false)
 	if err != nil {
@@ -658,6 +650,50 @@ func (c *Client) invoke(ctx context.Context, action string, args, result any, iv
 	iv.dropReply()
 	iv.reply, iv.result = reply, b.data
 	return decodeResult(b.data, result)
+}
+
+// request sends a call that no interceptor watches on cn and decodes its
+// reply into result straight from the connection's read when the caller
+// reads it (useReply), with no copy of it kept. A call that finds cn ended
+// before it left goes out on a new connection.
+func (c *Client) request(ctx context.Context, cn *codec.Conn, action string, body []byte, named int, result any) error {
+	used, err := cn.RequestBytesInto(ctx, FlagRPC, body, named, useReply, result)
+	if unsent(err) { // the connection had ended: the call never left, so a new one may carry it
+		if cn, err = c.pick(ctx); err == nil {
+			used, err = cn.RequestBytesInto(ctx, FlagRPC, body, named, useReply, result)
+		}
+	}
+	switch {
+	case err == nil:
+		return nil
+	case !used:
+		return failedCall(action, err, result)
+	case errors.Is(err, errStreamReply): // a lifenet server's stream: the rest of it is dropped
+		return fmt.Errorf("rpc: %s: %w", action, ErrStreamAction)
+	}
+	return err
+}
+
+// errStreamReply is useReply's error for a stream's reply to a call.
+var errStreamReply = errors.New("rpc: a stream's reply to a call")
+
+// useReply decodes a call's reply (borrowed) into result; it is the
+// codec.ReplyUse of request.
+func useReply(result any, reply *codec.Message) error {
+	if reply.Flag&flagStream != 0 {
+		return errStreamReply
+	}
+	return decodeReply(reply, result)
+}
+
+// failedCall is the outcome of a call whose request failed: a success
+// after all for NewLife's ApiException(200, msg), whose msg is decoded
+// into result, else the call's error (see callError).
+func failedCall(action string, err error, result any) error {
+	if data, ok := success200Data(err); ok {
+		return decodeResult(data, result)
+	}
+	return callError(action, err)
 }
 
 // Call is the generic form of Invoke: it returns the result as an R.

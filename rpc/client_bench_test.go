@@ -94,7 +94,10 @@ func answer42(w *bufio.Writer, frame []byte) {
 	if frame[0]>>6 != baseline.KindRequest {
 		return
 	}
-	w.Write([]byte{baseline.KindReply<<6 | frame[0]&0x3F, frame[1], byte(len(payload)), 0})
+	w.WriteByte(baseline.KindReply<<6 | frame[0]&0x3F) // byte by byte: a slice would be allocated per reply
+	w.WriteByte(frame[1])
+	w.WriteByte(byte(len(payload)))
+	w.WriteByte(0)
 	w.WriteString(payload)
 }
 

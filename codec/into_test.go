@@ -1,0 +1,142 @@
+package codec_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/lifenet/lifenet/codec"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
+	"github.com/lifenet/lifenet/transport"
+)
+
+// intoDst is what copyInto decodes into: the reply's payload, and whether
+// the reply was borrowed when use got it.
+type intoDst struct {
+	payload  string
+	borrowed bool
+}
+
+var errUse = errors.New("use refused the reply")
+
+// copyInto is a ReplyUse: it copies the reply into dst (an *intoDst), and
+// refuses a reply "refuse" with errUse.
+func copyInto(dst any, reply *codec.Message) error {
+	d := dst.(*intoDst)
+	d.payload, d.borrowed = string(reply.PayloadBytes()), reply.Borrowed()
+	if d.payload == "refuse" {
+		return errUse
+	}
+	return nil
+}
+
+// echoOrFail echoes requests, answering "fail" with an error reply.
+func echoOrFail(c *codec.Conn, msg any) {
+	m := msg.(*codec.Message)
+	if m.Kind != codec.KindRequest {
+		return
+	}
+	if string(m.PayloadBytes()) == "fail" {
+		c.ReplyError(m, m.Payload)
+		return
+	}
+	c.Reply(m, m.Payload)
+}
+
+// RequestBytesInto hands use the reply with dst: borrowed, straight from
+// the read, when the caller reads it (ReceiveSync), a kept copy when a
+// receive goroutine read it; use's error is the call's, with used set; an
+// error reply is the request's error, and use does not see it. With or
+// without a Handler (the flat read path, or the pipeline's).
+func TestRequestBytesInto(t *testing.T) {
+	for _, m := range clientModes {
+		for _, handler := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/handler=%v", m.name, handler), func(t *testing.T) {
+				leakcheck.Check(t)
+				_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: echoOrFail})
+				opts := codec.Options{Pipeline: srmpPipeline()}
+				if handler {
+					opts.Handler = func(*codec.Conn, any) {}
+				}
+				conn := dialCodec(t, "tcp", addr, opts, m.mode).Conn()
+				ctx := context.Background()
+				for i := range 20 {
+					body := fmt.Sprintf("request %d", i)
+					var d intoDst
+					used, err := conn.RequestBytesInto(ctx, codec.FlagPacket, []byte(body), 7, copyInto, &d)
+					if !used || err != nil || d.payload != body {
+						t.Fatalf("request %d: used %v, %v, decoded %q", i, used, err, d.payload)
+					}
+					if want := m.mode == transport.ReceiveSync; d.borrowed != want {
+						t.Fatalf("request %d: use got a borrowed reply: %v, want %v", i, d.borrowed, want)
+					}
+				}
+				var d intoDst
+				if used, err := conn.RequestBytesInto(ctx, codec.FlagPacket, []byte("refuse"), 0, copyInto, &d); !used || err != errUse {
+					t.Fatalf("a reply use refused: used %v, %v", used, err)
+				}
+				d = intoDst{}
+				used, err := conn.RequestBytesInto(ctx, codec.FlagPacket, []byte("fail"), 0, copyInto, &d)
+				var re *codec.ReplyError
+				if used || !errors.As(err, &re) || string(re.Payload) != "fail" || d.payload != "" {
+					t.Fatalf("an error reply: used %v, %v, use saw %q", used, err, d.payload)
+				}
+			})
+		}
+	}
+}
+
+// Concurrent RequestBytesInto calls on a ReceiveSync client each decode
+// their own reply, whether their goroutine read it or another did.
+func TestRequestBytesIntoConcurrent(t *testing.T) {
+	leakcheck.Check(t)
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: echoSRMP})
+	conn := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Handler: func(*codec.Conn, any) {}}, transport.ReceiveSync).Conn()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 100 {
+				body := fmt.Sprintf("%d/%d", g, i)
+				var d intoDst
+				used, err := conn.RequestBytesInto(context.Background(), codec.FlagPacket, []byte(body), len(body), copyInto, &d)
+				if !used || err != nil || d.payload != body {
+					t.Errorf("%s: used %v, %v, decoded %q", body, used, err, d.payload)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// A panic in use while it runs on the read reaches its caller, and the
+// connection's read turn is given back: the requests after it, and those
+// waiting meanwhile, get their replies.
+func TestRequestBytesIntoPanicReachesTheCaller(t *testing.T) {
+	leakcheck.Check(t)
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: echoSRMP})
+	conn := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline()}, transport.ReceiveSync).Conn()
+	boom := func(any, *codec.Message) error { panic("boom") }
+	func() {
+		defer func() {
+			if v := recover(); v != "boom" {
+				t.Fatalf("recovered %v, want use's panic", v)
+			}
+		}()
+		conn.RequestBytesInto(context.Background(), codec.FlagPacket, []byte("x"), 0, boom, nil)
+		t.Fatal("RequestBytesInto returned past use's panic")
+	}()
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			body := fmt.Sprint(i)
+			r, err := conn.RequestBytes(context.Background(), codec.FlagPacket, []byte(body))
+			if got := replyText(t, r, err); got != body {
+				t.Errorf("after the panic: %q, want %q", got, body)
+			}
+		})
+	}
+	wg.Wait()
+}
