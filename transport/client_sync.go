@@ -29,6 +29,7 @@ type syncReader struct {
 	watched   watchKey
 	stopWatch func() bool
 	previous  watchKey // the context of the previous call
+	settled   bool     // previous and watched are both a context that never ends: nothing to arm (mu)
 
 	woken atomic.Bool // Wake was called: the read deadline is in the past
 
@@ -178,11 +179,16 @@ func (r *syncReader) take(s *Session, n int) *packet.Packet {
 // ctx's cancellation, unless the same context is armed already. It
 // reports whether the watch should stay armed after this call.
 func (r *syncReader) watch(ctx context.Context, s *Session) (keep bool) {
-	key := watchKey{done: ctx.Done(), set: true}
+	done := ctx.Done()
+	key := watchKey{done: done, set: true}
 	key.deadline, _ = ctx.Deadline()
+	if r.settled && done == nil && key.deadline.IsZero() {
+		return true // the loop of a context that never ends, again: no key to compare
+	}
 	keep = key.same(r.previous)
 	r.previous = key
 	if key.same(r.watched) {
+		r.settled = key.never()
 		return true
 	}
 	r.unwatch()
@@ -191,6 +197,7 @@ func (r *syncReader) watch(ctx context.Context, s *Session) (keep bool) {
 	r.watched = key
 	r.watchMu.Unlock()
 	if key.done == nil {
+		r.settled = key.never()
 		return true
 	}
 	stop := context.AfterFunc(ctx, func() {
@@ -229,6 +236,7 @@ func (r *syncReader) limit(ctx context.Context, s *Session, timeout time.Duratio
 // unwatch disarms the interrupt. The next call sets the read deadline
 // afresh, which also clears an interrupt that fired meanwhile.
 func (r *syncReader) unwatch() {
+	r.settled = false
 	r.watchMu.Lock()
 	if r.stopWatch != nil {
 		r.stopWatch()
@@ -236,6 +244,10 @@ func (r *syncReader) unwatch() {
 	r.watched, r.stopWatch = watchKey{}, nil
 	r.watchMu.Unlock()
 }
+
+// never reports a context that can never end: no Done channel, no
+// deadline.
+func (k watchKey) never() bool { return k.done == nil && k.deadline.IsZero() }
 
 func (k watchKey) same(o watchKey) bool {
 	return k.set && o.set && k.done == o.done && k.deadline.Equal(o.deadline)

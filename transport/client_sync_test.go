@@ -292,3 +292,34 @@ func TestClientSyncStartReceivingAfterTheEnd(t *testing.T) {
 		t.Fatalf("StartReceiving in event mode: %v", err)
 	}
 }
+
+// A loop of Receives with a context that never ends arms nothing, call
+// after call; a context with a deadline after it still bounds its
+// Receive, a Wake still cuts one short, and the loop goes on after both.
+func TestClientSyncContextAfterAQuietLoop(t *testing.T) {
+	leakcheck.Check(t)
+	_, a := startServer(t, transport.Config{}, echoHooks(), "tcp", "127.0.0.1:0")
+	c := dialClient(t, "tcp", a, transport.ClientConfig{Mode: transport.ReceiveSync}, transport.Hooks{})
+	quiet := func(round string) {
+		for i := range 3 {
+			c.SendBytes([]byte("ok"))
+			p, err := c.Receive(context.Background())
+			if err != nil || string(p.Bytes()) != "ok" {
+				t.Fatalf("%s, call %d: %v", round, i, err)
+			}
+			p.Release()
+		}
+	}
+	quiet("first loop")
+	short, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	if _, err := c.Receive(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Receive past its deadline after a quiet loop: %v", err)
+	}
+	quiet("after the deadline")
+	time.AfterFunc(30*time.Millisecond, c.Wake)
+	if _, err := c.Receive(context.Background()); !errors.Is(err, transport.ErrWoken) {
+		t.Fatalf("woken Receive after a quiet loop: %v", err)
+	}
+	quiet("after the wake")
+}
