@@ -30,7 +30,7 @@ func (r *nowReader) read(s *Session, b []byte) (n int, read bool, err error) {
 	if cerr != nil { // a deadline in the past (a Wake, a cancelled context): leave it to Receive
 		return 0, false, nil
 	}
-	if r.err == syscall.EAGAIN || r.err == syscall.EINTR { // recvNow's errors are bare Errnos
+	if again(r.err) {
 		return 0, false, nil
 	}
 	if r.n < 0 {
@@ -59,4 +59,12 @@ func (r *nowReader) init(s *Session) bool {
 		return true // done either way: never wait for readiness
 	}
 	return true
+}
+
+// again reports recvNow's EAGAIN or EINTR, bare Errnos: a type assertion
+// and a comparison of numbers, where comparing err with each Errno would
+// be a call of the runtime's interface comparison on every drain.
+func again(err error) bool {
+	e, ok := err.(syscall.Errno)
+	return ok && (e == syscall.EAGAIN || e == syscall.EINTR)
 }
