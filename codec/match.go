@@ -264,13 +264,13 @@ func (m *matcher) register(cb *callback, echo []byte, waited time.Duration) (int
 	// The coarse clock lags by up to a tick: adding one keeps every request
 	// waiting at least its timeout (it fails within two ticks after).
 	deadline := m.deadline() - int64(waited)
-	defer m.mu.Unlock() // held since acquire
 	// The slot acquire took (so the ring holds at least one): the one free
 	// longest.
 	key := int(m.ring[m.rhead])
 	m.rhead++
 	w := &m.slots[key]
 	if w.state != slotFree {
+		m.mu.Unlock() // held since acquire
 		panic("codec: matcher: a taken slot in the free ring")
 	}
 	// The replies since this number's own are the numbers behind it in
@@ -301,7 +301,9 @@ func (m *matcher) register(cb *callback, echo []byte, waited time.Duration) (int
 	} else {
 		w.ch = m.takeChan()
 	}
-	return key, w.ch, nil
+	ch := w.ch
+	m.mu.Unlock() // held since acquire; unlocked here, not deferred: nothing above can fail but the panic
+	return key, ch, nil
 }
 
 // takeChan returns a free result channel: one of the matcher's own, kept
