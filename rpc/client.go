@@ -27,10 +27,13 @@ type ClientConfig struct {
 	// hand-off a call, until it opens its first stream: that connection
 	// then gets a receive goroutine (codec.Conn.StartReceiving). Such a
 	// connection notices a server's close at its next call (which then
-	// goes out on a new connection) and does not close itself after
-	// IdleTimeout. Mode ReceivePull keeps a receive goroutine on every
-	// connection; ReceiveSync reads on the callers' goroutines over any
-	// socket, pushes reaching OnPush only while a call waits.
+	// goes out on a new connection), does not close itself after
+	// IdleTimeout, and leaves the pushes it would drop in its socket until
+	// that call: a server that pushes much to a client idle for long may
+	// close it as a slow consumer (the next call reconnects). Mode
+	// ReceivePull keeps a receive goroutine on every connection;
+	// ReceiveSync reads on the callers' goroutines over any socket, pushes
+	// reaching OnPush only while a call waits.
 	Transport transport.ClientConfig
 	// Framer bounds the replies a connection accepts (default 10 MiB).
 	Framer codec.FramerConfig
