@@ -24,7 +24,9 @@ type Client struct {
 // transport.ReceiveSync there is no receive goroutine: the callers blocked
 // in Request take turns reading the socket, which saves a goroutine
 // hand-off per request; Options.Handler then runs only while some Request
-// waits, on that caller's goroutine, and RequestAsync is refused.
+// waits, on that caller's goroutine, and RequestAsync and RequestStream
+// are refused, until Conn.StartReceiving gives the connection a receive
+// goroutine.
 func Dial(ctx context.Context, network, address string, cfg transport.ClientConfig, opts Options) (*Client, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
