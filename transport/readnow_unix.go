@@ -6,12 +6,17 @@ import (
 	"syscall"
 )
 
-// nowReader reads a socket without waiting (recv with MSG_DONTWAIT through
-// the connection's RawConn). Its RawConn and callback are made once, so a
-// read allocates nothing. The caller serialises reads.
+// nowReader reads a socket without waiting (recv with MSG_DONTWAIT on the
+// descriptor the connection's RawConn.Control lends). Control only holds a
+// reference to the descriptor, which keeps a Close on another goroutine
+// from freeing its number during the call: it takes no read lock and no
+// poller state, as RawConn.Read does, since a recv that never waits needs
+// neither, and the caller serialises reads (the next Read of the
+// connection resets the poller's readiness before it reads). Its RawConn
+// and callback are made once, so a read allocates nothing.
 type nowReader struct {
 	raw    syscall.RawConn // nil until the first read; see unsupported
-	fn     func(fd uintptr) bool
+	fn     func(fd uintptr)
 	buf    []byte
 	n      int
 	err    error
@@ -25,9 +30,9 @@ func (r *nowReader) read(s *Session, b []byte) (n int, read bool, err error) {
 		return 0, false, nil
 	}
 	r.buf = b
-	cerr := r.raw.Read(r.fn)
+	cerr := r.raw.Control(r.fn)
 	r.buf = nil
-	if cerr != nil { // a deadline in the past (a Wake, a cancelled context): leave it to Receive
+	if cerr != nil { // the connection is closing: leave it to Receive
 		return 0, false, nil
 	}
 	if again(r.err) {
@@ -54,10 +59,7 @@ func (r *nowReader) init(s *Session) bool {
 		return false
 	}
 	r.raw = raw
-	r.fn = func(fd uintptr) bool {
-		r.n, r.err = recvNow(int(fd), r.buf)
-		return true // done either way: never wait for readiness
-	}
+	r.fn = func(fd uintptr) { r.n, r.err = recvNow(int(fd), r.buf) }
 	return true
 }
 

@@ -6,6 +6,7 @@ import (
 	"net"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 	"github.com/lifenet/lifenet/transport"
@@ -91,5 +92,39 @@ func TestReceiveBufferedOnlyInSyncMode(t *testing.T) {
 	defer c.Close()
 	if p, err := c.ReceiveBuffered(); p != nil || err != nil {
 		t.Fatalf("pull mode: %v, %v", p, err)
+	}
+}
+
+// A Wake that no Receive has taken yet (its read deadline in the past)
+// does not stop ReceiveBuffered, which never waits, and is not used up by
+// it: the next Receive still returns ErrWoken, and the one after reads on.
+func TestReceiveBufferedReadsPastAPendingWake(t *testing.T) {
+	leakcheck.Check(t)
+	_, a := startServer(t, transport.Config{}, echoHooks(), "tcp", "127.0.0.1:0")
+	c := dialClient(t, "tcp", a, transport.ClientConfig{Mode: transport.ReceiveSync}, transport.Hooks{})
+	c.Wake()
+	c.SendBytes([]byte("abc"))
+	var got []byte
+	for deadline := time.Now().Add(5 * time.Second); len(got) < 3 && time.Now().Before(deadline); {
+		p, err := c.ReceiveBuffered()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p == nil {
+			runtime.Gosched()
+			continue
+		}
+		got = append(got, p.Bytes()...)
+		p.Release()
+	}
+	if string(got) != "abc" {
+		t.Fatalf("ReceiveBuffered under a pending Wake: %q", got)
+	}
+	if _, err := c.Receive(context.Background()); !errors.Is(err, transport.ErrWoken) {
+		t.Fatalf("the Receive after: %v, want ErrWoken", err)
+	}
+	c.SendBytes([]byte("ok"))
+	if s := receiveString(t, c, 2); s != "ok" {
+		t.Fatalf("then: %q", s)
 	}
 }
