@@ -538,10 +538,15 @@ func (c *Client) Stats() ClientStats {
 // Framer.MaxFrame (the server's limit by default too), before anything is
 // written: the server would end the connection, and every call on it.
 func (c *Client) fits(action string, body []byte) error {
-	if err := tooLarge("request", len(body), c.cfg.Framer.MaxFrame); err != nil {
-		return fmt.Errorf("rpc: %s: %w", action, err)
+	if frameLen(len(body)) <= c.cfg.Framer.MaxFrame {
+		return nil // inlined: a call that fits pays a comparison
 	}
-	return nil
+	return tooLargeRequest(action, len(body), c.cfg.Framer.MaxFrame)
+}
+
+// tooLargeRequest is fits' error for a request body of n bytes.
+func tooLargeRequest(action string, n, limit int) error {
+	return fmt.Errorf("rpc: %s: %w", action, tooLarge("request", n, limit))
 }
 
 // connState is what a client keeps of one of its connections.
