@@ -55,8 +55,12 @@ NewLife encodes them: strings raw, numbers as text, bools True/False,
 	          interceptors (Config.Interceptors, then Config.Authorize), then
 	          the handler
 	  server: the reply (or an error reply with a code) with the same number
-	  client, its reading goroutine: match the number and the action name,
-	          hand the reply to the waiting caller, who decodes the result
+	  client: match the number and the action name and decode the result:
+	          a default client over plain TCP reads on the waiting callers'
+	          goroutines (the one whose turn it is reads, and hands others
+	          their replies); one with OnPush, interceptors, TLS, WebSocket
+	          or a stream open reads on a goroutine of its own, which hands
+	          the reply to the waiting caller
 
 What runs where on the server: an unknown action (its 404) and an action
 registered [WithInline] run on the connection's reading goroutine, and so
