@@ -128,14 +128,7 @@ func (s *Session) writeDirect(w *streamSender, n int, parts [][]byte) error {
 	s.keepSpareLocked(nil, buf)
 	s.inflight = 0
 	if err != nil {
-		s.writing = false
-		s.mu.Unlock()
-		s.closeWith(writeReason(err), err)
-		cerr := s.closedErr() // names the reason that won, e.g. a slow consumer
-		if s.io.bytesOut.Load() == sent {
-			return notWritten{cerr}
-		}
-		return cerr
+		return s.writeFailedLocked(err, true, sent)
 	}
 	if len(s.queue) == 0 {
 		s.writing = false
@@ -566,19 +559,27 @@ func (s *Session) flush() error {
 		s.spare = batch[:0]
 		s.inflight = 0
 		if err != nil {
-			s.writing = false
-			s.mu.Unlock()
-			s.closeWith(writeReason(err), err)
-			cerr := s.closedErr() // names the reason that won, e.g. a slow consumer
-			if first && s.io.bytesOut.Load() == sent {
-				return notWritten{cerr}
-			}
-			return cerr
+			return s.writeFailedLocked(err, first, sent)
 		}
 	}
 	s.writing = false
 	s.mu.Unlock()
 	return nil
+}
+
+// writeFailedLocked ends a write that failed with err: it gives up the
+// write turn, unlocks s.mu (held), closes the session and returns its
+// close error, as [ErrNotWritten] when first (the write held the oldest
+// bytes queued) and no byte left since bytesOut read sent.
+func (s *Session) writeFailedLocked(err error, first bool, sent uint64) error {
+	s.writing = false
+	s.mu.Unlock()
+	s.closeWith(writeReason(err), err)
+	cerr := s.closedErr() // names the reason that won, e.g. a slow consumer
+	if first && s.io.bytesOut.Load() == sent {
+		return notWritten{cerr}
+	}
+	return cerr
 }
 
 // keepSpareLocked keeps p, the written staging buffer own of a client's
