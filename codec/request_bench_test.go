@@ -72,10 +72,7 @@ func BenchmarkRequestSerial(b *testing.B) {
 		req := append([]byte{byte(codec.KindRequest)<<6 | 1, 1, byte(len(body)), 0}, body...)
 		buf := make([]byte, 64<<10)
 		call := func() {
-			if _, err := c.Write(req); err != nil {
-				b.Fatal(err)
-			}
-			if err := readSRMPFrame(c, buf); err != nil {
+			if err := baseline.Call(c, baseline.SRMP, req, buf); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -86,22 +83,4 @@ func BenchmarkRequestSerial(b *testing.B) {
 			call()
 		}
 	})
-}
-
-// readSRMPFrame reads one whole SRMP frame into buf.
-func readSRMPFrame(c net.Conn, buf []byte) error {
-	have := 0
-	for {
-		m, err := c.Read(buf[have:])
-		have += m
-		size, ferr := baseline.FrameLen(baseline.SRMP, buf[:have])
-		switch {
-		case ferr != nil:
-			return ferr
-		case size > 0 && have >= size:
-			return nil
-		case err != nil:
-			return err
-		}
-	}
 }

@@ -39,10 +39,7 @@ func BenchmarkClientNoArg(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for range b.N {
-			if _, err := c.Write(req); err != nil {
-				b.Fatal(err)
-			}
-			if err := readSRMPFrame(c, buf); err != nil {
+			if err := baseline.Call(c, baseline.SRMP, req, buf); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -70,10 +67,7 @@ func BenchmarkClientSerial(b *testing.B) {
 		defer c.Close()
 		req, buf := srmpRequest("Bench/NoArg"), make([]byte, 64<<10)
 		call := func() {
-			if _, err := c.Write(req); err != nil {
-				b.Fatal(err)
-			}
-			if err := readSRMPFrame(c, buf); err != nil {
+			if err := baseline.Call(c, baseline.SRMP, req, buf); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -134,26 +128,6 @@ func srmpRequest(action string) []byte {
 	binary.LittleEndian.PutUint16(f[2:], uint16(1+len(action)))
 	f = append(f, byte(len(action)))
 	return append(f, action...)
-}
-
-// readSRMPFrame reads one whole SRMP frame into buf.
-func readSRMPFrame(c net.Conn, buf []byte) error {
-	have := 0
-	for {
-		m, err := c.Read(buf[have:])
-		have += m
-		size, ferr := baseline.FrameLen(baseline.SRMP, buf[:have])
-		switch {
-		case ferr != nil:
-			return ferr
-		case size > 0 && have == size:
-			return nil
-		case size > 0 && (have > size || size > len(buf)):
-			return fmt.Errorf("a %d-byte frame, %d bytes read", size, have)
-		case err != nil:
-			return err
-		}
-	}
 }
 
 // startBenchChild starts the test binary again as a server of Bench/NoArg

@@ -86,6 +86,38 @@ func FrameLen(f Format, b []byte) (int, error) {
 	return 0, ErrFormat
 }
 
+// ReadFrame reads one whole frame of format f from r into buf: the reply
+// a serial caller waits for, alone on its connection, so bytes past the
+// frame are an error, as is a frame larger than buf.
+func ReadFrame(r io.Reader, f Format, buf []byte) error {
+	have := 0
+	for {
+		m, err := r.Read(buf[have:])
+		have += m
+		size, ferr := FrameLen(f, buf[:have])
+		switch {
+		case ferr != nil:
+			return ferr
+		case size > 0 && have == size:
+			return nil
+		case size > 0 && (have > size || size > len(buf)):
+			return fmt.Errorf("baseline: a %d-byte frame, %d bytes read", size, have)
+		case err != nil:
+			return err
+		}
+	}
+}
+
+// Call writes the request frame req to c and reads the one frame of
+// format f that answers it into buf: the plainest serial caller, the
+// floor a client's benchmark is compared with.
+func Call(c io.ReadWriter, f Format, req, buf []byte) error {
+	if _, err := c.Write(req); err != nil {
+		return err
+	}
+	return ReadFrame(c, f, buf)
+}
+
 // Handler handles one complete frame (header included) and writes its
 // reply, if any, to w; ServeConn flushes w once per read. frame is valid
 // only during the call.

@@ -1,0 +1,26 @@
+package baseline_test
+
+import (
+	"bytes"
+	"io"
+	"testing"
+
+	"github.com/lifenet/lifenet/internal/baseline"
+)
+
+// ReadFrame takes a frame that arrives in pieces, and refuses bytes past
+// the frame and a frame larger than the buffer.
+func TestReadFrame(t *testing.T) {
+	frame := []byte{0x01, 0x01, 3, 0, 'a', 'b', 'c'}
+	buf := make([]byte, 16)
+	pieces := io.MultiReader(bytes.NewReader(frame[:3]), bytes.NewReader(frame[3:]))
+	if err := baseline.ReadFrame(pieces, baseline.SRMP, buf); err != nil || !bytes.Equal(buf[:len(frame)], frame) {
+		t.Errorf("in pieces: %v, %q", err, buf[:len(frame)])
+	}
+	if err := baseline.ReadFrame(bytes.NewReader(append(frame, 0x01)), baseline.SRMP, buf); err == nil {
+		t.Error("bytes past the frame: no error")
+	}
+	if err := baseline.ReadFrame(bytes.NewReader(frame), baseline.SRMP, buf[:5]); err == nil {
+		t.Error("a frame larger than the buffer: no error")
+	}
+}
