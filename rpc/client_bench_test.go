@@ -27,38 +27,10 @@ const benchServerEnv = "LIFENET_RPC_BENCH_SERVER"
 // reads the reply's frame on its own goroutine, the floor a client can
 // reach (docs/perf/rpc.md, "The client's cost"); impl=lifenet-goroutine is
 // a client that keeps a receive goroutine, as one with OnPush does.
-func BenchmarkClientNoArg(b *testing.B) {
-	addr := startBenchChild(b)
-	b.Run("impl=lifenet", func(b *testing.B) { benchClientInvoke(b, addr, rpc.ClientConfig{}) })
-	b.Run("impl=lifenet-goroutine", func(b *testing.B) { benchClientInvoke(b, addr, withReceiveGoroutine) })
-	b.Run("impl=bare", func(b *testing.B) {
-		c, err := net.Dial("tcp", addr)
-		must(b, err)
-		defer c.Close()
-		req, buf := srmpRequest("Bench/NoArg"), make([]byte, 64<<10)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for range b.N {
-			if err := baseline.Call(c, baseline.SRMP, req, buf); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-}
+func BenchmarkClientNoArg(b *testing.B) { benchClients(b, startBenchChild(b)) }
 
-// BenchmarkClientSerial is BenchmarkClientNoArg in one process, so that
-// its instruction count (scripts/instrs.sh) repeats to about 1 % rather
-// than the ±15 % of a count that waits for another process: the server is
-// a plain std-net loop (internal/baseline) answering every request with
-// Bench/NoArg's reply, 42, as BenchmarkRequestSerial's echo does in codec.
-// Its share is the same in every row, so the rows' differences are the
-// clients'.
-func BenchmarkClientSerial(b *testing.B) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(b, err)
-	srv := baseline.ServeFrames(l, baseline.SRMP, answer42)
-	b.Cleanup(srv.Close)
-	addr := l.Addr().String()
+// benchClients runs the three clients' rows against the server at addr.
+func benchClients(b *testing.B, addr string) {
 	b.Run("impl=lifenet", func(b *testing.B) { benchClientInvoke(b, addr, rpc.ClientConfig{}) })
 	b.Run("impl=lifenet-goroutine", func(b *testing.B) { benchClientInvoke(b, addr, withReceiveGoroutine) })
 	b.Run("impl=bare", func(b *testing.B) {
@@ -78,6 +50,21 @@ func BenchmarkClientSerial(b *testing.B) {
 			call()
 		}
 	})
+}
+
+// BenchmarkClientSerial is BenchmarkClientNoArg in one process, so that
+// its instruction count (scripts/instrs.sh) repeats to about 1 % rather
+// than the ±15 % of a count that waits for another process: the server is
+// a plain std-net loop (internal/baseline) answering every request with
+// Bench/NoArg's reply, 42, as BenchmarkRequestSerial's echo does in codec.
+// Its share is the same in every row, so the rows' differences are the
+// clients'.
+func BenchmarkClientSerial(b *testing.B) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(b, err)
+	srv := baseline.ServeFrames(l, baseline.SRMP, answer42)
+	b.Cleanup(srv.Close)
+	benchClients(b, l.Addr().String())
 }
 
 // answer42 answers an SRMP request with the reply a lifenet server gives
