@@ -35,6 +35,14 @@ func TestSendOnAClosedSessionIsNotWritten(t *testing.T) {
 func TestSendAfterAResetIsNotWritten(t *testing.T) {
 	leakcheck.Check(t)
 	c, peer := dialPlainPeer(t)
+	resetThenSendIsNotWritten(t, c, peer)
+}
+
+// resetThenSendIsNotWritten resets c's connection from its peer's end and
+// fails t unless c's sends then fail with ErrClosed and ErrNotWritten
+// (within 5 s: the reset may take a send or two to be seen).
+func resetThenSendIsNotWritten(t *testing.T, c *transport.Client, peer net.Conn) {
+	t.Helper()
 	peer.(*net.TCPConn).SetLinger(0)
 	peer.Close() // a reset
 	var err error

@@ -497,15 +497,7 @@ func TestClientLoneSendsGoOutWholeAndCounted(t *testing.T) {
 		t.Fatalf("counted %d messages, %d bytes; sent %d, %d", st.MessagesOut, st.BytesOut, senders*each, len(got))
 	}
 
-	peer.(*net.TCPConn).SetLinger(0)
-	peer.Close() // a reset
-	var err error
-	for deadline := time.Now().Add(5 * time.Second); err == nil && time.Now().Before(deadline); {
-		err = c.SendBytes([]byte("after the reset"))
-	}
-	if !errors.Is(err, transport.ErrClosed) || !errors.Is(err, transport.ErrNotWritten) {
-		t.Fatalf("send after a reset: %v, want ErrClosed and ErrNotWritten", err)
-	}
+	resetThenSendIsNotWritten(t, c, peer)
 }
 
 // A lone send written at once that blocks (the peer does not read) holds
