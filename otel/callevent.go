@@ -26,14 +26,6 @@ func ServerCallDone(opts ...Option) func(rpc.CallEvent) {
 	}
 	ctx := context.Background()
 	return func(ev rpc.CallEvent) {
-		k := setKey{method: ev.Action, code: ev.Code, kind: ev.Kind}
-		shard := uint64(ev.Duration)
-		if ev.Session != nil {
-			k.proto, shard = ev.Session.Protocol(), ev.Session.ID()
-		}
-		if k.method == "" {
-			k.method = OtherMethod
-		}
-		in.record(ctx, in.entry(k), shard, ev.Duration, ev.Request, ev.Response)
+		in.serverCall(ctx, ev.Action, ev.Code, ev.Kind, ev.Session, ev.Duration, ev.Request, ev.Response)
 	}
 }

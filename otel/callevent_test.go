@@ -20,6 +20,9 @@ func TestServerCallDoneMatchesTheInterceptor(t *testing.T) {
 			must(t, rpc.Handle(s, "Echo/Deny", func(context.Context, struct{}) (int, error) {
 				return 0, &rpc.APIError{Code: rpc.CodeForbidden, Message: "no"}
 			}))
+			must(t, rpc.Handle(s, "Echo/Gone", func(context.Context, struct{}) (int, error) {
+				return 0, &rpc.APIError{Code: rpc.CodeNotFound, Message: "no such order"} // a 404 of a known action
+			}))
 		})
 		cl := dial(t, addr, rpc.ClientConfig{Log: quietLog()})
 		ctx := testCtx(t)
@@ -28,6 +31,7 @@ func TestServerCallDoneMatchesTheInterceptor(t *testing.T) {
 			must(t, cl.Invoke(ctx, "Echo/Say", fmt.Sprint("hello", i*100), &out))
 		}
 		cl.Invoke(ctx, "Echo/Deny", nil, nil)
+		cl.Invoke(ctx, "Echo/Gone", nil, nil)
 		cl.Invoke(ctx, "No/Such", nil, nil)
 	}
 	names := []string{"rpc.server.call.duration", "rpc.server.request.size", "rpc.server.response.size"}

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/lifenet/lifenet/internal/mono"
 	"github.com/lifenet/lifenet/rpc"
 )
 
@@ -74,17 +75,10 @@ func protocolOf(info *rpc.CallInfo) rpc.Protocol {
 	return info.Protocol()
 }
 
-// epoch is the origin of monoNow.
-var epoch = time.Now()
-
-// monoNow is the monotonic clock alone: time.Now reads the wall clock
-// too, a second clock read, which a duration does not need.
-func monoNow() time.Duration { return time.Since(epoch) }
-
 func (ic *interceptor) server(ctx context.Context, c *rpc.Invocation, next rpc.Next) error {
-	var start time.Duration
+	var start int64 // a mono reading: one clock read, not time.Now's two
 	if ic.in != nil {
-		start = monoNow()
+		start = mono.Now()
 	}
 	info := c.Info()
 	var span trace.Span
@@ -96,13 +90,12 @@ func (ic *interceptor) server(ctx context.Context, c *rpc.Invocation, next rpc.N
 	}
 	err := next(ctx, c)
 	code := rpc.CodeOf(err)
-	method := c.Action()
-	if code == rpc.CodeNotFound {
-		method = OtherMethod // an unknown action: its name is the caller's, of unbounded choice
-	}
 	if ic.in != nil {
-		e := ic.in.entry(setKey{method: method, code: code, proto: protocolOf(info), kind: c.Kind()})
-		ic.in.record(ctx, e, shardOf(info, start), monoNow()-start, len(c.Args()), respSize(c))
+		var ss *rpc.Session
+		if info != nil {
+			ss = info.Session()
+		}
+		ic.in.serverCall(ctx, c.Action(), code, c.Kind(), ss, time.Duration(mono.Now()-start), len(c.Args()), respSize(c))
 	}
 	if span != nil {
 		endSpan(span, code, err, code >= 500)
@@ -147,9 +140,9 @@ func (ic *interceptor) client(ctx context.Context, c *rpc.Invocation, next rpc.N
 	if c.Kind() == rpc.KindPush {
 		return next(ctx, c)
 	}
-	var start time.Duration
+	var start int64 // a mono reading: one clock read, not time.Now's two
 	if ic.in != nil {
-		start = monoNow()
+		start = mono.Now()
 	}
 	var span trace.Span
 	if ic.tracer != nil {
@@ -166,7 +159,7 @@ func (ic *interceptor) client(ctx context.Context, c *rpc.Invocation, next rpc.N
 		if ic.in.withReq {
 			req = len(c.Args())
 		}
-		ic.in.record(ctx, e, uint64(start>>10), monoNow()-start, req, respSize(c))
+		ic.in.record(ctx, e, uint64(start>>10), time.Duration(mono.Now()-start), req, respSize(c))
 	}
 	if span != nil {
 		endSpan(span, code, err, code != rpc.CodeOK)
@@ -231,15 +224,6 @@ func respSize(c *rpc.Invocation) int {
 		return -1
 	}
 	return len(c.Result())
-}
-
-// shardOf spreads calls over CallMetrics' shards: by connection where there
-// is one (calls on one connection run on few goroutines), else by time.
-func shardOf(info *rpc.CallInfo, start time.Duration) uint64 {
-	if info != nil && info.Session() != nil {
-		return info.Session().ID()
-	}
-	return uint64(start >> 10)
 }
 
 func endSpan(span trace.Span, code int, err error, failed bool) {

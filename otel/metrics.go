@@ -95,6 +95,22 @@ func (in *instruments) record(ctx context.Context, e *setEntry, shard uint64, d 
 	}
 }
 
+// serverCall records a server's call of method (its code, kind and
+// session: nil for Server.Process) that took d, with its sizes (resp < 0:
+// none). An unknown action (no method, or a 404) is OtherMethod: its name
+// is the caller's, of unbounded choice.
+func (in *instruments) serverCall(ctx context.Context, method string, code int, kind rpc.CallKind, ss *rpc.Session, d time.Duration, req, resp int) {
+	k := setKey{method: method, code: code, kind: kind}
+	if method == "" || code == rpc.CodeNotFound {
+		k.method = OtherMethod
+	}
+	shard := uint64(d) // any value spreads the shards; a connection's calls keep to one
+	if ss != nil {
+		k.proto, shard = ss.Protocol(), ss.ID()
+	}
+	in.record(ctx, in.entry(k), shard, d, req, resp)
+}
+
 // setKey tells apart the attribute sets of calls.
 type setKey struct {
 	method string
