@@ -95,13 +95,7 @@ done
 
 echo "## the floor: $conns conns × 1 in flight, $rounds rounds of ${seconds}s; medians"
 echo
-awk '
-function median(name, col,   n, i, j, t, v) {
-	n = 0
-	for (i = 1; i <= runs; i++) if (who[i] == name) v[++n] = val[i, col]
-	for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j-1] > v[j]; j--) { t = v[j]; v[j] = v[j-1]; v[j-1] = t }
-	return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-}
+awk "$median_awk"'
 { runs++; who[runs] = $1; val[runs, 2] = $2; val[runs, 3] = $3; val[runs, 4] = $4 }
 END {
 	printf "| server | calls/s | server µs/call | client µs/call |\n|---|---:|---:|---:|\n"

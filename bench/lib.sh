@@ -70,3 +70,19 @@ stop() {
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # a process's user + system clock ticks
 hz=$(getconf CLK_TCK)
 field() { sed -n "s/.*\"$1\":\([-0-9.e+]*\).*/\1/p" "$tmp/run.out"; } # a number of the run's summary
+
+# median_awk: awk functions for the scripts' summaries, over rows read as
+# runs, who[i] (the server's name) and val[i, col]: mid(v, n), the median of
+# v[1..n] (sorted in place), and median(name, col), the median of name's
+# rows in column col.
+median_awk='
+function mid(v, n,   i, j, t) {
+	for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j-1] > v[j]; j--) { t = v[j]; v[j] = v[j-1]; v[j-1] = t }
+	return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+}
+function median(name, col,   n, i, v) {
+	n = 0
+	for (i = 1; i <= runs; i++) if (who[i] == name) v[++n] = val[i, col]
+	return mid(v, n)
+}
+'

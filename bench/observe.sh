@@ -71,16 +71,7 @@ done
 
 echo "## observability's cost: $conns conns × 1 in flight, $rounds rounds of ${seconds}s; medians"
 echo
-awk '
-function median(name, col,   n, i, j, t, v) {
-	n = 0
-	for (i = 1; i <= runs; i++) if (who[i] == name) v[++n] = val[i, col]
-	return mid(v, n)
-}
-function mid(v, n,   i, j, t) {
-	for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j-1] > v[j]; j--) { t = v[j]; v[j] = v[j-1]; v[j-1] = t }
-	return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-}
+awk "$median_awk"'
 # ratios: the server CPU per call of name over off'"'"'s in the same round (a pair
 # measured minutes apart at most, so that a slow drift of the machine cancels).
 function ratios(name, v,   i, n) {
