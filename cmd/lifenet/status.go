@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -202,25 +203,25 @@ type ActionStatus struct {
 func (r *statusRecorder) status(now time.Time) Status {
 	up := now.Sub(r.start)
 	st := Status{Server: "lifenet", Version: moduleVersion(), Start: r.start.UTC(), Now: now.UTC(),
-		Uptime: up.Round(time.Second).String(), UptimeSeconds: up.Seconds(),
+		Uptime: up.Round(time.Second).String(), UptimeSeconds: round(up.Seconds(), 3),
 		ByProtocol: map[string]int{}, Actions: map[string]ActionStatus{}, Closed: map[string]uint64{}}
 	base, cur := r.window(now), r.snapshot(now)
 	win := now.Sub(base.at).Seconds()
-	st.WindowSeconds = win
+	st.WindowSeconds = round(win, 3)
 	for name, tot := range cur.actions {
 		d := tot.since(base.actions[name])
 		if d.calls == 0 {
 			continue
 		}
-		a := ActionStatus{Calls: d.calls, Errors: d.errors, P50Us: d.quantile(0.50), P99Us: d.quantile(0.99)}
+		a := ActionStatus{Calls: d.calls, Errors: d.errors, P50Us: round(d.quantile(0.50), 1), P99Us: round(d.quantile(0.99), 1)}
 		if win > 0 {
-			a.CallsPerSec = float64(d.calls) / win
+			a.CallsPerSec = round(float64(d.calls)/win, 2)
 		}
 		st.Actions[name] = a
 		st.Calls += d.calls
 	}
 	if win > 0 {
-		st.CallsPerSec = float64(st.Calls) / win
+		st.CallsPerSec = round(float64(st.Calls)/win, 2)
 	}
 	if r.srv != nil {
 		s, ts := r.srv.Stats(), r.srv.Transport().Stats()
@@ -238,4 +239,11 @@ func (r *statusRecorder) status(now time.Time) Status {
 		}
 	}
 	return st
+}
+
+// round is x to the given decimals: the page's figures are estimates (a
+// quantile within a bucket), and a reader needs no float's last digits.
+func round(x float64, decimals int) float64 {
+	p := math.Pow10(decimals)
+	return math.Round(x*p) / p
 }
