@@ -89,6 +89,9 @@ func TestDefaultClientReadsOnItsCallersUntilAStream(t *testing.T) {
 			t.Errorf("a client with %s has %d receive goroutines, want 1", name, n)
 		}
 		other.Close()
+		// Close does not wait for the receive goroutine to return; the
+		// next case counts from a dump without it.
+		waitFor(t, "the closed client's receive goroutine to end", func() bool { return receiveGoroutines() == had })
 	}
 }
 
