@@ -2,7 +2,6 @@ package otel
 
 import (
 	"context"
-	"encoding/binary"
 	"math/rand/v2"
 
 	"go.opentelemetry.io/otel/trace"
@@ -48,11 +47,6 @@ func newHeadSampler(ratio float64) *headSampler {
 	return &headSampler{}
 }
 
-// keepRoot decides for a call that starts trace tid.
-func (h *headSampler) keepRoot(tid trace.TraceID) bool {
-	return h.all || binary.BigEndian.Uint64(tid[8:16])>>1 < h.bound
-}
-
 // server decides for a server's call: keep true, it is traced (from the
 // returned ctx as given); keep false, it is not, and ctx carries the
 // unsampled trace context its handler's calls pass on.
@@ -92,20 +86,16 @@ func (h *headSampler) client(ctx context.Context) (context.Context, bool) {
 	return h.root(ctx)
 }
 
-// root decides for a call that starts a trace: kept, the tracer makes
-// the trace; dropped, ctx gets a new unsampled one, so that downstream
-// services, sampling parent-based, drop it as well.
+// root decides for a call that starts a trace, by one random number as
+// TraceIDRatioBased decides by a trace ID's low 63 bits: kept, the tracer
+// makes the trace; dropped, ctx gets a new unsampled trace whose ID's low
+// half is that number (so that a downstream TraceIDRatioBased at the same
+// ratio drops it too) and downstream services, sampling parent-based, drop
+// it as well.
 func (h *headSampler) root(ctx context.Context) (context.Context, bool) {
-	var tid trace.TraceID
-	var sid trace.SpanID
-	binary.BigEndian.PutUint64(tid[:8], rand.Uint64())
-	binary.BigEndian.PutUint64(tid[8:], rand.Uint64())
-	if h.keepRoot(tid) {
+	r := rand.Uint64()
+	if h.all || r>>1 < h.bound {
 		return ctx, true
 	}
-	binary.BigEndian.PutUint64(sid[:], rand.Uint64()|1) // never all zero
-	if tid == (trace.TraceID{}) {
-		tid[0] = 1
-	}
-	return withUnsampled(ctx, tid, sid), false
+	return withUnsampled(ctx, r), false
 }

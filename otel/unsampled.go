@@ -2,6 +2,7 @@ package otel
 
 import (
 	"context"
+	"encoding/binary"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -18,15 +19,41 @@ import (
 // OpenTelemetry and rpc look for it (trace.SpanFromContext,
 // rpc.TraceContextFrom), so that the handler's calls pass the decision
 // on: it is itself the trace's non-recording span, and it makes the
-// trace's rpc.TraceContext (the IDs' hex text) when first asked for. A
-// handler that asks for neither costs the call this one allocation of 64
-// bytes, where the two contexts would cost five and the hex text.
+// trace's rpc.TraceContext (the IDs' hex text) when first asked for. Its
+// IDs come from one random number, the sampler's (see ids). A handler that
+// asks for neither costs the call this one allocation of 48 bytes, where
+// the two contexts would cost five, the hex text and two more random
+// numbers.
 type unsampledCtx struct {
 	context.Context
 	embedded.Span
-	tid trace.TraceID
-	sid trace.SpanID
-	tc  atomic.Pointer[rpc.TraceContext] // nil until asked for
+	seed uint64                           // the sampler's random number
+	tc   atomic.Pointer[rpc.TraceContext] // nil until asked for
+}
+
+// ids are the trace's IDs: the trace ID's low half is the seed, its high
+// half and the span ID are the next outputs of a splitmix64 sequence
+// from it (a 64-bit random seed spreads over 128 bits as well as the
+// sequence does; the IDs need only be unique, not secret).
+func (c *unsampledCtx) ids() (tid trace.TraceID, sid trace.SpanID) {
+	next := c.seed + splitmixGamma
+	binary.BigEndian.PutUint64(tid[8:], c.seed)
+	binary.BigEndian.PutUint64(tid[:8], splitmix64(next))
+	binary.BigEndian.PutUint64(sid[:], splitmix64(next+splitmixGamma)|1) // never all zero
+	if tid == (trace.TraceID{}) {
+		tid[0] = 1
+	}
+	return tid, sid
+}
+
+const splitmixGamma = 0x9e3779b97f4a7c15
+
+// splitmix64 is the output function of Steele, Lea and Flood's SplitMix64
+// (the seed of Java's SplittableRandom and of xoshiro).
+func splitmix64(z uint64) uint64 {
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
 }
 
 func (c *unsampledCtx) Value(k any) any {
@@ -56,7 +83,8 @@ func (c *unsampledCtx) traceContext() *rpc.TraceContext {
 // recorded (as the span trace.ContextWithSpanContext makes).
 
 func (c *unsampledCtx) SpanContext() trace.SpanContext {
-	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: c.tid, SpanID: c.sid})
+	tid, sid := c.ids()
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid})
 }
 func (c *unsampledCtx) End(...trace.SpanEndOption)              {}
 func (c *unsampledCtx) AddEvent(string, ...trace.EventOption)   {}
@@ -106,17 +134,17 @@ func findKeys() lookupKeys {
 		return k
 	}
 	ctxKeys = k // for the check; init sets the result
-	c := &unsampledCtx{Context: context.Background(), tid: trace.TraceID{1}, sid: trace.SpanID{2}}
+	c := &unsampledCtx{Context: context.Background(), seed: 1}
 	sc := c.SpanContext()
 	tc, ok := rpc.TraceContextFrom(c)
 	k.ok = ok && tc == TraceContextOf(sc) && trace.SpanContextFromContext(c).Equal(sc)
 	return k
 }
 
-// withUnsampled returns ctx carrying a new trace, unsampled, of tid and
-// sid for OpenTelemetry and for rpc.
-func withUnsampled(ctx context.Context, tid trace.TraceID, sid trace.SpanID) context.Context {
-	c := &unsampledCtx{Context: ctx, tid: tid, sid: sid}
+// withUnsampled returns ctx carrying a new trace, unsampled, made from
+// seed (see ids), for OpenTelemetry and for rpc.
+func withUnsampled(ctx context.Context, seed uint64) context.Context {
+	c := &unsampledCtx{Context: ctx, seed: seed}
 	if ctxKeys.ok {
 		return c
 	}
