@@ -14,13 +14,14 @@ import (
 // ParentBased(TraceIDRatioBased(ratio)) takes it: a call whose caller's
 // trace context is sampled is traced, one whose caller's is not is not,
 // and a call that starts a trace (no caller's trace context, or
-// NewLife's, which cannot be a parent) is traced at ratio (0 to 1), by
-// its trace ID.
+// NewLife's, which cannot be a parent) is traced at ratio (0 to 1), by a
+// random number that a dropped root's trace ID carries in its low half,
+// where TraceIDRatioBased looks.
 //
 // It exists for its cost. A call the tracer's sampler drops still costs
 // the SDK's Start and End, about 8,000 instructions and a dozen
 // allocations on a server (docs/perf/observability.md); a call this
-// sampler drops starts no span: it costs a random trace ID and, so that
+// sampler drops starts no span: it costs a random number and, so that
 // the calls its handler makes carry the decision downstream, a context
 // with the unsampled trace context (rpc's and OpenTelemetry's). Only the
 // calls it keeps reach the tracer, whose sampler should keep what it is
