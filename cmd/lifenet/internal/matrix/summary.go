@@ -310,6 +310,12 @@ func notes(p pair, bad map[string]bool) []string {
 	if p.sc.Proto == "udp" && p.sc.Codec != "" {
 		why = append(why, "both runs send with the raw UDP client: the ratio compares the servers (lifenet's codec server, the baseline's datagram loop)")
 	}
+	if p.sc.Proto == "tcp" && p.sc.Codec != "" && p.sc.Window > 0 {
+		why = append(why, "both ends are lifenet's, and its codec client is most of the gap: keeping the window in flight, "+
+			"it pairs every reply with its request (a matcher slot under a lock and a callback each) where the raw client "+
+			"writes and counts frames; the server alone under the raw client: `scripts/server-ab.sh 5 4 'srmp-echo-32B-c16'` "+
+			"(docs/perf/codec-echo.md)")
+	}
 	if bad[p.sc.Name] {
 		why = append(why, "a run failed or had errors (see the lists at the end)")
 	}
