@@ -127,9 +127,9 @@ func newConn(s *transport.Session, o *Options, srv *Server) *Conn {
 			f.tail = c // the tail stage hands its messages straight to the sink
 		}
 	}
-	if f := flatStage(c.chain); f != nil && o.Handler != nil {
+	if f := flatStage(c.chain); f != nil {
 		tail := c.chain.handlers[len(c.chain.handlers)-1]
-		c.flat = newFlat(f, tail, o.Handler)
+		c.flat = newFlat(f, tail, handlerOrDrop(o.Handler))
 		c.lf, _ = tail.(*lengthFieldHandler)
 	}
 	switch o.Pipeline.match {
@@ -223,6 +223,16 @@ func (c *Conn) sink(msg any) error {
 		h(c, msg)
 	}
 	return nil
+}
+
+// handlerOrDrop is h, or for a connection without a Handler one that
+// drops what is not a reply, as sink does (the messages are borrowed:
+// nothing to release).
+func handlerOrDrop(h func(*Conn, any)) func(*Conn, any) {
+	if h != nil {
+		return h
+	}
+	return func(*Conn, any) {}
 }
 
 // Close ends the connection once what was written through it so far has

@@ -9,7 +9,8 @@ import (
 
 // The flat read path. For the common pipeline of one framing stage on a
 // stream, the frames of a read are cut in one loop and each goes straight to
-// the connection's handler (or, for a reply, to its request); replies to the
+// the connection's handler (or, for a reply, to its request; without a
+// handler, what is not a reply is dropped, as sink drops it); replies to the
 // borrowed requests being handled are appended to a per-read buffer and
 // handed to the session once, when the read's frames are done
 // (docs/perf/codec-echo.md has what each costs).

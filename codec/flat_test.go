@@ -1,6 +1,8 @@
 package codec_test
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -112,4 +114,62 @@ func TestFlatPathEndsTheLoanWithTheRead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A client without a Handler reads by the flat path too: a push the
+// server sends before each reply is dropped, and every reply still
+// reaches its request, whichever goroutine reads (ReceiveSync or the
+// receive goroutine), for both formats the loop knows.
+func TestFlatPathClientWithoutHandlerDropsPushes(t *testing.T) {
+	for _, m := range clientModes {
+		for _, format := range []string{"srmp", "lengthfield"} {
+			t.Run(m.name+"/"+format, func(t *testing.T) {
+				leakcheck.Check(t)
+				pipeline, push := srmpPipeline(), func(c *codec.Conn) {
+					c.Write(codec.NewMessage(codec.KindOneWay, codec.FlagString, 9, packet.Wrap([]byte("push"))))
+				}
+				if format == "lengthfield" {
+					pipeline = lfPipeline()
+					push = func(c *codec.Conn) {} // FIFO: a frame before the reply would be taken for it
+				}
+				_, addr := serve(t, "tcp", codec.Options{Pipeline: pipeline, Handler: func(c *codec.Conn, msg any) {
+					switch v := msg.(type) {
+					case *codec.Message:
+						push(c)
+						c.Reply(v, v.Payload)
+					case *packet.Packet:
+						c.Write(v)
+					}
+				}})
+				conn := dialCodec(t, "tcp", addr, codec.Options{Pipeline: pipeline}, m.mode).Conn()
+				for i := range 50 {
+					body := fmt.Sprintf("request %d", i)
+					got, err := requestText(conn, format, body)
+					if err != nil || got != body {
+						t.Fatalf("request %d: %q, %v", i, got, err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// requestText sends body as one request of format on conn and returns the
+// reply's text.
+func requestText(conn *codec.Conn, format, body string) (string, error) {
+	ctx := context.Background()
+	if format == "srmp" {
+		r, err := conn.RequestBytes(ctx, codec.FlagString, []byte(body))
+		if err != nil {
+			return "", err
+		}
+		defer r.Release()
+		return string(r.PayloadBytes()), nil
+	}
+	p, err := conn.RequestPacket(ctx, packet.Wrap([]byte(body)))
+	if err != nil {
+		return "", err
+	}
+	defer p.Release()
+	return string(p.Bytes()), nil
 }

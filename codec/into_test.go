@@ -49,7 +49,7 @@ func echoOrFail(c *codec.Conn, msg any) {
 // the read, when the caller reads it (ReceiveSync), a kept copy when a
 // receive goroutine read it; use's error is the call's, with used set; an
 // error reply is the request's error, and use does not see it. With or
-// without a Handler (the flat read path, or the pipeline's).
+// without a Handler (both read by the flat path).
 func TestRequestBytesInto(t *testing.T) {
 	for _, m := range clientModes {
 		for _, handler := range []bool{false, true} {

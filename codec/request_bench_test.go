@@ -2,7 +2,9 @@ package codec_test
 
 import (
 	"context"
+	"io"
 	"net"
+	"sync/atomic"
 	"testing"
 
 	"github.com/lifenet/lifenet/codec"
@@ -81,6 +83,96 @@ func BenchmarkRequestSerial(b *testing.B) {
 		b.ResetTimer()
 		for range b.N {
 			call()
+		}
+	})
+}
+
+// BenchmarkRequestWindow is one connection's windowed SRMP requests to
+// the plain std-net echo loop in the same process, as `lifenet load
+// --codec srmp --mode pipeline --window 255` drives them: impl=codec sends
+// a window of 255 codec.Conn.RequestBytesAsync requests in one Batch and
+// waits for their 255 callbacks; impl=bare writes the 255 frames in one
+// write and reads the 255 echoes back. One op is one request; the
+// server's share is the same in both, so their difference is the clients'.
+func BenchmarkRequestWindow(b *testing.B) {
+	const window = codec.MaxInFlightSRMP
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := baseline.ServeFrames(l, baseline.SRMP, baseline.Echo(baseline.SRMP))
+	b.Cleanup(srv.Close)
+	addr := l.Addr().String()
+	body := make([]byte, 28) // 32-byte frames
+	b.Run("impl=codec", func(b *testing.B) {
+		c, err := codec.Dial(context.Background(), "tcp", addr, transport.ClientConfig{}, codec.Options{Pipeline: srmpPipeline()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		conn, ctx := c.Conn(), context.Background()
+		var left atomic.Int32
+		done := make(chan error, 1)
+		cb := func(_ *codec.Message, err error) {
+			if err != nil {
+				select {
+				case done <- err:
+				default:
+				}
+			}
+			if left.Add(-1) == 0 {
+				done <- nil
+			}
+		}
+		round := func(n int) {
+			left.Store(int32(n))
+			var err error
+			conn.Batch(func() {
+				for range n {
+					if err = conn.RequestBytesAsync(ctx, codec.FlagBinary, body, cb); err != nil {
+						return
+					}
+				}
+			})
+			if err == nil {
+				err = <-done
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		round(window)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for n := 0; n < b.N; n += window {
+			round(min(window, b.N-n))
+		}
+	})
+	b.Run("impl=bare", func(b *testing.B) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		var out []byte
+		for i := range window {
+			out = append(out, byte(codec.KindRequest)<<6|codec.FlagBinary, byte(i+1), byte(len(body)), 0)
+			out = append(out, body...)
+		}
+		in := make([]byte, len(out))
+		round := func(n int) {
+			if _, err := c.Write(out[:n*(4+len(body))]); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.ReadFull(c, in[:n*(4+len(body))]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		round(window)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for n := 0; n < b.N; n += window {
+			round(min(window, b.N-n))
 		}
 	})
 }
