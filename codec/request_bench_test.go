@@ -25,13 +25,7 @@ import (
 // its own goroutine. The server's share is the same in all three, so
 // their differences are the clients'.
 func BenchmarkRequestSerial(b *testing.B) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := baseline.ServeFrames(l, baseline.SRMP, baseline.Echo(baseline.SRMP))
-	b.Cleanup(srv.Close)
-	addr := l.Addr().String()
+	addr := startStdFrameServer(b, "srmp")
 	body := []byte("\x0bBench/NoArg")
 	for _, impl := range []string{"event", "sync"} {
 		b.Run("impl="+impl, func(b *testing.B) {
@@ -96,13 +90,7 @@ func BenchmarkRequestSerial(b *testing.B) {
 // server's share is the same in both, so their difference is the clients'.
 func BenchmarkRequestWindow(b *testing.B) {
 	const window = codec.MaxInFlightSRMP
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := baseline.ServeFrames(l, baseline.SRMP, baseline.Echo(baseline.SRMP))
-	b.Cleanup(srv.Close)
-	addr := l.Addr().String()
+	addr := startStdFrameServer(b, "srmp")
 	body := make([]byte, 28) // 32-byte frames
 	b.Run("impl=codec", func(b *testing.B) {
 		c, err := codec.Dial(context.Background(), "tcp", addr, transport.ClientConfig{}, codec.Options{Pipeline: srmpPipeline()})
@@ -141,12 +129,7 @@ func BenchmarkRequestWindow(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		round(window)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for n := 0; n < b.N; n += window {
-			round(min(window, b.N-n))
-		}
+		runWindows(b, window, round)
 	})
 	b.Run("impl=bare", func(b *testing.B) {
 		c, err := net.Dial("tcp", addr)
@@ -168,11 +151,17 @@ func BenchmarkRequestWindow(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		round(window)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for n := 0; n < b.N; n += window {
-			round(min(window, b.N-n))
-		}
+		runWindows(b, window, round)
 	})
+}
+
+// runWindows runs b.N requests as rounds of up to window (one round, the
+// connection's set-up, before the timer starts).
+func runWindows(b *testing.B, window int, round func(n int)) {
+	round(window)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for n := 0; n < b.N; n += window {
+		round(min(window, b.N-n))
+	}
 }
