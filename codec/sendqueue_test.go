@@ -124,9 +124,9 @@ func TestRequestWaitsForRoomNoLongerThanItsContext(t *testing.T) {
 		}
 	}
 	for _, size := range []int{100, 4 << 10} { // copied into the send buffer; framed in place
+		start := time.Now() // before the context: its deadline is wait after it was made
 		ctx, cancel := context.WithTimeout(bg, wait)
 		full := q() >= room // a loaded machine may drain some of the queue into the socket first: the request is then written and waits for its reply instead
-		start := time.Now()
 		_, err := c.RequestBytes(ctx, codec.FlagPacket, make([]byte, size))
 		cancel()
 		full = full && q() >= room // full throughout: the request cannot have been written
