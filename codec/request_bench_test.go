@@ -139,15 +139,14 @@ func BenchmarkRequestWindow(b *testing.B) {
 		defer c.Close()
 		var out []byte
 		for i := range window {
-			out = append(out, byte(codec.KindRequest)<<6|codec.FlagBinary, byte(i+1), byte(len(body)), 0)
-			out = append(out, body...)
+			out = append(out, encodeSRMP(b, codec.KindRequest, codec.FlagBinary, uint8(i+1), body)...)
 		}
-		in := make([]byte, len(out))
+		in, frame := make([]byte, len(out)), len(out)/window
 		round := func(n int) {
-			if _, err := c.Write(out[:n*(4+len(body))]); err != nil {
+			if _, err := c.Write(out[:n*frame]); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := io.ReadFull(c, in[:n*(4+len(body))]); err != nil {
+			if _, err := io.ReadFull(c, in[:n*frame]); err != nil {
 				b.Fatal(err)
 			}
 		}

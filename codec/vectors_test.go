@@ -27,7 +27,7 @@ func payload(b []byte) *packet.Packet {
 	return p
 }
 
-func encodeSRMP(t *testing.T, kind codec.Kind, flag, seq uint8, body []byte) []byte {
+func encodeSRMP(t testing.TB, kind codec.Kind, flag, seq uint8, body []byte) []byte {
 	t.Helper()
 	f, err := codec.EncodeSRMP(kind, flag, seq, payload(body))
 	if err != nil {
