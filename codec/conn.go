@@ -240,7 +240,9 @@ func handlerOrDrop(h func(*Conn, any)) func(*Conn, any) {
 // transport.Session.CloseAfterWrites; Session().Close() ends it at once
 // and drops them).
 func (c *Conn) Close() error {
-	c.flushReplies()
+	if c.deferClose() {
+		return nil
+	}
 	return c.sess.CloseAfterWrites()
 }
 
@@ -253,43 +255,41 @@ func (c *Conn) Session() *transport.Session { return c.sess }
 // wait for the peer goes by [Conn.Enqueue]. It takes ownership of msg; a
 // borrowed message (such as the one a [Handler] got) is copied or kept.
 func (c *Conn) Write(msg any) error {
-	if p, ok := msg.(*packet.Packet); ok && p != nil && c.flat != nil && c.flat.format == flatLF16 && p.Next() == nil && p.Len() < copyBelow {
-		// A small reply while a read is handled: into the read's reply
-		// buffer, the 2-byte length, then the payload (appendReply written
-		// out for the default field: a call and a header array less per
-		// reply; growth and the case outside a read are left to it).
-		fr := c.flat
-		fr.mu.Lock()
-		b, l := p.Bytes(), fr.n
-		if n := l + 2 + len(b); n <= len(fr.buf) && fr.inRead.Load() {
-			d := fr.buf[l:n]
-			_ = d[1]
-			d[0], d[1] = byte(len(b)), byte(len(b)>>8)
-			copy(d[2:], b)
-			fr.n = n
-			if n >= flatLimit {
-				c.sendRepliesLocked()
-			}
-			fr.mu.Unlock()
-			if !p.Borrowed() {
-				p.Release()
-			}
-			return nil
+	if p, ok := msg.(*packet.Packet); ok && c.flat != nil && c.flat.lent(p) && p.Len() < copyBelow {
+		// The handler writes back the view it was lent (an echo, or the
+		// frame changed in place): a reply from the handler's call, into
+		// the read's reply buffer without a lock (see flatReplies).
+		fr, b := c.flat, p.Bytes()
+		var d []byte
+		if l, n := fr.n, 2+len(b); fr.own && l+n <= len(fr.buf) && !fr.deferred.Load() {
+			d, fr.n = fr.buf[l:l+n], l+n // ownRoom's common case
+		} else {
+			d = c.ownRoom(n)
 		}
-		fr.mu.Unlock() // not in a read, or the buffer must grow
+		_ = d[1]
+		d[0], d[1] = byte(len(b)), byte(len(b)>>8)
+		copy(d[2:], b)
+		c.ownDone()
+		return nil
 	}
 	return c.write(msg)
 }
 
 // write is Write past its fast path.
 func (c *Conn) write(msg any) error {
-	if c.flat != nil {
-		if p, ok := msg.(*packet.Packet); ok && c.lf != nil {
-			if hdr, k, ok, err := c.lf.smallHeader(p); ok && err == nil && c.appendReply(hdr[:k], p) {
-				return nil
+	if p, ok := msg.(*packet.Packet); ok && c.lf != nil && c.flat != nil {
+		// A small write during a read waits behind its replies without
+		// going through the stage (smallHeader is the stage's encoding).
+		if hdr, k, ok, err := c.lf.smallHeader(p); ok && err == nil {
+			var b []byte
+			if p != nil {
+				b = p.Bytes()
+			}
+			if took, err := c.deferBytes(false, hdr[:k], b); took {
+				p.Release() // nothing for a borrowed view or nil
+				return err
 			}
 		}
-		c.flushReplies()
 	}
 	return c.chain.Write(msg)
 }
@@ -300,7 +300,6 @@ func (c *Conn) write(msg any) error {
 // is closed as a slow consumer, not waited for). Order with the
 // connection's other writes is kept. It takes ownership of msg.
 func (c *Conn) Enqueue(msg any) error {
-	c.enqueueReplies()
 	return c.chain.Enqueue(msg)
 }
 
@@ -314,7 +313,6 @@ func (c *Conn) Reply(req *Message, payload *packet.Packet) error {
 
 // ReplyBytes answers an SRMP request with a copy of b.
 func (c *Conn) ReplyBytes(req *Message, b []byte) error {
-	c.flushReplies()
 	if ctx := c.srmpCtx; ctx != nil && len(b) < copyBelow {
 		var hdr [srmpHeaderLen]byte
 		putSRMPHeader(hdr[:], KindReply, req.Flag, req.Seq, len(b))
@@ -337,49 +335,44 @@ func (c *Conn) ReplyError(req *Message, payload *packet.Packet) error {
 // reply writes a reply: straight into the SRMP stage when it is the
 // pipeline's tail (no [Message] is made), else through the pipeline.
 func (c *Conn) reply(kind Kind, req *Message, payload *packet.Packet) error {
-	if payload != nil && c.flat != nil && c.flat.format == flatSRMP && payload.Next() == nil && payload.Len() < copyBelow {
-		// A small reply while a read is handled: into the read's reply
-		// buffer, the 4-byte header, then the payload (appendReply written
-		// out for SRMP, as in Write).
-		fr := c.flat
-		fr.mu.Lock()
-		b, l := payload.Bytes(), fr.n
-		if n := l + srmpHeaderLen + len(b); n <= len(fr.buf) && fr.inRead.Load() {
-			d := fr.buf[l:n]
-			_ = d[3]
-			d[0], d[1], d[2], d[3] = byte(kind)<<srmpKindShift|req.Flag&srmpFlagMask, req.Seq, byte(len(b)), byte(len(b)>>8)
-			copy(d[srmpHeaderLen:], b)
-			fr.n = n
-			if n >= flatLimit {
-				c.sendRepliesLocked()
-			}
-			fr.mu.Unlock()
-			if !payload.Borrowed() {
-				payload.Release()
-			}
-			return nil
+	if fr := c.flat; fr != nil && fr.lentRequest(req) && payload != nil && payload.Next() == nil && payload.Len() < copyBelow {
+		// A small reply to the request the loop lent: from the handler's
+		// call, into the read's reply buffer without a lock (see
+		// flatReplies).
+		b := payload.Bytes()
+		var d []byte
+		if l, n := fr.n, srmpHeaderLen+len(b); fr.own && l+n <= len(fr.buf) && !fr.deferred.Load() {
+			d, fr.n = fr.buf[l:l+n], l+n // ownRoom's common case
+		} else {
+			d = c.ownRoom(n)
 		}
-		fr.mu.Unlock() // not in a read, or the buffer must grow
+		_ = d[3]
+		d[0], d[1], d[2], d[3] = byte(kind)<<srmpKindShift|req.Flag&srmpFlagMask, req.Seq, byte(len(b)), byte(len(b)>>8)
+		copy(d[srmpHeaderLen:], b)
+		c.ownDone()
+		if !payload.Borrowed() {
+			payload.Release()
+		}
+		return nil
 	}
 	return c.replySlow(kind, req, payload)
 }
 
 // replySlow is reply past its fast path.
 func (c *Conn) replySlow(kind Kind, req *Message, payload *packet.Packet) error {
-	if c.srmpCtx != nil && c.chain.sess != nil && c.srmpCtx.index == c.chain.direct() && payload != nil && small(payload) {
-		// The common reply: into the read's reply buffer (flat path), or
-		// straight into the session's send buffer.
+	if c.srmpDirect() && small(payload) {
+		// The common reply: a copy into the session's send buffer (or
+		// behind a read's replies).
 		var hdr [srmpHeaderLen]byte
-		putSRMPHeader(hdr[:], kind, req.Flag, req.Seq, payload.Len())
-		if c.appendReply(hdr[:], payload) {
-			return nil
+		var b []byte
+		if payload != nil {
+			b = payload.Bytes()
 		}
-		c.flushReplies()
-		err := c.chain.sess.SendBytes(hdr[:], payload.Bytes())
-		payload.Release() // nothing for a borrowed view
+		putSRMPHeader(hdr[:], kind, req.Flag, req.Seq, len(b))
+		err := c.sendBytes(context.Background(), hdr[:], b)
+		payload.Release() // nothing for a borrowed view or nil
 		return err
 	}
-	c.flushReplies()
 	if ctx := c.srmpCtx; ctx != nil {
 		return c.srmp.writeMessage(ctx, kind, req.Flag, req.Seq, payload)
 	}
@@ -626,7 +619,7 @@ func (c *Conn) startBytes(ctx context.Context, flag uint8, payload []byte, cb *c
 			var hdr [srmpHeaderLen]byte
 			putSRMPHeader(hdr[:], KindRequest, flag, uint8(key), len(payload))
 			if c.srmpDirect() {
-				return c.sess.SendBytesContext(ctx, hdr[:], payload)
+				return c.sendBytes(ctx, hdr[:], payload)
 			}
 			return sc.WriteBytes(hdr[:], payload)
 		}
@@ -658,10 +651,10 @@ func (c *Conn) sendSRMP(ctx context.Context, flag, seq uint8, payload *packet.Pa
 		var hdr [srmpHeaderLen]byte
 		if payload == nil {
 			putSRMPHeader(hdr[:], KindRequest, flag, seq, 0)
-			return c.sess.SendBytesContext(ctx, hdr[:])
+			return c.sendBytes(ctx, hdr[:])
 		}
 		putSRMPHeader(hdr[:], KindRequest, flag, seq, payload.Len())
-		err := c.sess.SendBytesContext(ctx, hdr[:], payload.Bytes())
+		err := c.sendBytes(ctx, hdr[:], payload.Bytes())
 		payload.Release() // nothing for a borrowed view
 		return err
 	}
@@ -669,7 +662,7 @@ func (c *Conn) sendSRMP(ctx context.Context, flag, seq uint8, payload *packet.Pa
 	if err != nil {
 		return err
 	}
-	return c.sess.SendContext(ctx, frame)
+	return c.sendPacket(ctx, frame)
 }
 
 // startPacket starts a FIFO request carried by p (owned by the call).
@@ -709,7 +702,6 @@ func (c *Conn) start(ctx context.Context, want MatchMode, cb *callback, echo []b
 	if err != nil {
 		return 0, nil, err
 	}
-	c.flushReplies()
 	if err := c.sendCoalesced(key, cb == nil, send); err != nil {
 		c.m.unregister(key)
 		return 0, nil, sendError(err)
@@ -717,13 +709,16 @@ func (c *Conn) start(ctx context.Context, want MatchMode, cb *callback, echo []b
 	return key, ch, nil
 }
 
-// sendError classifies a request's failed send on a connection that ended:
+// sendError classifies a request's failed send: one the backlog refused
+// (ErrBacklogFull) matches ErrNotSent; on a connection that ended,
 // [ErrNotSent] when none of its bytes left (the connection had ended, or the
 // write failed before its first byte), so a new connection may carry it;
 // else [ErrConnClosed] alone, since a write that failed part way may have
 // delivered the whole request.
 func sendError(err error) error {
 	switch {
+	case errors.Is(err, ErrBacklogFull):
+		return fmt.Errorf("%w: %w", ErrNotSent, err)
 	case !errors.Is(err, transport.ErrClosed):
 		return err
 	case errors.Is(err, transport.ErrNotWritten):

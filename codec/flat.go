@@ -10,30 +10,43 @@ import (
 // The flat read path. For the common pipeline of one framing stage on a
 // stream, the frames of a read are cut in one loop and each goes straight to
 // the connection's handler (or, for a reply, to its request; without a
-// handler, what is not a reply is dropped, as sink drops it); replies to the
-// borrowed requests being handled are appended to a per-read buffer and
-// handed to the session once, when the read's frames are done
-// (docs/perf/codec-echo.md has what each costs).
+// handler, what is not a reply is dropped, as sink drops it). The loop knows
+// its format: SRMP and the default length field (two bytes, little-endian,
+// no offset) have their header read once, in the loop, and the view the
+// handler gets starts past it; other formats ask the framer's splitter.
+// Every frame of a read is lent in the same view (the next frame's Lend
+// re-points it), which ends with the read (docs/perf/codec-echo.md has what
+// each part costs).
 //
-// The loop knows its format: SRMP and the default length field (two bytes,
-// little-endian, no offset) have their header read once, in the loop, and
-// the view the handler gets starts past it; other formats ask the framer's
-// splitter. Every frame of a read is lent in the same view (the next frame's
-// Lend re-points it), which ends with the read. [Conn.Write] and Conn.reply
-// append a small reply of these two formats themselves.
+// Replies. A small reply to the message the loop lent ([Conn.Reply] or
+// [Conn.ReplyError] naming the lent SRMP request, or [Conn.Write] of the
+// lent length-field view) can only come from the handler's call (on the
+// reading goroutine, or from a goroutine the handler waits for: the lent
+// message is not valid after the call). So it is appended, without a lock,
+// to a per-read buffer that only those calls and the reader touch, and the
+// buffer goes to the session once, when the read's frames are done.
 //
-// Order: every other write through the [Conn] made while a read is in
-// progress (a push, a request, a reply that is not small, from any
-// goroutine) first hands the buffered replies to the session, so writes
-// leave in the order they were made.
+// Every other write through the Conn made while a read is handled goes by
+// the later queue (later.go), so that writes leave in the order they were
+// made without the reader taking a lock per reply.
 type flatReplies struct {
-	framing *framing    // the one stage
-	inRead  atomic.Bool // the reading goroutine is handling a read's frames
-	mu      sync.Mutex  // guards buf and n: replies may (wrongly, but safely) come from other goroutines
-	buf     []byte      // the replies' storage, all of it (len = cap)
-	n       int         // the bytes of buf in use
-	rest    packet.Loan // the read's unframed tail, lent to the pipeline path (the framer's loan cuts frames in it)
+	framing *framing // the one stage
 
+	// The reader's own: touched by the reading goroutine and by the reply
+	// calls described above, never by another write.
+	looping bool   // the loop is lending frames: a reply naming the lent message is the handler's
+	own     bool   // buf holds replies (buffered is set)
+	buf     []byte // the replies' storage, all of it (len = cap)
+	n       int    // the bytes of buf in use
+
+	// Shared with every writer of the connection.
+	inRead   atomic.Bool // the reader is handling a read's frames (cleared under mu, once later is handed over)
+	buffered atomic.Bool // buf holds replies: a later write must not overtake them
+	deferred atomic.Bool // later holds writes (set and cleared under mu)
+	mu       sync.Mutex  // guards later and the hand-over of buf and later to the session
+	later    laterWrites
+
+	rest    packet.Loan // the read's unframed tail, lent to the pipeline path (the framer's loan cuts frames in it)
 	format  flatFormat
 	max     int              // the framer's MaxFrame
 	handler func(*Conn, any) // Options.Handler
@@ -100,8 +113,9 @@ func (c *Conn) flatRead(p *packet.Packet) {
 	fr := c.flat
 	b := p.Bytes()
 	fr.inRead.Store(true)
+	fr.looping = true
 	defer func() {
-		if fr.inRead.Load() { // a handler panicked: the replies to the frames before it still go out
+		if fr.looping { // a handler panicked: the replies to the frames before it still go out
 			c.endRead()
 		}
 	}()
@@ -212,74 +226,88 @@ func (c *Conn) flatSplit(p *packet.Packet, b []byte) (int, error) {
 	return off, nil
 }
 
-// endRead hands the read's replies to the session.
+// endRead ends the loop's read: its replies and the writes that came
+// while it ran go to the session, in order.
 func (c *Conn) endRead() {
 	fr := c.flat
+	fr.looping = false
 	fr.mu.Lock()
+	c.handOverLocked()
 	fr.inRead.Store(false)
-	c.sendRepliesLocked()
 	fr.mu.Unlock()
 }
 
-// flushReplies hands the replies buffered so far to the session before
-// another write, so that writes keep their order.
-func (c *Conn) flushReplies() {
-	if fr := c.flat; fr != nil && fr.inRead.Load() {
-		fr.mu.Lock()
-		c.sendRepliesLocked()
-		fr.mu.Unlock()
-	}
+// handOver gives the read's replies so far, then the writes held behind
+// them, to the session (the reader's, or a reply call's: see flatReplies).
+func (c *Conn) handOver() {
+	fr := c.flat
+	fr.mu.Lock()
+	c.handOverLocked()
+	fr.mu.Unlock()
 }
 
-// enqueueReplies is flushReplies before a write that must not wait for the
-// peer: the replies go by the session's EnqueueBytes.
-func (c *Conn) enqueueReplies() {
-	if fr := c.flat; fr != nil && fr.inRead.Load() {
-		fr.mu.Lock()
+func (c *Conn) handOverLocked() {
+	fr := c.flat
+	if fr.own {
 		if fr.n > 0 {
-			c.sess.EnqueueBytes(fr.buf[:fr.n])
+			c.sess.SendBytes(fr.buf[:fr.n]) // a closed session drops them, as it would any write
 			fr.n = 0
 		}
-		fr.mu.Unlock()
+		fr.own = false
+		fr.buffered.Store(false)
+	}
+	if fr.deferred.Load() {
+		c.sendLaterLocked()
 	}
 }
 
-func (c *Conn) sendRepliesLocked() {
-	if fr := c.flat; fr.n > 0 {
-		c.sess.SendBytes(fr.buf[:fr.n]) // a closed session drops them, as it would any write
-		fr.n = 0
-	}
-}
-
-// appendReply buffers a small reply (header, then payload) made while a
-// read is handled; it reports false when the reply must take the other path.
-func (c *Conn) appendReply(header []byte, payload *packet.Packet) bool {
+// ownRoom returns n bytes at the end of the read's reply buffer for a
+// reply to the lent message (see flatReplies: called by the reader or a
+// handler's call), which the caller fills and then ends with ownDone. The
+// callers write out its common case (a buffer already marked buffered,
+// with room, and no write waiting in later) and call it for the first
+// reply after a hand-over, for one that needs the buffer to grow, and for
+// one that writes made before it wait for (they go first).
+func (c *Conn) ownRoom(n int) []byte {
 	fr := c.flat
-	if fr == nil || !fr.inRead.Load() || payload == nil || !small(payload) {
-		return false
+	if fr.deferred.Load() {
+		c.handOver()
 	}
-	fr.mu.Lock()
-	if !fr.inRead.Load() {
-		fr.mu.Unlock()
-		return false
+	if !fr.own {
+		fr.own = true
+		fr.buffered.Store(true)
 	}
-	b := payload.Bytes()
 	l := fr.n
-	n := l + len(header) + len(b)
-	if n > len(fr.buf) {
-		fr.grow(n)
+	if l+n > len(fr.buf) {
+		fr.grow(l + n)
 	}
-	copy(fr.buf[l+copy(fr.buf[l:], header):], b)
-	fr.n = n
-	if n >= flatLimit {
-		c.sendRepliesLocked()
-	}
-	fr.mu.Unlock()
-	payload.Release() // nothing for a borrowed view
-	return true
+	fr.n = l + n
+	return fr.buf[l : l+n : l+n]
 }
 
-// grow makes room for n bytes in buf (called with mu held).
+// ownDone ends a reply ownRoom made room for: past flatLimit the buffer
+// goes to the session.
+func (c *Conn) ownDone() {
+	if c.flat.n >= flatLimit {
+		c.handOver()
+	}
+}
+
+// lent reports whether p is the view the length-field loop lends its
+// handler now: a write of it is a reply from the handler's call. The view's
+// identity is checked first: only a holder of the lent view (so, one whose
+// call the reader waits for) reads looping.
+func (fr *flatReplies) lent(p *packet.Packet) bool {
+	return fr.format == flatLF16 && fr.framing.framer.loan.Lends(p) && fr.looping
+}
+
+// lentRequest reports whether m is the SRMP request the loop lends its
+// handler now (identity first, as in lent).
+func (fr *flatReplies) lentRequest(m *Message) bool {
+	return m == &fr.framing.in && fr.format == flatSRMP && fr.looping
+}
+
+// grow makes room for n bytes in buf.
 func (fr *flatReplies) grow(n int) {
 	nb := make([]byte, max(n, 2*len(fr.buf), 4<<10))
 	copy(nb, fr.buf[:fr.n])

@@ -34,3 +34,8 @@ func (l *Loan) Lend(src *Packet, off, n int) *Packet {
 // End ends the current view; in lifenet_debug builds a later use of it
 // panics with ErrReleased.
 func (l *Loan) End() { l.v = Packet{} }
+
+// Lends reports whether p is the view this loan lends (the packet Lend
+// returns, the same for the loan's life): a holder of it is inside the
+// lender's call.
+func (l *Loan) Lends(p *Packet) bool { return p == &l.v }

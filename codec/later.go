@@ -1,0 +1,205 @@
+package codec
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/lifenet/lifenet/packet"
+)
+
+// The later queue: writes through a Conn made while its reader handles a
+// read on the flat path (flat.go). The reader appends the replies to the
+// lent messages without a lock, so no other write may touch that buffer or
+// overtake it; such a write waits in this queue instead, and goes to the
+// session right behind the buffered replies: when the read's frames are
+// done, or at the next reply to a lent message. A write made during a read
+// while no reply is buffered is small and copied here too (one hand-over a
+// read instead of one session lock a write), or, when it is not small, goes
+// to the session at once after what waits here, as it would outside a read.
+//
+// The queue holds at most maxLater bytes besides one write of any size;
+// past that a write fails with [ErrBacklogFull] and is not written. It
+// fills only while a handler that has buffered a reply keeps the reading
+// goroutine (every read ends the wait), so a handler should make its
+// replies to the lent message last when it writes much else.
+type laterWrites struct {
+	items []laterWrite
+	bytes []byte // the copies of the small writes, in order
+	size  int    // the bytes held
+}
+
+// A laterWrite is a packet, or a run of bytes, or a close.
+type laterWrite struct {
+	p        *packet.Packet // owned; nil for bytes[from:to]
+	from, to int
+	noWait   bool // by the session's Enqueue: never waits for room
+	close    bool // Close: the session closes once what came before it is written
+}
+
+// maxLater bounds the later queue (the default room of a session's send
+// queue, transport.DefaultSendQueueBytes).
+const maxLater = 4 << 20
+
+// laterBytesMax bounds the copied runs kept between reads: past it the
+// storage is dropped, so one burst does not pin its size.
+const laterBytesMax = 64 << 10
+
+// deferBytes takes a copy of parts, one message, when a read is in
+// progress; it reports whether it took them. The caller keeps parts.
+func (c *Conn) deferBytes(noWait bool, parts ...[]byte) (bool, error) {
+	fr := c.flat
+	if fr == nil || !fr.inRead.Load() {
+		return false, nil
+	}
+	n := 0
+	for _, b := range parts {
+		n += len(b)
+	}
+	fr.mu.Lock()
+	if !fr.inRead.Load() {
+		fr.mu.Unlock()
+		return false, nil
+	}
+	if n >= copyBelow && !fr.buffered.Load() { // large, nothing to wait behind: at once, after what waits
+		c.sendLaterLocked()
+		fr.mu.Unlock()
+		return false, nil
+	}
+	if err := fr.later.admit(n); err != nil {
+		fr.mu.Unlock()
+		return true, err
+	}
+	fr.later.appendBytes(noWait, n, parts)
+	fr.deferred.Store(true)
+	if fr.later.size >= flatLimit && !fr.buffered.Load() {
+		c.sendLaterLocked()
+	}
+	fr.mu.Unlock()
+	return true, nil
+}
+
+// deferPacket takes p (and its ownership) when a read is in progress and
+// p must wait behind buffered replies; it reports whether it took p. A
+// borrowed p is kept first.
+func (c *Conn) deferPacket(p *packet.Packet, noWait bool) (bool, error) {
+	fr := c.flat
+	if fr == nil || !fr.inRead.Load() {
+		return false, nil
+	}
+	fr.mu.Lock()
+	if !fr.inRead.Load() {
+		fr.mu.Unlock()
+		return false, nil
+	}
+	if !fr.buffered.Load() {
+		c.sendLaterLocked()
+		fr.mu.Unlock()
+		return false, nil
+	}
+	n := p.Total()
+	if err := fr.later.admit(n); err != nil {
+		fr.mu.Unlock()
+		p.Release()
+		return true, err
+	}
+	fr.later.items = append(fr.later.items, laterWrite{p: p.Keep(), noWait: noWait})
+	fr.later.size += n
+	fr.deferred.Store(true)
+	fr.mu.Unlock()
+	return true, nil
+}
+
+// deferClose queues a close behind the writes of a read in progress; it
+// reports whether it did.
+func (c *Conn) deferClose() bool {
+	fr := c.flat
+	if fr == nil || !fr.inRead.Load() {
+		return false
+	}
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	if !fr.inRead.Load() {
+		return false
+	}
+	if !fr.buffered.Load() {
+		c.sendLaterLocked()
+		return false
+	}
+	fr.later.items = append(fr.later.items, laterWrite{close: true})
+	fr.deferred.Store(true)
+	return true
+}
+
+// admit checks that n more bytes fit.
+func (q *laterWrites) admit(n int) error {
+	if q.size > 0 && q.size+n > maxLater {
+		return fmt.Errorf("%w: %d bytes wait, %d more", ErrBacklogFull, q.size, n)
+	}
+	return nil
+}
+
+// appendBytes copies the n bytes of parts as one message, joining the run
+// before it when that run goes the same way.
+func (q *laterWrites) appendBytes(noWait bool, n int, parts [][]byte) {
+	from := len(q.bytes)
+	for _, b := range parts {
+		q.bytes = append(q.bytes, b...)
+	}
+	q.size += n
+	if k := len(q.items) - 1; k >= 0 && q.items[k].p == nil && !q.items[k].close && q.items[k].noWait == noWait {
+		q.items[k].to = len(q.bytes)
+		return
+	}
+	q.items = append(q.items, laterWrite{from: from, to: len(q.bytes), noWait: noWait})
+}
+
+// sendLaterLocked hands the later queue to the session, in order (called
+// with mu held). Errors are the session's: a closed session drops the
+// writes, as it would have dropped them made at once.
+func (c *Conn) sendLaterLocked() {
+	fr := c.flat
+	if !fr.deferred.Load() {
+		return
+	}
+	q := &fr.later
+	for i := range q.items {
+		w := &q.items[i]
+		switch {
+		case w.close:
+			c.sess.CloseAfterWrites()
+		case w.p != nil && w.noWait:
+			c.sess.Enqueue(w.p)
+		case w.p != nil:
+			c.sess.SendContext(context.Background(), w.p)
+		case w.noWait:
+			c.sess.EnqueueBytes(q.bytes[w.from:w.to])
+		default:
+			c.sess.SendBytes(q.bytes[w.from:w.to])
+		}
+		*w = laterWrite{}
+	}
+	q.items, q.size = q.items[:0], 0
+	if cap(q.bytes) > laterBytesMax {
+		q.bytes = nil
+	} else {
+		q.bytes = q.bytes[:0]
+	}
+	fr.deferred.Store(false)
+}
+
+// sendBytes hands parts, one message, to the session, or to the later
+// queue during a read; a wait for room ends with ctx. The caller keeps parts.
+func (c *Conn) sendBytes(ctx context.Context, parts ...[]byte) error {
+	if took, err := c.deferBytes(false, parts...); took {
+		return err
+	}
+	return c.sess.SendBytesContext(ctx, parts...)
+}
+
+// sendPacket is sendBytes for a packet, whose ownership it takes.
+func (c *Conn) sendPacket(ctx context.Context, p *packet.Packet) error {
+	if took, err := c.deferPacket(p, false); took {
+		return err
+	}
+	return c.sess.SendContext(ctx, p)
+}

@@ -1,0 +1,193 @@
+package codec_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/lifenet/lifenet/codec"
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
+	"github.com/lifenet/lifenet/packet"
+)
+
+// lfFrame is a frame of the default length field: a 2-byte little-endian
+// length, then b.
+func lfFrame(b []byte) []byte {
+	return append(binary.LittleEndian.AppendUint16(nil, uint16(len(b))), b...)
+}
+
+// readLF reads one length-field frame's payload from c.
+func readLF(t *testing.T, c net.Conn) []byte {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var hdr [2]byte
+	if _, err := io.ReadFull(c, hdr[:]); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, binary.LittleEndian.Uint16(hdr[:]))
+	if _, err := io.ReadFull(c, b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// packetOf is an owned packet holding a copy of b.
+func packetOf(b []byte) *packet.Packet {
+	p := packet.Get(len(b))
+	copy(p.Bytes(), b)
+	return p
+}
+
+// onAnother runs f on a new goroutine and waits for it: the handler's
+// call waits, as a handler that hands work off and waits for it does.
+func onAnother(f func()) {
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	<-done
+}
+
+// A write from another goroutine that the handler waits for, made after
+// the handler wrote back its lent frame, leaves after that reply; one made
+// before it leaves before it. The reply to the lent view is buffered
+// without a lock, so the other write must not overtake it.
+func TestWritesAroundALentReplyKeepTheirOrder(t *testing.T) {
+	leakcheck.Check(t)
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: lfPipeline(), Handler: func(c *codec.Conn, msg any) {
+		v := msg.(*packet.Packet)
+		if string(v.Bytes()) == "before" {
+			onAnother(func() { c.Write(packetOf([]byte("pushed first"))) })
+			c.Write(v)
+			return
+		}
+		c.Write(v) // the lent view: the lock-free reply
+		onAnother(func() { c.Write(packetOf([]byte("pushed after"))) })
+		onAnother(func() { c.Write(packetOf(bytes.Repeat([]byte{'L'}, 2000))) }) // not small: a packet behind the reply
+	}})
+	conn := dialRaw(t, addr, append(lfFrame([]byte("after")), lfFrame([]byte("before"))...))
+	for _, want := range []string{"after", "pushed after", string(bytes.Repeat([]byte{'L'}, 2000)), "pushed first", "before"} {
+		if got := readLF(t, conn); string(got) != want {
+			t.Fatalf("got %.20q, want %.20q", got, want)
+		}
+	}
+}
+
+// The same for SRMP: a reply to the lent request, then a push from
+// another goroutine and an Enqueue from the handler: the reply first.
+func TestSRMPWritesAfterALentReplyLeaveBehindIt(t *testing.T) {
+	leakcheck.Check(t)
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
+		m := msg.(*codec.Message)
+		c.Reply(m, m.Payload)
+		onAnother(func() {
+			c.Write(codec.NewMessage(codec.KindRequest, codec.FlagString, 9, packetOf([]byte("push"))))
+		})
+		c.Enqueue(codec.NewMessage(codec.KindRequest, codec.FlagString, 10, packetOf([]byte("enqueued"))))
+	}})
+	conn := dialRaw(t, addr, encodeSRMP(t, codec.KindRequest, codec.FlagString, 7, []byte("call")))
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(conn)
+	for _, want := range []struct {
+		kind codec.Kind
+		seq  uint8
+		body string
+	}{{codec.KindReply, 7, "call"}, {codec.KindRequest, 9, "push"}, {codec.KindRequest, 10, "enqueued"}} {
+		m, err := readSRMP(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Kind != want.kind || m.Seq != want.seq || string(m.PayloadBytes()) != want.body {
+			t.Fatalf("got kind %d seq %d %q, want kind %d seq %d %q", m.Kind, m.Seq, m.PayloadBytes(), want.kind, want.seq, want.body)
+		}
+		m.Release()
+	}
+}
+
+// Close in a handler after a lent reply closes the connection once the
+// reply has left.
+func TestCloseAfterALentReplySendsTheReplyFirst(t *testing.T) {
+	leakcheck.Check(t)
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: lfPipeline(), Handler: func(c *codec.Conn, msg any) {
+		c.Write(msg)
+		c.Close()
+	}})
+	conn := dialRaw(t, addr, lfFrame([]byte("bye")))
+	if got := readLF(t, conn); string(got) != "bye" {
+		t.Fatalf("got %q, want the reply before the close", got)
+	}
+	if n, err := conn.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("after the reply: %d bytes, %v; want EOF", n, err)
+	}
+}
+
+// Writes behind a buffered reply are bounded: past 4 MiB a write fails
+// with ErrBacklogFull and is not written; what was taken still leaves, in
+// order, and the connection stays up.
+func TestWritesBehindALentReplyAreBounded(t *testing.T) {
+	leakcheck.Check(t)
+	const chunk = 60000
+	taken := make(chan int, 1)
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: lfPipeline(), Handler: func(c *codec.Conn, msg any) {
+		v := msg.(*packet.Packet)
+		if string(v.Bytes()) != "go" {
+			c.Write(v)
+			return
+		}
+		c.Write(v) // buffered: what follows waits behind it
+		n := 0
+		for ; n < 100; n++ {
+			if err := c.Write(packetOf(bytes.Repeat([]byte{byte(n)}, chunk))); err != nil {
+				if !errors.Is(err, codec.ErrBacklogFull) {
+					t.Errorf("write %d: %v, want ErrBacklogFull", n, err)
+				}
+				break
+			}
+		}
+		taken <- n
+	}})
+	conn := dialRaw(t, addr, lfFrame([]byte("go")))
+	if got := readLF(t, conn); string(got) != "go" {
+		t.Fatalf("first frame %.10q, want the reply", got)
+	}
+	n := <-taken
+	if want := (4 << 20) / (chunk + 2); n != want {
+		t.Fatalf("%d writes taken behind the reply, want %d (4 MiB)", n, want)
+	}
+	for i := range n {
+		if got := readLF(t, conn); len(got) != chunk || got[0] != byte(i) {
+			t.Fatalf("write %d: %d bytes of %d, want %d of %d", i, len(got), got[0], chunk, byte(i))
+		}
+	}
+	conn.Write(lfFrame([]byte("still up")))
+	if got := readLF(t, conn); string(got) != "still up" {
+		t.Fatalf("after the refused write: %q", got)
+	}
+}
+
+// A handler that has not replied to its lent frame writes as outside a
+// read: far more than the backlog, each large write waiting for room.
+func TestWritesWithoutALentReplyAreNotBounded(t *testing.T) {
+	leakcheck.Check(t)
+	const chunk, count = 60000, 150 // 9 MiB
+	errs := make(chan error, 1)
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: lfPipeline(), Handler: func(c *codec.Conn, msg any) {
+		var err error
+		for i := 0; i < count && err == nil; i++ {
+			err = c.Write(packetOf(bytes.Repeat([]byte{byte(i)}, chunk)))
+		}
+		errs <- err
+	}})
+	conn := dialRaw(t, addr, lfFrame([]byte("go")))
+	for i := range count {
+		if got := readLF(t, conn); len(got) != chunk || got[0] != byte(i) {
+			t.Fatalf("write %d: %d bytes of %d", i, len(got), got[0])
+		}
+	}
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+}
