@@ -253,7 +253,9 @@ func (c *Conn) Session() *transport.Session { return c.sess }
 // message, a length-field reply). When the session's send queue is full it
 // waits for room (see [transport.Session.Send]); a message that must not
 // wait for the peer goes by [Conn.Enqueue]. It takes ownership of msg; a
-// borrowed message (such as the one a [Handler] got) is copied or kept.
+// borrowed message (such as the one a [Handler] got) is copied or kept;
+// writing back the very payload a length-field handler was lent is the
+// cheapest reply (see the package's Cost and Order).
 func (c *Conn) Write(msg any) error {
 	if p, ok := msg.(*packet.Packet); ok && c.flat != nil && c.flat.lent(p) && p.Len() < copyBelow {
 		// The handler writes back the view it was lent (an echo, or the
@@ -306,7 +308,8 @@ func (c *Conn) Enqueue(msg any) error {
 // Reply answers an SRMP request with payload (reply kind, the request's
 // flag and sequence). It takes ownership of payload, which may be nil or
 // borrowed (a borrowed payload, such as req.Payload itself, is copied or
-// kept); req stays the caller's.
+// kept); req stays the caller's. A small reply to the request the handler
+// was lent takes no lock (see the package's Cost and Order).
 func (c *Conn) Reply(req *Message, payload *packet.Packet) error {
 	return c.reply(KindReply, req, payload)
 }

@@ -27,7 +27,22 @@
 // A frame that lies whole in one read reaches its handler without a copy
 // or a buffer from a pool; a small reply is copied once, header and payload
 // together, into the connection's send buffer, and the replies to all the
-// frames of one read leave in one write.
+// frames of one read leave in one write. A small reply to the message the
+// handler was lent — [Conn.Reply] or [Conn.ReplyError] naming the lent
+// request, or Conn.Write of the lent length-field payload itself (an echo,
+// or the frame changed in place) — takes no lock: it can only come from the
+// handler's call, so it goes into a buffer only that call and the reader
+// touch.
+//
+// # Order
+//
+// Writes through a Conn leave in the order they were made. While replies
+// of a read are buffered, every other write (from the handler or any other
+// goroutine) waits behind them and goes out with them when the read's
+// frames are done; such writes are bounded (4 MiB besides one write of any
+// size: past that a write fails with [ErrBacklogFull]), so a handler that
+// writes much besides its reply should reply last. A handler that has not
+// replied to its lent message writes as outside a read.
 //
 // # Concurrency
 //

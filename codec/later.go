@@ -190,8 +190,10 @@ func (c *Conn) sendLaterLocked() {
 // sendBytes hands parts, one message, to the session, or to the later
 // queue during a read; a wait for room ends with ctx. The caller keeps parts.
 func (c *Conn) sendBytes(ctx context.Context, parts ...[]byte) error {
-	if took, err := c.deferBytes(false, parts...); took {
-		return err
+	if fr := c.flat; fr != nil && fr.inRead.Load() {
+		if took, err := c.deferBytes(false, parts...); took {
+			return err
+		}
 	}
 	return c.sess.SendBytesContext(ctx, parts...)
 }
