@@ -287,7 +287,7 @@ func (c *Conn) write(msg any) error {
 			if p != nil {
 				b = p.Bytes()
 			}
-			if took, err := c.deferBytes(false, hdr[:k], b); took {
+			if took, err := c.deferBytes(false, true, hdr[:k], b); took {
 				p.Release() // nothing for a borrowed view or nil
 				return err
 			}
@@ -372,7 +372,11 @@ func (c *Conn) replySlow(kind Kind, req *Message, payload *packet.Packet) error 
 			b = payload.Bytes()
 		}
 		putSRMPHeader(hdr[:], kind, req.Flag, req.Seq, len(b))
-		err := c.sendBytes(context.Background(), hdr[:], b)
+		if took, err := c.deferBytes(false, true, hdr[:], b); took {
+			payload.Release()
+			return err
+		}
+		err := c.sess.SendBytes(hdr[:], b)
 		payload.Release() // nothing for a borrowed view or nil
 		return err
 	}

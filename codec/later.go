@@ -13,9 +13,11 @@ import (
 // overtake it; such a write waits in this queue instead, and goes to the
 // session right behind the buffered replies: when the read's frames are
 // done, or at the next reply to a lent message. A write made during a read
-// while no reply is buffered is small and copied here too (one hand-over a
-// read instead of one session lock a write), or, when it is not small, goes
-// to the session at once after what waits here, as it would outside a read.
+// while no reply is buffered goes to the session at once, after what waits
+// here, as it would outside a read; except a small Write or Reply, which is
+// copied here too, so that the replies to one read's frames cost one
+// session call (requests and the pipeline's own writes, such as
+// ReplyBytes', are not batched).
 //
 // The queue holds at most maxLater bytes besides one write of any size;
 // past that a write fails with [ErrBacklogFull] and is not written. It
@@ -45,10 +47,14 @@ const maxLater = 4 << 20
 const laterBytesMax = 64 << 10
 
 // deferBytes takes a copy of parts, one message, when a read is in
-// progress; it reports whether it took them. The caller keeps parts.
-func (c *Conn) deferBytes(noWait bool, parts ...[]byte) (bool, error) {
+// progress and it must wait behind buffered replies, or when batch asks
+// for a small write to join the read's hand-over (a reply: the replies to
+// one read's frames then cost one session call); it reports whether it
+// took them. Otherwise the caller writes them at once (after what waits
+// in later: writes keep their order). The caller keeps parts.
+func (c *Conn) deferBytes(noWait, batch bool, parts ...[]byte) (bool, error) {
 	fr := c.flat
-	if fr == nil || !fr.inRead.Load() {
+	if fr == nil || !fr.inRead.Load() || !batch && !fr.buffered.Load() && !fr.deferred.Load() {
 		return false, nil
 	}
 	n := 0
@@ -60,7 +66,7 @@ func (c *Conn) deferBytes(noWait bool, parts ...[]byte) (bool, error) {
 		fr.mu.Unlock()
 		return false, nil
 	}
-	if n >= copyBelow && !fr.buffered.Load() { // large, nothing to wait behind: at once, after what waits
+	if (n >= copyBelow || !batch) && !fr.buffered.Load() { // nothing to wait behind: at once, after what waits
 		c.sendLaterLocked()
 		fr.mu.Unlock()
 		return false, nil
@@ -83,7 +89,7 @@ func (c *Conn) deferBytes(noWait bool, parts ...[]byte) (bool, error) {
 // borrowed p is kept first.
 func (c *Conn) deferPacket(p *packet.Packet, noWait bool) (bool, error) {
 	fr := c.flat
-	if fr == nil || !fr.inRead.Load() {
+	if fr == nil || !fr.inRead.Load() || !fr.buffered.Load() && !fr.deferred.Load() {
 		return false, nil
 	}
 	fr.mu.Lock()
@@ -191,7 +197,7 @@ func (c *Conn) sendLaterLocked() {
 // queue during a read; a wait for room ends with ctx. The caller keeps parts.
 func (c *Conn) sendBytes(ctx context.Context, parts ...[]byte) error {
 	if fr := c.flat; fr != nil && fr.inRead.Load() {
-		if took, err := c.deferBytes(false, parts...); took {
+		if took, err := c.deferBytes(false, false, parts...); took {
 			return err
 		}
 	}

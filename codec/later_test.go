@@ -191,3 +191,22 @@ func TestWritesWithoutALentReplyAreNotBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Without a lent reply, a small Write is batched with the read's other
+// replies while a large one and an Enqueue go at once: the batched write
+// still leaves first.
+func TestBatchedWritesLeaveBeforeLaterDirectOnes(t *testing.T) {
+	leakcheck.Check(t)
+	large := bytes.Repeat([]byte{'L'}, 3000)
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: lfPipeline(), Handler: func(c *codec.Conn, msg any) {
+		c.Write(packetOf([]byte("small")))
+		c.Write(packetOf(large))
+		c.Enqueue(packetOf([]byte("enqueued")))
+	}})
+	conn := dialRaw(t, addr, lfFrame([]byte("go")))
+	for _, want := range []string{"small", string(large), "enqueued"} {
+		if got := readLF(t, conn); string(got) != want {
+			t.Fatalf("got %.20q, want %.20q", got, want)
+		}
+	}
+}

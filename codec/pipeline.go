@@ -274,7 +274,7 @@ func (c *HandlerContext) FireWrite(msg any) error {
 func (c *HandlerContext) WriteBytes(parts ...[]byte) error {
 	if c.chain.sess != nil && c.index == c.chain.direct() {
 		if conn := c.chain.conn; conn != nil {
-			if took, err := conn.deferBytes(c.noWait, parts...); took { // during a read: behind its replies
+			if took, err := conn.deferBytes(c.noWait, false, parts...); took { // during a read: behind its replies
 				return err
 			}
 		}
