@@ -277,3 +277,26 @@ func TestLoanGiveAwayPanics(t *testing.T) {
 	other.Release()
 	src.Release()
 }
+
+// Lends knows the loan's own view, across Lends and after End, and no
+// other packet: not another loan's view, not the lender, not a copy.
+func TestLoanLendsItsViewOnly(t *testing.T) {
+	leakcheck.Check(t)
+	src := packet.Get(16)
+	defer src.Release()
+	var l, other packet.Loan
+	v := l.Lend(src, 0, 4)
+	if !l.Lends(v) || !l.Lends(l.Lend(src, 4, 8)) {
+		t.Fatal("Lends does not know the loan's view")
+	}
+	w := other.Lend(src, 0, 4)
+	kept := v.Keep()
+	defer kept.Release()
+	for name, p := range map[string]*packet.Packet{"another loan's view": w, "the lender": src, "a kept copy": kept, "nil": nil} {
+		if l.Lends(p) {
+			t.Errorf("Lends(%s) = true", name)
+		}
+	}
+	l.End()
+	other.End()
+}
