@@ -3,12 +3,9 @@ package codec_test
 import (
 	"bufio"
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"io"
-	"net"
 	"testing"
-	"time"
 
 	"github.com/lifenet/lifenet/codec"
 	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
@@ -17,30 +14,16 @@ import (
 
 // lfFrame is a frame of the default length field: a 2-byte little-endian
 // length, then b.
-func lfFrame(b []byte) []byte {
-	return append(binary.LittleEndian.AppendUint16(nil, uint16(len(b))), b...)
-}
+func lfFrame(b []byte) []byte { return append(lfField(codec.LengthField{}, uint64(len(b))), b...) }
 
-// readLF reads one length-field frame's payload from c.
-func readLF(t *testing.T, c net.Conn) []byte {
+// readLF reads one length-field frame's payload from r.
+func readLF(t *testing.T, r *bufio.Reader) []byte {
 	t.Helper()
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	var hdr [2]byte
-	if _, err := io.ReadFull(c, hdr[:]); err != nil {
+	f, err := readFrame(r, false)
+	if err != nil {
 		t.Fatal(err)
 	}
-	b := make([]byte, binary.LittleEndian.Uint16(hdr[:]))
-	if _, err := io.ReadFull(c, b); err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// packetOf is an owned packet holding a copy of b.
-func packetOf(b []byte) *packet.Packet {
-	p := packet.Get(len(b))
-	copy(p.Bytes(), b)
-	return p
+	return f[2:]
 }
 
 // onAnother runs f on a new goroutine and waits for it: the handler's
@@ -60,17 +43,18 @@ func TestWritesAroundALentReplyKeepTheirOrder(t *testing.T) {
 	_, addr := serve(t, "tcp", codec.Options{Pipeline: lfPipeline(), Handler: func(c *codec.Conn, msg any) {
 		v := msg.(*packet.Packet)
 		if string(v.Bytes()) == "before" {
-			onAnother(func() { c.Write(packetOf([]byte("pushed first"))) })
+			onAnother(func() { c.Write(payload([]byte("pushed first"))) })
 			c.Write(v)
 			return
 		}
 		c.Write(v) // the lent view: the lock-free reply
-		onAnother(func() { c.Write(packetOf([]byte("pushed after"))) })
-		onAnother(func() { c.Write(packetOf(bytes.Repeat([]byte{'L'}, 2000))) }) // not small: a packet behind the reply
+		onAnother(func() { c.Write(payload([]byte("pushed after"))) })
+		onAnother(func() { c.Write(payload(bytes.Repeat([]byte{'L'}, 2000))) }) // not small: a packet behind the reply
 	}})
 	conn := dialRaw(t, addr, append(lfFrame([]byte("after")), lfFrame([]byte("before"))...))
+	r := bufioReader(conn)
 	for _, want := range []string{"after", "pushed after", string(bytes.Repeat([]byte{'L'}, 2000)), "pushed first", "before"} {
-		if got := readLF(t, conn); string(got) != want {
+		if got := readLF(t, r); string(got) != want {
 			t.Fatalf("got %.20q, want %.20q", got, want)
 		}
 	}
@@ -84,13 +68,12 @@ func TestSRMPWritesAfterALentReplyLeaveBehindIt(t *testing.T) {
 		m := msg.(*codec.Message)
 		c.Reply(m, m.Payload)
 		onAnother(func() {
-			c.Write(codec.NewMessage(codec.KindRequest, codec.FlagString, 9, packetOf([]byte("push"))))
+			c.Write(codec.NewMessage(codec.KindRequest, codec.FlagString, 9, payload([]byte("push"))))
 		})
-		c.Enqueue(codec.NewMessage(codec.KindRequest, codec.FlagString, 10, packetOf([]byte("enqueued"))))
+		c.Enqueue(codec.NewMessage(codec.KindRequest, codec.FlagString, 10, payload([]byte("enqueued"))))
 	}})
 	conn := dialRaw(t, addr, encodeSRMP(t, codec.KindRequest, codec.FlagString, 7, []byte("call")))
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	r := bufio.NewReader(conn)
+	r := bufioReader(conn)
 	for _, want := range []struct {
 		kind codec.Kind
 		seq  uint8
@@ -116,10 +99,11 @@ func TestCloseAfterALentReplySendsTheReplyFirst(t *testing.T) {
 		c.Close()
 	}})
 	conn := dialRaw(t, addr, lfFrame([]byte("bye")))
-	if got := readLF(t, conn); string(got) != "bye" {
+	r := bufioReader(conn)
+	if got := readLF(t, r); string(got) != "bye" {
 		t.Fatalf("got %q, want the reply before the close", got)
 	}
-	if n, err := conn.Read(make([]byte, 1)); err != io.EOF {
+	if n, err := r.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("after the reply: %d bytes, %v; want EOF", n, err)
 	}
 }
@@ -140,7 +124,7 @@ func TestWritesBehindALentReplyAreBounded(t *testing.T) {
 		c.Write(v) // buffered: what follows waits behind it
 		n := 0
 		for ; n < 100; n++ {
-			if err := c.Write(packetOf(bytes.Repeat([]byte{byte(n)}, chunk))); err != nil {
+			if err := c.Write(payload(bytes.Repeat([]byte{byte(n)}, chunk))); err != nil {
 				if !errors.Is(err, codec.ErrBacklogFull) {
 					t.Errorf("write %d: %v, want ErrBacklogFull", n, err)
 				}
@@ -150,7 +134,8 @@ func TestWritesBehindALentReplyAreBounded(t *testing.T) {
 		taken <- n
 	}})
 	conn := dialRaw(t, addr, lfFrame([]byte("go")))
-	if got := readLF(t, conn); string(got) != "go" {
+	r := bufioReader(conn)
+	if got := readLF(t, r); string(got) != "go" {
 		t.Fatalf("first frame %.10q, want the reply", got)
 	}
 	n := <-taken
@@ -158,12 +143,12 @@ func TestWritesBehindALentReplyAreBounded(t *testing.T) {
 		t.Fatalf("%d writes taken behind the reply, want %d (4 MiB)", n, want)
 	}
 	for i := range n {
-		if got := readLF(t, conn); len(got) != chunk || got[0] != byte(i) {
+		if got := readLF(t, r); len(got) != chunk || got[0] != byte(i) {
 			t.Fatalf("write %d: %d bytes of %d, want %d of %d", i, len(got), got[0], chunk, byte(i))
 		}
 	}
 	conn.Write(lfFrame([]byte("still up")))
-	if got := readLF(t, conn); string(got) != "still up" {
+	if got := readLF(t, r); string(got) != "still up" {
 		t.Fatalf("after the refused write: %q", got)
 	}
 }
@@ -177,13 +162,14 @@ func TestWritesWithoutALentReplyAreNotBounded(t *testing.T) {
 	_, addr := serve(t, "tcp", codec.Options{Pipeline: lfPipeline(), Handler: func(c *codec.Conn, msg any) {
 		var err error
 		for i := 0; i < count && err == nil; i++ {
-			err = c.Write(packetOf(bytes.Repeat([]byte{byte(i)}, chunk)))
+			err = c.Write(payload(bytes.Repeat([]byte{byte(i)}, chunk)))
 		}
 		errs <- err
 	}})
 	conn := dialRaw(t, addr, lfFrame([]byte("go")))
+	r := bufioReader(conn)
 	for i := range count {
-		if got := readLF(t, conn); len(got) != chunk || got[0] != byte(i) {
+		if got := readLF(t, r); len(got) != chunk || got[0] != byte(i) {
 			t.Fatalf("write %d: %d bytes of %d", i, len(got), got[0])
 		}
 	}
@@ -199,13 +185,14 @@ func TestBatchedWritesLeaveBeforeLaterDirectOnes(t *testing.T) {
 	leakcheck.Check(t)
 	large := bytes.Repeat([]byte{'L'}, 3000)
 	_, addr := serve(t, "tcp", codec.Options{Pipeline: lfPipeline(), Handler: func(c *codec.Conn, msg any) {
-		c.Write(packetOf([]byte("small")))
-		c.Write(packetOf(large))
-		c.Enqueue(packetOf([]byte("enqueued")))
+		c.Write(payload([]byte("small")))
+		c.Write(payload(large))
+		c.Enqueue(payload([]byte("enqueued")))
 	}})
 	conn := dialRaw(t, addr, lfFrame([]byte("go")))
+	r := bufioReader(conn)
 	for _, want := range []string{"small", string(large), "enqueued"} {
-		if got := readLF(t, conn); string(got) != want {
+		if got := readLF(t, r); string(got) != want {
 			t.Fatalf("got %.20q, want %.20q", got, want)
 		}
 	}
