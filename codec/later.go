@@ -46,33 +46,43 @@ const maxLater = 4 << 20
 // storage is dropped, so one burst does not pin its size.
 const laterBytesMax = 64 << 10
 
-// deferBytes takes a copy of parts, one message, when a read is in
-// progress and it must wait behind buffered replies, or when batch asks
-// for a small write to join the read's hand-over (a reply: the replies to
-// one read's frames then cost one session call); it reports whether it
-// took them. Otherwise the caller writes them at once (after what waits
-// in later: writes keep their order). The caller keeps parts.
-func (c *Conn) deferBytes(noWait, batch bool, parts ...[]byte) (bool, error) {
+// lockLater decides whether a write made now waits in the later queue:
+// when a read is in progress and replies are buffered, or, if batch, for
+// any write during a read (a small reply joining the read's hand-over: the
+// replies to one read's frames then cost one session call). It returns
+// true with mu held; otherwise the caller writes at once, and what waited
+// in later has gone to the session first, so writes keep their order.
+func (c *Conn) lockLater(batch bool) bool {
 	fr := c.flat
 	if fr == nil || !fr.inRead.Load() || !batch && !fr.buffered.Load() && !fr.deferred.Load() {
+		return false
+	}
+	fr.mu.Lock()
+	if fr.inRead.Load() && (batch || fr.buffered.Load()) {
+		return true
+	}
+	c.sendLaterLocked()
+	fr.mu.Unlock()
+	return false
+}
+
+// deferBytes takes a copy of parts, one message, when lockLater says it
+// waits (batch: a small reply may join the read's hand-over); it reports
+// whether it took them. The caller keeps parts.
+func (c *Conn) deferBytes(noWait, batch bool, parts ...[]byte) (bool, error) {
+	if fr := c.flat; fr == nil || !fr.inRead.Load() { // outside a read (most writes): before counting parts
 		return false, nil
 	}
 	n := 0
 	for _, b := range parts {
 		n += len(b)
 	}
-	fr.mu.Lock()
-	if !fr.inRead.Load() {
-		fr.mu.Unlock()
+	if !c.lockLater(batch && n < copyBelow) {
 		return false, nil
 	}
-	if (n >= copyBelow || !batch) && !fr.buffered.Load() { // nothing to wait behind: at once, after what waits
-		c.sendLaterLocked()
-		fr.mu.Unlock()
-		return false, nil
-	}
+	fr := c.flat
+	defer fr.mu.Unlock()
 	if err := fr.later.admit(n); err != nil {
-		fr.mu.Unlock()
 		return true, err
 	}
 	fr.later.appendBytes(noWait, n, parts)
@@ -80,57 +90,37 @@ func (c *Conn) deferBytes(noWait, batch bool, parts ...[]byte) (bool, error) {
 	if fr.later.size >= flatLimit && !fr.buffered.Load() {
 		c.sendLaterLocked()
 	}
-	fr.mu.Unlock()
 	return true, nil
 }
 
-// deferPacket takes p (and its ownership) when a read is in progress and
-// p must wait behind buffered replies; it reports whether it took p. A
-// borrowed p is kept first.
+// deferPacket takes p (and its ownership) when it must wait behind
+// buffered replies; it reports whether it took p. A borrowed p is kept
+// first.
 func (c *Conn) deferPacket(p *packet.Packet, noWait bool) (bool, error) {
+	if !c.lockLater(false) {
+		return false, nil
+	}
 	fr := c.flat
-	if fr == nil || !fr.inRead.Load() || !fr.buffered.Load() && !fr.deferred.Load() {
-		return false, nil
-	}
-	fr.mu.Lock()
-	if !fr.inRead.Load() {
-		fr.mu.Unlock()
-		return false, nil
-	}
-	if !fr.buffered.Load() {
-		c.sendLaterLocked()
-		fr.mu.Unlock()
-		return false, nil
-	}
+	defer fr.mu.Unlock()
 	n := p.Total()
 	if err := fr.later.admit(n); err != nil {
-		fr.mu.Unlock()
 		p.Release()
 		return true, err
 	}
 	fr.later.items = append(fr.later.items, laterWrite{p: p.Keep(), noWait: noWait})
 	fr.later.size += n
 	fr.deferred.Store(true)
-	fr.mu.Unlock()
 	return true, nil
 }
 
-// deferClose queues a close behind the writes of a read in progress; it
-// reports whether it did.
+// deferClose queues a close behind buffered replies; it reports whether
+// it did.
 func (c *Conn) deferClose() bool {
+	if !c.lockLater(false) {
+		return false
+	}
 	fr := c.flat
-	if fr == nil || !fr.inRead.Load() {
-		return false
-	}
-	fr.mu.Lock()
 	defer fr.mu.Unlock()
-	if !fr.inRead.Load() {
-		return false
-	}
-	if !fr.buffered.Load() {
-		c.sendLaterLocked()
-		return false
-	}
 	fr.later.items = append(fr.later.items, laterWrite{close: true})
 	fr.deferred.Store(true)
 	return true
