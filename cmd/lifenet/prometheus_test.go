@@ -103,6 +103,7 @@ func TestPrometheusScrapesServe(t *testing.T) {
 	// The fixed load.
 	load := exec.CommandContext(ctx, bin, "rpcload", "--remote", rpcAddr, "--call", "latency", "--conns", "4", "--inflight", "1",
 		"--seconds", "10", "--warmup", "0", "--json")
+	begin := time.Now()
 	out, err := load.Output()
 	end := time.Now()
 	if err != nil {
@@ -118,22 +119,29 @@ func TestPrometheusScrapesServe(t *testing.T) {
 	}
 	time.Sleep(2500 * time.Millisecond) // the last scrapes
 
-	rateQ := `sum(rate(rpc_server_call_duration_seconds_count{job="lifenet",rpc_method="Bench/Latency",rpc_response_status_code="0"}[6s]))`
-	rate, ok := query(t, api, rateQ, end.Add(-1500*time.Millisecond))
+	// The rate over the whole load, as rpcload's is: a shorter window
+	// would see only part of a load whose pace a busy machine varies.
+	const count = `rpc_server_call_duration_seconds_count{job="lifenet",rpc_method="Bench/Latency",rpc_response_status_code="0"}`
+	rateQ := fmt.Sprintf(`sum(rate(%s[%dms]))`, count, end.Sub(begin).Milliseconds())
+	rate, ok := query(t, api, rateQ, end)
 	if !ok {
 		t.Fatalf("no result for %s", rateQ)
 	}
 	if d := math.Abs(rate-s.CallsPerSec) / s.CallsPerSec; d > 0.05 {
-		t.Errorf("Prometheus's rate %.1f calls/s, rpcload's %.1f: %.1f %% apart, want ≤ 5 %%", rate, s.CallsPerSec, 100*d)
+		t.Errorf("Prometheus's rate %.1f calls/s, rpcload's %.1f: %.1f %% apart, want ≤ 5 %%; the samples it had:\n%s", rate, s.CallsPerSec, 100*d,
+			samples(t, api, count+"[30s]", end.Add(2*time.Second)))
 	}
-	p99Q := `histogram_quantile(0.99, sum by (le) (increase(rpc_server_call_duration_seconds_bucket{job="lifenet",rpc_method="Bench/Latency"}[20s])))`
-	p99, ok := query(t, api, p99Q, end.Add(2*time.Second))
+	const buckets = `rpc_server_call_duration_seconds_bucket{job="lifenet",rpc_method="Bench/Latency"}`
+	after := end.Add(2 * time.Second)
+	p99Q := fmt.Sprintf(`histogram_quantile(0.99, sum by (le) (increase(%s[%dms])))`, buckets, after.Sub(begin).Milliseconds()+1000)
+	p99, ok := query(t, api, p99Q, after)
 	if !ok {
 		t.Fatalf("no result for %s", p99Q)
 	}
 	p99Us := p99 * 1e6
 	if p99Us < s.P95 || p99Us > s.Max {
-		t.Errorf("Prometheus's p99 %.0f µs outside rpcload's p95–max band [%.0f, %.0f] µs", p99Us, s.P95, s.Max)
+		t.Errorf("Prometheus's p99 %.0f µs outside rpcload's p95–max band [%.0f, %.0f] µs; the samples it had:\n%s", p99Us, s.P95, s.Max,
+			samples(t, api, buckets+"[30s]", after))
 	}
 	t.Logf("rpcload: %d calls, %.1f calls/s, p95 %.0f µs, p99 %.0f µs, max %.0f µs; Prometheus: %.1f calls/s, p99 %.0f µs",
 		s.Calls, s.CallsPerSec, s.P95, s.P99, s.Max, rate, p99Us)
@@ -187,4 +195,37 @@ func query(t *testing.T, api, q string, at time.Time) (float64, bool) {
 	str, _ := r.Data.Result[0].Value[1].(string)
 	v, err := strconv.ParseFloat(str, 64)
 	return v, err == nil && !math.IsNaN(v)
+}
+
+// samples lists the raw samples of a range selector at at, one line per
+// series (its labels, then time:value pairs), so that a failed check shows
+// what Prometheus scraped.
+func samples(t *testing.T, api, sel string, at time.Time) string {
+	t.Helper()
+	res, err := http.Get(api + "/api/v1/query?" + url.Values{"query": {sel}, "time": {strconv.FormatFloat(float64(at.UnixNano())/1e9, 'f', 3, 64)}}.Encode())
+	if err != nil {
+		return err.Error()
+	}
+	defer res.Body.Close()
+	var r struct {
+		Data struct {
+			Result []struct {
+				Metric map[string]string
+				Values [][2]any
+			}
+		}
+	}
+	if err := json.NewDecoder(res.Body).Decode(&r); err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, s := range r.Data.Result {
+		fmt.Fprintf(&b, "le=%s code=%s:", s.Metric["le"], s.Metric["rpc_response_status_code"])
+		for _, v := range s.Values {
+			ts, _ := v[0].(float64)
+			fmt.Fprintf(&b, " %.1f:%v", ts-float64(at.Unix()), v[1])
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
