@@ -100,6 +100,12 @@ func (in *instruments) record(ctx context.Context, e *setEntry, shard uint64, d 
 // none). An unknown action (no method, or a 404) is OtherMethod: its name
 // is the caller's, of unbounded choice.
 func (in *instruments) serverCall(ctx context.Context, method string, code int, kind rpc.CallKind, ss *rpc.Session, d time.Duration, req, resp int) {
+	k, shard := in.serverKey(method, code, kind, ss, d)
+	in.record(ctx, in.entry(k), shard, d, req, resp)
+}
+
+// serverKey is the set of a server's call, and the shard its counts go to.
+func (in *instruments) serverKey(method string, code int, kind rpc.CallKind, ss *rpc.Session, d time.Duration) (setKey, uint64) {
 	k := setKey{method: method, code: code, kind: kind}
 	if method == "" || code == rpc.CodeNotFound {
 		k.method = OtherMethod
@@ -108,7 +114,7 @@ func (in *instruments) serverCall(ctx context.Context, method string, code int, 
 	if ss != nil {
 		k.proto, shard = ss.Protocol(), ss.ID()
 	}
-	in.record(ctx, in.entry(k), shard, d, req, resp)
+	return k, shard
 }
 
 // setKey tells apart the attribute sets of calls.

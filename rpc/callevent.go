@@ -27,12 +27,7 @@ type CallEvent struct {
 // Config.OnCallDone. A panic of the hook is counted and logged as a
 // handler's is; the call's reply still goes out.
 func (s *Server) observe(ss *Session, a *action, kind CallKind, start int64, err error, req, resp int) {
-	defer func() {
-		if r := recover(); r != nil {
-			s.panics.Add(1)
-			s.logPanic(bg, ss, a, r)
-		}
-	}()
+	defer s.recoverHook(ss, a)
 	ev := CallEvent{Kind: kind, Session: ss, Code: CodeOf(err), Err: err, Duration: time.Duration(mono.Now() - start), Request: req, Response: resp}
 	if a != nil {
 		ev.Action = a.name
@@ -41,4 +36,12 @@ func (s *Server) observe(ss *Session, a *action, kind CallKind, start int64, err
 		ev.Response = -1
 	}
 	s.cfg.OnCallDone(ev)
+}
+
+// recoverHook, deferred, counts and logs a panic of Config.OnCallDone.
+func (s *Server) recoverHook(ss *Session, a *action) {
+	if r := recover(); r != nil {
+		s.panics.Add(1)
+		s.logPanic(bg, ss, a, r)
+	}
 }

@@ -442,26 +442,25 @@ var errStreamHere = &APIError{Code: 501, Message: "a streaming action needs an S
 // the interceptors, turning a panic of theirs or of the handler into a 500.
 // traceHeader is an HTTP request's traceparent header.
 func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *action, kind CallKind, data []byte, traceHeader string, dst []byte) (out []byte, k kind, err error) {
-	if s.cfg.OnCallDone == nil {
-		return s.execCall(parent, ss, name, a, kind, data, traceHeader, dst)
+	// One function for both cases: a wrapper around it would pass its
+	// sixteen words of arguments on again. It has no defer of its own
+	// (with its many returns, Go could not open-code one, and every call
+	// would pay the runtime's deferreturn): the guards are run's.
+	var start int64
+	observed := s.cfg.OnCallDone != nil
+	if observed {
+		start = mono.Now()
 	}
-	start := mono.Now()
-	out, k, err = s.execCall(parent, ss, name, a, kind, data, traceHeader, dst)
-	resp := 0
-	if err == nil && k != kindNull {
-		resp = len(out) - len(dst)
-	}
-	s.observe(ss, a, kind, start, err, len(data), resp)
-	return out, k, err
-}
-
-// execCall is exec without Config.OnCallDone. It has no defer of its
-// own (with its many returns, Go could not open-code them, and every call
-// paid the runtime's deferreturn): the guards are run's.
-func (s *Server) execCall(parent context.Context, ss *Session, name []byte, a *action, kind CallKind, data []byte, traceHeader string, dst []byte) (out []byte, k kind, err error) {
 	out, k, err = s.prepare(parent, ss, name, a, kind, data, traceHeader, dst)
 	if err != nil && err != errCallerGone { // after a panic's 500 and the deadline's check
 		out, k, err = success200(dst, err, out, k)
+	}
+	if observed {
+		resp := 0
+		if err == nil && k != kindNull {
+			resp = len(out) - len(dst)
+		}
+		s.observe(ss, a, kind, start, err, len(data), resp)
 	}
 	return out, k, err
 }
