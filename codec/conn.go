@@ -300,7 +300,9 @@ func (c *Conn) write(msg any) error {
 // server's push): it is queued on the session and Enqueue returns, however
 // full the queue (transport.Session.Enqueue: a peer that does not take it
 // is closed as a slow consumer, not waited for). Order with the
-// connection's other writes is kept. It takes ownership of msg.
+// connection's other writes is kept: behind replies a read has buffered it
+// waits with them, and fails with [ErrBacklogFull] past that wait's bound
+// (see the package's Order). It takes ownership of msg.
 func (c *Conn) Enqueue(msg any) error {
 	return c.chain.Enqueue(msg)
 }

@@ -41,8 +41,13 @@
 // goroutine) waits behind them and goes out with them when the read's
 // frames are done; such writes are bounded (4 MiB besides one write of any
 // size: past that a write fails with [ErrBacklogFull]), so a handler that
-// writes much besides its reply should reply last. A handler that has not
-// replied to its lent message writes as outside a read.
+// writes much besides its reply should reply last. The replies buffered
+// may be an earlier frame's of the same read: then a handler that has not
+// replied waits behind them too, and so do other goroutines' writes (a
+// push) while it runs; where nothing is buffered, writes go as outside a
+// read. A write that waits reports the bound and a session already closed;
+// its wait for the session's room comes when it is handed over, bounded
+// by the session's stall timeout, not by the writer's context.
 //
 // # Concurrency
 //

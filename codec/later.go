@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/lifenet/lifenet/packet"
+	"github.com/lifenet/lifenet/transport"
 )
 
 // The later queue: writes through a Conn made while its reader handles a
@@ -21,9 +22,17 @@ import (
 //
 // The queue holds at most maxLater bytes besides one write of any size;
 // past that a write fails with [ErrBacklogFull] and is not written. It
-// fills only while a handler that has buffered a reply keeps the reading
-// goroutine (every read ends the wait), so a handler should make its
+// fills only while a handler keeps the reading goroutine after a reply to
+// a lent message was buffered, by its own call or by an earlier frame's of
+// the same read (every read ends the wait), so a handler should make its
 // replies to the lent message last when it writes much else.
+//
+// A write that waits here reports what is known when it is made: the
+// bound, and a session already closed (it is then refused at once, as
+// outside a read). It waits for the session's room when it is handed
+// over, as the replies do, bounded by the session's stall timeout rather
+// than by the writer's context; a refusal then (a slow consumer's queue)
+// ends the session as it would, without reaching the writer.
 type laterWrites struct {
 	items []laterWrite
 	bytes []byte // the copies of the small writes, in order
@@ -58,9 +67,12 @@ func (c *Conn) lockLater(batch bool) bool {
 		return false
 	}
 	fr.mu.Lock()
-	if fr.inRead.Load() && (batch || fr.buffered.Load()) {
+	if fr.inRead.Load() && (batch || fr.buffered.Load()) && c.sess.Reason() == transport.ReasonNone {
 		return true
 	}
+	// Written at once: no read, nothing buffered, or a session that has
+	// closed, whose refusal the writer then gets as it would outside a read
+	// (nothing is written, so the order behind the replies is moot).
 	c.sendLaterLocked()
 	fr.mu.Unlock()
 	return false

@@ -3,6 +3,7 @@ package codec_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"testing"
@@ -153,8 +154,9 @@ func TestWritesBehindALentReplyAreBounded(t *testing.T) {
 	}
 }
 
-// A handler that has not replied to its lent frame writes as outside a
-// read: far more than the backlog, each large write waiting for room.
+// A handler that has not replied to its lent frame (and whose read has
+// no reply of an earlier frame buffered) writes as outside a read: far
+// more than the backlog, each large write waiting for room.
 func TestWritesWithoutALentReplyAreNotBounded(t *testing.T) {
 	leakcheck.Check(t)
 	const chunk, count = 60000, 150 // 9 MiB
@@ -195,5 +197,33 @@ func TestBatchedWritesLeaveBeforeLaterDirectOnes(t *testing.T) {
 		if got := readLF(t, r); string(got) != want {
 			t.Fatalf("got %.20q, want %.20q", got, want)
 		}
+	}
+}
+
+// A write or a request made behind a buffered reply on a session that has
+// closed is refused as it would be outside a read: the write gets the
+// session's error, the request ErrNotSent, where the later queue took
+// both and dropped them unreported.
+func TestWritesBehindALentReplyOnAClosedSessionFail(t *testing.T) {
+	leakcheck.Check(t)
+	type outcome struct{ before, write, request error }
+	got := make(chan outcome, 1)
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
+		m := msg.(*codec.Message)
+		c.Session().Close()
+		var o outcome
+		o.before = c.Write(codec.NewMessage(codec.KindRequest, codec.FlagString, 9, payload([]byte("x"))))
+		c.Reply(m, m.Payload) // lent: buffered
+		o.write = c.Write(codec.NewMessage(codec.KindRequest, codec.FlagString, 9, payload([]byte("x"))))
+		o.request = c.RequestBytesAsync(context.Background(), codec.FlagString, []byte("y"), func(*codec.Message, error) {})
+		got <- o
+	}})
+	dialRaw(t, addr, encodeSRMP(t, codec.KindRequest, codec.FlagString, 1, []byte("a")))
+	o := <-got
+	if o.before == nil || o.write == nil || o.write.Error() != o.before.Error() {
+		t.Errorf("a write on the closed session: %v before the lent reply, %v after; want the same error", o.before, o.write)
+	}
+	if !errors.Is(o.request, codec.ErrNotSent) {
+		t.Errorf("a request on the closed session behind the lent reply: %v, want ErrNotSent", o.request)
 	}
 }
