@@ -33,6 +33,7 @@ func BenchmarkClientNoArg(b *testing.B) { benchClients(b, startBenchChild(b)) }
 func benchClients(b *testing.B, addr string) {
 	b.Run("impl=lifenet", func(b *testing.B) { benchClientInvoke(b, addr, rpc.ClientConfig{}) })
 	b.Run("impl=lifenet-goroutine", func(b *testing.B) { benchClientInvoke(b, addr, withReceiveGoroutine) })
+	b.Run("impl=bare-drain", func(b *testing.B) { benchBareDrain(b, addr) })
 	b.Run("impl=bare", func(b *testing.B) {
 		c, err := net.Dial("tcp", addr)
 		must(b, err)
