@@ -26,12 +26,12 @@ func ServerCallDone(opts ...Option) func(rpc.CallEvent) {
 	}
 	if in.calls != nil { // lifenet's own histograms: their series found and counted here, at once
 		return func(ev rpc.CallEvent) {
-			k, shard := in.serverKey(ev.Action, ev.Code, ev.Kind, ev.Session, ev.Duration)
+			k, shard := in.serverKey(ev.Action, ev.Code, ev.Session, ev.Duration)
 			in.entry(k).fast.record(shard, ev.Duration, ev.Request, ev.Response)
 		}
 	}
 	ctx := context.Background()
 	return func(ev rpc.CallEvent) {
-		in.serverCall(ctx, ev.Action, ev.Code, ev.Kind, ev.Session, ev.Duration, ev.Request, ev.Response)
+		in.serverCall(ctx, ev.Action, ev.Code, ev.Session, ev.Duration, ev.Request, ev.Response)
 	}
 }

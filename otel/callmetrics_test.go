@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -153,5 +154,39 @@ func TestCallMetricsCollectWhileCalling(t *testing.T) {
 	}
 	if n := count(); n != conns*calls {
 		t.Errorf("%d calls counted, want %d", n, conns*calls)
+	}
+}
+
+// TestCallMetricsKeepOneSeriesPerAttributeSet: calls of one action that
+// differ only in what the attributes do not say (a unary call and a
+// one-way call) count in one series, as the MeterProvider's histograms
+// count them; two points with the same attributes would be one Prometheus
+// series scraped twice, the second sample dropped.
+func TestCallMetricsKeepOneSeriesPerAttributeSet(t *testing.T) {
+	cm, r := callMetrics(t)
+	_, addr := startServer(t, rpc.Config{Interceptors: []rpc.Interceptor{otel.ServerInterceptor(otel.WithoutTraces(), otel.WithCallMetrics(cm))}}, func(s *rpc.Server) {
+		// Inline: the session's calls run one after another, so the one-way
+		// call has been counted when the next call's reply comes.
+		must(t, rpc.Handle(s, "Echo/Note", func(_ context.Context, in string) (string, error) { return in, nil }, rpc.WithInline()))
+	})
+	cl := dial(t, addr, rpc.ClientConfig{})
+	ctx := testCtx(t)
+	var out string
+	must(t, cl.Invoke(ctx, "Echo/Note", "a", &out))
+	must(t, cl.InvokeOneWay(ctx, "Echo/Note", "b"))
+	must(t, cl.Invoke(ctx, "Echo/Note", "c", &out))
+
+	h, ok := collect(t, r)["rpc.server.call.duration"].Data.(metricdata.Histogram[float64])
+	if !ok {
+		t.Fatal("no rpc.server.call.duration histogram")
+	}
+	var points []string
+	var count uint64
+	for _, dp := range h.DataPoints {
+		points = append(points, dp.Attributes.Encoded(attribute.DefaultEncoder()))
+		count += dp.Count
+	}
+	if len(points) != 1 || count != 3 {
+		t.Fatalf("%d calls in %d points, want 3 in one: %q", count, len(points), points)
 	}
 }

@@ -95,7 +95,7 @@ func (ic *interceptor) server(ctx context.Context, c *rpc.Invocation, next rpc.N
 		if info != nil {
 			ss = info.Session()
 		}
-		ic.in.serverCall(ctx, c.Action(), code, c.Kind(), ss, time.Duration(mono.Now()-start), len(c.Args()), respSize(c))
+		ic.in.serverCall(ctx, c.Action(), code, ss, time.Duration(mono.Now()-start), len(c.Args()), respSize(c))
 	}
 	if span != nil {
 		endSpan(span, code, err, code >= 500)
@@ -154,7 +154,7 @@ func (ic *interceptor) client(ctx context.Context, c *rpc.Invocation, next rpc.N
 	err := next(ctx, c)
 	code := rpc.CodeOf(err)
 	if ic.in != nil {
-		e := ic.in.entry(setKey{method: c.Action(), code: code, kind: c.Kind()})
+		e := ic.in.entry(setKey{method: c.Action(), code: code})
 		req := 0
 		if ic.in.withReq {
 			req = len(c.Args())

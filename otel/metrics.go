@@ -95,18 +95,18 @@ func (in *instruments) record(ctx context.Context, e *setEntry, shard uint64, d 
 	}
 }
 
-// serverCall records a server's call of method (its code, kind and
+// serverCall records a server's call of method (its code and
 // session: nil for Server.Process) that took d, with its sizes (resp < 0:
 // none). An unknown action (no method, or a 404) is OtherMethod: its name
 // is the caller's, of unbounded choice.
-func (in *instruments) serverCall(ctx context.Context, method string, code int, kind rpc.CallKind, ss *rpc.Session, d time.Duration, req, resp int) {
-	k, shard := in.serverKey(method, code, kind, ss, d)
+func (in *instruments) serverCall(ctx context.Context, method string, code int, ss *rpc.Session, d time.Duration, req, resp int) {
+	k, shard := in.serverKey(method, code, ss, d)
 	in.record(ctx, in.entry(k), shard, d, req, resp)
 }
 
 // serverKey is the set of a server's call, and the shard its counts go to.
-func (in *instruments) serverKey(method string, code int, kind rpc.CallKind, ss *rpc.Session, d time.Duration) (setKey, uint64) {
-	k := setKey{method: method, code: code, kind: kind}
+func (in *instruments) serverKey(method string, code int, ss *rpc.Session, d time.Duration) (setKey, uint64) {
+	k := setKey{method: method, code: code}
 	if method == "" || code == rpc.CodeNotFound {
 		k.method = OtherMethod
 	}
@@ -117,19 +117,21 @@ func (in *instruments) serverKey(method string, code int, kind rpc.CallKind, ss 
 	return k, shard
 }
 
-// setKey tells apart the attribute sets of calls.
+// setKey tells apart the attribute sets of calls: it holds what the
+// attributes say and nothing else (two keys of one set would be two
+// series of the same attributes, which a Prometheus scrape takes as one
+// series sampled twice, dropping the second).
 type setKey struct {
 	method string
 	code   int
 	proto  rpc.Protocol
-	kind   rpc.CallKind
 }
 
 // slot is k's place in instruments.recent: a hash of the name's length
-// and last byte, the code, protocol and kind.
+// and last byte, the code and the protocol.
 func (k setKey) slot() int {
 	n := len(k.method)
-	h := n*31 + k.code*7 + int(k.proto)*3 + int(k.kind)
+	h := n*31 + k.code*7 + int(k.proto)*3
 	if n > 0 {
 		h += int(k.method[n-1]) * 13
 	}
