@@ -33,6 +33,7 @@ func BenchmarkClientNoArg(b *testing.B) { benchClients(b, startBenchChild(b)) }
 func benchClients(b *testing.B, addr string) {
 	b.Run("impl=lifenet", func(b *testing.B) { benchClientInvoke(b, addr, rpc.ClientConfig{}) })
 	b.Run("impl=lifenet-goroutine", func(b *testing.B) { benchClientInvoke(b, addr, withReceiveGoroutine) })
+	b.Run("impl=floor", func(b *testing.B) { benchFloor(b, addr) })
 	b.Run("impl=bare-drain", func(b *testing.B) { benchBareDrain(b, addr) })
 	b.Run("impl=bare", func(b *testing.B) {
 		c, err := net.Dial("tcp", addr)
@@ -70,18 +71,11 @@ func BenchmarkClientSerial(b *testing.B) {
 
 // answer42 answers an SRMP request with the reply a lifenet server gives
 // Bench/NoArg: the request's flag, sequence and action name, and the data
-// 42. It answers nothing else.
-func answer42(w *bufio.Writer, frame []byte) {
-	const payload = "\x0bBench/NoArg\x02\x00\x00\x0042"
-	if frame[0]>>6 != baseline.KindRequest {
-		return
-	}
-	w.WriteByte(baseline.KindReply<<6 | frame[0]&0x3F) // byte by byte: a slice would be allocated per reply
-	w.WriteByte(frame[1])
-	w.WriteByte(byte(len(payload)))
-	w.WriteByte(0)
-	w.WriteString(payload)
-}
+// 42.
+var answer42 = baseline.Answer(noArgReply)
+
+// noArgReply is the payload of a lifenet server's reply to Bench/NoArg.
+const noArgReply = "\x0bBench/NoArg\x02\x00\x00\x0042"
 
 // withReceiveGoroutine is a client config that keeps a receive goroutine
 // (Mode ReceivePull, which rpc treats as event mode), where the default

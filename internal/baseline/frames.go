@@ -123,6 +123,28 @@ func Call(c io.ReadWriter, f Format, req, buf []byte) error {
 // only during the call.
 type Handler func(w *bufio.Writer, frame []byte)
 
+// Answer returns an SRMP handler that answers every request with a reply
+// of the request's flag and sequence carrying payload (under 64 KiB), as a
+// server whose every call returns the same result would; one-way and other
+// frames get no answer.
+func Answer(payload string) Handler {
+	if len(payload) > 0xFFFE {
+		panic("baseline: Answer's payload needs the extended header")
+	}
+	return func(w *bufio.Writer, frame []byte) {
+		if frame[0]>>6 != KindRequest {
+			return
+		}
+		// Byte by byte: a slice of a local array would escape into the
+		// writer and be allocated per reply.
+		w.WriteByte(KindReply<<6 | frame[0]&0x3F)
+		w.WriteByte(frame[1])
+		w.WriteByte(byte(len(payload)))
+		w.WriteByte(byte(len(payload) >> 8))
+		w.WriteString(payload)
+	}
+}
+
 // Echo returns the echo handler of format f. A length-field frame goes
 // back as it is. An SRMP request (kind 0) is answered with a reply (kind
 // 2) carrying its flag, sequence and payload; other SRMP frames (one-way,

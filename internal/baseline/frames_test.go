@@ -1,6 +1,7 @@
 package baseline_test
 
 import (
+	"bufio"
 	"bytes"
 	"io"
 	"testing"
@@ -22,5 +23,20 @@ func TestReadFrame(t *testing.T) {
 	}
 	if err := baseline.ReadFrame(bytes.NewReader(frame), baseline.SRMP, buf[:5]); err == nil {
 		t.Error("a frame larger than the buffer: no error")
+	}
+}
+
+// Answer replies to a request with its flag and sequence and the fixed
+// payload, and answers nothing else.
+func TestAnswer(t *testing.T) {
+	var out bytes.Buffer
+	w := bufio.NewWriter(&out)
+	answer := baseline.Answer("42")
+	answer(w, []byte{0x01, 0x07, 1, 0, 'x'})   // a request, flag 1, seq 7
+	answer(w, []byte{1<<6 | 0x01, 0x08, 0, 0}) // one-way: no answer
+	answer(w, []byte{2<<6 | 0x01, 0x09, 0, 0}) // a reply: no answer
+	w.Flush()
+	if want := []byte{2<<6 | 0x01, 0x07, 2, 0, '4', '2'}; !bytes.Equal(out.Bytes(), want) {
+		t.Errorf("answered % x, want % x", out.Bytes(), want)
 	}
 }
