@@ -159,9 +159,10 @@ func TestCallMetricsCollectWhileCalling(t *testing.T) {
 
 // TestCallMetricsKeepOneSeriesPerAttributeSet: calls of one action that
 // differ only in what the attributes do not say (a unary call and a
-// one-way call) count in one series, as the MeterProvider's histograms
-// count them; two points with the same attributes would be one Prometheus
-// series scraped twice, the second sample dropped.
+// one-way call) count in one series, on the server and on the client, as
+// the MeterProvider's histograms count them; two points with the same
+// attributes would be one Prometheus series scraped twice, the second
+// sample dropped.
 func TestCallMetricsKeepOneSeriesPerAttributeSet(t *testing.T) {
 	cm, r := callMetrics(t)
 	_, addr := startServer(t, rpc.Config{Interceptors: []rpc.Interceptor{otel.ServerInterceptor(otel.WithoutTraces(), otel.WithCallMetrics(cm))}}, func(s *rpc.Server) {
@@ -169,24 +170,27 @@ func TestCallMetricsKeepOneSeriesPerAttributeSet(t *testing.T) {
 		// call has been counted when the next call's reply comes.
 		must(t, rpc.Handle(s, "Echo/Note", func(_ context.Context, in string) (string, error) { return in, nil }, rpc.WithInline()))
 	})
-	cl := dial(t, addr, rpc.ClientConfig{})
+	cl := dial(t, addr, rpc.ClientConfig{Interceptors: []rpc.Interceptor{otel.ClientInterceptor(otel.WithoutTraces(), otel.WithCallMetrics(cm))}})
 	ctx := testCtx(t)
 	var out string
 	must(t, cl.Invoke(ctx, "Echo/Note", "a", &out))
 	must(t, cl.InvokeOneWay(ctx, "Echo/Note", "b"))
 	must(t, cl.Invoke(ctx, "Echo/Note", "c", &out))
 
-	h, ok := collect(t, r)["rpc.server.call.duration"].Data.(metricdata.Histogram[float64])
-	if !ok {
-		t.Fatal("no rpc.server.call.duration histogram")
-	}
-	var points []string
-	var count uint64
-	for _, dp := range h.DataPoints {
-		points = append(points, dp.Attributes.Encoded(attribute.DefaultEncoder()))
-		count += dp.Count
-	}
-	if len(points) != 1 || count != 3 {
-		t.Fatalf("%d calls in %d points, want 3 in one: %q", count, len(points), points)
+	got := collect(t, r)
+	for _, name := range []string{"rpc.server.call.duration", "rpc.client.call.duration"} {
+		h, ok := got[name].Data.(metricdata.Histogram[float64])
+		if !ok {
+			t.Fatalf("no %s histogram", name)
+		}
+		var points []string
+		var count uint64
+		for _, dp := range h.DataPoints {
+			points = append(points, dp.Attributes.Encoded(attribute.DefaultEncoder()))
+			count += dp.Count
+		}
+		if len(points) != 1 || count != 3 {
+			t.Errorf("%s: %d calls in %d points, want 3 in one: %q", name, count, len(points), points)
+		}
 	}
 }
