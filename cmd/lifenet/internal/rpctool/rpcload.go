@@ -68,7 +68,7 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.goroutines, "goroutines", runtime.GOMAXPROCS(0), "--direct: calling goroutines")
 	fs.BoolVar(&c.json, "json", false, "print only the SUMMARY line")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write this process's CPU profile here")
-	fs.StringVar(&c.recvMode, "recvmode", "event", "lifenet client: event (a receive goroutine per connection) or sync (waiting callers take turns reading)")
+	fs.StringVar(&c.recvMode, "recvmode", "default", "lifenet client: default (rpc.ClientConfig's: on plain TCP the waiting callers read their replies), event (a receive goroutine per connection) or sync (waiting callers take turns reading, over any socket)")
 	fs.StringVar(&c.balancer, "balancer", "round-robin", "--remote etcd://…: how calls are spread: "+strings.Join(balancerNames(), ", "))
 	fs.DurationVar(&c.stagger, "stagger", 20*time.Millisecond, "--balancer race: the wait for an answer before each further attempt")
 	fs.DurationVar(&c.timeout, "timeout", 0, "lifenet client: each call's timeout (ClientConfig.Timeout; 0: its default, 15 s)")
@@ -90,7 +90,7 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cliflag.Check(!c.direct || c.impl == "lifenet", "--direct measures lifenet's Server.Process only"),
 		cliflag.Check(c.impl != "netrpc" || c.remote != "", "--impl netrpc needs --remote (start lifenet serve --impl netrpc)"),
 		cliflag.Check(c.impl != "netrpc" || viaEtcd || validHostPort(strings.TrimPrefix(c.remote, "tcp://")), "--remote %q: want host:port", c.remote),
-		cliflag.Check(c.recvMode == "event" || c.recvMode == "sync", "--recvmode %q: want event or sync", c.recvMode),
+		cliflag.Check(slices.Contains(recvModes, c.recvMode), "--recvmode %q: want default, event or sync", c.recvMode),
 		checkEtcdLoad(c, viaEtcd, set),
 	)
 	if err != nil {
@@ -179,9 +179,7 @@ func lifenetTarget(ctx context.Context, c loadConfig) (*rpcbench.Target, error) 
 	sh := rpcbench.ShapeOf(c.call)
 	for range c.conns {
 		cfg := rpc.ClientConfig{Timeout: c.timeout}
-		if c.recvMode == "sync" {
-			cfg.Transport.Mode = transport.ReceiveSync
-		}
+		cfg.Transport.Mode = recvModeOf(c.recvMode)
 		cl, err := rpc.Dial(ctx, addr, cfg)
 		if err != nil {
 			t.Close()
@@ -272,4 +270,20 @@ func directTarget(c loadConfig) (*rpcbench.Target, error) {
 		})
 	}
 	return t, nil
+}
+
+// recvModes are --recvmode's values.
+var recvModes = []string{"default", "event", "sync"}
+
+// recvModeOf is the transport mode of a --recvmode value. The zero mode
+// (ReceiveEvent) is rpc's default, which reads on the callers' goroutines
+// where it can; ReceivePull keeps a receive goroutine on every connection.
+func recvModeOf(name string) transport.ReceiveMode {
+	switch name {
+	case "event":
+		return transport.ReceivePull
+	case "sync":
+		return transport.ReceiveSync
+	}
+	return transport.ReceiveEvent
 }

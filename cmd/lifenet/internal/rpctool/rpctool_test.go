@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/internal/rpcbench"
+	"github.com/lifenet/lifenet/transport"
 )
 
 func TestFlagErrorsAreOneLineAndExit2(t *testing.T) {
@@ -152,4 +153,20 @@ func TestRPCLoadShapes(t *testing.T) {
 		t.Errorf("direct: %+v", s)
 	}
 	_ = time.Second
+}
+
+// --recvmode names the client's modes: default leaves rpc's own choice
+// (the zero mode, which reads on the callers' goroutines over plain TCP),
+// event keeps a receive goroutine, sync has the callers read over any
+// socket.
+func TestRecvModeOfEachValue(t *testing.T) {
+	want := map[string]transport.ReceiveMode{"default": transport.ReceiveEvent, "event": transport.ReceivePull, "sync": transport.ReceiveSync}
+	if len(want) != len(recvModes) {
+		t.Fatalf("recvModes %q, want the %d values tested here", recvModes, len(want))
+	}
+	for _, name := range recvModes {
+		if got, ok := want[name]; !ok || recvModeOf(name) != got {
+			t.Errorf("--recvmode %s: mode %v, want %v", name, recvModeOf(name), got)
+		}
+	}
 }
