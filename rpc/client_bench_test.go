@@ -26,10 +26,13 @@ const benchServerEnv = "LIFENET_RPC_BENCH_SERVER"
 // rpc.Client.Invoke, impl=bare a caller that writes the request's bytes and
 // reads the reply's frame on its own goroutine, the floor a client can
 // reach (docs/perf/rpc.md, "The client's cost"); impl=lifenet-goroutine is
-// a client that keeps a receive goroutine, as one with OnPush does.
+// a client that keeps a receive goroutine, as one with OnPush does;
+// impl=bare-drain and impl=floor (Linux) are the bare caller with the
+// check for a closed peer before each request, and that with rpc's
+// encoding and decoding: the least a client of this wire does.
 func BenchmarkClientNoArg(b *testing.B) { benchClients(b, startBenchChild(b)) }
 
-// benchClients runs the three clients' rows against the server at addr.
+// benchClients runs the clients' rows against the server at addr.
 func benchClients(b *testing.B, addr string) {
 	b.Run("impl=lifenet", func(b *testing.B) { benchClientInvoke(b, addr, rpc.ClientConfig{}) })
 	b.Run("impl=lifenet-goroutine", func(b *testing.B) { benchClientInvoke(b, addr, withReceiveGoroutine) })
