@@ -345,7 +345,7 @@ func ended(cn *codec.Conn) bool { return cn.Session().Reason() != transport.Reas
 
 // unsent reports whether a request failed because its connection had
 // already ended when it was written: it never left.
-func unsent(err error) bool { return errors.Is(err, codec.ErrNotSent) }
+func unsent(err error) bool { return err != nil && errors.Is(err, codec.ErrNotSent) }
 
 // dial connects to one server address.
 func (c *Client) dial(ctx context.Context, u *url.URL) (*codec.Client, error) {

@@ -19,8 +19,8 @@ type nowReader struct {
 	fn     func(fd uintptr)
 	buf    []byte
 	n      int
-	err    error
-	failed bool // the connection has no RawConn (TLS): never read
+	errno  syscall.Errno // recv's; an error value only when returned, so a drain that finds nothing boxes none
+	failed bool          // the connection has no RawConn (TLS): never read
 }
 
 // read reads what s's socket holds into b. read is false when nothing was
@@ -35,13 +35,13 @@ func (r *nowReader) read(s *Session, b []byte) (n int, read bool, err error) {
 	if cerr != nil { // the connection is closing: leave it to Receive
 		return 0, false, nil
 	}
-	if again(r.err) {
+	switch r.errno {
+	case 0:
+		return max(r.n, 0), true, nil
+	case syscall.EAGAIN, syscall.EINTR:
 		return 0, false, nil
 	}
-	if r.n < 0 {
-		r.n = 0
-	}
-	return r.n, true, r.err
+	return 0, true, r.errno
 }
 
 func (r *nowReader) init(s *Session) bool {
@@ -59,14 +59,6 @@ func (r *nowReader) init(s *Session) bool {
 		return false
 	}
 	r.raw = raw
-	r.fn = func(fd uintptr) { r.n, r.err = recvNow(int(fd), r.buf) }
+	r.fn = func(fd uintptr) { r.n, r.errno = recvNow(int(fd), r.buf) }
 	return true
-}
-
-// again reports recvNow's EAGAIN or EINTR, bare Errnos: a type assertion
-// and a comparison of numbers, where comparing err with each Errno would
-// be a call of the runtime's interface comparison on every drain.
-func again(err error) bool {
-	e, ok := err.(syscall.Errno)
-	return ok && (e == syscall.EAGAIN || e == syscall.EINTR)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,6 +65,56 @@ func TestReceiveBufferedDoesNotWait(t *testing.T) {
 				t.Fatalf("after the peer closed: %v", err)
 			}
 			break
+		}
+		runtime.Gosched()
+	}
+}
+
+// A peer that resets the connection (an RST, not a FIN) ends the session
+// at the next ReceiveBuffered as a peer's close, with the reset as its
+// cause: the drain's recv fails with an error that is not "nothing yet".
+func TestReceiveBufferedReportsAReset(t *testing.T) {
+	leakcheck.Check(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := l.Accept()
+		if err == nil {
+			accepted <- c
+		}
+		close(accepted)
+	}()
+	c, err := transport.Dial(context.Background(), "tcp", l.Addr().String(),
+		transport.ClientConfig{Mode: transport.ReceiveSync}, transport.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	peer, _ := (<-accepted).(*net.TCPConn)
+	if peer == nil {
+		t.Fatal("accept failed")
+	}
+	peer.SetLinger(0) // Close sends an RST
+	peer.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p, err := c.ReceiveBuffered()
+		if p != nil {
+			t.Fatalf("data from a reset: %q", p.Bytes())
+		}
+		if err != nil {
+			var ce *transport.CloseError
+			if !errors.As(err, &ce) || ce.Reason != transport.ReasonPeerClosed || !errors.Is(err, syscall.ECONNRESET) {
+				t.Fatalf("after the peer's reset: %v", err)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the reset was never seen")
 		}
 		runtime.Gosched()
 	}

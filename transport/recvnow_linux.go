@@ -9,7 +9,7 @@ import (
 // is a raw system call: with MSG_DONTWAIT it never blocks, so it needs
 // none of the scheduler's bookkeeping around a call that may (a drain
 // before every request of a ReceiveSync client pays it).
-func recvNow(fd int, b []byte) (int, error) {
+func recvNow(fd int, b []byte) (int, syscall.Errno) {
 	var p unsafe.Pointer
 	if len(b) > 0 {
 		p = unsafe.Pointer(&b[0])
@@ -18,5 +18,5 @@ func recvNow(fd int, b []byte) (int, error) {
 	if e != 0 {
 		return -1, e
 	}
-	return int(n), nil
+	return int(n), 0
 }
