@@ -18,29 +18,7 @@ import (
 // close like Receive.
 func TestReceiveBufferedDoesNotWait(t *testing.T) {
 	leakcheck.Check(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := l.Accept()
-		if err == nil {
-			accepted <- c
-		}
-		close(accepted)
-	}()
-	c, err := transport.Dial(context.Background(), "tcp", l.Addr().String(),
-		transport.ClientConfig{Mode: transport.ReceiveSync}, transport.Hooks{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	peer := <-accepted
-	if peer == nil {
-		t.Fatal("accept failed")
-	}
+	c, peer := syncClientAndPeer(t)
 	if p, err := c.ReceiveBuffered(); p != nil || err != nil {
 		t.Fatalf("nothing sent yet: %v, %v", p, err)
 	}
@@ -75,29 +53,7 @@ func TestReceiveBufferedDoesNotWait(t *testing.T) {
 // cause: the drain's recv fails with an error that is not "nothing yet".
 func TestReceiveBufferedReportsAReset(t *testing.T) {
 	leakcheck.Check(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := l.Accept()
-		if err == nil {
-			accepted <- c
-		}
-		close(accepted)
-	}()
-	c, err := transport.Dial(context.Background(), "tcp", l.Addr().String(),
-		transport.ClientConfig{Mode: transport.ReceiveSync}, transport.Hooks{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	peer, _ := (<-accepted).(*net.TCPConn)
-	if peer == nil {
-		t.Fatal("accept failed")
-	}
+	c, peer := syncClientAndPeer(t)
 	peer.SetLinger(0) // Close sends an RST
 	peer.Close()
 	deadline := time.Now().Add(5 * time.Second)
@@ -178,4 +134,36 @@ func TestReceiveBufferedReadsPastAPendingWake(t *testing.T) {
 	if s := receiveString(t, c, 2); s != "ok" {
 		t.Fatalf("then: %q", s)
 	}
+}
+
+// syncClientAndPeer dials a ReceiveSync client to a plain listener and
+// returns it with the peer's end of the connection, both closed at the
+// test's end.
+func syncClientAndPeer(t *testing.T) (*transport.Client, *net.TCPConn) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := l.Accept()
+		if err == nil {
+			accepted <- c
+		}
+		close(accepted)
+	}()
+	c, err := transport.Dial(context.Background(), "tcp", l.Addr().String(),
+		transport.ClientConfig{Mode: transport.ReceiveSync}, transport.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	peer, _ := (<-accepted).(*net.TCPConn)
+	if peer == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { peer.Close() })
+	return c, peer
 }
