@@ -37,7 +37,7 @@ func (r *nowReader) read(s *Session, b []byte) (n int, read bool, err error) {
 	}
 	switch r.errno {
 	case 0:
-		return max(r.n, 0), true, nil
+		return r.n, true, nil
 	case syscall.EAGAIN, syscall.EINTR:
 		return 0, false, nil
 	}

@@ -12,7 +12,7 @@ func recvNow(fd int, b []byte) (int, syscall.Errno) {
 		if !ok {
 			e = syscall.EIO // Recvfrom fails with an Errno; any other error is taken as one that ends the read
 		}
-		return -1, e
+		return 0, e
 	}
 	return n, 0
 }

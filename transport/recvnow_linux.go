@@ -16,7 +16,7 @@ func recvNow(fd int, b []byte) (int, syscall.Errno) {
 	}
 	n, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, uintptr(fd), uintptr(p), uintptr(len(b)), syscall.MSG_DONTWAIT, 0, 0)
 	if e != 0 {
-		return -1, e
+		return 0, e
 	}
 	return int(n), 0
 }

@@ -78,6 +78,7 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	viaEtcd := isEtcd(c.remote)
 	set := fs.Set()
+	_, knownMode := recvModes[c.recvMode]
 	err := errors.Join(
 		cliflag.Check(c.impl == "lifenet" || c.impl == "netrpc", "--impl %q: want lifenet or netrpc", c.impl),
 		cliflag.Check(slices.Contains(rpcbench.LoadShapes, c.call), "--call %q: want one of %s", c.call, strings.Join(rpcbench.LoadShapes, ", ")),
@@ -90,7 +91,7 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cliflag.Check(!c.direct || c.impl == "lifenet", "--direct measures lifenet's Server.Process only"),
 		cliflag.Check(c.impl != "netrpc" || c.remote != "", "--impl netrpc needs --remote (start lifenet serve --impl netrpc)"),
 		cliflag.Check(c.impl != "netrpc" || viaEtcd || validHostPort(strings.TrimPrefix(c.remote, "tcp://")), "--remote %q: want host:port", c.remote),
-		cliflag.Check(slices.Contains(recvModes, c.recvMode), "--recvmode %q: want default, event or sync", c.recvMode),
+		cliflag.Check(knownMode, "--recvmode %q: want default, event or sync", c.recvMode),
 		checkEtcdLoad(c, viaEtcd, set),
 	)
 	if err != nil {
@@ -179,7 +180,7 @@ func lifenetTarget(ctx context.Context, c loadConfig) (*rpcbench.Target, error) 
 	sh := rpcbench.ShapeOf(c.call)
 	for range c.conns {
 		cfg := rpc.ClientConfig{Timeout: c.timeout}
-		cfg.Transport.Mode = recvModeOf(c.recvMode)
+		cfg.Transport.Mode = recvModes[c.recvMode]
 		cl, err := rpc.Dial(ctx, addr, cfg)
 		if err != nil {
 			t.Close()
@@ -272,18 +273,12 @@ func directTarget(c loadConfig) (*rpcbench.Target, error) {
 	return t, nil
 }
 
-// recvModes are --recvmode's values.
-var recvModes = []string{"default", "event", "sync"}
-
-// recvModeOf is the transport mode of a --recvmode value. The zero mode
-// (ReceiveEvent) is rpc's default, which reads on the callers' goroutines
-// where it can; ReceivePull keeps a receive goroutine on every connection.
-func recvModeOf(name string) transport.ReceiveMode {
-	switch name {
-	case "event":
-		return transport.ReceivePull
-	case "sync":
-		return transport.ReceiveSync
-	}
-	return transport.ReceiveEvent
+// recvModes are --recvmode's values and the client modes they name. The
+// zero mode (ReceiveEvent) is rpc's default, which reads on the callers'
+// goroutines where it can; ReceivePull keeps a receive goroutine on every
+// connection.
+var recvModes = map[string]transport.ReceiveMode{
+	"default": transport.ReceiveEvent,
+	"event":   transport.ReceivePull,
+	"sync":    transport.ReceiveSync,
 }

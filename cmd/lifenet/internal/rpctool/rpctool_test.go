@@ -159,14 +159,14 @@ func TestRPCLoadShapes(t *testing.T) {
 // (the zero mode, which reads on the callers' goroutines over plain TCP),
 // event keeps a receive goroutine, sync has the callers read over any
 // socket.
-func TestRecvModeOfEachValue(t *testing.T) {
+func TestRecvModesNameTheClientModes(t *testing.T) {
 	want := map[string]transport.ReceiveMode{"default": transport.ReceiveEvent, "event": transport.ReceivePull, "sync": transport.ReceiveSync}
 	if len(want) != len(recvModes) {
-		t.Fatalf("recvModes %q, want the %d values tested here", recvModes, len(want))
+		t.Fatalf("recvModes %v, want the %d values tested here", recvModes, len(want))
 	}
-	for _, name := range recvModes {
-		if got, ok := want[name]; !ok || recvModeOf(name) != got {
-			t.Errorf("--recvmode %s: mode %v, want %v", name, recvModeOf(name), got)
+	for name, mode := range want {
+		if got, ok := recvModes[name]; !ok || got != mode {
+			t.Errorf("--recvmode %s: mode %v (known %v), want %v", name, got, ok, mode)
 		}
 	}
 }
