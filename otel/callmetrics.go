@@ -30,14 +30,25 @@ import (
 // (docs/perf/observability.md).
 //
 // The histograms are cumulative from NewCallMetrics. A CallMetrics may be
-// shared by any number of interceptors, servers and clients, and
-// collected from any goroutine. Its series are bounded as the
-// interceptors' attribute sets are (past 1,024 methods, calls count as
-// [OtherMethod]).
+// shared by any number of interceptors, hooks, servers and clients, and
+// collected from any goroutine: they share its series, one per side and
+// attribute set, so that two of them seeing calls of the same attributes
+// count them in one data point (a series has the duration buckets of the
+// first that made it). Its series are bounded as each interceptor's
+// attribute sets are (past 1,024, new sets' calls count in one overflow
+// set).
 type CallMetrics struct {
 	start time.Time
 	mu    sync.Mutex                // serializes adding series
+	bySet map[seriesKey]*series     // every series by its side and attributes; under mu
 	all   atomic.Pointer[[]*series] // every series, for Produce; grows under mu
+}
+
+// seriesKey tells series apart as a scrape does: by name (the side) and
+// attributes.
+type seriesKey struct {
+	side string
+	set  attribute.Distinct
 }
 
 // NewCallMetrics returns an empty CallMetrics.
@@ -61,7 +72,7 @@ type series struct {
 	nanos   *bucketIndex // the same in nanoseconds, for record
 	shard   [shards]seriesShard
 	hasResp atomic.Bool // a unary call was recorded: the response size is kept
-	hasReq  bool        // the request size is recorded (a client only WithClientRequestSize)
+	hasReq  atomic.Bool // a request's size was recorded (a client's only WithClientRequestSize)
 }
 
 type seriesShard struct {
@@ -134,13 +145,23 @@ func nanos(seconds []float64) []int64 {
 	return ns
 }
 
-func (m *CallMetrics) newSeries(side string, set attribute.Set, bounds []float64, hasReq bool) *series {
-	s := &series{side: side, set: set, bounds: bounds, nanos: newBucketIndex(nanos(bounds)), hasReq: hasReq}
+// newSeries returns the series of side and set: the one already made, by
+// this interceptor or another, or a new one with these duration bounds.
+func (m *CallMetrics) newSeries(side string, set attribute.Set, bounds []float64) *series {
+	key := seriesKey{side, set.Equivalent()}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s := m.bySet[key]; s != nil {
+		return s
+	}
+	s := &series{side: side, set: set, bounds: bounds, nanos: newBucketIndex(nanos(bounds))}
 	for i := range s.shard {
 		s.shard[i] = seriesShard{dur: newCounts(s.nanos), req: newCounts(sizeBounds), resp: newCounts(sizeBounds)}
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	if m.bySet == nil {
+		m.bySet = map[seriesKey]*series{}
+	}
+	m.bySet[key] = s
 	var all []*series
 	if p := m.all.Load(); p != nil {
 		all = append(all, *p...)
@@ -150,12 +171,16 @@ func (m *CallMetrics) newSeries(side string, set attribute.Set, bounds []float64
 	return s
 }
 
-// record adds one call: its duration, and its sizes (resp < 0: none, not
-// a unary call). shardOf picks the shard; any value will do.
+// record adds one call: its duration, and its sizes (req < 0: not
+// measured; resp < 0: none, not a unary call). shardOf picks the shard;
+// any value will do.
 func (s *series) record(shardOf uint64, d time.Duration, req, resp int) {
 	sh := &s.shard[shardOf%shards]
 	sh.dur.add(s.nanos, int64(d))
-	if s.hasReq {
+	if req >= 0 {
+		if !s.hasReq.Load() {
+			s.hasReq.Store(true)
+		}
 		sh.req.add(sizeBounds, int64(req))
 	}
 	if resp >= 0 {
@@ -205,7 +230,7 @@ func (m *CallMetrics) Produce(context.Context) ([]metricdata.ScopeMetrics, error
 		put("rpc."+s.side+".call.duration", "s", "Measures the duration of an "+what+" Remote Procedure Call (RPC).",
 			metricdata.HistogramDataPoint[float64]{Attributes: s.set, StartTime: m.start, Time: now, Count: n,
 				Bounds: s.bounds, BucketCounts: b, Sum: float64(sum) / 1e9})
-		if s.hasReq {
+		if s.hasReq.Load() {
 			n, sum, b := s.sum(func(sh *seriesShard) *counts { return &sh.req })
 			put("rpc."+s.side+".request.size", "By", "Measures the size of RPC request messages (uncompressed).",
 				sizePoint(s.set, m.start, now, n, sum, b))

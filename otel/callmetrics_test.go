@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -191,6 +192,44 @@ func TestCallMetricsKeepOneSeriesPerAttributeSet(t *testing.T) {
 		}
 		if len(points) != 1 || count != 3 {
 			t.Errorf("%s: %d calls in %d points, want 3 in one: %q", name, count, len(points), points)
+		}
+	}
+}
+
+// Hooks and interceptors sharing one CallMetrics share its series: two
+// servers' hooks, and two clients of one service, count calls of the same
+// attributes in one data point (two would fail a Prometheus scrape: the
+// same series collected twice), and a client that does not measure
+// request sizes adds none to the one that does.
+func TestCallMetricsSharedKeepOneSeriesPerAttributeSet(t *testing.T) {
+	cm, r := callMetrics(t)
+	ev := rpc.CallEvent{Action: "A/B", Kind: rpc.KindUnary, Duration: time.Millisecond, Request: 3, Response: 3}
+	for range 2 {
+		otel.ServerCallDone(otel.WithCallMetrics(cm))(ev)
+	}
+	_, addr := echoServer(t)
+	ctx := testCtx(t)
+	for _, opts := range [][]otel.Option{{otel.WithClientRequestSize()}, nil} {
+		opts = append(opts, otel.WithCallMetrics(cm), otel.WithoutTraces(), otel.WithServerAddress("echo:1"))
+		cl := dial(t, addr, rpc.ClientConfig{Interceptors: []rpc.Interceptor{otel.ClientInterceptor(opts...)}})
+		var out string
+		must(t, cl.Invoke(ctx, "Echo/Say", "x", &out))
+	}
+	got := collect(t, r)
+	for name, want := range map[string]uint64{"rpc.server.call.duration": 2, "rpc.client.call.duration": 2, "rpc.client.request.size": 1} {
+		var counts []uint64
+		switch h := got[name].Data.(type) {
+		case metricdata.Histogram[float64]:
+			for _, dp := range h.DataPoints {
+				counts = append(counts, dp.Count)
+			}
+		case metricdata.Histogram[int64]:
+			for _, dp := range h.DataPoints {
+				counts = append(counts, dp.Count)
+			}
+		}
+		if len(counts) != 1 || counts[0] != want {
+			t.Errorf("%s: points of %v calls, want one of %d", name, counts, want)
 		}
 	}
 }

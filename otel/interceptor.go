@@ -95,7 +95,7 @@ func (ic *interceptor) server(ctx context.Context, c *rpc.Invocation, next rpc.N
 		if info != nil {
 			ss = info.Session()
 		}
-		ic.in.serverCall(ctx, c.Action(), code, ss, time.Duration(mono.Now()-start), len(c.Args()), respSize(c))
+		ic.in.serverCall(ctx, c.Registered(), code, ss, time.Duration(mono.Now()-start), len(c.Args()), respSize(c))
 	}
 	if span != nil {
 		endSpan(span, code, err, code >= 500)
@@ -121,7 +121,8 @@ func (ic *interceptor) startServer(ctx context.Context, c *rpc.Invocation, info 
 	ctx, extra := serverParent(ctx, info)
 	attrs := make([]attribute.KeyValue, 0, len(ic.attrs)+6+len(extra))
 	attrs = append(attrs, ic.attrs...)
-	attrs = append(attrs, attribute.String("rpc.method", c.Action()))
+	method := serverMethod(c)
+	attrs = append(attrs, attribute.String("rpc.method", method))
 	attrs = append(attrs, protoAttrs(protocolOf(info))...)
 	attrs = append(attrs, extra...)
 	if info != nil && info.Session() != nil {
@@ -129,11 +130,32 @@ func (ic *interceptor) startServer(ctx context.Context, c *rpc.Invocation, info 
 			attrs = append(attrs, attribute.String("network.peer.address", a.String()))
 		}
 	}
-	ctx, span := ic.tracer.Start(ctx, c.Action(), trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	ctx, span := ic.tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 	// The calls the handler makes continue this span's trace, with or
 	// without a client interceptor of this package.
-	ctx = rpc.WithTraceContext(ctx, TraceContextOf(span.SpanContext()))
-	return ctx, span
+	return withSpanTrace(ctx, span), span
+}
+
+// serverMethod is a server's call's rpc.method and span name: the
+// action's registered name, or OtherMethod for an unknown action (whose
+// name is the caller's, of unbounded choice).
+func serverMethod(c *rpc.Invocation) string {
+	if m := c.Registered(); m != "" {
+		return m
+	}
+	return OtherMethod
+}
+
+// withSpanTrace makes span's trace context the one ctx's rpc calls carry,
+// when it has one: a tracer that makes no spans (OpenTelemetry's no-op,
+// the global default) returns an invalid one, and the trace context the
+// call came with (its caller's, or NewLife's) is kept.
+func withSpanTrace(ctx context.Context, span trace.Span) context.Context {
+	sc := span.SpanContext()
+	if !sc.IsValid() {
+		return ctx
+	}
+	return rpc.WithTraceContext(ctx, TraceContextOf(sc))
 }
 
 func (ic *interceptor) client(ctx context.Context, c *rpc.Invocation, next rpc.Next) error {
@@ -155,7 +177,7 @@ func (ic *interceptor) client(ctx context.Context, c *rpc.Invocation, next rpc.N
 	code := rpc.CodeOf(err)
 	if ic.in != nil {
 		e := ic.in.entry(setKey{method: c.Action(), code: code})
-		req := 0
+		req := -1
 		if ic.in.withReq {
 			req = len(c.Args())
 		}
@@ -179,7 +201,7 @@ func (ic *interceptor) traceClient(ctx context.Context, c *rpc.Invocation) (cont
 	attrs := make([]attribute.KeyValue, 0, len(ic.attrs)+1)
 	attrs = append(append(attrs, ic.attrs...), attribute.String("rpc.method", c.Action()))
 	ctx, span := ic.tracer.Start(clientParent(ctx), c.Action(), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
-	ctx = rpc.WithTraceContext(ctx, TraceContextOf(span.SpanContext()))
+	ctx = withSpanTrace(ctx, span)
 	itemEvents(span, c)
 	return ctx, span
 }

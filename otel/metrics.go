@@ -13,13 +13,17 @@ import (
 	"github.com/lifenet/lifenet/rpc"
 )
 
-// OtherMethod is the rpc.method of a call to an unknown action, and of
-// the actions past [maxMethods] (the conventions' "_OTHER").
+// OtherMethod is the rpc.method of a server's call to an unknown action,
+// and of the overflow set that counts the calls of new attribute sets
+// past 1,024 (the conventions' "_OTHER").
 const OtherMethod = "_OTHER"
 
-// maxMethods bounds the attribute sets one interceptor keeps (actions ×
-// codes × protocols): past it, calls are recorded as OtherMethod, so that
-// a peer calling made-up names cannot grow the metrics without end.
+// maxMethods bounds the attribute sets one interceptor or hook keeps
+// (actions × codes × protocols): past it, a call of a new set is recorded
+// in one overflow set (rpc.method OtherMethod and otel.metric.overflow
+// true, as the SDK's cardinality limit marks its own), so that a peer
+// calling made-up names, or a server answering made-up codes, cannot grow
+// the metrics without end.
 const maxMethods = 1024
 
 // instruments are one side's (server or client) histograms.
@@ -45,7 +49,9 @@ func (in *instruments) entry(k setKey) *setEntry {
 		return e
 	}
 	e := in.sets.get(k, in)
-	slot.Store(e) // past maxMethods e is OtherMethod's: its key never matches, and the call looks up sets again
+	if e.key == k { // not the overflow entry, which would only push a set of the map out
+		slot.Store(e)
+	}
 	return e
 }
 
@@ -78,16 +84,16 @@ func newInstruments(c *config, side string) (*instruments, error) {
 	return in, nil
 }
 
-// record adds a call of the set e: its duration d and sizes (resp < 0:
-// none, not a unary call); shard is any number, which spreads
-// CallMetrics' counters.
+// record adds a call of the set e: its duration d and sizes (req < 0:
+// not measured; resp < 0: none, not a unary call); shard is any number,
+// which spreads CallMetrics' counters.
 func (in *instruments) record(ctx context.Context, e *setEntry, shard uint64, d time.Duration, req, resp int) {
 	if e.fast != nil {
 		e.fast.record(shard, d, req, resp)
 		return
 	}
 	in.duration.Record(ctx, d.Seconds(), e.opts...)
-	if in.withReq {
+	if req >= 0 {
 		in.reqSize.Record(ctx, int64(req), e.opts...)
 	}
 	if resp >= 0 {
@@ -141,10 +147,13 @@ func (k setKey) slot() int {
 // setCache maps a call's setKey to its measurement options. Lookups read
 // an immutable map through an atomic pointer: no lock is taken per call,
 // and none is shared between connections; a miss (a new action, code or
-// protocol) copies the map under mu.
+// protocol) copies the map under mu, until it holds maxMethods sets.
+// Past that, a new set's calls go to the overflow entry, found without
+// a lock too.
 type setCache struct {
-	m  atomic.Pointer[map[setKey]*setEntry]
-	mu sync.Mutex
+	m    atomic.Pointer[map[setKey]*setEntry]
+	over atomic.Pointer[setEntry] // made once, under mu, when the map is full
+	mu   sync.Mutex
 }
 
 type setEntry struct {
@@ -159,6 +168,9 @@ func (sc *setCache) get(k setKey, in *instruments) *setEntry {
 		if e := (*m)[k]; e != nil {
 			return e
 		}
+		if e := sc.over.Load(); e != nil {
+			return e // the map is full, and stays so
+		}
 	}
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
@@ -167,17 +179,14 @@ func (sc *setCache) get(k setKey, in *instruments) *setEntry {
 		if e := (*old)[k]; e != nil {
 			return e
 		}
-		if len(*old) >= maxMethods && k.method != OtherMethod {
-			k.method = OtherMethod
-			if e := (*old)[k]; e != nil {
-				return e
-			}
+		if len(*old) >= maxMethods {
+			return sc.overflow(in)
 		}
 	}
 	e := newSetEntry(k, in.base)
 	e.key = k
 	if in.calls != nil {
-		e.fast = in.calls.newSeries(in.side, e.set, in.bounds, in.withReq)
+		e.fast = in.calls.newSeries(in.side, e.set, in.bounds)
 	}
 	n := make(map[setKey]*setEntry, 1+lenOf(old))
 	if old != nil {
@@ -187,6 +196,24 @@ func (sc *setCache) get(k setKey, in *instruments) *setEntry {
 	}
 	n[k] = e
 	sc.m.Store(&n)
+	return e
+}
+
+// overflow returns the entry of the calls past maxMethods sets, made on
+// first use; sc.mu is held. Its key matches no call's (no action's name
+// holds a NUL byte).
+func (sc *setCache) overflow(in *instruments) *setEntry {
+	if e := sc.over.Load(); e != nil {
+		return e
+	}
+	kv := append([]attribute.KeyValue(nil), in.base...)
+	kv = append(kv, attribute.String("rpc.method", OtherMethod), attribute.Bool("otel.metric.overflow", true))
+	set := attribute.NewSet(kv...)
+	e := &setEntry{key: setKey{method: "\x00overflow"}, opts: []metric.RecordOption{metric.WithAttributeSet(set)}, set: set}
+	if in.calls != nil {
+		e.fast = in.calls.newSeries(in.side, set, in.bounds)
+	}
+	sc.over.Store(e)
 	return e
 }
 

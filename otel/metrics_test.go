@@ -3,6 +3,7 @@ package otel_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"testing"
 
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -136,28 +137,83 @@ func TestClientRequestSizeOptIn(t *testing.T) {
 	}
 }
 
-// Past maxMethods attribute sets, new actions are recorded as _OTHER.
-func TestMethodCardinalityBounded(t *testing.T) {
-	mp, r := meters(t)
-	ic := otel.ServerInterceptor(otel.WithMeterProvider(mp), otel.WithoutTraces())
-	srv, err := rpc.NewServer(rpc.Config{Interceptors: []rpc.Interceptor{ic}, Log: quietLog()})
-	must(t, err)
-	defer srv.Close()
-	must(t, rpc.Handle(srv, "*", func(context.Context, struct{}) (int, error) { return 1, nil }))
-	for i := range 1100 {
-		if _, _, ok := srv.Process(context.Background(), rawBody("A/"+itoa(i), ""), nil); !ok {
-			t.Fatal("Process: no reply")
+// Past maxMethods attribute sets, a new set's calls count in one overflow
+// set (rpc.method _OTHER, otel.metric.overflow true), however the sets
+// grow: here by the codes a handler answers, which a client's metrics of
+// a hostile server would see too. Both the MeterProvider's histograms and
+// CallMetrics keep the bound.
+func TestAttributeSetsBounded(t *testing.T) {
+	for _, mode := range []string{"instruments", "callmetrics"} {
+		t.Run(mode, func(t *testing.T) {
+			mp, r := meters(t)
+			opts := []otel.Option{otel.WithMeterProvider(mp), otel.WithoutTraces()}
+			if mode == "callmetrics" {
+				var cm *otel.CallMetrics
+				cm, r = callMetrics(t)
+				opts = append(opts, otel.WithCallMetrics(cm))
+			}
+			srv, err := rpc.NewServer(rpc.Config{Interceptors: []rpc.Interceptor{otel.ServerInterceptor(opts...)}, Log: quietLog()})
+			must(t, err)
+			defer srv.Close()
+			n := 0
+			must(t, rpc.Handle(srv, "*", func(context.Context, struct{}) (int, error) {
+				n++ // Process runs the calls one at a time
+				return 0, rpc.NewError(1000+n, "made up")
+			}))
+			for range 1100 {
+				if _, _, ok := srv.Process(context.Background(), rawBody("A/b", ""), nil); !ok {
+					t.Fatal("Process: no reply")
+				}
+			}
+			h := collect(t, r)["rpc.server.call.duration"].Data.(metricdata.Histogram[float64])
+			var over, total uint64
+			for _, dp := range h.DataPoints {
+				total += dp.Count
+				if a := attrs(dp.Attributes); a["otel.metric.overflow"] == "true" {
+					over += dp.Count
+					if a["rpc.method"] != otel.OtherMethod || a["rpc.response.status_code"] != "" {
+						t.Errorf("the overflow set's attributes: %v", a)
+					}
+				}
+			}
+			if len(h.DataPoints) != 1025 || over != 1100-1024 || total != 1100 {
+				t.Errorf("%d points, %d of %d calls in the overflow set; want 1025 points, 76 calls", len(h.DataPoints), over, total)
+			}
+		})
+	}
+}
+
+// A server's rpc.method is the action's registered name, however the
+// caller spelled it, and _OTHER for an unknown action even when an
+// interceptor after this one refuses it before its 404: the names a
+// caller makes up never become series.
+func TestServerMethodIsTheRegisteredName(t *testing.T) {
+	cm, r := callMetrics(t)
+	limit := func(ctx context.Context, c *rpc.Invocation, next rpc.Next) error {
+		if c.Registered() == "" {
+			return rpc.NewError(rpc.CodeTooManyRequests, "slow down")
+		}
+		return next(ctx, c)
+	}
+	_, addr := echoServer(t, otel.ServerInterceptor(otel.WithCallMetrics(cm), otel.WithoutTraces()), limit)
+	cl := dial(t, addr, rpc.ClientConfig{})
+	ctx := testCtx(t)
+	var out string
+	for _, name := range []string{"Echo/Say", "echo/say", "ECHO/SAY"} {
+		must(t, cl.Invoke(ctx, name, "x", &out))
+	}
+	for i := range 3 {
+		if err := cl.Invoke(ctx, "Made/Up"+itoa(i), nil, nil); rpc.CodeOf(err) != rpc.CodeTooManyRequests {
+			t.Fatalf("Made/Up%d: %v, want the limiter's 429", i, err)
 		}
 	}
-	h := collect(t, r)["rpc.server.call.duration"].Data.(metricdata.Histogram[float64])
-	var other uint64
-	for _, dp := range h.DataPoints {
-		if attrs(dp.Attributes)["rpc.method"] == otel.OtherMethod {
-			other += dp.Count
-		}
+	got := map[string]uint64{}
+	for _, dp := range collect(t, r)["rpc.server.call.duration"].Data.(metricdata.Histogram[float64]).DataPoints {
+		a := attrs(dp.Attributes)
+		got[a["rpc.method"]+" "+a["rpc.response.status_code"]] += dp.Count
 	}
-	if len(h.DataPoints) > 1025 || other < 1100-1024 {
-		t.Errorf("%d points, %d calls as _OTHER", len(h.DataPoints), other)
+	if want := map[string]uint64{"Echo/Say 0": 3, otel.OtherMethod + " 429": 3}; !maps.Equal(got, want) {
+		t.Errorf("series %v, want %v", got, want)
 	}
 }
 

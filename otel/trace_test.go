@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/lifenet/lifenet/otel"
 	"github.com/lifenet/lifenet/rpc"
@@ -130,6 +131,39 @@ func TestClientSpanContinuesRPCTraceContext(t *testing.T) {
 	s := findSpan(t, rec.Ended(), "Echo/Say", trace.SpanKindClient)
 	if s.SpanContext().TraceID().String() != in.TraceID || s.Parent().SpanID().String() != in.SpanID {
 		t.Errorf("client span %s parent %s, want trace %s parent %s", s.SpanContext().TraceID(), s.Parent().SpanID(), in.TraceID, in.SpanID)
+	}
+}
+
+// With a tracer that makes no spans (OpenTelemetry's no-op, the global
+// default), the interceptors change no call's trace context: a handler's
+// calls carry what they would carry without them (NewLife's IDs, a W3C
+// parent, or none), not the no-op span's empty context.
+func TestNoopTracerKeepsTheCallsTraceContext(t *testing.T) {
+	noopTP := noop.NewTracerProvider()
+	echoTrace := func(s *rpc.Server) {
+		must(t, rpc.Handle(s, "T/Trace", func(ctx context.Context, _ num) (string, error) {
+			if tc, ok := rpc.TraceContextFrom(ctx); ok {
+				return tc.String(), nil
+			}
+			return "none", nil
+		}))
+	}
+	_, plain := startServer(t, rpc.Config{}, echoTrace)
+	_, traced := startServer(t, rpc.Config{Interceptors: []rpc.Interceptor{otel.ServerInterceptor(otel.WithTracerProvider(noopTP), otel.WithoutMetrics())}}, echoTrace)
+	plainCl := dial(t, plain, rpc.ClientConfig{})
+	tracedCl := dial(t, traced, rpc.ClientConfig{Interceptors: []rpc.Interceptor{otel.ClientInterceptor(otel.WithTracerProvider(noopTP), otel.WithoutMetrics())}})
+	ctx := testCtx(t)
+	for name, c := range map[string]context.Context{
+		"none":    ctx,
+		"newlife": rpc.WithTraceContext(ctx, rpc.TraceContext{TraceID: "0a0000051785888000123000ae1f2c", SpanID: "0a0000051f2c0002"}),
+		"w3c":     rpc.WithTraceContext(ctx, rpc.TraceContext{TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SpanID: "00f067aa0ba902b7", Flags: 1}),
+	} {
+		var want, got string
+		must(t, plainCl.Invoke(c, "T/Trace", num{1}, &want))
+		must(t, tracedCl.Invoke(c, "T/Trace", num{1}, &got))
+		if got != want {
+			t.Errorf("%s: the handler's calls carry %q through the no-op interceptors, %q without them", name, got, want)
+		}
 	}
 }
 

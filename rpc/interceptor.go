@@ -97,6 +97,21 @@ func (c *Invocation) Info() *CallInfo { return c.info }
 // Action returns the name called.
 func (c *Invocation) Action() string { return c.info.action }
 
+// Registered returns, on a server, the name the call's action was
+// registered under ("Bench/NoArg" for a call of "bench/noarg"; the pattern
+// "Controller/*" or "*" that matched it) and "" for an unknown action: a
+// name of the server's choosing, as [CallEvent].Action is, where
+// [Invocation.Action] is the caller's. On a client it is Action.
+func (c *Invocation) Registered() string {
+	switch {
+	case c.client:
+		return c.info.action
+	case c.a == nil:
+		return ""
+	}
+	return c.a.name
+}
+
 // Kind returns the kind of call.
 func (c *Invocation) Kind() CallKind { return c.info.kind }
 

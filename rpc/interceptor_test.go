@@ -353,6 +353,35 @@ func TestInterceptorSeesTheCallInfo(t *testing.T) {
 	}
 }
 
+// Registered names the action a server's call runs, whatever the caller
+// spelled: the registered name, the pattern that matched, "" for none; a
+// client's is the action called.
+func TestInvocationRegisteredIsTheServersName(t *testing.T) {
+	var srv, cli trail
+	note := func(tr *trail) rpc.Interceptor {
+		return func(ctx context.Context, c *rpc.Invocation, next rpc.Next) error {
+			tr.add("%s=%q", c.Action(), c.Registered())
+			return next(ctx, c)
+		}
+	}
+	_, addr := startServer(t, rpc.Config{Interceptors: []rpc.Interceptor{note(&srv)}}, func(s *rpc.Server) {
+		stdActions(t, s)
+		must(t, rpc.Handle(s, "Dev/*", func(context.Context, struct{}) (int, error) { return 1, nil }))
+	})
+	cl := dialClient(t, addr, rpc.ClientConfig{Interceptors: []rpc.Interceptor{note(&cli)}})
+	ctx := context.Background()
+	for _, name := range []string{"bench/noarg", "Dev/Made0", "Made/Up"} {
+		_, _ = rpc.Call[int](ctx, cl, name, nil)
+	}
+	want := []string{`bench/noarg="Bench/NoArg"`, `Dev/Made0="Dev/*"`, `Made/Up=""`}
+	if got := srv.take(); !slices.Equal(got, want) {
+		t.Errorf("server saw %q, want %q", got, want)
+	}
+	if got := cli.take(); !slices.Equal(got, []string{`bench/noarg="bench/noarg"`, `Dev/Made0="Dev/Made0"`, `Made/Up="Made/Up"`}) {
+		t.Errorf("client saw %q", got)
+	}
+}
+
 // hooks is an interceptor registering two OnItem hooks that record, in
 // tr, the items of the calls it wraps, and the kind of each call.
 func (tr *trail) hooks(name string) rpc.Interceptor {

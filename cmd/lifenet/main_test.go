@@ -53,6 +53,7 @@ func TestCommands(t *testing.T) {
 		{[]string{"call", "--list", "127.0.0.1:1", "A/B"}, 2, "--list"},
 		{[]string{"serve", "--port", "0", "--traces", "0.5"}, 2, "--traces needs --metrics"},
 		{[]string{"serve", "--port", "0", "--metrics", "127.0.0.1:0", "--traces", "2"}, 2, "--traces 2: want a ratio from 0 to 1"},
+		{[]string{"serve", "--port", "0", "--metrics", "127.0.0.1:0", "--traces", "NaN"}, 2, "--traces NaN: want a ratio from 0 to 1"},
 	} {
 		var out, errOut bytes.Buffer
 		code := run(context.Background(), c.args, &out, &errOut)

@@ -51,7 +51,7 @@ type metricsServer struct {
 // check validates --metrics and --traces.
 func (m *metricsServer) check() error {
 	switch {
-	case m.traces < 0 || m.traces > 1:
+	case !(m.traces >= 0 && m.traces <= 1): // NaN too
 		return fmt.Errorf("--traces %v: want a ratio from 0 to 1", m.traces)
 	case m.traces > 0 && m.addr == "":
 		return errors.New("--traces needs --metrics")
