@@ -257,3 +257,28 @@ func TestSRMPPastTheDeadlineGetsNoReply(t *testing.T) {
 	must(t, srv.Shutdown(context.Background())) // waits for the call, writes what it sends, closes
 	rc.expectEOF()
 }
+
+// A Timeout-Ms past what a time.Duration holds (292 years) is no
+// deadline, as a malformed one is: it wrapped into one in the past,
+// which dropped the call unanswered.
+func TestHugeTimeoutMsIsNoDeadline(t *testing.T) {
+	srv, err := rpc.NewServer(rpc.Config{})
+	must(t, err)
+	defer srv.Close()
+	must(t, rpc.Handle(srv, "T/Deadline", func(ctx context.Context, _ struct{}) (bool, error) {
+		_, has := ctx.Deadline()
+		return has, nil
+	}))
+	for ms, want := range map[string]string{
+		"9223372036854":       "True", // the longest a Duration holds
+		"9223372036855":       "False",
+		"10000000000000":      "False",
+		"9223372036854775807": "False",
+		`"99999999999999999"`: "False",
+	} {
+		reply, isErr, ok := srv.Process(context.Background(), rawBody("T/Deadline", `{"Timeout-Ms":`+ms+`}`), nil)
+		if !ok || isErr || !strings.HasSuffix(string(reply), want) {
+			t.Errorf("Timeout-Ms %s: reply %q (error %v, sent %v), want a deadline %s", ms, reply, isErr, ok, want)
+		}
+	}
+}

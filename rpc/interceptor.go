@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"reflect"
 	"sync"
 
 	"github.com/lifenet/lifenet/codec"
@@ -69,7 +70,6 @@ type Invocation struct {
 	off    int
 	k      kind
 	result []byte
-	set    bool // SetResult replaced the result
 
 	onItem func(sent bool, size int) // OnItem's hooks, chained; nil: none
 
@@ -166,7 +166,9 @@ func (c *Invocation) DecodeResult(v any) error { return decodeResult(c.Result(),
 // SetResult makes v the call's result, encoded as a handler's result is
 // (before next, it answers the call without running it; after, it
 // replaces what the call returned): on a server, the reply carries it; on
-// a client, it is decoded into the caller's result. An interceptor that
+// a client, it is decoded into the caller's result, which after next is
+// emptied first (what the reply decoded into it goes; a nil v leaves it
+// zero). An interceptor that
 // then returns an error answers with the error instead. It fails for a
 // stream, a one-way call and a push, which have no result to replace.
 func (c *Invocation) SetResult(v any) error {
@@ -178,8 +180,11 @@ func (c *Invocation) SetResult(v any) error {
 		if err != nil {
 			return err
 		}
+		if c.result != nil {
+			zeroResult(c.res) // the reply was decoded into it: v replaces it, fields and all
+		}
 		c.dropReply()
-		c.result, c.set = b, true
+		c.result = b
 		if c.res == nil {
 			return nil
 		}
@@ -189,11 +194,19 @@ func (c *Invocation) SetResult(v any) error {
 	if err != nil {
 		return err
 	}
-	c.dst, c.k, c.set = out, k, true
+	c.dst, c.k = out, k
 	return nil
 }
 
 var errNoResult = errors.New("rpc: SetResult: only a call with a reply has a result")
+
+// zeroResult sets what the caller's result pointer res points to to its
+// zero value (nil, or not a pointer: nothing).
+func zeroResult(res any) {
+	if v := reflect.ValueOf(res); v.Kind() == reflect.Pointer && !v.IsNil() {
+		v.Elem().SetZero()
+	}
+}
 
 // wentOut records, for a client's call, the connection its request (the
 // body of action) was sent on. A nil c records nothing.

@@ -163,6 +163,33 @@ func TestInterceptorShortCircuits(t *testing.T) {
 	}
 }
 
+// A client's SetResult after next replaces the result the reply decoded
+// into the caller's value, fields and all, as the server's replaces the
+// reply: nothing of the reply is left behind (a redacting interceptor
+// must not leak the field it drops).
+func TestClientSetResultReplacesTheDecodedResult(t *testing.T) {
+	type pair struct{ A, B int }
+	_, addr := startServer(t, rpc.Config{}, func(s *rpc.Server) {
+		must(t, rpc.Handle(s, "Pair/Get", func(context.Context, struct{}) (pair, error) { return pair{A: 1, B: 2}, nil }))
+		must(t, rpc.Handle(s, "Pair/None", func(context.Context, struct{}) (pair, error) { return pair{A: 1, B: 2}, nil }))
+	})
+	replace := func(ctx context.Context, c *rpc.Invocation, next rpc.Next) error {
+		if err := next(ctx, c); err != nil {
+			return err
+		}
+		if c.Action() == "Pair/None" {
+			return c.SetResult(nil)
+		}
+		return c.SetResult(map[string]int{"A": 5})
+	}
+	cl := dialClient(t, addr, rpc.ClientConfig{Interceptors: []rpc.Interceptor{replace}})
+	for action, want := range map[string]pair{"Pair/Get": {A: 5}, "Pair/None": {}} {
+		if got, err := rpc.Call[pair](context.Background(), cl, action, nil); err != nil || got != want {
+			t.Errorf("%s: %+v, %v; want %+v", action, got, err, want)
+		}
+	}
+}
+
 // A panic in a server's interceptor is a panic of the call: a 500,
 // counted and logged, and the connection goes on.
 func TestInterceptorPanicIsAHandlerPanic(t *testing.T) {

@@ -3,6 +3,7 @@ package rpc
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -421,11 +422,14 @@ func timeoutOf(v []byte, now time.Time) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	ms, err := strconv.ParseInt(textOf(v), 10, 64)
-	if err != nil || ms <= 0 {
-		return time.Time{}, false
+	if err != nil || ms <= 0 || ms > maxTimeoutMs {
+		return time.Time{}, false // past what a Duration holds (292 years): no deadline, not one wrapped into the past
 	}
 	return now.Add(time.Duration(ms) * time.Millisecond), true
 }
+
+// maxTimeoutMs is the longest Timeout-Ms a time.Duration holds.
+const maxTimeoutMs = int64(math.MaxInt64 / time.Millisecond)
 
 // TraceContext is a call's trace context in the form NewLife and W3C carry
 // it (traceparent "00-{TraceID}-{SpanID}-{Flags:02x}"): a server finds the
@@ -455,10 +459,17 @@ func appendTraceparent(dst []byte, tc TraceContext) []byte {
 
 // ParseTraceContext reads a traceparent value as NewLife's
 // SpanExtension.Detach reads a TraceId: "00-{trace}-{span}-{flags}", each
-// part as it is, of any length (NewLife's trace IDs have 30 characters),
-// flags in hex; a value without '-' is a bare trace ID. ok is false when
-// it gives no trace ID.
+// part as it is, of any length up to 128 (NewLife's trace IDs have 30
+// characters), flags in hex; a value without '-' is a bare trace ID. ok
+// is false when it gives no trace ID, or IDs with other than visible
+// ASCII characters or longer than 128 (a call carries its caller's trace
+// context on, in an HTTP header too, where a control character would fail
+// every call).
 func ParseTraceContext(s string) (tc TraceContext, ok bool) {
+	return checkTrace(parseTraceparent(s))
+}
+
+func parseTraceparent(s string) (tc TraceContext, ok bool) {
 	parts := strings.Split(strings.TrimSpace(s), "-")
 	switch len(parts) {
 	case 1:
@@ -480,8 +491,37 @@ func ParseTraceContext(s string) (tc TraceContext, ok bool) {
 // traceFrom reads the trace context of a request's trace key of rank r
 // (traceRank), as NewLife's Detach2 does: traceparent and TraceId as
 // ParseTraceContext; Request-Id as "|{trace}.{…}.{span}_" (the last part
-// is the parent); Eagleeye-Traceid as "{trace}-{span}".
+// is the parent); Eagleeye-Traceid as "{trace}-{span}". Its IDs are held
+// to ParseTraceContext's characters and length.
 func traceFrom(r int, s string) (TraceContext, bool) {
+	return checkTrace(traceOfRank(r, s))
+}
+
+// maxTraceID is the longest trace or span ID kept.
+const maxTraceID = 128
+
+// checkTrace passes tc on when its IDs are of visible ASCII, 1 to
+// maxTraceID characters (a span ID may be empty).
+func checkTrace(tc TraceContext, ok bool) (TraceContext, bool) {
+	if !ok || !traceChars(tc.TraceID) || (tc.SpanID != "" && !traceChars(tc.SpanID)) {
+		return TraceContext{}, false
+	}
+	return tc, true
+}
+
+func traceChars(id string) bool {
+	if id == "" || len(id) > maxTraceID {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= ' ' || id[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+func traceOfRank(r int, s string) (TraceContext, bool) {
 	switch r {
 	case 3: // Request-Id
 		parts := strings.FieldsFunc(s, func(c rune) bool { return c == '.' || c == '_' })
@@ -502,5 +542,5 @@ func traceFrom(r int, s string) (TraceContext, bool) {
 			return TraceContext{}, false
 		}
 	}
-	return ParseTraceContext(s)
+	return parseTraceparent(s)
 }

@@ -91,6 +91,9 @@ func TestTraceContextFallbackKeys(t *testing.T) {
 		{`{"input":"x","Eagleeye-Traceid":"` + nlTrace + `-` + nlSpan + `"}`, rpc.TraceContext{TraceID: nlTrace, SpanID: nlSpan}},
 		{`{"TraceId":"bare","input":"x","TRACEPARENT":"00-` + nlTrace + `-` + nlSpan + `-03"}`, rpc.TraceContext{TraceID: nlTrace, SpanID: nlSpan, Flags: 3}},
 		{`{"input":"x"}`, rpc.TraceContext{TraceID: "(none)"}},
+		// IDs held to visible ASCII, whichever key brings them.
+		{`{"input":"x","Request-Id":"|ab\ncd.` + nlSpan + `_"}`, rpc.TraceContext{TraceID: "(none)"}},
+		{`{"input":"x","Eagleeye-Traceid":"` + nlTrace + `-ab\u0007"}`, rpc.TraceContext{TraceID: "(none)"}},
 	} {
 		rc.write(srmp(b0Request, byte(i+1), rawBody("Echo/Say", c.data)))
 		if f := rc.readFrame(); f.b0 != b0Reply || string(f.payload) != string(body(t, "Echo/Say", "x")) {
@@ -114,8 +117,22 @@ func TestParseTraceContext(t *testing.T) {
 			t.Errorf("ParseTraceContext(%q) = %+v, %v; want %+v", in, got, ok, want)
 		}
 	}
-	if _, ok := rpc.ParseTraceContext(""); ok {
-		t.Error("an empty traceparent parsed")
+	for _, in := range []string{
+		"",
+		"00-ab\ncd-ef-01",              // a control character: it would break every HTTP call that carries it on
+		"00-" + nlTrace + "-ab\rcd-01", // in the span ID too
+		"00-ab cd-ef-01",
+		"00-" + nlTrace + "\x7f-" + nlSpan + "-01",
+		"00-\u00e9t\u00e9-" + nlSpan + "-01",
+		"00-" + strings.Repeat("a", 129) + "-" + nlSpan + "-01",
+		"00-" + nlTrace + "-" + strings.Repeat("b", 129) + "-01",
+	} {
+		if tc, ok := rpc.ParseTraceContext(in); ok {
+			t.Errorf("ParseTraceContext(%q) = %+v: want no trace context", in, tc)
+		}
+	}
+	if tc, ok := rpc.ParseTraceContext("00-" + strings.Repeat("a", 128) + "--01"); !ok || len(tc.TraceID) != 128 || tc.SpanID != "" {
+		t.Errorf("a 128-character trace ID without a span: %+v, %v", tc, ok)
 	}
 	tc := rpc.TraceContext{TraceID: nlTrace, SpanID: nlSpan, Flags: 1}
 	if s := tc.String(); s != "00-"+nlTrace+"-"+nlSpan+"-01" {
@@ -220,4 +237,30 @@ func TestHTTPCarriesTraceparent(t *testing.T) {
 	if got := recv(t, seen, "the handler's trace"); got != want {
 		t.Errorf("http client: %+v, want %+v", got, want)
 	}
+}
+
+// FuzzParseTraceContext: whatever a caller sends, a trace context parsed
+// has IDs of visible ASCII (1 to 128 characters; the span's may be empty)
+// and survives String and a second parse unchanged.
+func FuzzParseTraceContext(f *testing.F) {
+	for _, s := range []string{"00-" + nlTrace + "-" + nlSpan + "-01", nlTrace, "00-a-b-zz", "00-ab\ncd-ef-01", " - - - ", "00--x-01"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tc, ok := rpc.ParseTraceContext(s)
+		if !ok {
+			return
+		}
+		for _, id := range []string{tc.TraceID, tc.SpanID} {
+			if len(id) > 128 || strings.ContainsFunc(id, func(r rune) bool { return r <= ' ' || r > '~' }) {
+				t.Fatalf("%q: ID %q", s, id)
+			}
+		}
+		if tc.TraceID == "" {
+			t.Fatalf("%q: no trace ID, ok", s)
+		}
+		if again, ok := rpc.ParseTraceContext(tc.String()); !ok || again != tc {
+			t.Fatalf("%q: %+v, then from %q %+v, %v", s, tc, tc.String(), again, ok)
+		}
+	})
 }
