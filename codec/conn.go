@@ -21,7 +21,8 @@ type Options struct {
 	// stage decides how requests are matched (see [Pipeline.Match]).
 	Pipeline *Pipeline
 	// Timeout is the request timeout when the request's context has no
-	// earlier deadline (default [DefaultRequestTimeout], 30 s).
+	// earlier deadline (default [DefaultRequestTimeout], 30 s; one of more
+	// than 100 years, math.MaxInt64 for "never", is taken as 100 years).
 	Timeout time.Duration
 	// Handler gets every inbound message that is not a reply to one of
 	// this side's requests: a borrowed *[Message] for SRMP, a borrowed

@@ -168,6 +168,11 @@ type matcher struct {
 	reused atomic.Uint64 // MatchStats.Reused
 }
 
+// maxRequestTimeout is the longest request timeout kept (Options.Timeout
+// of more, math.MaxInt64 for "never", is taken as this): a deadline is a
+// monotonic reading plus the timeout and a tick, which must not wrap.
+const maxRequestTimeout = 100 * 365 * 24 * time.Hour
+
 func newMatcher(fifo bool, timeout time.Duration) *matcher {
 	n := MaxInFlightSRMP
 	if fifo {
@@ -176,6 +181,7 @@ func newMatcher(fifo bool, timeout time.Duration) *matcher {
 	if timeout <= 0 {
 		timeout = DefaultRequestTimeout
 	}
+	timeout = min(timeout, maxRequestTimeout)
 	return &matcher{fifo: fifo, timeout: timeout, free: n, cap: n, stop: make(chan struct{}), freed: make(chan struct{}, 1), due: math.MaxInt64, self: -1}
 }
 

@@ -52,7 +52,9 @@ type itemBytes int
 
 func (n *itemBytes) add(_ bool, size int) { *n += itemBytes(size) }
 
-// logCall runs the call c and writes its access line.
+// logCall runs the call c and writes its access line, also when the call
+// panics (a server answers it 500; a client's panic reaches its caller),
+// without recovering the panic: its stack stays the handler's.
 func logCall(ctx context.Context, l *slog.Logger, level slog.Level, c *Invocation, next Next) error {
 	start := time.Now()
 	var items *itemBytes
@@ -60,8 +62,23 @@ func logCall(ctx context.Context, l *slog.Logger, level slog.Level, c *Invocatio
 		items = new(itemBytes)
 		c.OnItem(items.add)
 	}
+	ended := false
+	defer func() {
+		if !ended {
+			writeAccessLine(ctx, l, level, c, errPanicked, time.Since(start), items)
+		}
+	}()
 	err := next(ctx, c)
-	d := time.Since(start)
+	ended = true
+	writeAccessLine(ctx, l, level, c, err, time.Since(start), items)
+	return err
+}
+
+// errPanicked is the err of the access line of a call that panicked.
+var errPanicked = panicError{"the call panicked"}
+
+// writeAccessLine writes the access line of c, which ended with err after d.
+func writeAccessLine(ctx context.Context, l *slog.Logger, level slog.Level, c *Invocation, err error, d time.Duration, items *itemBytes) {
 
 	res := 0 // the result's data: a unary call's, or a stream's items
 	switch {
@@ -89,7 +106,6 @@ func logCall(ctx context.Context, l *slog.Logger, level slog.Level, c *Invocatio
 		a = append(a, slog.Any(logattr.Err, err))
 	}
 	l.LogAttrs(ctx, level, msg, a...)
-	return err
 }
 
 // appendPeer appends the session, remote and protocol attributes of c's

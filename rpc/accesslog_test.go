@@ -181,6 +181,25 @@ func TestAccessLogUnknownAction(t *testing.T) {
 	}
 }
 
+// A call whose handler panics has its line too, code 500, and the panic
+// still reaches the server's recovery (counted and logged with its stack).
+func TestAccessLogPanickedCall(t *testing.T) {
+	rec, log := logtest.New(slog.LevelInfo)
+	srv, err := rpc.NewServer(rpc.Config{Interceptors: []rpc.Interceptor{rpc.AccessLog(log, slog.LevelInfo)}, Log: log})
+	must(t, err)
+	defer srv.Close()
+	must(t, rpc.Handle(srv, "Test/Boom", func(context.Context, struct{}) (int, error) { panic("boom") }))
+	if _, isErr, ok := srv.Process(context.Background(), rawBody("Test/Boom", ""), nil); !isErr || !ok {
+		t.Fatalf("a panicking call: error %v, answered %v", isErr, ok)
+	}
+	if r := one(t, rec, msgServed, "Test/Boom"); r.Attrs[logattr.Code].Int64() != rpc.CodeInternal || !r.Has(logattr.Err) {
+		t.Errorf("line %+v, want code 500 and an err", r)
+	}
+	if p := srv.Stats().Panics; p != 1 {
+		t.Errorf("Panics = %d, want 1", p)
+	}
+}
+
 // With its level off the interceptor only calls next: no allocation, in
 // itself and in a whole call through Process (which allocates its call
 // context for any interceptor: the same as with a pass-through one).

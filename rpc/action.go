@@ -27,10 +27,26 @@ type action struct {
 	open    bool     // never authorized, even with AuthorizeBuiltins (Api/Health)
 	params  []string // the parameter names declared (WithParams, WithParam): a primitive binds by name
 	raw     bool     // its one argument is []byte (NewLife's IPacket): over HTTP it gets the body as it is
+	fields  bool     // its one argument binds by key (a struct with fields, a map): reserved keys bind too
 	stream  streamer
 }
 
 var bytesType = reflect.TypeFor[[]byte]()
+
+// bindsFields reports whether an argument of type t binds an object's
+// entries by key: a struct with fields or a map, through any pointers.
+func bindsFields(t reflect.Type) bool {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == nil:
+		return false
+	case t.Kind() == reflect.Struct:
+		return t.NumField() > 0
+	}
+	return t.Kind() == reflect.Map
+}
 
 // HandleOption adjusts an action registered with Handle.
 type HandleOption func(*action)
@@ -187,7 +203,7 @@ func Handle[A, R any](s *Server, name string, fn func(ctx context.Context, args 
 		o(a)
 	}
 	a.sig = signature[A, R](name, a.params)
-	a.raw = reflect.TypeFor[A]() == bytesType
+	a.raw, a.fields = reflect.TypeFor[A]() == bytesType, bindsFields(reflect.TypeFor[A]())
 	a.invoke = byName(typedInvoker(fn, s.keys), reflect.TypeFor[A](), a.params)
 	return s.reg.add(a)
 }

@@ -100,6 +100,37 @@ func TestBatteryBindingOverTheWire(t *testing.T) {
 }
 
 // Results decode on the client as NewLife's client decodes them.
+// Reserved keys stay in the data (PROTOCOL.md §5.2a): a struct with a
+// field of one's name binds it, also from an object of reserved keys alone
+// (a client's token merged into a call without arguments), while for a
+// primitive parameter such an object is no arguments.
+func TestReservedKeysBindAFieldOfTheirName(t *testing.T) {
+	type tokenArgs struct{ Token string }
+	_, addr := startServer(t, rpc.Config{}, func(srv *rpc.Server) {
+		must(t, rpc.Handle(srv, "Bind/Token", func(_ context.Context, a tokenArgs) (string, error) { return "<" + a.Token + ">", nil }))
+		must(t, rpc.Handle(srv, "Bind/Echo", func(_ context.Context, s string) (string, error) { return "<" + s + ">", nil }))
+	})
+	ctx := context.Background()
+	plain := dialClient(t, addr, rpc.ClientConfig{})
+	withToken := dialClient(t, addr, rpc.ClientConfig{Token: "t2"})
+	for _, c := range []struct {
+		cl     *rpc.Client
+		action string
+		args   any
+		want   string
+	}{
+		{plain, "Bind/Token", json.RawMessage(`{"Token":"t1"}`), "<t1>"},
+		{plain, "Bind/Token", json.RawMessage(`{"Token":"t1","x":1}`), "<t1>"},
+		{withToken, "Bind/Token", nil, "<t2>"},
+		{plain, "Bind/Echo", json.RawMessage(`{"Token":"t1"}`), "<>"},
+		{withToken, "Bind/Echo", nil, "<>"},
+	} {
+		if got, err := rpc.Call[string](ctx, c.cl, c.action, c.args); err != nil || got != c.want {
+			t.Errorf("%s %s: %q, %v; want %q", c.action, c.args, got, err, c.want)
+		}
+	}
+}
+
 func TestBatteryResultDecoding(t *testing.T) {
 	type item struct {
 		ID   int

@@ -124,3 +124,45 @@ func TestOnCallDonePanics(t *testing.T) {
 		t.Errorf("result %d, panics %d; want 1 and 1", r, srv.Stats().Panics)
 	}
 }
+
+// A stream refused while the server shuts down is an event too, as a
+// refused call is (SRMP; over HTTP it was already).
+func TestOnCallDoneSeesAStreamRefusedAtShutdown(t *testing.T) {
+	var log eventLog
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	srv, addr := startServer(t, rpc.Config{OnCallDone: log.add}, func(s *rpc.Server) {
+		must(t, rpc.Handle(s, "T/Hold", func(context.Context, struct{}) (int, error) {
+			entered <- struct{}{}
+			<-release
+			return 1, nil
+		}))
+		must(t, rpc.HandleStream(s, "T/Count", countTo))
+	})
+	ctx := testCtx(t)
+	cl := dialClient(t, addr, rpc.ClientConfig{Log: quietLog()})
+	held := make(chan error, 1)
+	go func() { held <- cl.Invoke(ctx, "T/Hold", nil, nil) }()
+	recv(t, entered, "the held call")
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(ctx) }()
+	testwait.For(t, 5*time.Second, "shutting down", func() bool { return !srv.Serving() })
+	for _, err := range rpc.Stream[int](ctx, cl, "T/Count", 3) {
+		if !errors.Is(err, rpc.ErrShutdown) {
+			t.Errorf("stream during shutdown: %v, want ErrShutdown", err)
+		}
+		break
+	}
+	close(release)
+	must(t, recv(t, held, "the held call's end"))
+	must(t, recv(t, shut, "Shutdown"))
+	var refused int
+	for _, ev := range log.all() {
+		if ev.Action == "T/Count" && ev.Kind == rpc.KindStream && errors.Is(ev.Err, rpc.ErrShutdown) {
+			refused++
+		}
+	}
+	if refused != 1 {
+		t.Errorf("%d events of the refused stream, want 1: %+v", refused, log.all())
+	}
+}

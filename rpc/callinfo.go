@@ -33,7 +33,8 @@ func (k CallKind) String() string {
 
 // CallInfo describes the call a server runs: what its handler's context
 // and its interceptors see ([CallInfoFrom], [Invocation.Info]). It never changes
-// during the call, and may be kept after it.
+// during the call, and may be kept after it (a client's call's, which
+// [Invocation.Info] gives its interceptors, may not: see there).
 type CallInfo struct {
 	action   string
 	kind     CallKind
@@ -167,7 +168,7 @@ func (cc *callCache) get(ss *Session, a *action, kind CallKind) context.Context 
 // the token (into the session), the trace context (or traceHeader, an
 // HTTP request's traceparent), the deadline and the metadata; and returns
 // the handler's context and the data to bind (nil for an object of
-// reserved keys alone). cancel, when not nil, ends the context's deadline.
+// reserved keys alone, unless the action binds them by name). cancel, when not nil, ends the context's deadline.
 // name is the name called, a its action (nil: unknown); parent is
 // Process's caller's context (a session's calls descend from its own).
 func (s *Server) callContext(parent context.Context, ss *Session, name []byte, a *action, kind CallKind, data []byte, traceHeader string) (ctx context.Context, bind []byte, cancel context.CancelFunc) {
@@ -176,7 +177,7 @@ func (s *Server) callContext(parent context.Context, ss *Session, name []byte, a
 	if d.hasToken && ss != nil {
 		ss.noteToken(d.token)
 	}
-	if d.onlyReserved() && (a == nil || len(a.params) == 0) { // a named parameter may be a reserved key (Token)
+	if d.onlyReserved() && (a == nil || (len(a.params) == 0 && !a.fields)) { // a named parameter, or a field, may be a reserved key (Token)
 		data = nil
 	}
 	if !d.extra() && traceHeader == "" {

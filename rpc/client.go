@@ -433,6 +433,9 @@ func (c *Client) invokeLogin(ctx context.Context, action string, args, result an
 		if lerr := c.cfg.Login(context.WithValue(ctx, inLogin{}, true), c); lerr != nil {
 			return errors.Join(err, lerr)
 		}
+		if iv != nil {
+			iv.own.token = c.Token() // the interceptors see the token the call goes again with
+		}
 		err = c.invoke(ctx, action, args, result, iv)
 	}
 	return err
@@ -484,7 +487,7 @@ func (c *Client) extrasOf(ctx context.Context, x *extras, stream bool) *extras {
 			}
 		}
 		if ok {
-			ms = max(int64((left+time.Millisecond-1)/time.Millisecond), 1)
+			ms = min(max(msCeil(left), 1), maxTimeoutMs) // the longest a server keeps
 		}
 	}
 	if md == nil && tc == nil && ms == 0 {
@@ -492,6 +495,16 @@ func (c *Client) extrasOf(ctx context.Context, x *extras, stream bool) *extras {
 	}
 	x.md, x.trace, x.timeout = md, tc, ms
 	return x
+}
+
+// msCeil is d in whole milliseconds, rounded up (d+999µs would wrap for a
+// Timeout near math.MaxInt64).
+func msCeil(d time.Duration) int64 {
+	ms := int64(d / time.Millisecond)
+	if d%time.Millisecond > 0 {
+		ms++
+	}
+	return ms
 }
 
 // inLogin marks the context of a Login run: a login call refused with 401

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -279,6 +280,34 @@ func TestHugeTimeoutMsIsNoDeadline(t *testing.T) {
 		reply, isErr, ok := srv.Process(context.Background(), rawBody("T/Deadline", `{"Timeout-Ms":`+ms+`}`), nil)
 		if !ok || isErr || !strings.HasSuffix(string(reply), want) {
 			t.Errorf("Timeout-Ms %s: reply %q (error %v, sent %v), want a deadline %s", ms, reply, isErr, ok, want)
+		}
+	}
+}
+
+// A client Timeout of math.MaxInt64 ("never") neither wraps the
+// remaining time it sends nor the request's deadline: a call longer than
+// the matcher's sweep answers, and the server gets a deadline decades
+// away.
+func TestClientTimeoutOfMaxInt64(t *testing.T) {
+	_, addr := startServer(t, rpc.Config{}, func(s *rpc.Server) {
+		must(t, rpc.Handle(s, "Slow/Left", func(ctx context.Context, _ struct{}) (int64, error) {
+			time.Sleep(150 * time.Millisecond) // past a sweep of the matcher (50 ms)
+			dl, ok := rpc.CallInfoFrom(ctx).Deadline()
+			if !ok {
+				return -1, nil
+			}
+			return int64(time.Until(dl) / time.Hour), nil
+		}))
+	})
+	for _, send := range []bool{false, true} {
+		cl := dialClient(t, addr, rpc.ClientConfig{Timeout: math.MaxInt64, SendTimeout: send})
+		hours, err := rpc.Call[int64](context.Background(), cl, "Slow/Left", nil)
+		want := int64(-1)
+		if send {
+			want = 100 * 365 * 24 // the server keeps what a Duration holds; the client sends its 292 years
+		}
+		if err != nil || (send && hours < want) || (!send && hours != want) {
+			t.Errorf("SendTimeout %v: %d hours left, %v; want %s", send, hours, err, map[bool]string{false: "no deadline", true: "decades"}[send])
 		}
 	}
 }

@@ -92,6 +92,8 @@ type Invocation struct {
 // Info returns the call's description. On a client it has the action, the
 // kind and the client's token; the call's metadata and trace context are
 // those of the context next gets ([OutgoingMetadata], [TraceContextFrom]).
+// A client's is part of c, reused after the call as c is: copy it
+// (*c.Info()) to keep it. A server's may be kept.
 func (c *Invocation) Info() *CallInfo { return c.info }
 
 // Action returns the name called.

@@ -54,6 +54,31 @@ func TestLoginRunsOnUnauthorizedAndRetriesOnce(t *testing.T) {
 	}
 }
 
+// An interceptor around a call that Login retried sees, once next
+// returns, the token the call went again with.
+func TestInterceptorSeesTheTokenAfterLogin(t *testing.T) {
+	addr := loginServer(t)
+	tokens := make(chan [2]string, 1)
+	see := func(ctx context.Context, c *rpc.Invocation, next rpc.Next) error {
+		before := c.Info().Token()
+		err := next(ctx, c)
+		if c.Action() == "Doc/Read" {
+			tokens <- [2]string{before, c.Info().Token()}
+		}
+		return err
+	}
+	cl := dialClient(t, addr, rpc.ClientConfig{Token: "t0", Interceptors: []rpc.Interceptor{see}, Login: func(ctx context.Context, c *rpc.Client) error {
+		c.SetToken("t1")
+		return c.Invoke(ctx, "Doc/Hello", struct{}{}, nil)
+	}})
+	if _, err := rpc.Call[string](context.Background(), cl, "Doc/Read", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := recv(t, tokens, "the interceptor's tokens"); got != [2]string{"t0", "t1"} {
+		t.Errorf("tokens before and after next %q, want t0 then t1", got)
+	}
+}
+
 // A Login that fails returns both errors; one that does not help leaves the
 // retry's 401, and Login is not run a second time for the same call.
 func TestLoginFailureAndUselessLogin(t *testing.T) {

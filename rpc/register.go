@@ -137,7 +137,7 @@ func methodAction(fn reflect.Value, method string, reg registration, keys *keySe
 	if results == 1 {
 		ret = ft.Out(0)
 	}
-	a := &action{name: name, sig: sigOf(name, ret, argType, reg.params[method]), params: reg.params[method], raw: argType == bytesType}
+	a := &action{name: name, sig: sigOf(name, ret, argType, reg.params[method]), params: reg.params[method], raw: argType == bytesType, fields: bindsFields(argType)}
 	a.invoke = byName(func(ctx context.Context, data, dst []byte) ([]byte, kind, error) {
 		args := make([]reflect.Value, 0, 2)
 		if withCtx {

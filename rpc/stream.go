@@ -52,7 +52,7 @@ func HandleStream[A, T any](s *Server, name string, fn func(ctx context.Context,
 		}
 		return nil
 	}
-	return s.reg.add(&action{name: name, stream: st, sig: signature[A, T](name, nil) + " stream", raw: reflect.TypeFor[A]() == bytesType})
+	return s.reg.add(&action{name: name, stream: st, sig: signature[A, T](name, nil) + " stream", raw: reflect.TypeFor[A]() == bytesType, fields: bindsFields(reflect.TypeFor[A]())})
 }
 
 // sendItem is a stream's send when an interceptor registered OnItem: each
@@ -97,10 +97,7 @@ func (s *Server) serveStream(ss *Session, req *codec.Message, b body, a *action)
 		}
 		return ss.conn.ReplyBytes(&m, out)
 	}
-	err := ErrShutdown
-	if !s.closing.Load() {
-		err = s.runStream(ss, b.action, a, b.data, "", send)
-	}
+	err := s.runStream(ss, b.action, a, b.data, "", send)
 	if oneWay || s.stopped.Load() { // a stream cut short by Close fails with its connection
 		return
 	}
@@ -125,8 +122,12 @@ func (s *Server) runStream(ss *Session, name []byte, a *action, data []byte, tra
 	return err
 }
 
-// streamCall is runStream without Config.OnCallDone.
+// streamCall is runStream without Config.OnCallDone: ErrShutdown once
+// the server is shutting down, as exec refuses a call.
 func (s *Server) streamCall(ss *Session, name []byte, a *action, data []byte, traceHeader string, send func([]byte, kind) error) (err error) {
+	if s.closing.Load() {
+		return ErrShutdown
+	}
 	if !a.raw && len(data) > 4*s.cfg.MaxArgKeys {
 		if err := s.checkKeys(data); err != nil {
 			return err
