@@ -248,6 +248,19 @@ func TestPermanentErrors(t *testing.T) {
 	}
 }
 
+// The resolver ends on a list refused for good, never on a watch's error:
+// a stale token's refusal of a new watcher is mended by listing again.
+func TestResolverGivesUpOnARefusedListOnly(t *testing.T) {
+	for _, err := range []error{rpctypes.ErrPermissionDenied, rpctypes.ErrInvalidAuthToken, rpctypes.ErrAuthOldRevision, status.Error(codes.Unauthenticated, "no")} {
+		if !givesUp(err, false) || givesUp(err, true) {
+			t.Errorf("%v: gives up after a list %v, after a watch %v; want true, false", err, givesUp(err, false), givesUp(err, true))
+		}
+	}
+	if givesUp(rpctypes.ErrNoLeader, false) {
+		t.Error("gives up on a list without a leader")
+	}
+}
+
 // Register keeps trying while etcd cannot be reached and returns the
 // error once its ctx ends; the resolver's Watch returns an error once its
 // client is closed.

@@ -129,7 +129,8 @@ func (r *Resolver) Watch(ctx context.Context, update func([]rpc.Endpoint)) error
 	attempt := 0
 	for {
 		set, rev, err := r.list(ctx)
-		if err == nil {
+		listed := err == nil
+		if listed {
 			w.emit(set)
 			start := time.Now()
 			var progressed bool
@@ -146,7 +147,7 @@ func (r *Resolver) Watch(ctx context.Context, update func([]rpc.Endpoint)) error
 		case errors.Is(err, rpctypes.ErrCompacted):
 			r.log.Info("etcd: watch compacted, listing again", "err", err)
 			continue
-		case permanent(err):
+		case givesUp(err, listed):
 			return fmt.Errorf("etcd: resolver of %s: %w", r.service, err)
 		}
 		d := backoff(r.cfg.RetryMin, r.cfg.RetryMax, attempt)
@@ -157,6 +158,14 @@ func (r *Resolver) Watch(ctx context.Context, update func([]rpc.Endpoint)) error
 		}
 	}
 }
+
+// givesUp reports whether Watch ends on err: a list refused for good. A
+// watch's error never ends it, permanent or not: etcd refuses a watcher
+// added to a stream whose token is stale (Unauthenticated, or
+// InvalidArgument "revision of auth store is old", after an operator
+// changed a user or a role), which a new list and watch mend; one that
+// retrying does not mend fails the list that follows.
+func givesUp(err error, listed bool) bool { return !listed && permanent(err) }
 
 // list reads the service's keys and the revision they were read at.
 func (r *Resolver) list(ctx context.Context) (map[string]rpc.Endpoint, int64, error) {

@@ -113,7 +113,11 @@ var (
 	ErrShutdown error = &codeError{code: CodeUnavailable, msg: "rpc: server is shutting down"}
 	// ErrNotServing: the server reports itself not serving (503), to
 	// Api/Health and GET /healthz: it is shutting down, or the application
-	// said so with [Server.SetServing] (draining, warming up).
+	// said so with [Server.SetServing] (draining, warming up). A reply
+	// matching it or ErrShutdown says the call did not run. A handler that
+	// returns such a reply it got from a server it called (as an
+	// [*APIError]) ran, so its own reply matches neither: 503, the message
+	// prefixed "rpc: a server this call depends on refused it: ".
 	ErrNotServing error = &codeError{code: CodeUnavailable, msg: "rpc: not serving"}
 	// ErrBusy: a connection asked for a stream while it had
 	// Config.MaxInFlight calls and streams running (over UDP: for any
@@ -280,6 +284,13 @@ func (p panicError) Error() string { return "rpc: handler panic: " + fmt.Sprint(
 func (s *Server) errorReply(ss *Session, action []byte, err error) (int32, string) {
 	var ae *APIError
 	if errors.As(err, &ae) {
+		if refusedReply(ae) {
+			// Another server's refusal, which the handler passed on: it
+			// ran, so its reply must not read as this server's refusal of
+			// a call it did not run (a caller may send that again
+			// elsewhere, idempotent or not).
+			return int32(ae.Code), refusedDownstream + ae.Message
+		}
 		return int32(ae.Code), ae.Message
 	}
 	code := CodeOf(err)
@@ -298,6 +309,13 @@ func (s *Server) errorReply(ss *Session, action []byte, err error) (int32, strin
 	}
 	return int32(code), genericText(code)
 }
+
+// refusedReply reports a reply by which a server refused a call it did
+// not run ([ErrShutdown], [ErrNotServing]).
+func refusedReply(ae *APIError) bool { return errors.Is(ae, ErrShutdown) || errors.Is(ae, ErrNotServing) }
+
+// refusedDownstream starts the message of a refusal a handler passed on.
+const refusedDownstream = "rpc: a server this call depends on refused it: "
 
 // genericText is the message of a hidden error: its code's HTTP status
 // text.

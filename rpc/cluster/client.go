@@ -293,11 +293,13 @@ var errNoEndpoints = fmt.Errorf("cluster: %w: %w", rpc.ErrNoServer, rpc.ErrNoEnd
 // excluded endpoint: the policy gives its turns to the others as it does
 // for one it shields itself. A shielded endpoint is taken only as a last
 // resort: the balancer has no other (it returns one already avoided), or
-// the last try.
+// the last try, of as many as the set has endpoints and three more, so
+// that shielded endpoints, however many, are all avoided before one is
+// taken.
 func (c *Client) pick(info *rpc.PickInfo) (string, *endpoint, error) {
 	cur := info
 	var avoid rpc.PickInfo // info, also avoiding the shielded endpoints met (made on the first)
-	const tries = 4
+	tries := len(*c.eps.Load()) + 3
 	for i := range tries {
 		addr, err := c.b.Pick(*cur)
 		if err != nil {
@@ -414,9 +416,12 @@ func (c *Client) send(ctx context.Context, addr string, e *endpoint, action stri
 	}
 	end := time.Now()
 	var res rpc.PickResult
-	if !sent && ctx.Err() == nil {
+	switch {
+	case !sent && ctx.Err() == nil:
 		res = rpc.PickResult{Unavailable: true, Latency: end.Sub(start)}
-	} else {
+	case !sent: // a dial the caller's deadline or cancel cut short: no sample (the dial is not the call's latency)
+		res = rpc.PickResult{Canceled: true}
+	default:
 		res = classify(ctx, err, end.Sub(start), c.healthOn())
 	}
 	if sent && c.healthOn() {

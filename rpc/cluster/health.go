@@ -264,30 +264,39 @@ func (e *endpoint) wantsProbe() bool {
 
 // probe asks e's server Api/Health, within Config.ProbeTimeout, on e's
 // client, or on a new one when e has none (shielded for no reply: its
-// client retired), which the probe then installs as e's.
+// client retired), which becomes e's once it has answered: a connection
+// that never answered is closed, so that each probe of an endpoint
+// shielded for no reply dials afresh.
 func (c *Client) probe(e *endpoint) {
 	ctx, cancel := context.WithTimeout(c.wctx, c.cfg.ProbeTimeout)
 	defer cancel()
 	cl := e.cl.Load()
-	if cl == nil {
+	fresh := cl == nil
+	if fresh {
 		if !e.shielded() {
 			return
 		}
-		fresh, err := rpc.Dial(ctx, e.addr, c.cfg.Client)
-		if err != nil {
+		var err error
+		if cl, err = rpc.Dial(ctx, e.addr, c.cfg.Client); err != nil {
 			return // still unreachable: still shielded
-		}
-		e.mu.Lock()
-		cl, err = e.install(fresh)
-		e.mu.Unlock()
-		if err != nil {
-			return
 		}
 	}
 	start := time.Now()
 	var status string
 	err := cl.Invoke(ctx, actionHealth, nil, &status)
 	var ae *rpc.APIError
+	if fresh {
+		if err != nil && !errors.As(err, &ae) {
+			cl.Close() // no reply on it
+		} else {
+			e.mu.Lock()
+			_, ierr := e.install(cl)
+			e.mu.Unlock()
+			if ierr != nil {
+				return // the endpoint closed meanwhile
+			}
+		}
+	}
 	switch {
 	case err == nil:
 		c.replied(e, time.Now())

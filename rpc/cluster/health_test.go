@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 	"github.com/lifenet/lifenet/rpc"
+	"github.com/lifenet/lifenet/rpc/balance"
 	"github.com/lifenet/lifenet/rpc/cluster"
 )
 
@@ -157,6 +159,82 @@ func TestPartitionShieldsThenProbesBack(t *testing.T) {
 	}
 	if p.stuckBytes() == 0 {
 		t.Error("no byte was held on the connections cut for good: the test did not cut a live connection")
+	}
+}
+
+// silentServer accepts connections and never answers (a hung process, a
+// partition past the accept): calls on it end at their deadline. accepts
+// counts its connections.
+func silentServer(t *testing.T) (addr string, accepts *atomic.Int64) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	var wg sync.WaitGroup
+	t.Cleanup(func() { l.Close(); wg.Wait() })
+	accepts = new(atomic.Int64)
+	wg.Go(func() {
+		for {
+			cn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepts.Add(1)
+			wg.Go(func() { io.Copy(io.Discard, cn); cn.Close() })
+		}
+	})
+	return l.Addr().String(), accepts
+}
+
+// Each probe of an endpoint shielded for no reply dials afresh, also
+// after a probe whose dial worked but whose Api/Health got no reply: a
+// connection that never answered is not kept for the next probes.
+func TestProbesOfASilentEndpointDialAfresh(t *testing.T) {
+	leakcheck.Check(t)
+	addr, accepts := silentServer(t)
+	c := dial(t, rpc.StaticResolver{{Addr: addr}}, roundRobin(t), cluster.Config{
+		Client:        rpc.ClientConfig{Timeout: 100 * time.Millisecond},
+		ProbeInterval: 50 * time.Millisecond, ProbeTimeout: 25 * time.Millisecond,
+	})
+	until(t, "shielded for no reply", func() bool {
+		cluster.Call[string](context.Background(), c, "Test/Who", nil)
+		return healthOf(c, addr) == cluster.HealthNoReply
+	})
+	shielded := accepts.Load()
+	until(t, "three probes on new connections", func() bool { return accepts.Load() >= shielded+3 })
+}
+
+// However many endpoints are shielded, none is taken while another is
+// healthy: under Failover, four silent endpoints at the head of the list
+// (a zone cut off, sorted first) leave the calls to the fifth once they
+// are shielded.
+func TestShieldedEndpointsAllAvoided(t *testing.T) {
+	leakcheck.Check(t)
+	var eps []rpc.Endpoint
+	for range 4 {
+		addr, _ := silentServer(t)
+		eps = append(eps, rpc.Endpoint{Addr: addr})
+	}
+	e := startServer(t, "E", nil)
+	eps = append(eps, rpc.Endpoint{Addr: e.addr})
+	fo, err := balance.NewFailover(balance.Config{})
+	must(t, err)
+	c := dial(t, rpc.StaticResolver(eps), fo, cluster.Config{Client: rpc.ClientConfig{Timeout: 100 * time.Millisecond}, ProbeInterval: time.Hour})
+	until(t, "the four silent endpoints shielded", func() bool {
+		cluster.Call[string](context.Background(), c, "Test/Who", nil)
+		for _, ep := range eps[:4] {
+			if healthOf(c, ep.Addr) != cluster.HealthNoReply {
+				return false
+			}
+		}
+		return true
+	})
+	before := e.who.Load()
+	for i := range 10 {
+		if who, err := cluster.Call[string](context.Background(), c, "Test/Who", nil); err != nil || who != "E" {
+			t.Fatalf("call %d with A to D shielded: %q, %v; want E's answer", i, who, err)
+		}
+	}
+	if n := e.who.Load() - before; n != 10 {
+		t.Errorf("E answered %d of 10 calls", n)
 	}
 }
 

@@ -3,7 +3,9 @@ package cluster_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -239,6 +241,54 @@ func TestRetryAvoidsEveryTriedEndpoint(t *testing.T) {
 	for _, s := range ss {
 		if n := s.calls.Load(); n != 1 {
 			t.Errorf("server %s got %d attempts, want 1", s.name, n)
+		}
+	}
+}
+
+// A handler that passes on a refusal it got from a server it called (a
+// draining one's 503) ran: its reply no longer reads as a refusal, so a
+// call not marked idempotent is not sent again elsewhere, and the server
+// that passed it on is not shielded as not serving.
+func TestARefusalPassedOnIsNotRetried(t *testing.T) {
+	leakcheck.Check(t)
+	draining, err := rpc.NewServer(rpc.Config{Log: quietLog(), Interceptors: []rpc.Interceptor{
+		func(context.Context, *rpc.Invocation, rpc.Next) error { return rpc.ErrNotServing },
+	}})
+	must(t, err)
+	defer draining.Close()
+	must(t, rpc.Handle(draining, "C/Do", func(context.Context, struct{}) (string, error) { return "c", nil }))
+	da, err := draining.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	must(t, err)
+	down, err := rpc.Dial(context.Background(), da.String(), rpc.ClientConfig{Log: quietLog()})
+	must(t, err)
+	defer down.Close()
+
+	var runs atomic.Int64 // the middle tier's side effects
+	middle := func() string {
+		s, err := rpc.NewServer(rpc.Config{Log: quietLog()})
+		must(t, err)
+		t.Cleanup(func() { s.Close() })
+		must(t, rpc.Handle(s, "B/Charge", func(ctx context.Context, _ struct{}) (string, error) {
+			runs.Add(1)
+			_, err := rpc.Call[string](ctx, down, "C/Do", nil)
+			return "", err // passed on as it came
+		}))
+		a, err := s.Listen(context.Background(), "tcp", "127.0.0.1:0")
+		must(t, err)
+		return a.String()
+	}
+	b1, b2 := middle(), middle()
+	c := dial(t, rpc.StaticResolver{{Addr: b1}, {Addr: b2}}, roundRobin(t), cluster.Config{Retry: cluster.RetryPolicy{MaxAttempts: 3}})
+	_, err = cluster.Call[string](context.Background(), c, "B/Charge", nil)
+	if rpc.CodeOf(err) != rpc.CodeUnavailable || errors.Is(err, rpc.ErrNotServing) || !strings.Contains(err.Error(), "rpc: not serving") {
+		t.Errorf("the front's error %v: want a 503 that names the refusal but is none", err)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the call ran %d times, want once", n)
+	}
+	for _, addr := range []string{b1, b2} {
+		if h := healthOf(c, addr); h != cluster.HealthOK {
+			t.Errorf("%s: health %v, want OK", addr, h)
 		}
 	}
 }
