@@ -312,7 +312,9 @@ func (s *Server) errorReply(ss *Session, action []byte, err error) (int32, strin
 
 // refusedReply reports a reply by which a server refused a call it did
 // not run ([ErrShutdown], [ErrNotServing]).
-func refusedReply(ae *APIError) bool { return errors.Is(ae, ErrShutdown) || errors.Is(ae, ErrNotServing) }
+func refusedReply(ae *APIError) bool {
+	return errors.Is(ae, ErrShutdown) || errors.Is(ae, ErrNotServing)
+}
 
 // refusedDownstream starts the message of a refusal a handler passed on.
 const refusedDownstream = "rpc: a server this call depends on refused it: "
