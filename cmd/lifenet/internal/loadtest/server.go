@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"runtime"
-	"sort"
 	"time"
 
 	"github.com/lifenet/lifenet/packet"
@@ -122,60 +121,65 @@ func RunServer(ctx context.Context, cfg Config, out io.Writer) error {
 	return nil
 }
 
-// measureServer samples the byte counter every second until traffic has
+// measureServer reads the byte counter every traceTick until traffic has
 // stopped (NetLoadTest: 3 idle seconds after at least one sample; here
-// FirstClient if nothing ever came). Unlike NetLoadTest it does not stop
-// while TCP connections are still open, up to stalledExit: a connection
-// that the kernel holds back for a few seconds (a retransmission timeout
-// with backoff) would otherwise have its echoes cut off and counted as
-// lost.
+// FirstClient if nothing ever came), printing a line for each second that
+// saw traffic. STEADY's rate is byteTrace's: the span with traffic, its
+// partial ends left out. Unlike NetLoadTest it does not stop while TCP
+// connections are still open, up to stalledExit: a connection that the
+// kernel holds back for a few seconds (a retransmission timeout with
+// backoff) would otherwise have its echoes cut off and counted as lost.
 func measureServer(ctx context.Context, cfg *Config, srv *echoServer, out io.Writer) Steady {
 	bytes := srv.bytes
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	alloc0, gc0, cpu0 := ms.TotalAlloc, ms.NumGC, cpustat.Seconds()
-	tick := time.NewTicker(time.Second)
+	tick := time.NewTicker(traceTick)
 	defer tick.Stop()
-	var samples []float64
-	last, idle := bytes(), time.Duration(0)
+	begin := time.Now()
+	second := bytes() // the counter at the last whole second
+	trace := newByteTrace(0, second)
+	seconds, idle := 0, time.Duration(0)
 	interrupted := false
-	for !interrupted {
+	for n := 1; !interrupted; n++ {
 		select {
 		case <-ctx.Done():
 			interrupted = true
 			continue
 		case <-tick.C:
 		}
+		prev := trace.bytes[len(trace.bytes)-1]
 		cur := bytes()
-		delta := cur - last
-		last = cur
-		if delta == 0 {
-			idle += time.Second
-			if srv.idleDone(idle, len(samples) > 0, cfg) {
+		trace.add(time.Since(begin), cur)
+		if cur == prev {
+			idle += traceTick
+			if srv.idleDone(idle, seconds > 0 || trace.first >= 0, cfg) {
 				break
 			}
+		} else {
+			idle = 0
+		}
+		if n%int(time.Second/traceTick) != 0 || cur == second {
 			continue
 		}
-		idle = 0
-		mib := float64(delta) / (1 << 20)
-		samples = append(samples, mib)
+		seconds++
+		mib := float64(cur-second) / (1 << 20)
 		line := fmt.Sprintf("[server] %.1f MB/s  total %.1f MB", mib, float64(cur)/(1<<20))
 		if cfg.Frame > 0 {
-			line += fmt.Sprintf("  frames %.2f M/s", float64(delta)/float64(cfg.Frame)/1e6)
+			line += fmt.Sprintf("  frames %.2f M/s", float64(cur-second)/float64(cfg.Frame)/1e6)
 		}
 		fmt.Fprintln(out, line)
+		second = cur
 	}
 	runtime.ReadMemStats(&ms)
 	total := bytes()
-	st := Steady{Samples: len(samples), GC: ms.NumGC - gc0, Impl: cfg.Impl, Received: total, Interrupted: interrupted}
-	if len(samples) == 0 || total == 0 {
+	st := Steady{Samples: seconds, GC: ms.NumGC - gc0, Impl: cfg.Impl, Received: total, Interrupted: interrupted}
+	if trace.first < 0 || total == 0 {
+		st.Samples = 0
 		return st
 	}
-	window := samples
-	if len(window) > 6 {
-		window = window[2:]
-	}
-	st.MBps = median(window)
+	st.Samples = max(seconds, 1) // traffic shorter than a second is a sample all the same
+	st.MBps = trace.rate() / (1 << 20)
 	st.Gbps = st.MBps * 0.008388608
 	st.PktPerSec = st.MBps * (1 << 20) / float64(cfg.Size)
 	if cfg.Frame > 0 {
@@ -214,10 +218,3 @@ func (st Steady) line(cfg *Config) string {
 		st.AllocPerMsg, st.GC, st.CPUPerMsg, st.Samples, st.Impl)
 }
 
-// median of the values (sorted copy); NetLoadTest rounds the index
-// half-to-even, which for a median of an odd count is the middle.
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	return s[len(s)/2]
-}

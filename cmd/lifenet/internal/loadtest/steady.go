@@ -1,0 +1,66 @@
+package loadtest
+
+import "time"
+
+// byteTrace is the server's received-byte counter read every traceTick
+// (a fraction of a second), from which STEADY's rate is computed: the
+// bytes between the first and the last read that saw traffic, less the
+// partial tick at each end, over the time between those reads. A rate
+// from whole-second samples cannot be had from a short window: a 2 s
+// window seen by a ticker that is not aligned with it is three samples,
+// two of them partial, whose median was 0.5–1.0× the rate.
+type byteTrace struct {
+	at    []time.Duration // since the trace began, per read
+	bytes []uint64        // the counter at each read
+	first int             // the first read whose tick saw traffic; -1: none yet
+	last  int             // the last such read
+}
+
+// traceTick is how often the counter is read; warmUpTrim how much of a
+// long span (at least longSpan) is left out at its start, as NetLoadTest
+// leaves out its first seconds.
+const (
+	traceTick  = 100 * time.Millisecond
+	warmUpTrim = 2 * time.Second
+	longSpan   = 8 * time.Second
+)
+
+func newByteTrace(at time.Duration, bytes uint64) *byteTrace {
+	return &byteTrace{at: []time.Duration{at}, bytes: []uint64{bytes}, first: -1}
+}
+
+// add records a read, and whether its tick saw traffic.
+func (b *byteTrace) add(at time.Duration, bytes uint64) {
+	i := len(b.at)
+	b.at, b.bytes = append(b.at, at), append(b.bytes, bytes)
+	if bytes != b.bytes[i-1] {
+		if b.first < 0 {
+			b.first = i
+		}
+		b.last = i
+	}
+}
+
+// rate is the bytes per second of the span with traffic, its partial end
+// ticks left out (and, for a long span, its first warmUpTrim); 0 without
+// traffic. A span of one or two ticks, with no whole tick inside, is
+// taken whole.
+func (b *byteTrace) rate() float64 {
+	if b.first < 0 {
+		return 0
+	}
+	from, to := b.first, b.last-1 // the reads that close the first whole tick, and the last whole one
+	if to <= from {
+		from, to = b.first-1, b.last
+	}
+	if b.at[to]-b.at[from] >= longSpan {
+		for from < to && b.at[from]-b.at[b.first] < warmUpTrim {
+			from++
+		}
+	}
+	d := b.at[to] - b.at[from]
+	if d <= 0 {
+		return 0
+	}
+	return float64(b.bytes[to]-b.bytes[from]) / d.Seconds()
+}
