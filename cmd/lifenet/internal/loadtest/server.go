@@ -217,4 +217,3 @@ func (st Steady) line(cfg *Config) string {
 	return s + fmt.Sprintf("  alloc=%.2f B/msg  gc=%d  cpu=%.3f s/Mmsg  samples=%d  impl=%s",
 		st.AllocPerMsg, st.GC, st.CPUPerMsg, st.Samples, st.Impl)
 }
-
