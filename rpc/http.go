@@ -101,9 +101,12 @@ func (g *gateway) answerHTTP(c *codec.HandlerContext, req *http.Request, body []
 			return g.respond(c, req, action, code, kindText, []byte(err.Error()))
 		}
 	}
-	if t := httpToken(req); t != "" {
-		g.ss.SetToken(t) // a Token argument, read with the call, comes after it
-	}
+	// A request's token is its own (HTTP is stateless: a proxy reuses one
+	// connection for many users' requests), where NewLife's session kept
+	// the last one a connection sent: X-Token or Authorization: Bearer,
+	// else none; a Token argument, read with the call, comes after it. The
+	// requests of a connection are served one at a time.
+	g.ss.SetToken(httpToken(req))
 	if !validAction(name) {
 		return g.respond(c, req, action, CodeNotFound, kindText, []byte(notFound(name).Message))
 	}

@@ -203,7 +203,9 @@ func TestBatteryHTTPToken(t *testing.T) {
 		{"GET /Auth/Who HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer abc\r\n\r\n", "abc"},
 		{"GET /Auth/Who HTTP/1.1\r\nHost: x\r\nX-Token: xyz\r\n\r\n", "xyz"},
 		{"GET /Auth/Who?Token=q1 HTTP/1.1\r\nHost: x\r\n\r\n", "q1"},
-		{"GET /Auth/Who HTTP/1.1\r\nHost: x\r\n\r\n", "q1"}, // the session keeps the last one
+		{"GET /Auth/Who HTTP/1.1\r\nHost: x\r\n\r\n", ""}, // a request's token is its own: none
+		{"GET /Auth/Who HTTP/1.1\r\nHost: x\r\nX-Token: xyz\r\n\r\n", "xyz"},
+		{"GET /Auth/Who HTTP/1.1\r\nHost: x\r\n\r\n", ""}, // a proxy's next user, on the same connection
 		{"POST /Auth/Who HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{\"token\":\"j\"}", "j"},
 	} {
 		if _, got := rc.httpDo(c.req); got != `{"action":"Auth/Who","code":0,"data":"`+c.token+`"}` {
