@@ -3,7 +3,6 @@ package rpc
 import (
 	"bytes"
 	"errors"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,6 +44,7 @@ type gateway struct {
 	// meanwhile; it guards what follows it.
 	mu        sync.Mutex
 	pending   bool // an HTTP call runs on its own goroutine: what comes is held, not served
+	httpUnit  int  // the size of the HTTP request buf starts with, once its head is read; 0: not known
 	mode      atomic.Int32
 	buf       []byte       // bytes held while detecting, or of an HTTP request or WebSocket frame in progress
 	continued bool         // 100 Continue went out for the HTTP request in buf
@@ -107,15 +107,51 @@ func (g *gateway) hold(c *codec.HandlerContext) error {
 	return nil
 }
 
-// growFor makes room in g.buf for a unit of size bytes whose size is
-// known (an HTTP request with its body, a WebSocket frame), so that the
-// bytes still to come fill it without append doubling it: one byte held
-// costs about one byte. size is bounded by the caller (MaxHTTPHeader +
-// MaxFrame, or a frame's header + MaxFrame).
-func (g *gateway) growFor(size int) {
-	if size > cap(g.buf) {
-		g.buf = slices.Grow(g.buf, size-len(g.buf))
+// appendRead appends p to g.buf, which holds the start of a unit (an
+// HTTP request, a WebSocket frame): once the unit's size is known, the
+// buffer grows towards it as its bytes come (growTowards), not by
+// append's doubling, nor to the whole declared size at once.
+func (g *gateway) appendRead(p *packet.Packet) {
+	if size := g.unitSize(); size > 0 {
+		g.buf = growTowards(g.buf, size, len(g.buf)+p.Total())
 	}
+	g.buf = p.AppendTo(g.buf)
+}
+
+// unitSize is the size of the unit g.buf starts with, when its head has
+// been read: an HTTP request's head and body (httpUnit, set by serveHTTP),
+// a WebSocket frame's header and payload; 0 when not known.
+func (g *gateway) unitSize() int {
+	switch g.mode.Load() {
+	case modeHTTP:
+		return g.httpUnit
+	case modeWS:
+		if h, hn, err := ws.ParseHeader(g.buf); err == nil && hn > 0 {
+			return hn + int(h.Length)
+		}
+	}
+	return 0
+}
+
+// minGrow is the least growTowards grows a buffer by.
+const minGrow = 64 << 10
+
+// growTowards returns b with room for need bytes, and towards a unit of
+// size bytes: at most twice what has come and minGrow more, never past
+// size (unless need is), the capacity exact. So a declared length with
+// nothing behind it holds next to nothing of MaxPartialBytes (a hundred-
+// byte head declaring 10 MB reserved it all, and a few dozen such
+// connections filled the server's cap); a unit that comes is copied a
+// few times, and holds about its size when whole. size is bounded by the
+// caller (MaxHTTPHeader + MaxFrame, or a frame's header + MaxFrame).
+func growTowards(b []byte, size, need int) []byte {
+	want := max(min(size, 2*len(b)+minGrow), need)
+	if want <= cap(b) {
+		return b
+	}
+	nb := make([]byte, len(b), want)
+	copy(nb, b)
+	return nb
 }
 
 // errHeldTooLarge ends a connection that sends more than a request's worth
@@ -128,7 +164,7 @@ func (g *gateway) read(c *codec.HandlerContext, p *packet.Packet) error {
 	case modeSRMP:
 		return c.FireRead(p)
 	case modeHTTP:
-		g.buf = p.AppendTo(g.buf)
+		g.appendRead(p)
 		if g.pending { // held until the call in progress is answered
 			if len(g.buf) > g.s.cfg.MaxHTTPHeader+g.s.cfg.Framer.MaxFrame {
 				g.buf = nil
@@ -138,7 +174,7 @@ func (g *gateway) read(c *codec.HandlerContext, p *packet.Packet) error {
 		}
 		return g.serveHTTP(c)
 	case modeWS:
-		g.buf = p.AppendTo(g.buf)
+		g.appendRead(p)
 		return g.serveWS(c)
 	case modeClosing:
 		return nil

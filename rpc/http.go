@@ -48,9 +48,11 @@ func (g *gateway) serveHTTP(c *codec.HandlerContext) error {
 		case req.ContentLength > int64(g.s.cfg.Framer.MaxFrame):
 			return g.httpFail(c, http.StatusRequestEntityTooLarge, "request body too large")
 		case int64(len(g.buf)-end) < req.ContentLength:
-			g.growFor(end + int(req.ContentLength))
+			g.httpUnit = end + int(req.ContentLength)
+			g.buf = growTowards(g.buf, g.httpUnit, len(g.buf))
 			return g.sendContinue(c, req) // the body is still coming
 		}
+		g.httpUnit = 0
 		g.continued = false
 		n := end + int(req.ContentLength)
 		if err := g.answerHTTP(c, req, g.buf[end:n]); err != nil {

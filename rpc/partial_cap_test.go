@@ -71,3 +71,49 @@ func TestPartialHTTPAndWebSocketUnitsShareTheMemoryCap(t *testing.T) {
 		})
 	}
 }
+
+// A unit's declared length reserves nothing until its bytes come: a head
+// declaring 700 KiB with nothing behind it holds next to nothing of the
+// cap, so a second unit of 600 KiB, half sent, still fits in 1 MiB, and
+// both complete.
+func TestDeclaredLengthsHoldOnlyWhatCame(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		open   func(t *testing.T, addr string) *rawConn
+		unit   func(t *testing.T, n int) []byte
+		head   int // the unit's bytes before its body
+		answer func(t *testing.T, rc *rawConn)
+	}{
+		{"http", dialRaw, httpUnit, len(httpUnit(t, 700<<10)) - 700<<10, func(t *testing.T, rc *rawConn) {
+			if resp, _ := rc.readHTTP(); resp.StatusCode != 200 {
+				t.Errorf("status %d", resp.StatusCode)
+			}
+		}},
+		{"websocket", wsOpen, wsUnit, 20, func(t *testing.T, rc *rawConn) {
+			if f := rc.readWS(); f.Op != ws.Binary {
+				t.Errorf("frame %v", f.Op)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv, addr := startServer(t, rpc.Config{MaxPartialBytes: partialCap}, func(s *rpc.Server) {
+				must(t, rpc.Handle(s, "Echo/Say", func(_ context.Context, b []byte) ([]byte, error) { return b, nil }))
+			})
+			declared := c.unit(t, 700<<10)
+			idle := c.open(t, addr)
+			idle.write(declared[:c.head])
+			waitFor(t, "the declared unit counted", func() bool { return srv.Stats().PartialBytes > 0 })
+			if got := srv.Stats().PartialBytes; got > 128<<10 {
+				t.Errorf("a head declaring 700 KiB, nothing behind it, holds %d bytes of the cap", got)
+			}
+			const size, sent = 600 << 10, 300 << 10
+			unit := c.unit(t, size)
+			busy := c.open(t, addr)
+			busy.write(unit[:sent])
+			busy.write(unit[sent:])
+			c.answer(t, busy)
+			idle.write(declared[c.head:])
+			c.answer(t, idle)
+		})
+	}
+}

@@ -3,7 +3,6 @@ package rpc
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/lifenet/lifenet/codec"
 	"github.com/lifenet/lifenet/packet"
@@ -70,17 +69,12 @@ func readWSFrames(c *codec.HandlerContext, buf *[]byte, maxFrame int, frag *bool
 }
 
 // roomForFrame returns b, which starts with an incomplete frame, with room
-// for the whole frame once its header is in (Parse has bounded its length
-// by maxFrame): the payload still to come fills the buffer without append
-// doubling it.
+// towards the whole frame once its header is in (Parse has bounded its
+// length by maxFrame), as its payload comes (growTowards).
 func roomForFrame(b []byte) []byte {
 	h, hn, err := ws.ParseHeader(b)
 	if err != nil || hn == 0 {
 		return b
 	}
-	size := hn + int(h.Length)
-	if size > cap(b) {
-		b = slices.Grow(b, size-len(b))
-	}
-	return b
+	return growTowards(b, hn+int(h.Length), len(b))
 }
