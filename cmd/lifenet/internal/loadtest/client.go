@@ -169,6 +169,7 @@ func (r *run) prime(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	defer context.AfterFunc(ctx, c.close)() // a send blocked on a peer that does not read ends with ctx
 	for range count {
 		if err := c.send(r.payload); err != nil {
 			return err
@@ -235,7 +236,10 @@ func (r *run) connRuns(conns []clientConn) []*connRun {
 	return out
 }
 
-// oneway: every connection sends until the window ends.
+// oneway: every connection sends until the window ends. A send still
+// blocked sendGrace after it (a peer that stopped reading: paused,
+// partitioned, a zero window) is cut short by closing its connection, and
+// reported, so that the run ends in bounded time.
 func (r *run) oneway(ctx context.Context, conns []clientConn) {
 	wctx, cancel := r.window(ctx)
 	defer cancel()
@@ -243,14 +247,32 @@ func (r *run) oneway(ctx context.Context, conns []clientConn) {
 	for _, c := range r.connRuns(conns) {
 		wg.Go(func() { r.sendLoop(wctx, c) })
 	}
-	wg.Wait()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return
+	case <-wctx.Done():
+	}
+	select {
+	case <-done:
+	case <-time.After(sendGrace):
+		closeAll(conns)
+		<-done
+	}
 }
+
+// sendGrace is how long a one-way send may stay blocked past the window.
+const sendGrace = 2 * time.Second
 
 func (r *run) sendLoop(ctx context.Context, c *connRun) {
 	n := uint64(r.cfg.Size)
 	pos := 0
 	for ctx.Err() == nil {
 		if err := c.send(r.ring.take(&pos, 1)); err != nil {
+			if ctx.Err() != nil {
+				err = fmt.Errorf("blocked past the window's end, cut after %v: %w", sendGrace, err)
+			}
 			r.fail(c, "send", err)
 			return
 		}

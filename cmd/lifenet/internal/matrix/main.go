@@ -134,6 +134,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "report: %s (results.md, results.json, results.html); %d of %d runs failed\n",
 		opts.Out, failed, len(results))
+	if failed > 0 {
+		return 1 // the report is written, and lists them; a script gating on the exit code sees them too
+	}
 	return 0
 }
 

@@ -3,6 +3,7 @@ package matrix
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -26,6 +27,10 @@ func TestMain(m *testing.M) {
 			"load": loadtest.Main, "serve": rpctool.Serve, "rpcload": rpctool.Load,
 		}
 		if run, ok := cmds[os.Args[1]]; ok {
+			if os.Getenv("LIFENET_TEST_FAIL") == os.Args[1] { // a command that fails at once
+				fmt.Fprintln(os.Stderr, "failing as asked")
+				os.Exit(1)
+			}
 			code := run(ctx, os.Args[2:], os.Stdout, os.Stderr)
 			stop()
 			os.Exit(code)
@@ -217,6 +222,22 @@ func (c cancelOn) Write(p []byte) (int, error) {
 		c.cancel()
 	}
 	return len(p), nil
+}
+
+// A matrix whose runs failed writes its report, listing them, and exits 1.
+func TestMatrixWithFailedRunsExits1(t *testing.T) {
+	t.Setenv("LIFENET_TEST_AS_CLI", "1")
+	t.Setenv("LIFENET_TEST_FAIL", "load")
+	dir := t.TempDir()
+	name := oneway("tcp", 1024, 2, "").Name
+	var stdout strings.Builder
+	code := Main(context.Background(), []string{"--only", "^" + name + "$", "--seconds", "0.5", "--warmup", "0", "--out", dir}, &stdout, io.Discard)
+	if code != 1 || !strings.Contains(stdout.String(), "2 of 2 runs failed") {
+		t.Fatalf("exit %d, stdout %q; want 1 and both runs failed", code, stdout.String())
+	}
+	if md, _ := os.ReadFile(filepath.Join(dir, "results.md")); !strings.Contains(string(md), "## Failed runs") {
+		t.Errorf("results.md lists no failed runs")
+	}
 }
 
 // An interrupted matrix writes its report from the runs that finished,

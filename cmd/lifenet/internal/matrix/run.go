@@ -221,6 +221,21 @@ func startServer(ctx context.Context, opts Options, sc Scenario, impl string, po
 	return nil, nil, nil, fmt.Errorf("server on port %d did not report READY", port)
 }
 
+// clientBound is how long a client process may run before it is killed:
+// its warm-up and window, and a minute for the rest (a drain, a stuck
+// send cut, the summary).
+func clientBound(opts Options) time.Duration {
+	return time.Duration((math.Ceil(opts.Warmup+opts.Seconds) + 60) * float64(time.Second))
+}
+
+// boundErr names a client process killed at clientBound.
+func boundErr(ctx context.Context, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("did not end within its bound, killed: %w", err)
+	}
+	return err
+}
+
 // runClients runs opts.ClientProcs client processes and merges their
 // summaries (rates add up; the first one's latencies are kept).
 func runClients(ctx context.Context, opts Options, sc Scenario, impl string, port int) (*loadtest.Summary, error) {
@@ -232,13 +247,15 @@ func runClients(ctx context.Context, opts Options, sc Scenario, impl string, por
 		err error
 	}
 	ch := make(chan res, procs)
+	cctx, cancel := context.WithTimeout(ctx, clientBound(opts))
+	defer cancel()
 	for p := range procs {
 		go func() {
-			cmd := opts.command(ctx, "1", args...)
+			cmd := opts.command(cctx, "1", args...)
 			out, err := cmd.Output()
 			os.WriteFile(filepath.Join(opts.Out, fmt.Sprintf("%s.%s.client%d.log", sc.Name, impl, p)), out, 0o644)
 			if err != nil {
-				ch <- res{err: fmt.Errorf("client: %w", err)}
+				ch <- res{err: fmt.Errorf("client: %w", boundErr(cctx, err))}
 				return
 			}
 			s, err := parseSummary(out)
@@ -340,6 +357,8 @@ func runRPC(ctx context.Context, opts Options, sc Scenario, impl string, port *i
 // runRPCLoad runs one rpcload process and parses its SUMMARY line; a
 // summary printed by a run that then failed (no call completed) is kept.
 func runRPCLoad(ctx context.Context, opts Options, sc Scenario, impl string, port int) (*rpcbench.Summary, error) {
+	ctx, cancel := context.WithTimeout(ctx, clientBound(opts))
+	defer cancel()
 	cmd := opts.command(ctx, "1", sc.rpcloadArgs(impl, port, opts.Seconds, opts.Warmup)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -354,7 +373,7 @@ func runRPCLoad(ctx context.Context, opts Options, sc Scenario, impl string, por
 		if msg != "" {
 			err = fmt.Errorf("%w: %s", err, msg)
 		}
-		return sum, fmt.Errorf("rpcload: %w", err)
+		return sum, fmt.Errorf("rpcload: %w", boundErr(ctx, err))
 	}
 	return sum, perr
 }
