@@ -353,6 +353,16 @@ func (m *matcher) unregister(key int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	w := &m.slots[key]
+	if w.state == slotDone && w.ch != nil {
+		// A reply on its number (a stray: the request never left), or the
+		// close, came before the send failed; no waiter will take it.
+		r := <-w.ch
+		release(r.reply)
+		m.chans = append(m.chans, w.ch)
+		w.ch = nil
+		m.freeSlot(key)
+		return
+	}
 	if w.state != slotPending {
 		return
 	}
@@ -381,6 +391,8 @@ func (m *matcher) giveUp(key int) {
 	switch {
 	case m.err != nil:
 		m.freeSlot(key)
+	case m.fifo && !m.queuedKey(key): // its reply came already, after the sweeper failed it: none will line up
+		m.freeSlot(key)
 	case m.fifo:
 		w.state = slotAbandoned
 	case stream: // the peer may go on sending: one late reply does not end it
@@ -390,6 +402,18 @@ func (m *matcher) giveUp(key int) {
 		w.state = slotQuarantine
 		w.deadline = m.deadline()
 	}
+}
+
+// queuedKey reports whether FIFO slot key waits in the queue for a reply.
+// Only a request that timed out or was canceled asks (a scan of at most
+// 256 keys). Called with m.mu held.
+func (m *matcher) queuedKey(key int) bool {
+	for i := range m.count {
+		if m.order[(m.head+i)%len(m.order)] == key {
+			return true
+		}
+	}
+	return false
 }
 
 // freeSlot returns a slot and its token; the slot goes to the back of the

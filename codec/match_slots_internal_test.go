@@ -1,0 +1,56 @@
+package codec
+
+import (
+	"testing"
+	"time"
+
+	"github.com/lifenet/lifenet/packet"
+)
+
+// A reply on a request's number that comes before the request's send fails
+// (its context ended waiting for room, ErrBacklogFull, ErrDatagramTooLarge)
+// must not keep the slot: no waiter will take that reply.
+func TestUnregisterAfterAReplyFreesTheSlot(t *testing.T) {
+	for _, fifo := range []bool{false, true} {
+		m := newMatcher(fifo, time.Second)
+		t.Cleanup(m.close)
+		key, _ := registerTest(t, m, nil)
+		p := packet.Get(1)
+		m.deliver(key, &Message{Kind: KindReply, Seq: uint8(key), Payload: p, borrowed: true}) // a stray reply; its kept copy owns p
+		m.unregister(key) // the send failed
+		if got := m.stats().InFlight; got != 0 {
+			t.Errorf("fifo=%v: InFlight = %d after the request failed to send, want 0 (slot %d state %d)", fifo, got, key, m.slots[key].state)
+		}
+	}
+}
+
+// FIFO: the sweeper fails a request (done, still queued), its late reply
+// comes before the waiter takes the timeout (popped from the queue), then
+// the waiter comes back: the slot must be freed, since no reply is left to
+// line up with it.
+func TestFIFOReplyAfterTheSweepersTimeoutFreesTheSlot(t *testing.T) {
+	m := newMatcher(true, time.Second)
+	m.sweeper = true
+	base := int64(1_000_000_000_000)
+	m.clock.Store(base)
+	t.Cleanup(m.close)
+	key, ch := registerTest(t, m, nil)
+	m.expire(base + int64(2*time.Second)) // ErrTimeout into ch
+	p := packet.Get(1)
+	m.deliver(0, p) // its reply, just late
+	p.Release()
+	if _, err := m.finish(key, ch, <-ch); err != ErrTimeout {
+		t.Fatalf("finish: %v, want ErrTimeout", err)
+	}
+	if got := m.stats().InFlight; got != 0 {
+		t.Fatalf("InFlight = %d with nothing pending and the queue empty; slot %d state %d", got, key, m.slots[key].state)
+	}
+	// A timed-out request still queued stays abandoned, so the next reply lines up.
+	m.sweeper = true // the expire above, finding nothing left, stopped it; the test keeps the clock
+	key, ch = registerTest(t, m, nil)
+	m.expire(base + int64(4*time.Second))
+	m.finish(key, ch, <-ch)
+	if m.slots[key].state != slotAbandoned || m.stats().InFlight != 1 {
+		t.Fatalf("a queued timed-out request: state %d, InFlight %d; want abandoned, 1", m.slots[key].state, m.stats().InFlight)
+	}
+}
