@@ -16,8 +16,9 @@ func TestUnregisterAfterAReplyFreesTheSlot(t *testing.T) {
 		t.Cleanup(m.close)
 		key, _ := registerTest(t, m, nil)
 		p := packet.Get(1)
-		m.deliver(key, &Message{Kind: KindReply, Seq: uint8(key), Payload: p, borrowed: true}) // a stray reply; its kept copy owns p
-		m.unregister(key)                                                                      // the send failed
+		// a stray reply (its kept copy owns p), then the send fails
+		m.deliver(key, &Message{Kind: KindReply, Seq: uint8(key), Payload: p, borrowed: true})
+		m.unregister(key)
 		if got := m.stats().InFlight; got != 0 {
 			t.Errorf("fifo=%v: InFlight = %d after the request failed to send, want 0 (slot %d state %d)", fifo, got, key, m.slots[key].state)
 		}
