@@ -45,7 +45,10 @@
 // may be an earlier frame's of the same read: then a handler that has not
 // replied waits behind them too, and so do other goroutines' writes (a
 // push) while it runs; where nothing is buffered, writes go as outside a
-// read. A write that waits reports the bound and a session already closed;
+// read, except a small Write or Reply, which joins the read's replies (so
+// a reply from another goroutine waits for a handler that blocks), and a
+// push made while other writes wait, which waits with them. A push never
+// waits for the peer itself. A write that waits reports the bound and a session already closed;
 // its wait for the session's room comes when it is handed over, bounded
 // by the session's stall timeout, not by the writer's context.
 //

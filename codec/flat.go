@@ -40,11 +40,15 @@ type flatReplies struct {
 	n       int    // the bytes of buf in use
 
 	// Shared with every writer of the connection.
-	inRead   atomic.Bool // the reader is handling a read's frames (cleared under mu, once later is handed over)
-	buffered atomic.Bool // buf holds replies: a later write must not overtake them
-	deferred atomic.Bool // later holds writes (set and cleared under mu)
-	mu       sync.Mutex  // guards later and the hand-over of buf and later to the session
-	later    laterWrites
+	inRead    atomic.Bool // the reader is handling a read's frames (cleared under mu, once later is handed over)
+	buffered  atomic.Bool // buf holds replies: a later write must not overtake them
+	deferred  atomic.Bool // later holds writes, or a hand-over runs (set and cleared under mu)
+	mu        sync.Mutex  // guards later, spare, the hand-over's state, and the hand-over of buf and later to the session
+	later     laterWrites
+	spare     laterWrites   // later's other storage, swapped in while a hand-over sends what later held
+	handing   bool          // a hand-over is sending, mu released: every write waits in later behind it
+	handBytes int           // what that hand-over sends of later's writes, counted in later's bound
+	handEnd   chan struct{} // closed when that hand-over ends, for a hand-over that waits for it; made by the first to wait
 
 	rest    packet.Loan // the read's unframed tail, lent to the pipeline path (the framer's loan cuts frames in it)
 	format  flatFormat
@@ -232,7 +236,7 @@ func (c *Conn) endRead() {
 	fr := c.flat
 	fr.looping = false
 	fr.mu.Lock()
-	c.handOverLocked()
+	c.handOffLocked(true)
 	fr.inRead.Store(false)
 	fr.mu.Unlock()
 }
@@ -242,23 +246,70 @@ func (c *Conn) endRead() {
 func (c *Conn) handOver() {
 	fr := c.flat
 	fr.mu.Lock()
-	c.handOverLocked()
+	c.handOffLocked(true)
 	fr.mu.Unlock()
 }
 
-func (c *Conn) handOverLocked() {
+// handOffLocked gives the later queue to the session and, when reader (the
+// read's turn: the reader, or a reply call of its handler), the read's
+// reply buffer before it. It is called with mu held and returns with mu
+// held, but releases mu while the session may wait for room (for up to its
+// SendStallTimeout, when the peer does not read): a write made meanwhile
+// waits in later behind what is being handed over (handing), and goes in
+// the next round, so that a push never waits for the peer behind a read's
+// replies. One hand-over runs at a time; another waits for it to end.
+func (c *Conn) handOffLocked(reader bool) {
 	fr := c.flat
-	if fr.own {
-		if fr.n > 0 {
-			c.sess.SendBytes(fr.buf[:fr.n]) // a closed session drops them, as it would any write
-			fr.n = 0
+	for fr.handing {
+		fr.waitHandOffLocked()
+	}
+	if !(reader && fr.own) && !fr.deferred.Load() {
+		return
+	}
+	fr.handing = true
+	fr.deferred.Store(true) // a write made meanwhile locks mu, and finds handing
+	for {
+		var replies []byte
+		if reader && fr.own {
+			replies, fr.n, fr.own = fr.buf[:fr.n], 0, false // only the read's turn, which waits here, touches buf
+		} else if !reader && fr.buffered.Load() {
+			break // the read's replies are buffered: what waits now goes behind them, with the reader's hand-over
 		}
-		fr.own = false
+		if len(replies) == 0 && len(fr.later.items) == 0 {
+			break
+		}
+		batch := fr.later
+		fr.later, fr.spare = fr.spare, laterWrites{}
+		fr.handBytes = batch.size
+		fr.mu.Unlock()
+		if len(replies) > 0 {
+			c.sess.SendBytes(replies) // a closed session drops them, as it would any write
+		}
+		c.sendWrites(&batch)
+		fr.mu.Lock()
+		fr.spare, fr.handBytes = batch, 0
+	}
+	if reader {
 		fr.buffered.Store(false)
 	}
-	if fr.deferred.Load() {
-		c.sendLaterLocked()
+	fr.handing = false
+	fr.deferred.Store(len(fr.later.items) > 0)
+	if fr.handEnd != nil {
+		close(fr.handEnd)
+		fr.handEnd = nil
 	}
+}
+
+// waitHandOffLocked waits, with mu held on entry and on return, for the
+// hand-over in progress to end.
+func (fr *flatReplies) waitHandOffLocked() {
+	if fr.handEnd == nil {
+		fr.handEnd = make(chan struct{})
+	}
+	end := fr.handEnd
+	fr.mu.Unlock()
+	<-end
+	fr.mu.Lock()
 }
 
 // ownRoom returns n bytes at the end of the read's reply buffer for a

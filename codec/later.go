@@ -18,9 +18,17 @@ import (
 // here, as it would outside a read; except a small Write or Reply, which is
 // copied here too, so that the replies to one read's frames cost one
 // session call (requests and the pipeline's own writes, such as
-// ReplyBytes', are not batched).
+// ReplyBytes', are not batched). Such a small write from another goroutine
+// waits for the read's end even when nothing is buffered: a handler that
+// blocks the reading goroutine holds it back as it holds back the
+// connection's next frames. A write that must not wait for the peer (a
+// push, by Enqueue) never hands the queue over itself: it waits in it
+// whenever writes wait there, and the read's end takes it. A hand-over
+// releases the lock while the session waits for room, so writes made then
+// wait in the queue, behind it, and are not held up by the peer.
 //
-// The queue holds at most maxLater bytes besides one write of any size;
+// The queue holds at most maxLater bytes, a hand-over's included, besides
+// one write of any size;
 // past that a write fails with [ErrBacklogFull] and is not written. It
 // fills only while a handler keeps the reading goroutine after a reply to
 // a lent message was buffered, by its own call or by an earlier frame's of
@@ -56,24 +64,30 @@ const maxLater = 4 << 20
 const laterBytesMax = 64 << 10
 
 // lockLater decides whether a write made now waits in the later queue:
-// when a read is in progress and replies are buffered, or, if batch, for
-// any write during a read (a small reply joining the read's hand-over: the
-// replies to one read's frames then cost one session call). It returns
-// true with mu held; otherwise the caller writes at once, and what waited
-// in later has gone to the session first, so writes keep their order.
-func (c *Conn) lockLater(batch bool) bool {
+// when a hand-over is sending, when a read is in progress and replies are
+// buffered, or, if batch, for any write during a read (a small reply
+// joining the read's hand-over: the replies to one read's frames then cost
+// one session call), or, if noWait, when writes wait there already (a
+// write that must not wait for the peer does not hand them over itself:
+// the read's end does). It returns true with mu held; otherwise the caller
+// writes at once, and what waited in later has gone to the session first,
+// so writes keep their order.
+func (c *Conn) lockLater(batch, noWait bool) bool {
 	fr := c.flat
 	if fr == nil || !fr.inRead.Load() || !batch && !fr.buffered.Load() && !fr.deferred.Load() {
 		return false
 	}
 	fr.mu.Lock()
-	if fr.inRead.Load() && (batch || fr.buffered.Load()) && c.sess.Reason() == transport.ReasonNone {
+	if c.sess.Reason() == transport.ReasonNone &&
+		(fr.handing || fr.inRead.Load() && (batch || fr.buffered.Load() || noWait && fr.deferred.Load())) {
 		return true
 	}
 	// Written at once: no read, nothing buffered, or a session that has
 	// closed, whose refusal the writer then gets as it would outside a read
 	// (nothing is written, so the order behind the replies is moot).
-	c.sendLaterLocked()
+	if !noWait {
+		c.handOffLocked(false)
+	}
 	fr.mu.Unlock()
 	return false
 }
@@ -89,18 +103,18 @@ func (c *Conn) deferBytes(noWait, batch bool, parts ...[]byte) (bool, error) {
 	for _, b := range parts {
 		n += len(b)
 	}
-	if !c.lockLater(batch && n < copyBelow) {
+	if !c.lockLater(batch && n < copyBelow, noWait) {
 		return false, nil
 	}
 	fr := c.flat
 	defer fr.mu.Unlock()
-	if err := fr.later.admit(n); err != nil {
+	if err := fr.admit(n); err != nil {
 		return true, err
 	}
 	fr.later.appendBytes(noWait, n, parts)
 	fr.deferred.Store(true)
-	if fr.later.size >= flatLimit && !fr.buffered.Load() {
-		c.sendLaterLocked()
+	if !noWait && !fr.handing && fr.later.size >= flatLimit && !fr.buffered.Load() {
+		c.handOffLocked(false) // batched writes, nothing buffered: no need to hold them longer
 	}
 	return true, nil
 }
@@ -109,13 +123,13 @@ func (c *Conn) deferBytes(noWait, batch bool, parts ...[]byte) (bool, error) {
 // buffered replies; it reports whether it took p. A borrowed p is kept
 // first.
 func (c *Conn) deferPacket(p *packet.Packet, noWait bool) (bool, error) {
-	if !c.lockLater(false) {
+	if !c.lockLater(false, noWait) {
 		return false, nil
 	}
 	fr := c.flat
 	defer fr.mu.Unlock()
 	n := p.Total()
-	if err := fr.later.admit(n); err != nil {
+	if err := fr.admit(n); err != nil {
 		p.Release()
 		return true, err
 	}
@@ -128,7 +142,7 @@ func (c *Conn) deferPacket(p *packet.Packet, noWait bool) (bool, error) {
 // deferClose queues a close behind buffered replies; it reports whether
 // it did.
 func (c *Conn) deferClose() bool {
-	if !c.lockLater(false) {
+	if !c.lockLater(false, false) {
 		return false
 	}
 	fr := c.flat
@@ -138,10 +152,11 @@ func (c *Conn) deferClose() bool {
 	return true
 }
 
-// admit checks that n more bytes fit.
-func (q *laterWrites) admit(n int) error {
-	if q.size > 0 && q.size+n > maxLater {
-		return fmt.Errorf("%w: %d bytes wait, %d more", ErrBacklogFull, q.size, n)
+// admit checks that n more bytes fit: in later, beside what a hand-over
+// in progress sends of it (called with mu held).
+func (fr *flatReplies) admit(n int) error {
+	if held := fr.later.size + fr.handBytes; held > 0 && held+n > maxLater {
+		return fmt.Errorf("%w: %d bytes wait, %d more", ErrBacklogFull, held, n)
 	}
 	return nil
 }
@@ -161,15 +176,11 @@ func (q *laterWrites) appendBytes(noWait bool, n int, parts [][]byte) {
 	q.items = append(q.items, laterWrite{from: from, to: len(q.bytes), noWait: noWait})
 }
 
-// sendLaterLocked hands the later queue to the session, in order (called
-// with mu held). Errors are the session's: a closed session drops the
-// writes, as it would have dropped them made at once.
-func (c *Conn) sendLaterLocked() {
-	fr := c.flat
-	if !fr.deferred.Load() {
-		return
-	}
-	q := &fr.later
+// sendWrites hands q's writes to the session, in order, and empties q,
+// keeping its storage (called by a hand-over, without mu). Errors are the
+// session's: a closed session drops the writes, as it would have dropped
+// them made at once.
+func (c *Conn) sendWrites(q *laterWrites) {
 	for i := range q.items {
 		w := &q.items[i]
 		switch {
@@ -192,7 +203,6 @@ func (c *Conn) sendLaterLocked() {
 	} else {
 		q.bytes = q.bytes[:0]
 	}
-	fr.deferred.Store(false)
 }
 
 // sendBytes hands parts, one message, to the session, or to the later
