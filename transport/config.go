@@ -117,8 +117,9 @@ type Config struct {
 	// SendStallTimeout (26 KiB/s at the default) is never one. A stall is
 	// caught within a quarter of SendStallTimeout past it.
 	SendStallTimeout time.Duration
-	// WriteTimeout bounds each write to the socket (default 30 s; negative:
-	// none).
+	// WriteTimeout bounds each write call to the socket (default 30 s;
+	// negative: none); a large batch goes out in calls of at most 256 KiB,
+	// so a peer that keeps reading is never cut by it.
 	WriteTimeout time.Duration
 
 	// TLS, if set, makes TCP servers serve TLS with it and clients

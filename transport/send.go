@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/lifenet/lifenet/internal/mono"
@@ -609,6 +611,8 @@ func writeReason(err error) Reason {
 		return ReasonWriteTimeout
 	case errors.Is(err, net.ErrClosed):
 		return ReasonLocal
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, io.ErrClosedPipe):
+		return ReasonPeerClosed // the peer closed or reset the connection; the read side may not have seen it yet
 	}
 	return ReasonError
 }
@@ -723,6 +727,9 @@ func (w *streamSender) writeBatch(s *Session, batch []*packet.Packet) error {
 			k, err = w.conn.Write(b[:writePiece])
 			s.io.bytesOut.Add(uint64(k))
 			b = b[k:]
+			if err == nil {
+				err = w.armDeadline() // WriteTimeout is each call's, not the message's
+			}
 		}
 		if err == nil {
 			var k int
@@ -777,6 +784,9 @@ func (w *streamSender) writeVectored(s *Session) (int64, error) {
 		}
 		n, err := w.bufs.WriteTo(w.conn)
 		s.io.bytesOut.Add(uint64(n))
+		if err == nil {
+			err = w.armDeadline() // WriteTimeout is each piece's, not the batch's
+		}
 		if err != nil {
 			return 0, err
 		}
