@@ -130,10 +130,7 @@ func decodeHTTP(resp *http.Response, action string, result any, limit int, raw *
 		}
 		return decodeResult(all, result)
 	}
-	if resp.StatusCode >= 300 { // a UseHttpStatus server: the code is the status
-		return apiErrorOf(action, resp.StatusCode, trimText(all))
-	}
-	if len(all) == 0 {
+	if len(all) == 0 && resp.StatusCode < 300 {
 		return nil
 	}
 	var env struct {
@@ -141,10 +138,14 @@ func decodeHTTP(resp *http.Response, action string, result any, limit int, raw *
 		Code   *int            `json:"code"`
 		Data   json.RawMessage `json:"data"`
 	}
-	if json.Unmarshal(all, &env) != nil || env.Action == nil || env.Code == nil {
-		env.Data = all // no envelope: a UseHttpStatus server's bare value
-	} else if *env.Code != CodeOK && *env.Code != 200 {
+	enveloped := json.Unmarshal(all, &env) == nil && env.Action != nil && env.Code != nil
+	switch {
+	case enveloped && *env.Code != CodeOK && *env.Code != 200: // an error's envelope, whatever the status
 		return apiErrorOf(action, *env.Code, trimText(env.Data))
+	case resp.StatusCode >= 300: // a UseHttpStatus server: the code is the status
+		return apiErrorOf(action, resp.StatusCode, trimText(all))
+	case !enveloped:
+		env.Data = all // no envelope: a UseHttpStatus server's bare value
 	}
 	if raw != nil && string(env.Data) != "null" {
 		*raw = env.Data

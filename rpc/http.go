@@ -378,7 +378,8 @@ func httpToken(req *http.Request) string {
 
 // respond writes the HTTP response to req: {"action","code","data"} with
 // status 200 (NewLife's default), or with UseHTTPStatus the code as the
-// status and the bare value as the body. A null result has no body, a
+// status and the bare value as the body (a code no status can carry: 500
+// and the envelope). A null result has no body, a
 // []byte result is sent as it is. The response to HEAD has the head GET's
 // would have (its Content-Length too) and no body (RFC 9110 9.3.2, as
 // net/http answers): a body would be read as the next response.
@@ -388,6 +389,10 @@ func (g *gateway) respond(c *codec.HandlerContext, req *http.Request, action str
 	switch {
 	case k == kindRaw && code == CodeOK:
 		body, ctype = value, "application/octet-stream"
+	case g.s.cfg.UseHTTPStatus && code != CodeOK && !isHTTPStatus(code):
+		// 1001, 7, 304: no status line can carry it (a 1xx, 204 or 304
+		// has no body, a 3xx no Location): a 500 and the envelope.
+		status, body = http.StatusInternalServerError, appendEnvelope(body, action, code, k, value)
 	case g.s.cfg.UseHTTPStatus:
 		if code != CodeOK {
 			status = code
@@ -405,6 +410,10 @@ func (g *gateway) respond(c *codec.HandlerContext, req *http.Request, action str
 	}
 	return c.WriteBytes(head, body)
 }
+
+// isHTTPStatus reports whether UseHTTPStatus sends code as the status:
+// 200 (NewLife's ApiCode.Ok200) and the client and server errors, 400–599.
+func isHTTPStatus(code int) bool { return code == http.StatusOK || code >= 400 && code <= 599 }
 
 // appendEnvelope appends NewLife's HTTP answer {"action","code","data"}.
 func appendEnvelope(dst []byte, action string, code int, k kind, value []byte) []byte {

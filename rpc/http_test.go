@@ -23,6 +23,7 @@ func httpServer(t *testing.T, cfg rpc.Config) (*rpc.Server, string) {
 		must(t, rpc.Handle(srv, "Auth/Who", func(ctx context.Context, _ struct{}) (string, error) { return rpc.SessionFrom(ctx).Token(), nil }))
 		must(t, rpc.Handle(srv, "User/Login", func(context.Context, struct{}) (string, error) { return "", rpc.NewError(401, "Unauthorized") }))
 		must(t, rpc.Handle(srv, "T/Bool", func(context.Context, struct{}) (bool, error) { return true, nil }))
+		must(t, rpc.Handle(srv, "T/Code", func(_ context.Context, a struct{ Code int }) (string, error) { return "", rpc.NewError(a.Code, "coded") }))
 		must(t, rpc.Handle(srv, "T/Obj", func(context.Context, struct{}) (map[string]int, error) { return map[string]int{"x": 1}, nil }))
 	})
 }
@@ -112,6 +113,14 @@ func TestBatteryHTTPUseHTTPStatus(t *testing.T) {
 		{"GET /Bench/Nope HTTP/1.1\r\nHost: x\r\n\r\n", 404, `"无法找到名为[Bench/Nope]的服务！"`},
 		{"GET /User/Login HTTP/1.1\r\nHost: x\r\n\r\n", 401, `"Unauthorized"`},
 		{"GET /Bench/Void HTTP/1.1\r\nHost: x\r\n\r\n", 200, ""},
+		{"GET /T/Code?code=503 HTTP/1.1\r\nHost: x\r\n\r\n", 503, `"coded"`},
+		// Codes no status line can carry (not three digits; or without a
+		// body, or a 3xx without Location): a 500 and the envelope.
+		{"GET /T/Code?code=1001 HTTP/1.1\r\nHost: x\r\n\r\n", 500, `{"action":"T/Code","code":1001,"data":"coded"}`},
+		{"GET /T/Code?code=7 HTTP/1.1\r\nHost: x\r\n\r\n", 500, `{"action":"T/Code","code":7,"data":"coded"}`},
+		{"GET /T/Code?code=304 HTTP/1.1\r\nHost: x\r\n\r\n", 500, `{"action":"T/Code","code":304,"data":"coded"}`},
+		{"GET /T/Code?code=204 HTTP/1.1\r\nHost: x\r\n\r\n", 500, `{"action":"T/Code","code":204,"data":"coded"}`},
+		{"GET /T/Code?code=100 HTTP/1.1\r\nHost: x\r\n\r\n", 500, `{"action":"T/Code","code":100,"data":"coded"}`},
 	}
 	for _, c := range cases {
 		resp, got := rc.httpDo(c.req)
@@ -323,7 +332,6 @@ func TestBatteryHTTPClient(t *testing.T) {
 
 // With UseHTTPStatus the client reads the status and the bare body.
 func TestBatteryHTTPClientUseHTTPStatus(t *testing.T) {
-
 	_, addr := httpServer(t, rpc.Config{UseHTTPStatus: true})
 	ctx := context.Background()
 	cl := dialClient(t, "http://"+addr, rpc.ClientConfig{})
@@ -339,5 +347,10 @@ func TestBatteryHTTPClientUseHTTPStatus(t *testing.T) {
 	}
 	if _, err := rpc.Call[string](ctx, cl, "Bench/Nope", nil); apiCode(err) != 404 {
 		t.Errorf("Bench/Nope: %v, want 404", err)
+	}
+	for _, code := range []int{1001, 7, 304, 503} { // the first three in the envelope of a 500, 503 as the status
+		if _, err := rpc.Call[string](ctx, cl, "T/Code", map[string]int{"code": code}); !errors.As(err, &ae) || ae.Code != code || ae.Message != "coded" {
+			t.Errorf("T/Code %d: %v, want code %d, coded", code, err, code)
+		}
 	}
 }
