@@ -23,7 +23,9 @@ func httpServer(t *testing.T, cfg rpc.Config) (*rpc.Server, string) {
 		must(t, rpc.Handle(srv, "Auth/Who", func(ctx context.Context, _ struct{}) (string, error) { return rpc.SessionFrom(ctx).Token(), nil }))
 		must(t, rpc.Handle(srv, "User/Login", func(context.Context, struct{}) (string, error) { return "", rpc.NewError(401, "Unauthorized") }))
 		must(t, rpc.Handle(srv, "T/Bool", func(context.Context, struct{}) (bool, error) { return true, nil }))
-		must(t, rpc.Handle(srv, "T/Code", func(_ context.Context, a struct{ Code int }) (string, error) { return "", rpc.NewError(a.Code, "coded") }))
+		must(t, rpc.Handle(srv, "T/Code", func(_ context.Context, a struct{ Code int }) (string, error) {
+			return "", rpc.NewError(a.Code, "coded")
+		}))
 		must(t, rpc.Handle(srv, "T/Obj", func(context.Context, struct{}) (map[string]int, error) { return map[string]int{"x": 1}, nil }))
 	})
 }
