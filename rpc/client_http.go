@@ -51,23 +51,25 @@ func (c *Client) invokeHTTP(ctx context.Context, action string, args, result any
 		}
 	}
 	caller := ctx
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
-		defer cancel()
-	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout) // the earlier of the two deadlines, as over SRMP
+	defer cancel()
 	return c.eachServer(func(k int) (bool, error) {
 		if iv != nil {
 			iv.peer, iv.sent = c.addrs[k], len(body)
 		}
 		resp, sent, err := c.post(ctx, k, action, body, trace)
-		switch {
-		case err == nil:
+		if err == nil {
 			var raw *[]byte
 			if iv != nil {
 				raw = &iv.result
 			}
-			return true, decodeHTTP(resp, action, result, c.cfg.Framer.MaxFrame, raw)
+			err = decodeHTTP(resp, action, result, c.cfg.Framer.MaxFrame, raw)
+			if err == nil || ctx.Err() == nil {
+				return true, err
+			}
+			// The body stopped coming before a deadline: the time's error below.
+		}
+		switch {
 		case caller.Err() != nil:
 			return true, localError(action, caller.Err())
 		case ctx.Err() != nil: // the client's Timeout

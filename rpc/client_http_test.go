@@ -81,3 +81,43 @@ func TestHTTPCallEndsWithItsContextsError(t *testing.T) {
 		t.Errorf("an HTTP call past the client's Timeout: %v, want codec.ErrTimeout", err)
 	}
 }
+
+// The client's Timeout bounds an HTTP call whose context has a later
+// deadline, as it does over SRMP, and so does it a body that stops half
+// way: both fail with rpc.ErrTimeout and are not posted to another server,
+// where they would run again.
+func TestHTTPClientTimeoutUnderALaterDeadline(t *testing.T) {
+	release := make(chan struct{})
+	var ran atomic.Int32
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ran.Add(1)
+		if r.URL.Path == "/Half/Body" {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", "100")
+			io.WriteString(w, `{"action":"Half/Body",`)
+			w.(http.Flusher).Flush()
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	s1, s2 := httptest.NewServer(slow), httptest.NewServer(slow)
+	defer s1.Close()
+	defer s2.Close()
+	defer close(release)
+	cl, err := rpc.Dial(context.Background(), s1.URL+","+s2.URL, rpc.ClientConfig{Timeout: 100 * time.Millisecond})
+	must(t, err)
+	defer cl.Close()
+	for _, action := range []string{"Slow/Op", "Half/Body"} {
+		ran.Store(0)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		start := time.Now()
+		err := cl.Invoke(ctx, action, nil, nil)
+		cancel()
+		if !errors.Is(err, rpc.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) || ran.Load() != 1 || time.Since(start) > 5*time.Second {
+			t.Errorf("%s under a 10 s deadline, Timeout 100 ms: %v after %v, ran %d times; want ErrTimeout (and DeadlineExceeded) at the Timeout, once",
+				action, err, time.Since(start), ran.Load())
+		}
+	}
+}

@@ -111,7 +111,7 @@ func clientTLS(base *tls.Config, u *url.URL) *tls.Config {
 // server's certificate is checked against its RootCAs; its Certificates
 // are the client's for mutual TLS).
 func webClient(cfg ClientConfig) (c *http.Client, own bool) {
-	c = &http.Client{Timeout: cfg.Timeout}
+	c = &http.Client{} // no Timeout of its own: each call's context has the client's (invokeHTTP)
 	if cfg.Transport.TLS == nil {
 		return c, false
 	}
