@@ -226,3 +226,23 @@ func TestAccessLogOffAllocates0(t *testing.T) {
 		t.Errorf("Process with AccessLog off: %v allocations per call, %v with a pass-through interceptor", off, base)
 	}
 }
+
+// A call that ends past the deadline its caller sent is logged with the
+// timeout it got (over SRMP no reply, over HTTP a 504), not as served: its
+// handler returned nil too late.
+func TestAccessLogCallPastItsDeadline(t *testing.T) {
+	rec, log := logtest.New(slog.LevelInfo)
+	srv, err := rpc.NewServer(rpc.Config{Interceptors: []rpc.Interceptor{rpc.AccessLog(log, slog.LevelInfo)}})
+	must(t, err)
+	defer srv.Close()
+	must(t, rpc.Handle(srv, "Slow/Wait", func(ctx context.Context, _ struct{}) (int, error) {
+		<-ctx.Done()
+		return 1, nil
+	}))
+	if _, _, ok := srv.Process(context.Background(), rawBody("Slow/Wait", `{"Timeout-Ms":20}`), nil); ok {
+		t.Fatal("a call past its deadline was answered")
+	}
+	if r := one(t, rec, msgServed, "Slow/Wait"); r.Attrs[logattr.Code].Int64() != rpc.CodeTimeout || !r.Has(logattr.Err) {
+		t.Errorf("line %+v, want code %d and an err", r, rpc.CodeTimeout)
+	}
+}
