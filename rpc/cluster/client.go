@@ -303,7 +303,7 @@ func (c *Client) pick(info *rpc.PickInfo) (string, *endpoint, error) {
 	for i := range tries {
 		addr, err := c.b.Pick(*cur)
 		if err != nil {
-			return "", nil, errNoEndpoints
+			return "", nil, c.noEndpoint()
 		}
 		e := (*c.eps.Load())[addr]
 		if e != nil && e.shielded() && i < tries-1 && (cur != &avoid || !avoid.Excludes(addr)) {
@@ -319,7 +319,16 @@ func (c *Client) pick(info *rpc.PickInfo) (string, *endpoint, error) {
 		}
 		c.b.Done(addr, rpc.PickResult{Canceled: true})
 	}
-	return "", nil, errNoEndpoints
+	return "", nil, c.noEndpoint()
+}
+
+// noEndpoint is a pick's error when it found no endpoint: the set is
+// empty, or Close emptied it under a call that had begun.
+func (c *Client) noEndpoint() error {
+	if c.closed.Load() {
+		return rpc.ErrClosed
+	}
+	return errNoEndpoints
 }
 
 // avoidAddr makes p avoid addr too: as its Exclude when that is free

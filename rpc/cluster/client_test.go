@@ -432,6 +432,37 @@ func TestCloseDrains(t *testing.T) {
 	}
 }
 
+// A call that races Close either runs or fails with rpc.ErrClosed: not
+// with ErrNoEndpoints, as if the set had emptied.
+func TestCallRacingCloseIsClosed(t *testing.T) {
+	leakcheck.Check(t)
+	s := startServer(t, "A", nil)
+	for range 20 {
+		c := dial(t, rpc.StaticResolver{{Addr: s.addr}}, roundRobin(t), cluster.Config{})
+		errs := make(chan error, 4*100)
+		var wg sync.WaitGroup
+		var made atomic.Int32
+		for range 4 {
+			wg.Go(func() {
+				for range 100 {
+					_, err := cluster.Call[string](context.Background(), c, "Test/Who", nil)
+					made.Add(1)
+					errs <- err
+				}
+			})
+		}
+		until(t, "calls under way", func() bool { return made.Load() >= 20 })
+		must(t, c.Close())
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil && !errors.Is(err, rpc.ErrClosed) {
+				t.Fatalf("a call racing Close: %v, want its answer or rpc.ErrClosed", err)
+			}
+		}
+	}
+}
+
 // The hot path adds at most 2 allocations to rpc.Client.Invoke's.
 func TestInvokeAllocs(t *testing.T) {
 	leakcheck.Check(t)
