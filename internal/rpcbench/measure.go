@@ -37,8 +37,9 @@ type Summary struct {
 	Max         float64 `json:"maxUs"`
 	ClientAlloc float64 `json:"clientBytesPerCall"`
 	ClientCPU   float64 `json:"clientCpuUsPerCall"`
-	ServerAlloc float64 `json:"serverBytesPerCall"` // -1: not measured
-	ServerCPU   float64 `json:"serverCpuUsPerCall"` // -1: not measured
+	InProcess   bool    `json:"inProcess,omitempty"` // the server ran in this process: ClientAlloc and ClientCPU are the whole process's, the server's share included
+	ServerAlloc float64 `json:"serverBytesPerCall"`  // -1: not measured
+	ServerCPU   float64 `json:"serverCpuUsPerCall"`  // -1: not measured
 }
 
 // Target is what a load run calls: one Caller per calling goroutine, how
@@ -61,7 +62,7 @@ type Window struct {
 // worker is one calling goroutine's own counters (no sharing while calls
 // run: the progress line reads done, which only its goroutine writes).
 type worker struct {
-	done  atomic.Int64
+	done  atomic.Int64 // calls answered, warm-up included (the progress line's)
 	errs  int64
 	first error
 	hist  *hdrhistogram.Histogram
@@ -130,6 +131,7 @@ func Measure(ctx context.Context, win Window, t *Target, s Summary, progress io.
 	s.Mean, s.P50, s.P99 = us(h.Mean()), us(float64(h.ValueAtQuantile(50))), us(float64(h.ValueAtQuantile(99)))
 	s.P95 = us(float64(h.ValueAtQuantile(95)))
 	s.P999, s.Max = us(float64(h.ValueAtQuantile(99.9))), us(float64(h.Max()))
+	s.InProcess = !win.Remote
 	if n := float64(s.Calls); n > 0 {
 		s.ClientAlloc = float64(int64(float64(s1.alloc-s0.alloc)/n*10)) / 10
 		s.ClientCPU = float64(int64((s1.cpu-s0.cpu)/n*1e7)) / 10
@@ -159,6 +161,9 @@ func (w *worker) run(ctx context.Context, call Caller, from, until time.Time) {
 			return
 		}
 		err := call(ctx)
+		if err == nil {
+			w.done.Add(1) // the progress line's count, warm-up included
+		}
 		if t0.Before(from) {
 			continue
 		}
@@ -173,12 +178,11 @@ func (w *worker) run(ctx context.Context, call Caller, from, until time.Time) {
 			continue
 		}
 		w.hist.RecordValue(int64(time.Since(t0)))
-		w.done.Add(1)
 	}
 }
 
-// showProgress prints a line a second to w (the calls of the last second)
-// and returns a function that stops it.
+// showProgress prints a line a second to w (the calls answered in the
+// last second, in the warm-up too) and returns a function that stops it.
 func showProgress(w io.Writer, label string, workers []*worker, start time.Time, warm, window time.Duration) func() {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -222,7 +226,11 @@ func WriteSummary(out io.Writer, tool string, s Summary, human bool) {
 			fmt.Fprintf(out, "interrupted : after %.2f s of the window; the figures are of that time\n", s.Elapsed)
 		}
 		fmt.Fprintf(out, "latency µs  : mean=%.1f  P50=%.1f  P99=%.1f  P99.9=%.1f  max=%.1f\n", s.Mean, s.P50, s.P99, s.P999, s.Max)
-		fmt.Fprintf(out, "client      : %.1f B/call allocated, %.2f µs CPU/call\n", s.ClientAlloc, s.ClientCPU)
+		if s.InProcess {
+			fmt.Fprintf(out, "process     : %.1f B/call allocated, %.2f µs CPU/call (client and server: one process)\n", s.ClientAlloc, s.ClientCPU)
+		} else {
+			fmt.Fprintf(out, "client      : %.1f B/call allocated, %.2f µs CPU/call\n", s.ClientAlloc, s.ClientCPU)
+		}
 		if s.ServerCPU >= 0 {
 			fmt.Fprintf(out, "server      : %.1f B/call allocated, %.2f µs CPU/call\n", s.ServerAlloc, s.ServerCPU)
 		}

@@ -39,7 +39,8 @@ type Summary struct {
 	SentBytes     uint64  `json:"sentBytes"`
 	AllocPerMsg   float64 `json:"allocPerMsg"`
 	GC            uint32  `json:"gc"`
-	CPUPerMsg     float64 `json:"cpuPerMsg"` // client CPU µs per message
+	CPUPerMsg     float64 `json:"cpuPerMsg"`           // client CPU µs per message
+	InProcess     bool    `json:"inProcess,omitempty"` // the server ran in this process: AllocPerMsg, GC and CPUPerMsg are the whole process's, the server's share included
 	LatencyCount  int64   `json:"latencyCount,omitempty"`
 	P50           float64 `json:"p50,omitempty"`
 	P95           float64 `json:"p95,omitempty"`
@@ -271,7 +272,7 @@ func (r *run) sendLoop(ctx context.Context, c *connRun) {
 	for ctx.Err() == nil {
 		if err := c.send(r.ring.take(&pos, 1)); err != nil {
 			if ctx.Err() != nil {
-				err = fmt.Errorf("blocked past the window's end, cut after %v: %w", sendGrace, err)
+				err = fmt.Errorf("blocked past the window's end, cut after %v (the server stopped reading: one that echoes, started without --oneway, waits for this client to read): %w", sendGrace, err)
 			}
 			r.fail(c, "send", err)
 			return
@@ -609,7 +610,11 @@ func WriteSummary(out io.Writer, s Summary, human bool) {
 		if s.Warning != "" {
 			fmt.Fprintf(out, "WARNING     : %s\n", s.Warning)
 		}
-		fmt.Fprintf(out, "client      : %.1f B/msg allocated, %d GC, %.3f µs CPU/msg\n", s.AllocPerMsg, s.GC, s.CPUPerMsg)
+		if s.InProcess {
+			fmt.Fprintf(out, "process     : %.1f B/msg allocated, %d GC, %.3f µs CPU/msg (client and server: one process)\n", s.AllocPerMsg, s.GC, s.CPUPerMsg)
+		} else {
+			fmt.Fprintf(out, "client      : %.1f B/msg allocated, %d GC, %.3f µs CPU/msg\n", s.AllocPerMsg, s.GC, s.CPUPerMsg)
+		}
 		fmt.Fprintf(out, "rates       : %s\n", rateNote(s))
 	}
 	js, _ := json.Marshal(s)

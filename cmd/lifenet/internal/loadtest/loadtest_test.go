@@ -121,6 +121,9 @@ func TestInProcessRuns(t *testing.T) {
 			if s.SentBytes == 0 {
 				t.Errorf("%v: sentBytes 0", args)
 			}
+			if !s.InProcess || !strings.Contains(out.String(), "process     : ") || strings.Contains(out.String(), "client      : ") {
+				t.Errorf("%v: the CPU line of a run with its server in process is not named the process's:\n%s", args, out.String())
+			}
 			if s.Mode == "roundtrip" && !(s.LatencyCount > 0 && s.P50 <= s.P95 && s.P95 <= s.P99 && s.P99 <= s.P999 && s.P999 <= s.Max) {
 				t.Errorf("%v: latency %+v", args, s)
 			}
@@ -135,7 +138,7 @@ func TestInProcessRuns(t *testing.T) {
 // client is done, then the server exits by itself.
 func TestServerModeSteady(t *testing.T) {
 	leakcheck.Check(t)
-	cfg, err := Parse([]string{"--server", "--port", "0", "--size", "256"})
+	cfg, err := Parse([]string{"--server", "--port", "0", "--size", "256", "--oneway"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,6 +162,9 @@ func TestServerModeSteady(t *testing.T) {
 	var out bytes.Buffer
 	if code := Main(context.Background(), []string{"--remote", addr, "--oneway", "--size", "256", "--seconds", "1.5", "--warmup", "0", "--clients", "2"}, &out, io.Discard); code != 0 {
 		t.Fatalf("client exit %d", code)
+	}
+	if s := summaryOf(t, out.String()); s.InProcess || !strings.Contains(out.String(), "client      : ") {
+		t.Errorf("a client of a server elsewhere: inProcess %v, output:\n%s", s.InProcess, out.String())
 	}
 	var steady, js string
 	for l := range lines {

@@ -88,6 +88,7 @@ func run1(ctx context.Context, cfg Config, out io.Writer) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.InProcess = cfg.Remote == ""
 	WriteSummary(out, s, !cfg.JSON)
 	return &s, nil
 }

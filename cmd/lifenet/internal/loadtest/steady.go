@@ -43,14 +43,16 @@ func (b *byteTrace) add(at time.Duration, bytes uint64) {
 
 // rate is the bytes per second of the span with traffic, its partial end
 // ticks left out (and, for a long span, its first warmUpTrim); 0 without
-// traffic. A span of one or two ticks, with no whole tick inside, is
-// taken whole.
+// traffic. A span with no whole tick of traffic inside (one or two ticks,
+// or a burst at each end) is taken whole.
 func (b *byteTrace) rate() float64 {
 	if b.first < 0 {
 		return 0
 	}
-	from, to := b.first, b.last-1 // the reads that close the first whole tick, and the last whole one
-	if to <= from {
+	// The reads that close the first whole tick, and the last whole one;
+	// with no whole tick inside, or none with traffic, the span whole.
+	from, to := b.first, b.last-1
+	if to <= from || b.bytes[to] == b.bytes[from] {
 		from, to = b.first-1, b.last
 	}
 	if b.at[to]-b.at[from] >= longSpan {

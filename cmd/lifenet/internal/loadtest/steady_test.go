@@ -62,4 +62,14 @@ func TestByteTraceRate(t *testing.T) {
 	if got := newByteTrace(0, 0).rate(); got != 0 {
 		t.Errorf("no traffic: %v", got)
 	}
+	// Traffic in the first and last ticks only, none in the one between
+	// (a burst, then a stall): the whole ticks inside carry nothing, so
+	// the whole span is taken, not a rate of 0.
+	gap := newByteTrace(0, 0)
+	for i, b := range []uint64{100, 100, 700, 700} {
+		gap.add(time.Duration(i+1)*traceTick, b)
+	}
+	if got := gap.rate(); math.Abs(got-700.0/0.3) > 1 {
+		t.Errorf("a burst with a quiet tick inside: %.1f B/s, want %.1f (700 B over its 3 ticks)", got, 700.0/0.3)
+	}
 }

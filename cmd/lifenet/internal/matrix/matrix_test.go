@@ -181,6 +181,17 @@ func TestPairsTakeMedians(t *testing.T) {
 	if got := p.ratioText(); got != "1.00× (0.90–1.20, 3)" {
 		t.Fatalf("ratio cell %q", got)
 	}
+	// The rates shown are the median pair's, not each side's median run:
+	// here lifenet's median run is round 2's (100) and raw's round 1's
+	// (100), a quotient of 1.0 no pair had; the median pair is round 3.
+	p = pairs([]Result{
+		run("lifenet", 1, 90), run("raw", 1, 100), // 0.90
+		run("lifenet", 2, 100), run("raw", 2, 80), // 1.25
+		run("lifenet", 3, 110), run("raw", 3, 105), // 1.05
+	})[0]
+	if p.ratio != 110.0/105 || p.lifenet.Round != 3 || p.raw.Round != 3 {
+		t.Fatalf("ratio %v from lifenet round %d and raw round %d, want %v from round 3 for both", p.ratio, p.lifenet.Round, p.raw.Round, 110.0/105)
+	}
 }
 
 func TestMainRejectsBadFlags(t *testing.T) {
@@ -278,11 +289,22 @@ func TestFaultyRunsListed(t *testing.T) {
 		{Scenario: Scenario{Name: "udp-heavy", Proto: "udp"}, Impl: "raw", Round: 1, Client: &loadtest.Summary{LossPct: 40, Warning: "40 % lost"}},
 		{Scenario: Scenario{Name: "tcp-stall", Proto: "tcp"}, Impl: "lifenet", Round: 1, Client: &loadtest.Summary{
 			IntegrityDiff: &short, DrainSeconds: 15.2, ConnErrors: 1, FirstError: "drain: 3 bytes missing\nclient a\nserver b"}},
+		// One-way: the client cannot see loss; the server's count shows it.
+		{Scenario: Scenario{Name: "udp-1w-lossy", Proto: "udp", Mode: "oneway"}, Impl: "raw", Round: 1,
+			Client: &loadtest.Summary{SentBytes: 1000}, Server: &loadtest.Steady{Received: 800}},
+		{Scenario: Scenario{Name: "udp-1w-ok", Proto: "udp", Mode: "oneway"}, Impl: "raw", Round: 1,
+			Client: &loadtest.Summary{SentBytes: 1000}, Server: &loadtest.Steady{Received: 970}},
+		{Scenario: Scenario{Name: "tcp-1w-short", Proto: "tcp", Mode: "oneway"}, Impl: "lifenet", Round: 1,
+			Client: &loadtest.Summary{SentBytes: 1000}, Server: &loadtest.Steady{Received: 999}},
+		{Scenario: Scenario{Name: "tcp-1w-ok", Proto: "tcp", Mode: "oneway"}, Impl: "lifenet", Round: 1, // the priming counted too
+			Client: &loadtest.Summary{SentBytes: 1000}, Server: &loadtest.Steady{Received: 1500}},
 	}
 	got := strings.Join(faultyRuns(rs), "\n")
 	want := "- tcp-short (lifenet, round 2): 3 messages short\n- tcp-err (raw, round 3): 1 connections failed (first: receive: EOF)\n" +
 		"- udp-heavy (raw, round 1): 40 % lost\n" +
-		"- tcp-stall (lifenet, round 1): 3 messages short; 1 connections failed (first: drain: 3 bytes missing …); the last echoes took 15.2 s"
+		"- tcp-stall (lifenet, round 1): 3 messages short; 1 connections failed (first: drain: 3 bytes missing …); the last echoes took 15.2 s\n" +
+		"- udp-1w-lossy (raw, round 1): the server received 200 bytes fewer than the client sent (20 %)\n" +
+		"- tcp-1w-short (lifenet, round 1): the server received 1 bytes fewer than the client sent (0.1 %)"
 	if got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
@@ -366,5 +388,23 @@ func TestOneWayRateIsTheServers(t *testing.T) {
 	})
 	if len(ps) != 1 || ps[0].rounds != 1 || ps[0].ratio != 0.9 {
 		t.Fatalf("pairs %+v: want one round at 0.9 (server pkt/s 90 / 100)", ps)
+	}
+}
+
+// Client processes' summaries merge with every process's faults kept:
+// a later process's errors, messages short and loss count too.
+func TestMergeSummaryKeepsEveryProcesssFaults(t *testing.T) {
+	short := int64(3)
+	m := &loadtest.Summary{MsgsPerSec: 100, SentBytes: 1000, LossPct: 0, P99: 7}
+	mergeSummary(m, &loadtest.Summary{MsgsPerSec: 50, SentBytes: 3000, LossPct: 20, ConnErrors: 2,
+		FirstError: "send: reset", IntegrityDiff: &short, Warning: "loss", Interrupted: true, P99: 9})
+	want := loadtest.Summary{MsgsPerSec: 150, SentBytes: 4000, LossPct: 15, ConnErrors: 2, FirstError: "send: reset",
+		Warning: "loss", Interrupted: true, P99: 7}
+	if m.IntegrityDiff == nil || *m.IntegrityDiff != 3 {
+		t.Fatalf("integrityDiff %v, want 3", m.IntegrityDiff)
+	}
+	m.IntegrityDiff = nil
+	if *m != want {
+		t.Fatalf("merged %+v\nwant   %+v", *m, want)
 	}
 }

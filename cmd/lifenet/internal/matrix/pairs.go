@@ -8,12 +8,13 @@ import (
 )
 
 // pair is one scenario's lifenet and baseline results over all rounds:
-// the median round of each implementation, and the per-round ratios. The
+// the median pair (the round whose ratio is the median one, the lower
+// middle for an even count), and the per-round ratios. The
 // baseline (raw) is raw std net, or net/rpc for the RPC rows; the direct
 // RPC path has none.
 type pair struct {
 	sc           Scenario
-	lifenet, raw *Result   // the median round (by rate) of each, nil if none succeeded
+	lifenet, raw *Result   // the median pair's runs; without a pair, each side's median run (nil if none succeeded)
 	rounds       int       // rounds where both sides produced a rate
 	ratio        float64   // median of the per-round lifenet/raw rate ratios
 	lo, hi       float64   // their range: the spread across pairs
@@ -70,15 +71,26 @@ func pairs(rs []Result) []pair {
 	out := make([]pair, 0, len(order))
 	for _, g := range order {
 		p := pair{sc: g.sc, lifenet: medianRun(g.lifenet), raw: medianRun(g.raw)}
-		rounds := slices.Sorted(maps.Keys(g.lifenet))
-		for _, round := range rounds {
+		type paired struct {
+			round int
+			ratio float64
+		}
+		var both []paired
+		for _, round := range slices.Sorted(maps.Keys(g.lifenet)) {
 			if l, r := g.lifenet[round], g.raw[round]; l.rate() > 0 && r.rate() > 0 {
 				p.byRound = append(p.byRound, l.rate()/r.rate())
+				both = append(both, paired{round, l.rate() / r.rate()})
 			}
 		}
-		if len(p.byRound) > 0 {
+		if len(both) > 0 {
 			ratios := slices.Sorted(slices.Values(p.byRound))
 			p.rounds, p.ratio, p.lo, p.hi = len(ratios), median(ratios), ratios[0], ratios[len(ratios)-1]
+			// The rates shown are one pair's, so that they agree with the
+			// ratio beside them: each side's own median run may come from
+			// different rounds, whose quotient is no pair's.
+			slices.SortStableFunc(both, func(a, b paired) int { return cmp.Compare(a.ratio, b.ratio) })
+			mid := both[(len(both)-1)/2].round
+			p.lifenet, p.raw = g.lifenet[mid], g.raw[mid]
 		}
 		out = append(out, p)
 	}

@@ -392,8 +392,9 @@ const slowDrain = 1.0
 
 // faultyRuns lists runs that completed but lost TCP echoes (TCP delivers
 // everything or fails, so any shortfall is a fault), lost connections,
-// took long to drain, or lost more than 5 % of their UDP datagrams, and
-// RPC runs with failed calls.
+// took long to drain, or lost more than 5 % of their UDP datagrams (in a
+// one-way run: the bytes the server never received, onewayLost), and RPC
+// runs with failed calls.
 func faultyRuns(rs []Result) []string {
 	var out []string
 	for _, r := range rs {
@@ -417,12 +418,38 @@ func faultyRuns(rs []Result) []string {
 		if c.Warning != "" {
 			why = append(why, c.Warning)
 		}
+		if lost, ok := onewayLost(r); ok {
+			why = append(why, lost)
+		}
 		if len(why) > 0 {
 			out = append(out, fmt.Sprintf("- %s (%s, round %d): %s", r.Name, r.Impl, r.Round, strings.Join(why, "; ")))
 		}
 	}
 	return out
 }
+
+// onewayLost says what a one-way run's server never received of what its
+// client sent, when that is a fault: any byte over TCP, more than
+// lossWarnPct of the bytes over UDP. The server counts the client's
+// priming too, which its SentBytes leaves out, so a shortfall is a loss
+// at least that large.
+func onewayLost(r Result) (string, bool) {
+	c, st := r.Client, r.Server
+	if r.Mode != "oneway" || c == nil || st == nil || c.SentBytes == 0 || st.Received >= c.SentBytes {
+		return "", false
+	}
+	short := c.SentBytes - st.Received
+	pct := 100 * float64(short) / float64(c.SentBytes)
+	if r.Proto == "udp" && pct <= lossWarnPct {
+		return "", false
+	}
+	return fmt.Sprintf("the server received %d bytes fewer than the client sent (%.3g %%)", short, pct), true
+}
+
+// lossWarnPct is the share of a UDP one-way run's bytes that may be lost
+// before the run is listed as faulty (the client's own limit for the UDP
+// datagrams it counts).
+const lossWarnPct = 5.0
 
 // firstLine keeps a multi-line error (a stalled drain's socket list) on
 // one report line; the client log has the rest.
@@ -647,7 +674,7 @@ func shellQuote(s string) string {
 func (rep Report) method() string {
 	how := "every scenario runs once with lifenet (server and client) and once with `raw` (the plain std-net loop): one pair, no spread; separate server and client processes. Ratio = lifenet / raw."
 	if rep.Rounds > 1 {
-		how = fmt.Sprintf("every scenario runs %d pairs of lifenet (server and client) beside `raw` (the plain std-net loop), the two back to back, taking turns going first; separate server and client processes. Rates and latencies are the median pair's; ratio = median of the pair ratios, spread = their range.", rep.Rounds)
+		how = fmt.Sprintf("every scenario runs %d pairs of lifenet (server and client) beside `raw` (the plain std-net loop), the two back to back, taking turns going first; separate server and client processes. Rates and latencies are the median pair's (the pair whose ratio is the median one; for an even count the lower middle); ratio = median of the pair ratios, spread = their range.", rep.Rounds)
 	}
 	for _, r := range rep.Results {
 		if r.isRPC() {

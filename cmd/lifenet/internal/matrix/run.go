@@ -274,14 +274,43 @@ func runClients(ctx context.Context, opts Options, sc Scenario, impl string, por
 			merged = r.s
 			continue
 		}
-		merged.MsgsPerSec += r.s.MsgsPerSec
-		merged.MBps += r.s.MBps
-		merged.FramesPerSec += r.s.FramesPerSec
-		merged.SentBytes += r.s.SentBytes
-		merged.RecvBytes += r.s.RecvBytes
-		merged.LatencyCount += r.s.LatencyCount
+		mergeSummary(merged, r.s)
 	}
 	return merged, errors.Join(errs...)
+}
+
+// mergeSummary adds s, another client process's summary of the same run,
+// to m: rates and counts add up, the faults of every process are kept (the
+// first error, every connection error, messages short, the loss over all
+// the datagrams sent), and m's latencies stay the first process's.
+func mergeSummary(m, s *loadtest.Summary) {
+	if m.SentBytes+s.SentBytes > 0 {
+		m.LossPct = (m.LossPct*float64(m.SentBytes) + s.LossPct*float64(s.SentBytes)) / float64(m.SentBytes+s.SentBytes)
+	}
+	m.MsgsPerSec += s.MsgsPerSec
+	m.MBps += s.MBps
+	m.FramesPerSec += s.FramesPerSec
+	m.SentBytes += s.SentBytes
+	m.RecvBytes += s.RecvBytes
+	m.LatencyCount += s.LatencyCount
+	m.ConnErrors += s.ConnErrors
+	m.Unanswered += s.Unanswered
+	m.Interrupted = m.Interrupted || s.Interrupted
+	m.Elapsed = max(m.Elapsed, s.Elapsed)
+	m.DrainSeconds = max(m.DrainSeconds, s.DrainSeconds)
+	if m.FirstError == "" {
+		m.FirstError = s.FirstError
+	}
+	if m.Warning == "" {
+		m.Warning = s.Warning
+	}
+	if s.IntegrityDiff != nil {
+		d := *s.IntegrityDiff
+		if m.IntegrityDiff != nil {
+			d += *m.IntegrityDiff
+		}
+		m.IntegrityDiff = &d
+	}
 }
 
 func parseSummary(out []byte) (*loadtest.Summary, error) {

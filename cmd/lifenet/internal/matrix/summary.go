@@ -281,13 +281,17 @@ func (rep Report) hasRPC() bool {
 }
 
 // troubled names the scenarios with a failed run or with errors in one
-// (failed calls or connections, lost TCP echoes).
+// (failed calls or connections, lost TCP echoes, one-way bytes that never
+// reached the server).
 func troubled(rs []Result) map[string]bool {
 	out := map[string]bool{}
 	for _, r := range rs {
 		bad := r.Error != "" || r.RPC != nil && r.RPC.Errors > 0
 		if c := r.Client; c != nil {
 			bad = bad || c.ConnErrors > 0 || r.Proto == "tcp" && c.IntegrityDiff != nil && *c.IntegrityDiff != 0 || c.Warning != ""
+		}
+		if _, lost := onewayLost(r); lost {
+			bad = true
 		}
 		if bad {
 			out[r.Name] = true

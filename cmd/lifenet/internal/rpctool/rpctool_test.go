@@ -143,14 +143,17 @@ func TestRPCLoadShapes(t *testing.T) {
 	for _, shape := range rpcbench.Shapes {
 		for impl, addr := range map[string]string{"lifenet": lifenet, "netrpc": netrpc} {
 			s := runLoadForTest(t, "--impl", impl, "--remote", addr, "--call", shape, "--conns", "2", "--inflight", "2")
-			if s.Calls == 0 || s.Errors != 0 || s.ServerCPU < 0 || s.P50 <= 0 {
+			if s.Calls == 0 || s.Errors != 0 || s.ServerCPU < 0 || s.P50 <= 0 || s.InProcess {
 				t.Errorf("%s %s: %+v", impl, shape, s)
 			}
 		}
 	}
 	s := runLoadForTest(t, "--direct", "--goroutines", "2")
-	if s.Calls == 0 || s.Errors != 0 {
+	if s.Calls == 0 || s.Errors != 0 || !s.InProcess {
 		t.Errorf("direct: %+v", s)
+	}
+	if s := runLoadForTest(t, "--conns", "2"); s.Calls == 0 || !s.InProcess || s.ServerCPU >= 0 {
+		t.Errorf("a server in this process: %+v, want inProcess and no server figures", s)
 	}
 	_ = time.Second
 }
@@ -168,5 +171,24 @@ func TestRecvModesNameTheClientModes(t *testing.T) {
 		if got, ok := recvModes[name]; !ok || got != mode {
 			t.Errorf("--recvmode %s: mode %v (known %v), want %v", name, got, ok, mode)
 		}
+	}
+}
+
+// The progress line counts the warm-up's calls too: a warm-up second
+// showed 0 calls/s, which reads as a server that does not answer.
+func TestRPCLoadProgressCountsTheWarmUp(t *testing.T) {
+	var out, errOut bytes.Buffer
+	args := []string{"--conns", "1", "--warmup", "1.3", "--seconds", "0.2"}
+	if code := Load(context.Background(), args, &out, &errOut); code != 0 {
+		t.Fatalf("rpcload %q: exit %d, %s", args, code, errOut.String())
+	}
+	var line string
+	for l := range strings.Lines(errOut.String()) {
+		if strings.Contains(l, "warm-up") {
+			line = l
+		}
+	}
+	if line == "" || strings.Contains(line, " 0 calls/s") {
+		t.Fatalf("the warm-up's progress line %q, want its calls counted; stderr:\n%s", line, errOut.String())
 	}
 }

@@ -122,6 +122,11 @@ func WriteSummary(w io.Writer, r *Report) {
 	switch {
 	case r.Interrupted:
 		fmt.Fprintln(w, "verdict: INTERRUPTED")
+	case r.Passed() && len(r.Samples) < MinTrendSamples:
+		// Too short to say whether anything grows: what passed is the
+		// drain back to baseline and the errors, not the trends.
+		fmt.Fprintf(w, "verdict: PASS, trends not judged (%d samples, need %d: run longer); drained in %.1fs\n",
+			len(r.Samples), MinTrendSamples, r.Drain.Seconds())
 	case r.Passed():
 		fmt.Fprintf(w, "verdict: PASS (drained in %.1fs)\n", r.Drain.Seconds())
 	default:
