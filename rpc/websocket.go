@@ -4,15 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/lifenet/lifenet/codec"
 	"github.com/lifenet/lifenet/rpc/internal/ws"
 )
 
-// upgrade answers a WebSocket upgrade (101, subprotocol SRMP) and serves
-// the bytes after the request as WebSocket frames.
+// upgrade answers a WebSocket upgrade (101, subprotocol SRMP as
+// wsSubprotocol says) and serves the bytes after the request as WebSocket
+// frames.
 func (g *gateway) upgrade(c *codec.HandlerContext, req *http.Request, end int) error {
-	if err := c.WriteBytes(ws.AppendAccept(nil, req, "SRMP")); err != nil {
+	if err := c.WriteBytes(ws.AppendAccept(nil, req, wsSubprotocol(req))); err != nil {
 		return err
 	}
 	g.setMode(modeWS)
@@ -54,4 +56,28 @@ func (g *gateway) serveWS(c *codec.HandlerContext) error {
 		return nil
 	}
 	return err
+}
+
+// wsSubprotocol is the subprotocol a 101 names: SRMP, in the client's
+// spelling, when the client offered it; SRMP when it offered none and is
+// no browser (no Origin: NewLife's servers name SRMP to every client, and
+// its clients offer none); none otherwise, since a browser fails a
+// handshake whose 101 names a subprotocol it did not offer (RFC 6455
+// §4.1).
+func wsSubprotocol(req *http.Request) string {
+	offers := req.Header.Values("Sec-WebSocket-Protocol")
+	if len(offers) == 0 {
+		if req.Header.Get("Origin") == "" {
+			return "SRMP"
+		}
+		return ""
+	}
+	for _, v := range offers {
+		for p := range strings.SplitSeq(v, ",") {
+			if p = strings.TrimSpace(p); strings.EqualFold(p, "SRMP") {
+				return p
+			}
+		}
+	}
+	return ""
 }

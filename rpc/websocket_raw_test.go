@@ -272,3 +272,35 @@ func readClientFrame(r *bufio.Reader) (ws.Frame, bool) {
 		}
 	}
 }
+
+// The 101 names SRMP only where the client can take it: when offered, or
+// when the client offered none and is no browser (NewLife's clients); a
+// browser offering none, or others, gets none, since it fails a handshake
+// naming a subprotocol it did not offer.
+func TestWebSocketSubprotocolAsOffered(t *testing.T) {
+	_, addr := startServer(t, rpc.Config{}, nil)
+	for _, c := range []struct {
+		name, headers, want string
+	}{
+		{"offered", "Sec-WebSocket-Protocol: SRMP\r\n", "SRMP"},
+		{"offered among others, in lower case", "Sec-WebSocket-Protocol: chat, srmp\r\n", "srmp"},
+		{"none offered, no browser", "", "SRMP"},
+		{"none offered by a browser", "Origin: http://example.com\r\n", ""},
+		{"others offered", "Origin: http://example.com\r\nSec-WebSocket-Protocol: chat\r\n", ""},
+	} {
+		rc := dialRaw(t, addr)
+		key, err := ws.NewKey(rand.Reader)
+		must(t, err)
+		rc.write([]byte("GET / HTTP/1.1\r\nHost: " + addr + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+			"Sec-WebSocket-Key: " + key + "\r\nSec-WebSocket-Version: 13\r\n" + c.headers + "\r\n"))
+		resp, err := http.ReadResponse(rc.r, nil)
+		must(t, err)
+		if err := ws.CheckResponse(resp, key); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got, ok := resp.Header["Sec-Websocket-Protocol"]; c.want == "" && ok || c.want != "" && (len(got) != 1 || got[0] != c.want) {
+			t.Errorf("%s: Sec-WebSocket-Protocol %q, want %q", c.name, got, c.want)
+		}
+		rc.c.Close()
+	}
+}
