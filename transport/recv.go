@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/lifenet/lifenet/internal/mono"
@@ -154,7 +153,7 @@ func (s *Session) readReason(err error, gotFirst bool) Reason {
 			return ReasonIdle
 		}
 		return ReasonFirstByte
-	case errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.ErrClosedPipe):
+	case errors.Is(err, io.EOF), peerReset(err), errors.Is(err, io.ErrClosedPipe):
 		return ReasonPeerClosed
 	case errors.Is(err, net.ErrClosed):
 		return ReasonLocal

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/lifenet/lifenet/internal/mono"
@@ -611,7 +610,7 @@ func writeReason(err error) Reason {
 		return ReasonWriteTimeout
 	case errors.Is(err, net.ErrClosed):
 		return ReasonLocal
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, io.ErrClosedPipe):
+	case peerReset(err), errors.Is(err, io.ErrClosedPipe):
 		return ReasonPeerClosed // the peer closed or reset the connection; the read side may not have seen it yet
 	}
 	return ReasonError
