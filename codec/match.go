@@ -353,17 +353,15 @@ func (m *matcher) unregister(key int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	w := &m.slots[key]
-	if w.state == slotDone && w.ch != nil {
-		// A reply on its number (a stray: the request never left), or the
-		// close, came before the send failed; no waiter will take it.
+	done := w.state == slotDone && w.ch != nil
+	switch {
+	case done:
+		// A reply on its number (a stray: the request never left), the
+		// sweeper's timeout or the close came before the send failed; no
+		// waiter will take it.
 		r := <-w.ch
 		release(r.reply)
-		m.chans = append(m.chans, w.ch)
-		w.ch = nil
-		m.freeSlot(key)
-		return
-	}
-	if w.state != slotPending {
+	case w.state != slotPending:
 		return
 	}
 	if w.ch != nil {
@@ -373,6 +371,10 @@ func (m *matcher) unregister(key int) {
 	if m.fifo && m.count > 0 && m.order[(m.head+m.count-1)%len(m.order)] == key {
 		m.count--
 		m.queued.Store(int32(m.count))
+		m.freeSlot(key)
+		return
+	}
+	if done { // out of the queue already (FIFO), or a number no late reply can come for: it never left
 		m.freeSlot(key)
 		return
 	}

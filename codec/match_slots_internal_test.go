@@ -55,3 +55,20 @@ func TestFIFOReplyAfterTheSweepersTimeoutFreesTheSlot(t *testing.T) {
 		t.Fatalf("a queued timed-out request: state %d, InFlight %d; want abandoned, 1", m.slots[key].state, m.stats().InFlight)
 	}
 }
+
+// FIFO: a request the sweeper timed out before its send failed leaves the
+// queue too, or the next reply would be taken for it and the connection
+// would answer every later request with the reply before its own.
+func TestFIFOUnregisterAfterTheSweepersTimeoutLeavesTheQueue(t *testing.T) {
+	m := newMatcher(true, time.Second)
+	m.sweeper = true
+	base := int64(1_000_000_000_000)
+	m.clock.Store(base)
+	t.Cleanup(m.close)
+	key, _ := registerTest(t, m, nil)
+	m.expire(base + int64(2*time.Second)) // ErrTimeout into its channel, still queued
+	m.unregister(key)                     // its send then failed
+	if got := m.stats().InFlight; got != 0 || m.queued.Load() != 0 {
+		t.Fatalf("InFlight %d, queued %d after the request failed to send; want 0, 0", got, m.queued.Load())
+	}
+}
