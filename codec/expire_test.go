@@ -12,7 +12,6 @@ import (
 
 	"github.com/lifenet/lifenet/codec"
 	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
-	"github.com/lifenet/lifenet/internal/testutil/memnet"
 	"github.com/lifenet/lifenet/transport"
 )
 
@@ -152,7 +151,7 @@ func TestServedFrameDoesNotExpire(t *testing.T) {
 func servedFrameDoesNotExpire(t *testing.T, tail []byte) {
 	const expire = 300 * time.Millisecond
 	ended := make(chan error, 1)
-	srv, err := codec.NewServer(transport.Config{}, codec.Options{
+	c := memPeer(t, transport.Config{}, codec.Options{
 		Pipeline: codec.NewPipeline(codec.SRMPFraming(codec.FramerConfig{Expire: expire})),
 		Handler: func(c *codec.Conn, msg any) {
 			time.Sleep(5 * expire) // an inline handler: the frame is served for five Expires
@@ -160,19 +159,6 @@ func servedFrameDoesNotExpire(t *testing.T, tail []byte) {
 		},
 		OnClose: func(_ *codec.Conn, err error) { ended <- err },
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	l := memnet.Listen("codec")
-	if err := srv.Serve(l); err != nil {
-		t.Fatal(err)
-	}
-	c, err := l.Dial(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	frame := append([]byte{0x01, 0x01, 0x10, 0x00}, bytes.Repeat([]byte{'x'}, 16)...)
 	c.Write(frame[:6]) // a partial frame: its clock starts
 	time.Sleep(expire / 2)

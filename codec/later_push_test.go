@@ -1,12 +1,10 @@
 package codec_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/lifenet/lifenet/codec"
-	"github.com/lifenet/lifenet/internal/testutil/memnet"
 	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )
@@ -18,24 +16,11 @@ import (
 func TestPushDoesNotWaitBehindAHandOverToAFullQueue(t *testing.T) {
 	cfg := transport.Config{SendQueueBytes: 64 << 10, SendStallTimeout: 3 * time.Second}
 	opened := make(chan *codec.Conn, 1)
-	srv, err := codec.NewServer(cfg, codec.Options{
+	peer := memPeer(t, cfg, codec.Options{ // the peer never reads
 		Pipeline: srmpPipeline(),
 		OnOpen:   func(c *codec.Conn) { opened <- c },
 		Handler:  echoSRMP, // c.Reply(m, m.Payload): a reply to the lent request, buffered for the read's hand-over
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	l := memnet.Listen("push")
-	if err := srv.Serve(l); err != nil {
-		t.Fatal(err)
-	}
-	peer, err := l.Dial(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close() // the peer never reads
 	c := <-opened
 	push := func(n int) time.Duration {
 		start := time.Now()

@@ -12,9 +12,14 @@ import (
 // newTestMatcher is an SRMP matcher whose clock stands at base and whose
 // sweeper never starts (it is marked as running): the test calls expire
 // itself, with its own times.
-func newTestMatcher(t *testing.T, base int64) *matcher {
+func newTestMatcher(t *testing.T, base int64) *matcher { return testMatcher(t, false, base) }
+
+// newTestFIFOMatcher is newTestMatcher's FIFO matcher.
+func newTestFIFOMatcher(t *testing.T, base int64) *matcher { return testMatcher(t, true, base) }
+
+func testMatcher(t *testing.T, fifo bool, base int64) *matcher {
 	t.Helper()
-	m := newMatcher(false, time.Second)
+	m := newMatcher(fifo, time.Second)
 	m.sweeper = true
 	m.clock.Store(base)
 	t.Cleanup(m.close)

@@ -30,11 +30,8 @@ func TestUnregisterAfterAReplyFreesTheSlot(t *testing.T) {
 // the waiter comes back: the slot must be freed, since no reply is left to
 // line up with it.
 func TestFIFOReplyAfterTheSweepersTimeoutFreesTheSlot(t *testing.T) {
-	m := newMatcher(true, time.Second)
-	m.sweeper = true
 	base := int64(1_000_000_000_000)
-	m.clock.Store(base)
-	t.Cleanup(m.close)
+	m := newTestFIFOMatcher(t, base)
 	key, ch := registerTest(t, m, nil)
 	m.expire(base + int64(2*time.Second)) // ErrTimeout into ch
 	p := packet.Get(1)
@@ -60,11 +57,8 @@ func TestFIFOReplyAfterTheSweepersTimeoutFreesTheSlot(t *testing.T) {
 // queue too, or the next reply would be taken for it and the connection
 // would answer every later request with the reply before its own.
 func TestFIFOUnregisterAfterTheSweepersTimeoutLeavesTheQueue(t *testing.T) {
-	m := newMatcher(true, time.Second)
-	m.sweeper = true
 	base := int64(1_000_000_000_000)
-	m.clock.Store(base)
-	t.Cleanup(m.close)
+	m := newTestFIFOMatcher(t, base)
 	key, _ := registerTest(t, m, nil)
 	m.expire(base + int64(2*time.Second)) // ErrTimeout into its channel, still queued
 	m.unregister(key)                     // its send then failed

@@ -28,11 +28,21 @@ func deafPeer(t *testing.T, cfg transport.Config) (*codec.Conn, chan error) {
 	t.Helper()
 	opened := make(chan *codec.Conn, 1)
 	ended := make(chan error, 1)
-	srv, err := codec.NewServer(cfg, codec.Options{
+	peer := memPeer(t, cfg, codec.Options{
 		Pipeline: srmpPipeline(),
 		OnOpen:   func(c *codec.Conn) { opened <- c },
 		OnClose:  func(_ *codec.Conn, err error) { ended <- err },
 	})
+	peer.Write([]byte{0x01, 0x01, 0x00, 0x00}) // an empty request: the connection is open and speaking
+	return <-opened, ended
+}
+
+// memPeer serves opts with cfg on an in-memory listener (inside the bubble
+// that calls it, if any) and returns a peer connected to it; the test's
+// cleanup closes both.
+func memPeer(t *testing.T, cfg transport.Config, opts codec.Options) net.Conn {
+	t.Helper()
+	srv, err := codec.NewServer(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,8 +56,7 @@ func deafPeer(t *testing.T, cfg transport.Config) (*codec.Conn, chan error) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { peer.Close() })
-	peer.Write([]byte{0x01, 0x01, 0x00, 0x00}) // an empty request: the connection is open and speaking
-	return <-opened, ended
+	return peer
 }
 
 // Enqueue hands a push to the session and returns, however little the
