@@ -713,7 +713,9 @@ func (c *Conn) start(ctx context.Context, want MatchMode, cb *callback, echo []b
 		return 0, nil, err
 	}
 	if err := c.sendCoalesced(key, cb == nil, send); err != nil {
-		c.m.unregister(key)
+		if !c.m.unregister(key, cb != nil) {
+			return key, ch, nil // its callback has had the outcome (a stray reply, a timeout, the close): reported once
+		}
 		return 0, nil, sendError(err)
 	}
 	return key, ch, nil

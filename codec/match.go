@@ -348,8 +348,11 @@ func (m *matcher) deadline() int64 {
 // unregister undoes register when the request could not be sent. A FIFO
 // request leaves the queue again (it is its tail: Conn.fifoMu keeps
 // registering and writing in one step), so the next reply goes to the
-// request it answers.
-func (m *matcher) unregister(key int) {
+// request it answers. It reports false when an asynchronous request's
+// callback has had its outcome already (a stray reply on its number,
+// the sweeper's timeout or the close came first): the send's failure must
+// not be reported to the caller too.
+func (m *matcher) unregister(key int, async bool) (undone bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	w := &m.slots[key]
@@ -362,23 +365,29 @@ func (m *matcher) unregister(key int) {
 		r := <-w.ch
 		release(r.reply)
 	case w.state != slotPending:
-		return
+		// An asynchronous request whose callback has had its outcome: its
+		// reply freed the slot, or the sweeper or the close failed it. A
+		// FIFO one the sweeper abandoned leaves the queue: no reply of its
+		// will come.
+		if w.state == slotAbandoned && m.popTail(key) {
+			m.freeSlot(key)
+		}
+		return !async
 	}
 	if w.ch != nil {
 		m.chans = append(m.chans, w.ch) // nothing was sent: the request never left
 		w.ch = nil
 	}
-	if m.fifo && m.count > 0 && m.order[(m.head+m.count-1)%len(m.order)] == key {
-		m.count--
-		m.queued.Store(int32(m.count))
+	if m.popTail(key) {
 		m.freeSlot(key)
-		return
+		return true
 	}
 	if done { // out of the queue already (FIFO), or a number no late reply can come for: it never left
 		m.freeSlot(key)
-		return
+		return true
 	}
 	m.giveUp(key)
+	return true
 }
 
 // giveUp ends a pending or done slot whose waiter will not get (or has
@@ -404,6 +413,18 @@ func (m *matcher) giveUp(key int) {
 		w.state = slotQuarantine
 		w.deadline = m.deadline()
 	}
+}
+
+// popTail takes FIFO slot key off the queue when it is the queue's tail
+// (the request registered last), and reports whether it did. Called with
+// m.mu held.
+func (m *matcher) popTail(key int) bool {
+	if !m.fifo || m.count == 0 || m.order[(m.head+m.count-1)%len(m.order)] != key {
+		return false
+	}
+	m.count--
+	m.queued.Store(int32(m.count))
+	return true
 }
 
 // queuedKey reports whether FIFO slot key waits in the queue for a reply.

@@ -18,7 +18,9 @@ func TestUnregisterAfterAReplyFreesTheSlot(t *testing.T) {
 		p := packet.Get(1)
 		// a stray reply (its kept copy owns p), then the send fails
 		m.deliver(key, &Message{Kind: KindReply, Seq: uint8(key), Payload: p, borrowed: true})
-		m.unregister(key)
+		if !m.unregister(key, false) {
+			t.Errorf("fifo=%v: unregister of a blocking request reported its outcome as had", fifo)
+		}
 		if got := m.stats().InFlight; got != 0 {
 			t.Errorf("fifo=%v: InFlight = %d after the request failed to send, want 0 (slot %d state %d)", fifo, got, key, m.slots[key].state)
 		}
@@ -61,8 +63,33 @@ func TestFIFOUnregisterAfterTheSweepersTimeoutLeavesTheQueue(t *testing.T) {
 	m := newTestFIFOMatcher(t, base)
 	key, _ := registerTest(t, m, nil)
 	m.expire(base + int64(2*time.Second)) // ErrTimeout into its channel, still queued
-	m.unregister(key)                     // its send then failed
+	m.unregister(key, false)              // its send then failed
 	if got := m.stats().InFlight; got != 0 || m.queued.Load() != 0 {
 		t.Fatalf("InFlight %d, queued %d after the request failed to send; want 0, 0", got, m.queued.Load())
+	}
+}
+
+// An asynchronous request whose callback had its outcome before its send
+// failed (a stray reply on its number; the sweeper's timeout) is not
+// reported failed as well: unregister says so, and the slot and the FIFO
+// queue are left clean.
+func TestUnregisterAfterTheCallbackRanReportsItOnce(t *testing.T) {
+	for _, fifo := range []bool{false, true} {
+		base := int64(1_000_000_000_000)
+		m := testMatcher(t, fifo, base)
+		calls := 0
+		cb := &callback{pkt: func(_ *packet.Packet, err error) { calls++ }}
+		key, _ := registerTest(t, m, cb)
+		p := packet.Get(1)
+		m.deliver(key, p) // a stray reply: the callback runs
+		p.Release()
+		if m.unregister(key, true) || calls != 1 || m.stats().InFlight != 0 {
+			t.Errorf("fifo=%v, a stray reply first: unregister undid it, or %d callback calls, InFlight %d", fifo, calls, m.stats().InFlight)
+		}
+		key, _ = registerTest(t, m, cb)
+		m.expire(base + int64(2*time.Second)) // the callback gets ErrTimeout
+		if m.unregister(key, true) || calls != 2 || m.queued.Load() != 0 {
+			t.Errorf("fifo=%v, timed out first: unregister undid it, or %d callback calls, %d queued", fifo, calls, m.queued.Load())
+		}
 	}
 }
