@@ -57,14 +57,14 @@ type Summary struct {
 	ConnErrors    int64   `json:"connErrors,omitempty"`   // connections whose send or receive failed mid-run
 	FirstError    string  `json:"firstError,omitempty"`
 	LossPct       float64 `json:"lossPct,omitempty"`
-	Warning       string  `json:"warning,omitempty"`     // UDP: more than lossWarnPct of the datagrams lost
+	Warning       string  `json:"warning,omitempty"`     // UDP: more than LossWarnPct of the datagrams lost
 	Interrupted   bool    `json:"interrupted,omitempty"` // ctx ended (SIGINT, SIGTERM) before the run did: Elapsed is the time that ran
 	Unanswered    int64   `json:"unanswered,omitempty"`  // interrupted: messages sent whose echoes had not come (not a loss)
 }
 
-// lossWarnPct is the UDP loss, in per cent of the datagrams sent, above
+// LossWarnPct is the UDP loss, in per cent of the datagrams sent, above
 // which a run warns that its rates measure the loss.
-const lossWarnPct = 5.0
+const LossWarnPct = 5.0
 
 // run is one client run's shared state.
 type run struct {
@@ -561,12 +561,12 @@ func (r *run) progress(ctx context.Context, start time.Time) func() {
 }
 
 // lossWarning is the warning for a UDP run that lost more than
-// lossWarnPct of its datagrams, or "".
+// LossWarnPct of its datagrams, or "".
 func lossWarning(s Summary) string {
-	if s.Protocol != "udp" || s.LossPct <= lossWarnPct {
+	if s.Protocol != "udp" || s.LossPct <= LossWarnPct {
 		return ""
 	}
-	return fmt.Sprintf("%.3g %% of the UDP datagrams were lost (more than %g %%): the rates measure the loss, not the implementation", s.LossPct, lossWarnPct)
+	return fmt.Sprintf("%.3g %% of the UDP datagrams were lost (more than %g %%): the rates measure the loss, not the implementation", s.LossPct, LossWarnPct)
 }
 
 // WriteSummary prints the human-readable result block and the SUMMARY line.

@@ -89,7 +89,7 @@ func Usage(w io.Writer) {
 	fs, _ := flagSet(&Config{})
 	fmt.Fprintln(w, "usage: lifenet load [flags]   (NewLife NetLoadTest flags; without --server/--remote both sides run here)")
 	fmt.Fprintln(w, "  two machines: lifenet load --server --host 0.0.0.0 on one, lifenet load --remote HOST:7800 on the other")
-	fmt.Fprintf(w, "  UDP echo runs that lose more than %g %% of their datagrams say so on stderr and in the result (the rate is then\n", lossWarnPct)
+	fmt.Fprintf(w, "  UDP echo runs that lose more than %g %% of their datagrams say so on stderr and in the result (the rate is then\n", LossWarnPct)
 	fmt.Fprintln(w, "  a measure of loss). Interrupted (SIGINT or SIGTERM), a run reports the time that ran and exits 1.")
 	fmt.Fprintln(w, "\nflags:")
 	fs.SetOutput(w)

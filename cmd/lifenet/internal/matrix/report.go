@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lifenet/lifenet/cmd/lifenet/internal/loadtest"
 	"github.com/lifenet/lifenet/internal/rpcbench"
 )
 
@@ -430,7 +431,7 @@ func faultyRuns(rs []Result) []string {
 
 // onewayLost says what a one-way run's server never received of what its
 // client sent, when that is a fault: any byte over TCP, more than
-// lossWarnPct of the bytes over UDP. The server counts the client's
+// loadtest.LossWarnPct of the bytes over UDP. The server counts the client's
 // priming too, which its SentBytes leaves out, so a shortfall is a loss
 // at least that large.
 func onewayLost(r Result) (string, bool) {
@@ -440,16 +441,11 @@ func onewayLost(r Result) (string, bool) {
 	}
 	short := c.SentBytes - st.Received
 	pct := 100 * float64(short) / float64(c.SentBytes)
-	if r.Proto == "udp" && pct <= lossWarnPct {
+	if r.Proto == "udp" && pct <= loadtest.LossWarnPct {
 		return "", false
 	}
 	return fmt.Sprintf("the server received %d bytes fewer than the client sent (%.3g %%)", short, pct), true
 }
-
-// lossWarnPct is the share of a UDP one-way run's bytes that may be lost
-// before the run is listed as faulty (the client's own limit for the UDP
-// datagrams it counts).
-const lossWarnPct = 5.0
 
 // firstLine keeps a multi-line error (a stalled drain's socket list) on
 // one report line; the client log has the rest.
