@@ -622,10 +622,10 @@ func WriteSummary(out io.Writer, s Summary, human bool) {
 }
 
 // rateNote says in one line how the client's rate is counted and why a
-// server's STEADY line (the median of its per-second received-byte rates,
-// ramp-up left out) can differ from it.
+// server's STEADY line (its received bytes over the span with traffic,
+// byteTrace's) can differ from it.
 func rateNote(s Summary) string {
-	const srv = "a server's STEADY is the median per-second rate of what it received"
+	const srv = "a server's STEADY is the rate of what it received over the span with traffic"
 	switch {
 	case s.Mode == "oneway":
 		return "msg/s is what the client wrote into its sockets; " + srv
