@@ -91,6 +91,7 @@ type waiter struct {
 	async    bool   // cb is set: a RequestAsync or RequestStream
 	echo     uint8  // RequestBytesPrefixed: how many bytes of echoes[key] the reply must start with
 	gen      uint32 // counts the slot's uses, so a stream's reader finds whether its slot is still its own
+	streamed bool   // a stream's callback has had an item: a failed send is no longer the caller's to report
 }
 
 type result struct {
@@ -294,7 +295,7 @@ func (m *matcher) register(cb *callback, echo []byte, waited time.Duration) (int
 		m.count++
 		m.queued.Store(int32(m.count))
 	}
-	w.state, w.deadline, w.async = slotPending, deadline, cb != nil
+	w.state, w.deadline, w.async, w.streamed = slotPending, deadline, cb != nil, false
 	w.gen++
 	if len(echo) > 0 {
 		if m.echoes == nil {
@@ -373,6 +374,10 @@ func (m *matcher) unregister(key int, async bool) (undone bool) {
 			m.freeSlot(key)
 		}
 		return !async
+	}
+	if w.streamed { // a stray reply reached the stream's callback, which goes on: it is told no more
+		m.giveUp(key)
+		return false
 	}
 	if w.ch != nil {
 		m.chans = append(m.chans, w.ch) // nothing was sent: the request never left
@@ -619,7 +624,7 @@ func (m *matcher) echoed(key int, reply *Message) bool {
 func (m *matcher) deliverStream(key int, reply any) {
 	w := &m.slots[key]
 	cb, gen := w.cb, w.gen
-	w.deadline = m.deadline()
+	w.deadline, w.streamed = m.deadline(), true
 	m.mu.Unlock()
 	step := StreamDone
 	if re := replyError(reply); re != nil {

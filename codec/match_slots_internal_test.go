@@ -86,6 +86,13 @@ func TestUnregisterAfterTheCallbackRanReportsItOnce(t *testing.T) {
 		if m.unregister(key, true) || calls != 1 || m.stats().InFlight != 0 {
 			t.Errorf("fifo=%v, a stray reply first: unregister undid it, or %d callback calls, InFlight %d", fifo, calls, m.stats().InFlight)
 		}
+		items := 0
+		stream := &callback{stream: func(*Message, error) StreamStep { items++; return StreamMore }}
+		key, _ = registerTest(t, m, stream)
+		m.deliver(key, &Message{Kind: KindReply, Seq: uint8(key), borrowed: true}) // a stray item: the stream goes on
+		if m.unregister(key, true) || items != 1 {
+			t.Errorf("fifo=%v, a stream's stray item first: unregister undid it, or %d items", fifo, items)
+		}
 		key, _ = registerTest(t, m, cb)
 		m.expire(base + int64(2*time.Second)) // the callback gets ErrTimeout
 		if m.unregister(key, true) || calls != 2 || m.queued.Load() != 0 {
