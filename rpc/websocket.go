@@ -49,9 +49,14 @@ func (g *gateway) serveWS(c *codec.HandlerContext) error {
 	case errors.Is(err, errWSClosed):
 		return nil
 	case errors.Is(err, errBadWSFrame):
-		// Close with 1002 once the close frame is written (returning the
-		// error would abort the connection and drop it).
-		c.WriteBytes(ws.AppendClose(nil, ws.CloseProtocolError, err.Error(), nil))
+		// Close with 1002 (1009 for a frame past MaxFrame) once the close
+		// frame is written (returning the error would abort the connection
+		// and drop it).
+		code := ws.CloseProtocolError
+		if errors.Is(err, ws.ErrTooLarge) {
+			code = ws.CloseTooBig
+		}
+		c.WriteBytes(ws.AppendClose(nil, code, err.Error(), nil))
 		g.ss.conn.Close()
 		return nil
 	}

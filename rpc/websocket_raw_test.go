@@ -134,6 +134,19 @@ func TestBatteryWebSocketProtocolErrorCloses(t *testing.T) {
 	rc.expectEOF()
 }
 
+// A frame whose length passes the frame limit gets a close 1009 (message
+// too big), then the connection ends.
+func TestWebSocketFramePastTheLimitCloses1009(t *testing.T) {
+	_, addr := startServer(t, rpc.Config{Framer: codec.FramerConfig{MaxFrame: 1024}}, nil)
+	rc := wsOpen(t, addr)
+	rc.write([]byte{0x82, 0x7e, 0x10, 0x00}) // a binary frame of 4,096 bytes: its header alone
+	f := rc.readWS()
+	if code, _ := ws.CloseCode(f.Payload); f.Op != ws.Close || code != ws.CloseTooBig {
+		t.Errorf("a frame past the limit answered with %v code %d; want close 1009", f.Op, code)
+	}
+	rc.expectEOF()
+}
+
 // SRMP frames are cut across WebSocket messages: two in one message, one
 // split over two, and a message split across TCP writes.
 func TestBatteryWebSocketFraming(t *testing.T) {
