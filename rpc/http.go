@@ -39,6 +39,14 @@ func (g *gateway) serveHTTP(c *codec.HandlerContext) error {
 		if ws.IsUpgrade(req) && !g.s.cfg.NoWebSocket {
 			return g.upgrade(c, req, end)
 		}
+		if ws.WantsOtherVersion(req) && !g.s.cfg.NoWebSocket {
+			// Not served as a plain GET of its path: the client would take
+			// that answer for a refused upgrade of no reason.
+			c.WriteBytes([]byte("HTTP/1.1 426 Upgrade Required\r\nSec-WebSocket-Version: 13\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"))
+			g.ss.conn.Close()
+			g.buf = nil
+			return nil
+		}
 		if g.s.cfg.NoHTTP {
 			return g.httpFail(c, http.StatusBadRequest, "this port serves no HTTP")
 		}

@@ -317,3 +317,22 @@ func TestWebSocketSubprotocolAsOffered(t *testing.T) {
 		rc.c.Close()
 	}
 }
+
+// An upgrade asking for a WebSocket version other than 13 gets 426 with
+// the version the server speaks (RFC 6455 §4.4), not an HTTP answer for
+// its path.
+func TestWebSocketOtherVersionIs426(t *testing.T) {
+	_, addr := startServer(t, rpc.Config{}, nil)
+	rc := dialRaw(t, addr)
+	key, err := ws.NewKey(rand.Reader)
+	must(t, err)
+	rc.write([]byte("GET / HTTP/1.1\r\nHost: " + addr + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+		"Sec-WebSocket-Key: " + key + "\r\nSec-WebSocket-Version: 8\r\n\r\n"))
+	resp, err := http.ReadResponse(rc.r, nil)
+	must(t, err)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUpgradeRequired || resp.Header.Get("Sec-WebSocket-Version") != "13" {
+		t.Errorf("status %d, Sec-WebSocket-Version %q; want 426 and 13", resp.StatusCode, resp.Header.Get("Sec-WebSocket-Version"))
+	}
+	rc.expectEOF()
+}

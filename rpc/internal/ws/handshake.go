@@ -20,16 +20,23 @@ const acceptGUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 // present; an absent version is accepted for lenient clients. The key's
 // format, Origin, Host and the HTTP version are not checked. IsUpgrade does
 // not modify or retain r.
-func IsUpgrade(r *http.Request) bool {
-	if r == nil || r.Method != http.MethodGet {
-		return false
-	}
-	if !hasToken(r.Header, "Connection", "upgrade") || !hasToken(r.Header, "Upgrade", "websocket") {
-		return false
-	}
-	if r.Header.Get("Sec-WebSocket-Key") == "" {
-		return false
-	}
+func IsUpgrade(r *http.Request) bool { return asksUpgrade(r) && versionOK(r) }
+
+// WantsOtherVersion reports whether r asks for a WebSocket upgrade in a
+// version other than 13, which a server answers 426 with
+// Sec-WebSocket-Version: 13 (RFC 6455 §4.4).
+func WantsOtherVersion(r *http.Request) bool { return asksUpgrade(r) && !versionOK(r) }
+
+// asksUpgrade reports whether r is a GET with the upgrade's headers and a
+// key, whatever its version.
+func asksUpgrade(r *http.Request) bool {
+	return r != nil && r.Method == http.MethodGet && hasToken(r.Header, "Connection", "upgrade") &&
+		hasToken(r.Header, "Upgrade", "websocket") && r.Header.Get("Sec-WebSocket-Key") != ""
+}
+
+// versionOK reports whether every Sec-WebSocket-Version of r is 13 (none
+// is taken as 13, as NewLife's clients send none).
+func versionOK(r *http.Request) bool {
 	for _, v := range r.Header.Values("Sec-WebSocket-Version") {
 		if strings.TrimSpace(v) != "13" {
 			return false

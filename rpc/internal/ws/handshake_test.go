@@ -77,13 +77,19 @@ func TestIsUpgrade(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := ws.IsUpgrade(readRequest(t, tt.raw)); got != tt.want {
+			r := readRequest(t, tt.raw)
+			if got := ws.IsUpgrade(r); got != tt.want {
 				t.Fatalf("IsUpgrade = %v, want %v", got, tt.want)
+			}
+			// Only an upgrade but for its version asks for another one.
+			other := strings.Contains(tt.name, "version") && tt.name != "no version"
+			if got := ws.WantsOtherVersion(r); got != other {
+				t.Fatalf("WantsOtherVersion = %v, want %v", got, other)
 			}
 		})
 	}
-	if ws.IsUpgrade(nil) {
-		t.Fatal("IsUpgrade(nil) = true")
+	if ws.IsUpgrade(nil) || ws.WantsOtherVersion(nil) {
+		t.Fatal("IsUpgrade(nil) or WantsOtherVersion(nil) = true")
 	}
 }
 
