@@ -97,6 +97,9 @@ func (g *gateway) answerHTTP(c *codec.HandlerContext, req *http.Request, body []
 	if req.URL.Path == "/healthz" && (req.Method == http.MethodGet || req.Method == http.MethodHead) && !g.s.cfg.NoBuiltins {
 		return g.serveHealthz(c, req)
 	}
+	if req.Method == http.MethodOptions {
+		return g.answerOptions(c, req)
+	}
 	action := strings.TrimPrefix(req.URL.Path, "/")
 	s := g.s
 	name := []byte(action)
@@ -417,6 +420,19 @@ func (g *gateway) respond(c *codec.HandlerContext, req *http.Request, action str
 		return c.WriteBytes(head)
 	}
 	return c.WriteBytes(head, body)
+}
+
+// answerOptions answers OPTIONS (a browser's CORS preflight, OPTIONS *)
+// with the methods served and runs nothing: run as a call, a preflight
+// ran its action, side effects and all, before the browser had been let
+// send it. No Access-Control-Allow-* header is sent, so a browser keeps
+// cross-origin calls refused.
+func (g *gateway) answerOptions(c *codec.HandlerContext, req *http.Request) error {
+	conn := "keep-alive"
+	if req.Close {
+		conn = "close"
+	}
+	return c.WriteBytes([]byte("HTTP/1.1 204 No Content\r\nAllow: GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS\r\nConnection: " + conn + "\r\n\r\n"))
 }
 
 // isHTTPStatus reports whether UseHTTPStatus sends code as the status:

@@ -1,8 +1,11 @@
 package rpc_test
 
 import (
+	"context"
 	"io"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/lifenet/lifenet/rpc"
@@ -61,5 +64,34 @@ func TestConnectionCloseIsAnsweredWithClose(t *testing.T) {
 	rc := dialRaw(t, addr) // HTTP/1.0 asking for keep-alive keeps it
 	if resp, _ := rc.httpDo("GET /Bench/NoArg HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"); resp.Close {
 		t.Error("HTTP/1.0 with Connection: keep-alive was answered with Connection: close")
+	}
+}
+
+// OPTIONS (a browser's CORS preflight, OPTIONS *) is answered 204 with
+// the methods served and runs nothing: it ran the action, with no
+// arguments, before the browser had been let send the call. No
+// Access-Control-Allow-* header goes, so cross-origin calls stay refused.
+func TestOPTIONSRunsNothing(t *testing.T) {
+	var ran atomic.Int32
+	_, addr := startServer(t, rpc.Config{}, func(srv *rpc.Server) {
+		stdActions(t, srv)
+		must(t, rpc.Handle(srv, "Order/Create", func(context.Context, struct{}) (bool, error) { ran.Add(1); return true, nil }))
+	})
+	rc := dialRaw(t, addr)
+	for _, req := range []string{
+		"OPTIONS /Order/Create HTTP/1.1\r\nHost: x\r\nOrigin: http://example.com\r\nAccess-Control-Request-Method: POST\r\n\r\n",
+		"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n",
+	} {
+		resp, b := rc.httpDo(req)
+		if resp.StatusCode != http.StatusNoContent || b != "" || !strings.Contains(resp.Header.Get("Allow"), "POST") ||
+			resp.Header.Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("%.30q: %d %v %q; want 204 with Allow and no CORS grant", req, resp.StatusCode, resp.Header, b)
+		}
+	}
+	if n := ran.Load(); n != 0 {
+		t.Fatalf("OPTIONS ran the action %d times", n)
+	}
+	if resp, b := rc.httpDo("POST /Order/Create HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"); resp.StatusCode != http.StatusOK || ran.Load() != 1 {
+		t.Fatalf("the POST after them on the same connection: %d %q, ran %d", resp.StatusCode, b, ran.Load())
 	}
 }
