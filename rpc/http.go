@@ -261,7 +261,8 @@ func (g *gateway) runSSE(c *codec.HandlerContext, action string, a *action, data
 //   - none: JSON when the body looks like JSON, else a form.
 //   - text/plain, application/octet-stream: the body as it is (raw text
 //     for a string, raw bytes for a []byte parameter).
-//   - any other type: 415.
+//   - any other type: 415, and so is a body with a Content-Encoding (but
+//     identity).
 //
 // A query string (a body's absence) is a form; its items need no '='. A
 // form or query string of more than maxKeys fields is a 400 before it is
@@ -270,6 +271,11 @@ func (g *gateway) runSSE(c *codec.HandlerContext, action string, a *action, data
 // An action whose one argument is []byte takes none of these: rawArgs
 // hands it the request as it is.
 func httpArgs(req *http.Request, body []byte, maxKeys int) (data []byte, code int, err error) {
+	if ce := req.Header.Get("Content-Encoding"); len(body) > 0 && ce != "" && !strings.EqualFold(ce, "identity") {
+		// gzip and the like: read as it came, it was a 400 "not JSON", or
+		// compressed bytes bound as text.
+		return nil, http.StatusUnsupportedMediaType, fmt.Errorf("rpc: Content-Encoding %q: send the body unencoded", clip(ce))
+	}
 	if len(body) == 0 {
 		if req.URL.RawQuery == "" {
 			return nil, 0, nil

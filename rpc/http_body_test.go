@@ -34,6 +34,9 @@ func TestHTTPBodyByContentType(t *testing.T) {
 		{"text", "Bench/EchoString", "text/plain; charset=utf-8", "hello", 0, `"hello"`, ""},
 		{"multipart", "Bench/Add", "multipart/form-data; boundary=x", "--x--", 415, "", "Content-Type"},
 		{"bad Content-Type", "Bench/Add", "a/b; =", "a=1", 400, "", "Content-Type"},
+		// A second header line rides on the type's.
+		{"gzip", "Bench/Add", js + "\r\nContent-Encoding: gzip", "\x1f\x8b\x08\x00\x00", 415, "", "Content-Encoding"},
+		{"identity", "Bench/Add", js + "\r\nContent-Encoding: identity", `{"a":1,"b":2}`, 0, "3", ""},
 	} {
 		head := fmt.Sprintf("POST /%s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n", tc.action, len(tc.body))
 		if tc.ctype != "" {
