@@ -48,9 +48,10 @@
 // read, except a small Write or Reply, which joins the read's replies (so
 // a reply from another goroutine waits for a handler that blocks), and a
 // push made while other writes wait, which waits with them. A push never
-// waits for the peer itself. A write that waits reports the bound and a session already closed;
-// its wait for the session's room comes when it is handed over, bounded
-// by the session's stall timeout, not by the writer's context.
+// waits for the peer itself. A write that waits reports the bound and a
+// session already closed; its wait for the session's room comes when it
+// is handed over, bounded by the session's stall timeout, not by the
+// writer's context.
 //
 // # Concurrency
 //

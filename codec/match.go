@@ -383,11 +383,10 @@ func (m *matcher) unregister(key int, async bool) (undone bool) {
 		m.chans = append(m.chans, w.ch) // nothing was sent: the request never left
 		w.ch = nil
 	}
-	if m.popTail(key) {
-		m.freeSlot(key)
-		return true
-	}
-	if done { // out of the queue already (FIFO), or a number no late reply can come for: it never left
+	// The queue's tail leaves it; a done request is out of the queue
+	// already (FIFO), or holds a number no late reply can come for: it
+	// never left.
+	if m.popTail(key) || done {
 		m.freeSlot(key)
 		return true
 	}

@@ -42,10 +42,7 @@ func (g *gateway) serveHTTP(c *codec.HandlerContext) error {
 		if ws.WantsOtherVersion(req) && !g.s.cfg.NoWebSocket {
 			// Not served as a plain GET of its path: the client would take
 			// that answer for a refused upgrade of no reason.
-			c.WriteBytes([]byte("HTTP/1.1 426 Upgrade Required\r\nSec-WebSocket-Version: 13\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"))
-			g.ss.conn.Close()
-			g.buf = nil
-			return nil
+			return g.endWith(c, []byte("HTTP/1.1 426 Upgrade Required\r\nSec-WebSocket-Version: 13\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"))
 		}
 		if g.s.cfg.NoHTTP {
 			return g.httpFail(c, http.StatusBadRequest, "this port serves no HTTP")
@@ -500,7 +497,13 @@ func appendJSONString(dst []byte, s string) []byte {
 // httpFail answers a request the gateway cannot serve and ends the
 // connection once the answer is written.
 func (g *gateway) httpFail(c *codec.HandlerContext, status int, msg string) error {
-	c.WriteBytes(httpHead(status, "text/plain; charset=utf-8", len(msg), false), []byte(msg)) // then the connection ends
+	return g.endWith(c, httpHead(status, "text/plain; charset=utf-8", len(msg), false), []byte(msg))
+}
+
+// endWith writes an answer, parts of one message, and ends the connection
+// once it is written; what else came is dropped, not held.
+func (g *gateway) endWith(c *codec.HandlerContext, parts ...[]byte) error {
+	c.WriteBytes(parts...)
 	g.ss.conn.Close()
 	g.buf = nil
 	return nil

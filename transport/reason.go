@@ -1,6 +1,10 @@
 package transport
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+	"io"
+)
 
 // Reason names why a session ended. Each has a counter in Stats.
 type Reason uint8
@@ -32,3 +36,8 @@ func (r Reason) String() string {
 	}
 	return fmt.Sprintf("Reason(%d)", r)
 }
+
+// peerGone reports whether a failed read or write says the peer closed or
+// reset the connection (peerReset, or an in-memory pipe's other end
+// closed): ReasonPeerClosed, whichever side notices first.
+func peerGone(err error) bool { return peerReset(err) || errors.Is(err, io.ErrClosedPipe) }

@@ -153,7 +153,7 @@ func (s *Session) readReason(err error, gotFirst bool) Reason {
 			return ReasonIdle
 		}
 		return ReasonFirstByte
-	case errors.Is(err, io.EOF), peerReset(err), errors.Is(err, io.ErrClosedPipe):
+	case errors.Is(err, io.EOF), peerGone(err):
 		return ReasonPeerClosed
 	case errors.Is(err, net.ErrClosed):
 		return ReasonLocal

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"time"
@@ -610,8 +609,8 @@ func writeReason(err error) Reason {
 		return ReasonWriteTimeout
 	case errors.Is(err, net.ErrClosed):
 		return ReasonLocal
-	case peerReset(err), errors.Is(err, io.ErrClosedPipe):
-		return ReasonPeerClosed // the peer closed or reset the connection; the read side may not have seen it yet
+	case peerGone(err):
+		return ReasonPeerClosed // the read side may not have seen it yet
 	}
 	return ReasonError
 }

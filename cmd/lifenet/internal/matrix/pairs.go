@@ -78,8 +78,9 @@ func pairs(rs []Result) []pair {
 		var both []paired
 		for _, round := range slices.Sorted(maps.Keys(g.lifenet)) {
 			if l, r := g.lifenet[round], g.raw[round]; l.rate() > 0 && r.rate() > 0 {
-				p.byRound = append(p.byRound, l.rate()/r.rate())
-				both = append(both, paired{round, l.rate() / r.rate()})
+				ratio := l.rate() / r.rate()
+				p.byRound = append(p.byRound, ratio)
+				both = append(both, paired{round, ratio})
 			}
 		}
 		if len(both) > 0 {
