@@ -167,6 +167,11 @@ func serveLifenet(ctx context.Context, c serveConfig, addr string, stdout, stder
 	if err := errors.Join(rpcbench.RegisterBench(srv, !c.spawn), rpc.Handle(srv, "Bench/Sleep", sleep)); err != nil {
 		return err
 	}
+	if c.udp && c.port == 0 {
+		if addr, err = freeForBoth(c.host); err != nil {
+			return err
+		}
+	}
 	a, err := srv.Listen(ctx, "tcp", addr)
 	if err != nil {
 		return err
@@ -261,4 +266,26 @@ func drainNetRPC(conns []net.Conn, wg *sync.WaitGroup, grace time.Duration) erro
 	}
 	<-done
 	return err
+}
+
+// freeForBoth returns host with a port free for TCP and UDP alike, for
+// --port 0 with UDP on the same port: the kernel's free TCP port may be a
+// UDP socket's of another process, and the UDP listen on it then failed
+// with "address already in use".
+func freeForBoth(host string) (string, error) {
+	const tries = 20
+	for range tries {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return "", err
+		}
+		a := l.Addr().String()
+		u, err := net.ListenPacket("udp", a)
+		l.Close()
+		if err == nil {
+			u.Close()
+			return a, nil
+		}
+	}
+	return "", fmt.Errorf("no port on %s free for both TCP and UDP in %d tries", host, tries)
 }
