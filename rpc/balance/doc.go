@@ -11,9 +11,10 @@
 //     [rpc.Endpoint.Weight], in nginx's smooth order, as NewLife's
 //     WeightedRoundRobinLoadBalancer and grpc's weighted_round_robin with
 //     fixed weights.
-//   - [P2C] ("p2c"): the less loaded of two endpoints chosen at random, the
-//     load being a moving average of latency times the calls in flight
-//     plus one, as go-zero's p2c (and Finagle's).
+//   - [P2C] ("p2c"): one of two endpoints chosen at random, by chance at
+//     odds inverse to the square of their loads, the load being a moving
+//     average of latency times the calls in flight plus one, as go-zero's
+//     p2c (and Finagle's) but not always the less loaded.
 //   - [ConsistentHash] ("hash"): calls with the same key
 //     ([rpc.WithBalanceKey]) to the same endpoint, on a ring of virtual
 //     nodes, as grpc's ring_hash; calls with no key round-robin.

@@ -1,6 +1,7 @@
 package balance
 
 import (
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -23,10 +24,11 @@ type endpoint struct {
 	// pushed on by one shield period, so that one pick wins each probe.
 	until atomic.Int64
 
-	// P2C's moving average of latency: lag (float64 bits, ns) as of stamp
-	// (set clock); weight (float64 bits) is the sum of its samples'
-	// weights, decayed by age (see sample).
-	lag    atomic.Uint64
+	// P2C's moving average of latency: logLag (float64 bits, the mean of
+	// the samples' natural logarithms in ns) as of stamp (set clock);
+	// weight (float64 bits) is the sum of its samples' weights, decayed by
+	// age (see sample).
+	logLag atomic.Uint64
 	stamp  atomic.Int64
 	weight atomic.Uint64
 
@@ -351,8 +353,9 @@ type EndpointStats struct {
 	// ShieldedUntil is when the endpoint's shield ends; zero if it is not
 	// shielded. A time in the past means the next pick probes it.
 	ShieldedUntil time.Time
-	// Latency is [P2C]'s moving average of the endpoint's latency; 0 for
-	// the other policies and before the first sample.
+	// Latency is [P2C]'s moving average of the endpoint's latency, a
+	// geometric mean (its typical latency); 0 for the other policies and
+	// before the first sample.
 	Latency time.Duration
 }
 
@@ -373,7 +376,7 @@ func (s *set) stats() []EndpointStats {
 			out[i].ShieldedUntil = s.start.Add(time.Duration(u - 1))
 		}
 		if s.latency && e.stamp.Load() != 0 {
-			out[i].Latency = time.Duration(lagOf(e))
+			out[i].Latency = time.Duration(math.Round(math.Exp(logLagOf(e))))
 		}
 	}
 	return out
