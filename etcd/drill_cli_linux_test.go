@@ -15,10 +15,10 @@ import (
 	"time"
 )
 
-// The drill's lifenet command: TestDrill builds cmd/lifenet into a temp
-// dir and runs `lifenet etcd`, `lifenet serve --register` and `lifenet
-// rpcload --remote etcd://…` in the hosts, as README's "A cluster on one
-// machine" does on one.
+// The drill's lifenet commands: TestDrill builds cmd/lifenet and
+// cmd/lifenet-etcd into a temp dir and runs lifenet-etcd, `lifenet serve
+// --register` and `lifenet rpcload --remote etcd://…` in the hosts, as
+// README's "A cluster on one machine" does on one.
 
 const (
 	cliService = "bench"
@@ -27,24 +27,27 @@ const (
 )
 
 // buildLifenet builds the lifenet command (its own module,
-// ../cmd/lifenet) into a temp dir and returns its path.
+// ../cmd/lifenet) and lifenet-etcd (../cmd/lifenet-etcd, likewise) into a
+// temp dir and returns lifenet's path; lifenet-etcd is beside it.
 func buildLifenet(t *testing.T) string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skipf("the drill builds the lifenet command: %v", err)
 	}
-	exe := filepath.Join(t.TempDir(), "lifenet")
-	cmd := exec.Command(goBin, "build", "-o", exe, ".")
-	cmd.Dir = filepath.Join("..", "cmd", "lifenet")
-	// In the workspace (this test runs with GOWORK=off; the command is
-	// built as scripts/test.sh's vet and builds see it, so that their
-	// cached packages serve).
-	cmd.Env = append(os.Environ(), "GOWORK=")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build cmd/lifenet: %v\n%s", err, out)
+	dir := t.TempDir()
+	for _, name := range []string{"lifenet", "lifenet-etcd"} {
+		cmd := exec.Command(goBin, "build", "-o", filepath.Join(dir, name), ".")
+		cmd.Dir = filepath.Join("..", "cmd", name)
+		// In the workspace (this test runs with GOWORK=off; the command is
+		// built as scripts/test.sh's vet and builds see it, so that their
+		// cached packages serve).
+		cmd.Env = append(os.Environ(), "GOWORK=")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build cmd/%s: %v\n%s", name, err, out)
+		}
 	}
-	return exe
+	return filepath.Join(dir, "lifenet")
 }
 
 // startCLIServer runs `lifenet serve` on host's address, port cliPort,
@@ -104,12 +107,13 @@ func (d *drill) cliName(addr string) string {
 	return addr
 }
 
-// startEtcd runs `lifenet etcd` on the etcd host with its data in
+// startEtcd runs lifenet-etcd on the etcd host with its data in
 // d.etcdDir (kept across restarts) and returns when it is READY.
 func (d *drill) startEtcd() time.Time {
 	d.t.Helper()
 	ready := make(chan time.Time, 1)
-	d.etcd = d.lab.run("etcd", "lifenet etcd", []string{d.lifenet, "etcd", "--listen", d.etcdAddr, "--data", d.etcdDir}, nil, false,
+	etcdExe := filepath.Join(filepath.Dir(d.lifenet), "lifenet-etcd") // beside lifenet (buildLifenet)
+	d.etcd = d.lab.run("etcd", "lifenet-etcd", []string{etcdExe, "--listen", d.etcdAddr, "--data", d.etcdDir}, nil, false,
 		func(at time.Time, line string) {
 			if strings.HasPrefix(line, "READY ") {
 				select {
@@ -122,9 +126,9 @@ func (d *drill) startEtcd() time.Time {
 	case at := <-ready:
 		return at
 	case <-d.etcd.exited:
-		d.t.Fatalf("lifenet etcd exited: %s", d.etcd.stderr.String())
+		d.t.Fatalf("lifenet-etcd exited: %s", d.etcd.stderr.String())
 	case <-time.After(30 * time.Second):
-		d.t.Fatalf("lifenet etcd not READY in 30 s: %s", d.etcd.stderr.String())
+		d.t.Fatalf("lifenet-etcd not READY in 30 s: %s", d.etcd.stderr.String())
 	}
 	return time.Time{}
 }

@@ -21,7 +21,8 @@ import (
 // TestDrill is the failure drill of issue 29 across hosts: network
 // namespaces joined by a bridge (see lab), an etcd host, three server
 // hosts (a fourth joins mid-run) and a client host. It runs the lifenet
-// command, built from ../cmd/lifenet: `lifenet etcd` on the etcd host,
+// commands, built from ../cmd/lifenet and ../cmd/lifenet-etcd:
+// lifenet-etcd on the etcd host,
 // `lifenet serve --register etcd://…/bench` on each server host, and
 // `lifenet rpcload --remote etcd://…/bench --balancer …` on the client
 // host, whose SUMMARY line (each endpoint's attempts) and cluster log

@@ -13,11 +13,12 @@ TOOLS="$PWD/.tools"
 
 step() { printf '\n== %s\n' "$*"; }
 
-# The workspace (go.work): the library, cmd/lifenet and otel/, modules of
-# their own. "./..." names the library's packages alone (a nested module's
-# are not under it, workspace or not), so every step names all three;
-# bench/ and etcd/ are outside the workspace and run with GOWORK=off.
-MODS=(./... ./cmd/lifenet/... ./otel/...)
+# The workspace (go.work): the library, cmd/lifenet, cmd/lifenet-etcd and
+# otel/, modules of their own. "./..." names the library's packages alone
+# (a nested module's are not under it, workspace or not), so every step
+# names all four; bench/ and etcd/ are outside the workspace and run with
+# GOWORK=off.
+MODS=(./... ./cmd/lifenet/... ./cmd/lifenet-etcd/... ./otel/...)
 
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.tools/*'))

@@ -71,7 +71,6 @@ var commands = map[string]func(ctx context.Context, args []string, stdout, stder
 	"serve":   serve,
 	"call":    rpctool.Call,
 	"rpcload": rpctool.Load,
-	"etcd":    rpctool.Etcd,
 	"soak":    soak.Main,
 	"version": versionCmd,
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -90,11 +92,86 @@ func start(t *testing.T, cmd func(context.Context, []string, io.Writer, io.Write
 	return r
 }
 
-// startEtcd runs `lifenet etcd` on a free port and returns it and the
-// etcd://HOST:PORT/bench address of a service in it.
-func startEtcd(t *testing.T) (*running, string) {
+// etcdProcess is a lifenet-etcd run by a test: its READY line and its
+// stderr.
+type etcdProcess struct {
+	cmd    *exec.Cmd
+	ready  string
+	stderr *syncBuffer
+	done   chan struct{} // closed once the process was waited for
+	code   int
+	once   sync.Once
+}
+
+// stop stops it as Ctrl-C does (SIGINT) and returns its exit code; past
+// 30 s it is killed and the test fails.
+func (e *etcdProcess) stop(t *testing.T) int {
 	t.Helper()
-	e := start(t, Etcd, "--listen", "127.0.0.1:0")
+	e.once.Do(func() {
+		e.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-e.done:
+		case <-time.After(30 * time.Second):
+			e.cmd.Process.Kill()
+			<-e.done
+			t.Errorf("lifenet-etcd still running 30 s after SIGINT (killed); stderr %q", e.stderr)
+		}
+		e.code = e.cmd.ProcessState.ExitCode()
+	})
+	return e.code
+}
+
+// buildEtcd builds the lifenet-etcd command (cmd/lifenet-etcd, a module
+// of its own so that lifenet compiles no etcd server) into a temp dir and
+// returns its path.
+func buildEtcd(t *testing.T) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("the test builds lifenet-etcd: %v", err)
+	}
+	exe := filepath.Join(t.TempDir(), "lifenet-etcd")
+	cmd := exec.Command(goBin, "build", "-o", exe, ".")
+	cmd.Dir = filepath.Join("..", "..", "..", "lifenet-etcd")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build cmd/lifenet-etcd: %v\n%s", err, out)
+	}
+	return exe
+}
+
+// startEtcd runs lifenet-etcd on a free port until the test ends (or
+// stop) and returns it and the etcd://HOST:PORT/bench address of a
+// service in it.
+func startEtcd(t *testing.T) (*etcdProcess, string) {
+	t.Helper()
+	e := &etcdProcess{stderr: &syncBuffer{}, done: make(chan struct{})}
+	e.cmd = exec.Command(buildEtcd(t), "--listen", "127.0.0.1:0")
+	e.cmd.Stderr = e.stderr
+	stdout, err := e.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(stdout).ReadString('\n')
+		lines <- line
+		io.Copy(io.Discard, stdout)
+		e.cmd.Wait()
+		close(e.done)
+	}()
+	t.Cleanup(func() { e.stop(t) })
+	select {
+	case line := <-lines:
+		if !strings.HasPrefix(line, "READY etcd://") {
+			t.Fatalf("lifenet-etcd printed %q; stderr %q", line, e.stderr)
+		}
+		e.ready = strings.TrimSpace(line)
+	case <-time.After(40 * time.Second):
+		t.Fatalf("lifenet-etcd: no READY line in 40 s; stderr %q", e.stderr)
+	}
 	addr := strings.Fields(e.ready)[1] // READY etcd://HOST:PORT (…)
 	return e, addr + "/bench"
 }
@@ -110,7 +187,7 @@ func deadAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// dataDir is the temporary data dir `lifenet etcd` names on its READY line.
+// dataDir is the temporary data dir lifenet-etcd names on its READY line.
 func dataDir(t *testing.T, ready string) string {
 	t.Helper()
 	_, rest, ok := strings.Cut(ready, "data in ")
@@ -140,7 +217,7 @@ func loadThrough(t *testing.T, svc string, args ...string) loadSummary {
 	return s
 }
 
-// TestThroughEtcd: two servers registered in a `lifenet etcd`; call and
+// TestThroughEtcd: two servers registered in a lifenet-etcd; call and
 // rpcload reach them through etcd with every --balancer, and the summary
 // counts each endpoint's attempts; a server shut down deregisters at once,
 // and with none left a call says no server is registered. etcd's data dir
@@ -205,7 +282,7 @@ func TestThroughEtcd(t *testing.T) {
 
 	dir := dataDir(t, e.ready)
 	if code := e.stop(t); code != 0 {
-		t.Errorf("lifenet etcd stopped: exit %d, stderr %q", code, e.stderr)
+		t.Errorf("lifenet-etcd stopped: exit %d, stderr %q", code, e.stderr)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("etcd's data dir %s after it stopped: %v, want it removed", dir, err)
