@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/lifenet/lifenet/cmd/lifenet/internal/cliflag"
 	"github.com/lifenet/lifenet/rpc"
@@ -43,6 +45,7 @@ func Call(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cliflag.Check(!*list || len(rest) <= 1, "--list takes no ACTION or arguments"),
 		cliflag.Between("timeout", *timeout, time.Millisecond, time.Hour),
 		checkEtcdCall(rest, *useHTTP, *balancer, fs.Set()),
+		checkCallAddr(rest, *useHTTP),
 	)
 	if err != nil {
 		return cliflag.UsageError(stderr, "call", err)
@@ -55,10 +58,7 @@ func Call(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return cliflag.UsageError(stderr, "call", err)
 	}
-	addr := rest[0]
-	if *useHTTP && !strings.Contains(addr, "://") {
-		addr = "http://" + addr
-	}
+	addr := callAddr(rest[0], *useHTTP)
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	if isEtcd(addr) {
@@ -81,6 +81,25 @@ func Call(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	printResult(stdout, out)
 	return cliflag.ExitOK
+}
+
+// callAddr is the address call dials: ADDR, with --http http:// when it
+// has no scheme.
+func callAddr(addr string, useHTTP bool) string {
+	if useHTTP && !strings.Contains(addr, "://") {
+		return "http://" + addr
+	}
+	return addr
+}
+
+// checkCallAddr checks call's ADDR, unless it is an etcd address
+// (checkEtcdCall's): a malformed one is a usage error that says what is
+// wrong, not a server that cannot be reached.
+func checkCallAddr(rest []string, useHTTP bool) error {
+	if len(rest) == 0 || isEtcd(rest[0]) {
+		return nil
+	}
+	return checkServers("ADDR", callAddr(rest[0], useHTTP), false)
 }
 
 // checkEtcdCall checks call's flags against its ADDR: --balancer and
@@ -129,8 +148,8 @@ func parseCallArgs(params []string) (any, error) {
 		return nil, nil
 	}
 	if len(params) == 1 && strings.IndexAny(strings.TrimSpace(params[0]), "{[") == 0 {
-		if !json.Valid([]byte(params[0])) {
-			return nil, fmt.Errorf("argument is not valid JSON: %s", params[0])
+		if err := checkJSON(params[0]); err != nil {
+			return nil, err
 		}
 		return json.RawMessage(params[0]), nil
 	}
@@ -138,6 +157,9 @@ func parseCallArgs(params []string) (any, error) {
 	for i, p := range params {
 		k, v, ok := strings.Cut(p, "=")
 		if !ok || k == "" {
+			if len(p) > maxExcerpt {
+				return nil, fmt.Errorf("argument of %d bytes, %s: want key=value or one JSON document", len(p), excerpt(p, 0))
+			}
 			return nil, fmt.Errorf("argument %q: want key=value or one JSON document", p)
 		}
 		if i > 0 {
@@ -155,6 +177,89 @@ func parseCallArgs(params []string) (any, error) {
 	}
 	obj.WriteByte('}')
 	return json.RawMessage(obj.Bytes()), nil
+}
+
+// maxExcerpt is the longest excerpt of an argument an error shows, in
+// characters, its ellipses included.
+const maxExcerpt = 80
+
+// checkJSON reports an argument that is not valid JSON: what is wrong,
+// the offset where encoding/json found it, and an excerpt of at most
+// maxExcerpt characters around it (the argument may be megabytes).
+func checkJSON(arg string) error {
+	if json.Valid([]byte(arg)) {
+		return nil
+	}
+	var se *json.SyntaxError
+	if err := json.Unmarshal([]byte(arg), new(any)); !errors.As(err, &se) {
+		return fmt.Errorf("argument is not valid JSON (%v)", err) // Valid and Unmarshal disagree: not expected
+	}
+	return fmt.Errorf("argument is not valid JSON: %v, after %d of its %d bytes: %s", se, se.Offset, len(arg), excerpt(arg, int(se.Offset)))
+}
+
+// excerpt is at most maxExcerpt characters of s around byte offset at
+// (encoding/json's Offset: the offending byte is just before it), with …
+// where s goes on before or after. Control characters show escaped (\n),
+// each escape counted as the characters it takes.
+func excerpt(s string, at int) string {
+	at = min(max(at, 0), len(s))
+	budget := maxExcerpt - 2 // the ellipses
+	var left []string
+	from, used := at, 0
+	grow := func(limit int) { // leftwards from from, to limit characters in all
+		for from > 0 {
+			r, size := utf8.DecodeLastRuneInString(s[:from])
+			d := shown(r)
+			if used+utf8.RuneCountInString(d) > limit {
+				return
+			}
+			left = append(left, d)
+			used += utf8.RuneCountInString(d)
+			from -= size
+		}
+	}
+	grow(budget / 2)
+	var right strings.Builder
+	to := at
+	for to < len(s) {
+		r, size := utf8.DecodeRuneInString(s[to:])
+		d := shown(r)
+		if used+utf8.RuneCountInString(d) > budget {
+			break
+		}
+		right.WriteString(d)
+		used += utf8.RuneCountInString(d)
+		to += size
+	}
+	grow(budget) // what the right side left unused
+	var b strings.Builder
+	if from > 0 {
+		b.WriteString("…")
+	}
+	for i := len(left) - 1; i >= 0; i-- {
+		b.WriteString(left[i])
+	}
+	b.WriteString(right.String())
+	if to < len(s) {
+		b.WriteString("…")
+	}
+	return b.String()
+}
+
+// shown is how excerpt shows r: itself, or escaped if it is a control
+// character.
+func shown(r rune) string {
+	switch {
+	case r == '\n':
+		return `\n`
+	case r == '\r':
+		return `\r`
+	case r == '\t':
+		return `\t`
+	case unicode.IsControl(r):
+		return fmt.Sprintf(`\u%04x`, r)
+	}
+	return string(r)
 }
 
 // printResult prints a result: JSON indented, text as it is.

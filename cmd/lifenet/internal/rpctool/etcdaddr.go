@@ -42,8 +42,8 @@ func parseEtcd(addr string) (etcdService, error) {
 	}
 	s := etcdService{service: service}
 	for h := range strings.SplitSeq(hosts, ",") {
-		if !validHostPort(h) {
-			return etcdService{}, fmt.Errorf("%q: etcd member %q is not HOST:PORT (want %s, members joined by commas)", addr, h, etcdSynopsis)
+		if err := checkHostPort(h); err != nil {
+			return etcdService{}, fmt.Errorf("%q: etcd member %q is not HOST:PORT: %v (want %s, members joined by commas)", addr, h, err, etcdSynopsis)
 		}
 		s.members = append(s.members, h)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strconv"
 	"time"
 
 	"github.com/lifenet/lifenet/cmd/lifenet/internal/cliflag"
@@ -51,24 +50,27 @@ func (r registerConfig) check(impl, host string, set map[string]bool) error {
 	ip := net.ParseIP(host)
 	return cliflag.First(
 		cliflag.Check(impl == "lifenet", "--register: lifenet servers only (clients through etcd call over SRMP)"),
-		cliflag.Check(r.advertise == "" || dialable(r.advertise), "--advertise %q: want the HOST:PORT clients dial (not 0.0.0.0 or ::, not port 0)", r.advertise),
+		checkAdvertise(r.advertise),
 		cliflag.Check(r.advertise != "" || ip == nil || !ip.IsUnspecified(), "--register with --host %s needs --advertise HOST:PORT, the address clients dial", host),
 		cliflag.Between("weight", r.weight, 1, 1_000_000),
 		cliflag.Between("ttl", r.ttl, 2*time.Second, time.Hour),
 	)
 }
 
-// dialable reports whether a is a host:port a client can dial.
-func dialable(a string) bool {
-	host, port, err := net.SplitHostPort(a)
-	if err != nil || host == "" {
-		return false
+// checkAdvertise checks --advertise: empty, or a HOST:PORT a client can
+// dial (not 0.0.0.0 or ::, not port 0).
+func checkAdvertise(a string) error {
+	if a == "" {
+		return nil
 	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		return false
+	err := checkHostPort(a)
+	if host, _, _ := net.SplitHostPort(a); err == nil && net.ParseIP(host).IsUnspecified() {
+		err = fmt.Errorf("%s is no address a client can dial (want the HOST:PORT clients dial)", host)
 	}
-	p, err := strconv.Atoi(port)
-	return err == nil && p > 0 && p <= 65535
+	if err != nil {
+		return fmt.Errorf("--advertise %q: %w", a, err)
+	}
+	return nil
 }
 
 // registration is serve's endpoint in etcd; the zero value (no

@@ -90,7 +90,7 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cliflag.Between("timeout", c.timeout, 0, 10*time.Minute),
 		cliflag.Check(!c.direct || c.impl == "lifenet", "--direct measures lifenet's Server.Process only"),
 		cliflag.Check(c.impl != "netrpc" || c.remote != "", "--impl netrpc needs --remote (start lifenet serve --impl netrpc)"),
-		cliflag.Check(c.impl != "netrpc" || viaEtcd || validHostPort(strings.TrimPrefix(c.remote, "tcp://")), "--remote %q: want host:port", c.remote),
+		checkRemote(c.remote, c.impl, viaEtcd),
 		cliflag.Check(knownMode, "--recvmode %q: want default, event or sync", c.recvMode),
 		checkEtcdLoad(c, viaEtcd, set),
 	)
@@ -120,16 +120,26 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cliflag.ExitFail
 	}
 	if s.Calls == 0 {
-		fmt.Fprintf(stderr, "lifenet rpcload: no call completed (first error: %s)\n", s.FirstError)
+		first := s.FirstError
+		if first == "" { // no call of the window failed either: they all still waited at its end
+			first = "none recorded: no call started in the window ended within it"
+		}
+		fmt.Fprintf(stderr, "lifenet rpcload: no call completed (first error: %s)\n", first)
 		return cliflag.ExitFail
 	}
 	return cliflag.ExitOK
 }
 
-// validHostPort reports whether a is host:port.
-func validHostPort(a string) bool {
-	host, port, err := net.SplitHostPort(a)
-	return err == nil && host != "" && port != ""
+// checkRemote checks --remote, a server address list as rpc.Dial takes
+// it (net/rpc: one tcp address), or an etcd address (checkEtcdLoad's).
+func checkRemote(remote, impl string, viaEtcd bool) error {
+	if remote == "" || viaEtcd {
+		return nil
+	}
+	if impl == "netrpc" && strings.Contains(remote, ",") {
+		return fmt.Errorf("--remote %q: --impl netrpc takes one address", remote)
+	}
+	return checkServers("--remote", remote, impl == "netrpc")
 }
 
 func runLoad(ctx context.Context, c loadConfig, progress io.Writer) (loadSummary, error) {
