@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"maps"
 	"slices"
@@ -118,8 +119,9 @@ func NewResolver(cli *clientv3.Client, service string, cfg ResolverConfig) (*Res
 // reports the difference, if any. While etcd cannot be reached nothing is
 // reported: the last set stands, and only keys deleted in etcd (by
 // Close, or by their lease's expiry) ever remove an endpoint. Values that
-// are not the JSON of an rpc.Endpoint with an Addr are skipped, with a log
-// line. Endpoints come sorted by key, so by Addr.
+// are not the JSON of an rpc.Endpoint with a valid Addr
+// ([rpc.Endpoint.Validate]) are skipped, with a log line (once per key and
+// value). Endpoints come sorted by key, so by Addr.
 //
 // Watch returns ctx's error when ctx ends, or an error when the client is
 // closed or etcd refuses the list for good (permission denied,
@@ -128,7 +130,7 @@ func (r *Resolver) Watch(ctx context.Context, update func([]rpc.Endpoint)) error
 	w := watch{r: r, update: update}
 	attempt := 0
 	for {
-		set, rev, err := r.list(ctx)
+		set, rev, err := r.list(ctx, &w)
 		listed := err == nil
 		if listed {
 			w.emit(set)
@@ -168,7 +170,7 @@ func (r *Resolver) Watch(ctx context.Context, update func([]rpc.Endpoint)) error
 func givesUp(err error, listed bool) bool { return !listed && permanent(err) }
 
 // list reads the service's keys and the revision they were read at.
-func (r *Resolver) list(ctx context.Context) (map[string]rpc.Endpoint, int64, error) {
+func (r *Resolver) list(ctx context.Context, w *watch) (map[string]rpc.Endpoint, int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
 	resp, err := r.cli.Get(ctx, r.prefix, clientv3.WithPrefix())
@@ -177,26 +179,49 @@ func (r *Resolver) list(ctx context.Context) (map[string]rpc.Endpoint, int64, er
 	}
 	set := make(map[string]rpc.Endpoint, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
-		r.apply(set, kv)
+		w.apply(set, kv)
 	}
 	return set, resp.Header.Revision, nil
 }
 
 // apply puts kv's endpoint in set, or takes its key out if the value is
-// not a valid endpoint.
-func (r *Resolver) apply(set map[string]rpc.Endpoint, kv *mvccpb.KeyValue) {
+// not a valid endpoint: not the JSON of an rpc.Endpoint, or one whose
+// Addr a client cannot dial (rpc.Endpoint.Validate: empty, longer than
+// rpc.MaxEndpointAddr, a scheme it has not, no host or port). A key is
+// logged once for each invalid value it takes, not at each list.
+func (w *watch) apply(set map[string]rpc.Endpoint, kv *mvccpb.KeyValue) {
 	key := string(kv.Key)
 	var ep rpc.Endpoint
 	err := json.Unmarshal(kv.Value, &ep)
-	if err == nil && ep.Addr == "" {
-		err = errors.New("no addr")
+	if err == nil {
+		err = ep.Validate()
 	}
 	if err != nil {
-		r.log.Warn("etcd: skipping a value that is not an endpoint", "key", key, "err", err)
+		h := fnv.New64a()
+		h.Write(kv.Value)
+		if sum := h.Sum64(); w.skipped[key] != sum {
+			if w.skipped == nil || len(w.skipped) >= maxSkipMemo {
+				w.skipped = map[string]uint64{}
+			}
+			w.skipped[key] = sum
+			w.r.log.Warn("etcd: skipping a value that is not an endpoint", "key", clip(key), "err", clip(err.Error()))
+		}
 		delete(set, key)
 		return
 	}
+	delete(w.skipped, key)
 	set[key] = ep
+}
+
+// maxSkipMemo bounds the invalid keys a watch remembers having logged.
+const maxSkipMemo = 1 << 16
+
+// clip cuts s to 256 bytes for a log line.
+func clip(s string) string {
+	if len(s) <= 256 {
+		return s
+	}
+	return s[:256] + "…"
 }
 
 // watch is the state of one Watch call.
@@ -205,6 +230,7 @@ type watch struct {
 	update   func([]rpc.Endpoint)
 	last     []rpc.Endpoint // the set last reported
 	reported bool
+	skipped  map[string]uint64 // invalid keys logged, with a hash of the value logged
 }
 
 // emit reports set unless it equals the last one reported.
@@ -268,7 +294,7 @@ func (w *watch) run(ctx context.Context, set map[string]rpc.Endpoint, rev int64)
 			for _, ev := range resp.Events {
 				switch ev.Type {
 				case clientv3.EventTypePut:
-					r.apply(set, ev.Kv)
+					w.apply(set, ev.Kv)
 				case clientv3.EventTypeDelete:
 					delete(set, string(ev.Kv.Key))
 				}

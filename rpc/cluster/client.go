@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lifenet/lifenet/internal/logattr"
 	"github.com/lifenet/lifenet/rpc"
 )
 
@@ -39,6 +40,22 @@ type Client struct {
 
 	mu     sync.Mutex // serializes set changes against Close
 	closed atomic.Bool
+	// badSeen holds the hashes of the invalid entries of the last set
+	// (under mu): each is logged when it first appears, not at every set.
+	badSeen map[uint64]struct{}
+	overCap bool // the last set had more than MaxEndpoints valid entries (under mu)
+	limits  *logattr.Limiter
+
+	// Connecting (connect.go): dialSem bounds the dials for picks; dialc
+	// is closed and replaced at the end of each dial; ready lists the
+	// endpoints that connected (copy on write, under readyMu), the calls'
+	// fallback, taken in turn.
+	dialSem   chan struct{}
+	dialMu    sync.Mutex
+	dialc     chan struct{}
+	readyMu   sync.Mutex
+	ready     atomic.Pointer[[]*endpoint]
+	readyTurn atomic.Uint32
 
 	retry  retrier
 	budget budget
@@ -60,14 +77,18 @@ func Dial(ctx context.Context, r rpc.Resolver, b rpc.Balancer, cfg Config) (*Cli
 	if cfg.Client.Log == nil {
 		cfg.Client.Log = cfg.Logger // the endpoints' clients log where the cluster does (nil: slog.Default())
 	}
-	c := &Client{cfg: cfg, b: b, log: cfg.Logger, watchc: make(chan struct{})}
+	c := &Client{cfg: cfg, b: b, log: cfg.Logger, watchc: make(chan struct{}),
+		dialSem: make(chan struct{}, maxDials), dialc: make(chan struct{})}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
+	c.limits = logattr.NewLimiter(numKinds, logattr.Burst, logattr.Interval, c.logSuppressed)
 	c.retry = retrier{p: cfg.Retry}
 	c.budget.init(cfg.Retry.Budget)
 	empty := map[string]*endpoint{}
 	c.eps.Store(&empty)
+	none := []*endpoint{}
+	c.ready.Store(&none)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.wctx, c.wcancel = context.WithCancel(c.ctx)
 
@@ -115,26 +136,25 @@ func Dial(ctx context.Context, r rpc.Resolver, b rpc.Balancer, cfg Config) (*Cli
 	}
 }
 
-// update applies a new endpoint set. The client's map keeps every
-// endpoint not yet closed, those that left the set (draining) included,
-// so that a pick racing the update finds the endpoint it names, old or
-// new: the map is published first, then the balancer learns the set, then
-// the endpoints that left drain (each closes once its calls in flight
-// end, and the next update forgets it).
+// update applies a new endpoint set. Its entries are checked first
+// (valid reports which it keeps). The client's map keeps every endpoint
+// not yet closed, those that left the set (draining) included, so that a
+// pick racing the update finds the endpoint it names, old or new: the map
+// is published first, then the balancer learns the set, then the
+// endpoints that left drain (each closes once its calls in flight end,
+// and the next update forgets it).
 func (c *Client) update(set []rpc.Endpoint) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed.Load() {
 		return
 	}
+	set, skipped := c.valid(set)
 	old := *c.eps.Load()
 	next := make(map[string]*endpoint, len(set))
 	in := make(map[string]bool, len(set))
 	var added, removed []string
 	for _, ep := range set {
-		if ep.Addr == "" || in[ep.Addr] {
-			continue
-		}
 		in[ep.Addr] = true
 		e := old[ep.Addr]
 		if e != nil && !e.revive() {
@@ -164,11 +184,13 @@ func (c *Client) update(set []rpc.Endpoint) {
 		}
 	}
 	c.eps.Store(&next)
-	c.b.Update(slices.Clone(set))
+	c.b.Update(set)
 	for _, e := range leaving {
 		e.remove()
 	}
-	c.log.Info("cluster: endpoint set", "endpoints", len(in), "added", added, "removed", removed)
+	c.pruneReady(next)
+	c.log.Info("cluster: endpoint set", "endpoints", len(in), "skipped", skipped,
+		"added", len(added), "removed", len(removed), "addedAddrs", firstAddrs(added), "removedAddrs", firstAddrs(removed))
 }
 
 // EndpointState is what [Client.Endpoints] tells of one endpoint.
@@ -186,6 +208,12 @@ type EndpointState struct {
 	// Health is HealthOK, or why the client sends it no new call (see
 	// [Config.ProbeInterval]).
 	Health Health
+	// DialFailures counts its dials that failed (refused, timed out, no
+	// reply within [Config.ConnectTimeout]), and its client's own redials
+	// that did; Unreachable is set while its last dial failed (it is
+	// dialed again on a pick a second later at the soonest).
+	DialFailures uint64
+	Unreachable  bool
 }
 
 // Endpoints returns the state of the endpoints, by Addr: those of the
@@ -202,7 +230,8 @@ func (c *Client) Endpoints() []EndpointState {
 			continue
 		}
 		out = append(out, EndpointState{Endpoint: e.ep, Connected: e.cl.Load() != nil, InFlight: n,
-			Draining: removed, Attempts: e.attempts.Load(), Failures: e.failures.Load(), Health: Health(e.health.Load())})
+			Draining: removed, Attempts: e.attempts.Load(), Failures: e.failures.Load(), Health: Health(e.health.Load()),
+			DialFailures: e.dialFails.Load(), Unreachable: e.failedAt.Load() != 0})
 	}
 	return out
 }
@@ -229,6 +258,7 @@ func (c *Client) Close() error {
 	c.probes.Wait()
 	c.cancel()
 	c.dials.Wait()
+	c.limits.Stop()
 	return nil
 }
 
@@ -253,17 +283,25 @@ func (c *Client) Invoke(ctx context.Context, action string, args, result any) er
 	}
 	idem := m != nil && m.idempotent
 	info := rpc.PickInfo{Action: action, Key: rpc.BalanceKey(ctx)}
+	moves := 0
 	for n := 1; ; n++ {
 		addr, sent, err := c.attempt(ctx, &info, action, args, result)
 		if err == nil {
 			c.budget.success()
 			return nil
 		}
-		if !c.retryable(ctx, err, sent, idem, n) {
+		switch {
+		case !sent && moves < maxMoves && c.movable(ctx, err):
+			// Never written: it moves to another endpoint at once, as no
+			// attempt of the RetryPolicy's.
+			moves++
+			n--
+		case !c.retryable(ctx, err, sent, idem, n):
 			return err
-		}
-		if werr := c.retry.wait(ctx, n); werr != nil {
-			return err
+		default:
+			if werr := c.retry.wait(ctx, n); werr != nil {
+				return err
+			}
 		}
 		// The next attempt avoids every endpoint tried so far, not only
 		// this one: under failover, excluding only the last would send a
@@ -343,17 +381,43 @@ func avoidAddr(p *rpc.PickInfo, addr string) {
 }
 
 // attempt sends one attempt of a call: sent reports whether it may have
-// reached a server (see neverSent).
+// reached a server (see neverSent). A pick that is not connected waits
+// for a connection (connect).
 func (c *Client) attempt(ctx context.Context, info *rpc.PickInfo, action string, args, result any) (addr string, sent bool, err error) {
 	addr, e, err := c.pick(info)
 	if err != nil {
 		return "", false, err
 	}
-	err = c.send(ctx, addr, e, action, args, result)
+	picked := true
+	if e.cl.Load() == nil {
+		start := time.Now()
+		if addr, e, picked, err = c.connect(ctx, info, action, addr, e); err != nil {
+			return addr, false, err
+		}
+		if _, ok := ctx.Deadline(); !ok {
+			// The wait for a connection counts in the call's Timeout.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, start.Add(c.clientTimeout()))
+			defer cancel()
+		}
+	}
+	err = c.send(ctx, addr, e, picked, action, args, result)
 	if err == nil {
 		return addr, true, nil
 	}
 	return addr, !neverSent(err), err
+}
+
+// movable reports whether an attempt that was never written may move to
+// another endpoint: the call's ctx runs, the client is open, and the
+// attempt did not fail after looking over the set already (connect) or
+// for want of endpoints.
+func (c *Client) movable(ctx context.Context, err error) bool {
+	var de *dialError
+	if errors.As(err, &de) && de.swept {
+		return false
+	}
+	return ctx.Err() == nil && !c.closed.Load() && !errors.Is(err, errNoEndpoints) && !errors.Is(err, rpc.ErrClosed)
 }
 
 // neverSent reports an attempt's error that shows its request was not
@@ -361,22 +425,16 @@ func (c *Client) attempt(ctx context.Context, info *rpc.PickInfo, action string,
 // match (see notSent).
 func neverSent(err error) bool { return errors.Is(err, rpc.ErrNotSent) }
 
-// dialError is the error of an attempt whose endpoint could not be
-// dialed: it matches [rpc.ErrNoServer], [rpc.ErrNotSent] (nothing was
-// written) and the dial's error.
-type dialError struct {
-	addr string
-	err  error
-}
-
-func (d *dialError) Error() string   { return "cluster: dial " + d.addr + ": " + d.err.Error() }
-func (d *dialError) Unwrap() []error { return []error{rpc.ErrNoServer, rpc.ErrNotSent, d.err} }
-
 // notSentError adds [rpc.ErrNotSent] to an error whose call was not
-// written, its text unchanged.
+// written, its text unchanged (never empty).
 type notSentError struct{ err error }
 
-func (e *notSentError) Error() string   { return e.err.Error() }
+func (e *notSentError) Error() string {
+	if s := e.err.Error(); s != "" {
+		return s
+	}
+	return "cluster: call not sent"
+}
 func (e *notSentError) Unwrap() []error { return []error{e.err, rpc.ErrNotSent} }
 
 // notSent makes the error of an attempt that wrote nothing match
@@ -391,13 +449,14 @@ func notSent(err error) error {
 	return &notSentError{err}
 }
 
-// send runs one attempt on e, which pick counted in flight, reports it to
-// the balancer and ends it.
-func (c *Client) send(ctx context.Context, addr string, e *endpoint, action string, args, result any) error {
+// send runs one attempt on e, which pick (or connect) counted in flight,
+// reports it to the balancer when picked says the attempt holds the
+// balancer's pick of it, and ends it.
+func (c *Client) send(ctx context.Context, addr string, e *endpoint, picked bool, action string, args, result any) error {
 	start := time.Now()
 	sent := false
 	dialing := e.cl.Load() == nil
-	cl, err := e.client(ctx, c.ctx, &c.dials, c.cfg.Client)
+	cl, err := c.client(ctx, e)
 	switch {
 	case err == nil:
 		sent = true
@@ -409,10 +468,12 @@ func (c *Client) send(ctx context.Context, addr string, e *endpoint, action stri
 		}
 		err = cl.Invoke(ctx, action, args, result)
 		if errors.Is(err, rpc.ErrNoServer) {
+			// Its client found the connection gone and could not dial
+			// again: nothing was written, and the endpoint is down.
+			c.lost(e, err)
 			err = notSent(err)
 		}
 	case ctx.Err() == nil:
-		c.log.Warn("cluster: dial failed", "addr", addr, "err", err)
 		err = &dialError{addr: addr, err: err}
 	case errors.Is(err, context.DeadlineExceeded):
 		err = notSent(fmt.Errorf("%w (%s, dialing %s): %w", rpc.ErrTimeout, action, addr, err))
@@ -436,7 +497,9 @@ func (c *Client) send(ctx context.Context, addr string, e *endpoint, action stri
 	if sent && c.healthOn() {
 		c.observe(ctx, e, start, end, err)
 	}
-	c.b.Done(addr, res)
+	if picked {
+		c.b.Done(addr, res)
+	}
 	e.release()
 	return err
 }

@@ -40,6 +40,13 @@ const (
 	// DefaultShieldTimeouts is how many timeouts in a row, with no reply
 	// from the endpoint in between, shield it ([Config.ShieldTimeouts]).
 	DefaultShieldTimeouts = 2
+	// DefaultConnectTimeout bounds the making of an endpoint's connection,
+	// its first reply included ([Config.ConnectTimeout]): NewLife
+	// ISocketClient.Timeout's 3 s, the transport's dial timeout.
+	DefaultConnectTimeout = 3 * time.Second
+	// DefaultMaxEndpoints bounds the endpoints a client keeps of a set
+	// ([Config.MaxEndpoints]).
+	DefaultMaxEndpoints = 65536
 )
 
 // Limits on [Config] fields.
@@ -54,6 +61,10 @@ const (
 	MaxProbeInterval = time.Hour
 	// MaxShieldTimeouts bounds [Config.ShieldTimeouts].
 	MaxShieldTimeouts = 100
+	// MaxConnectTimeout bounds [Config.ConnectTimeout].
+	MaxConnectTimeout = time.Minute
+	// MaxMaxEndpoints bounds [Config.MaxEndpoints].
+	MaxMaxEndpoints = 1 << 20
 )
 
 // Config holds a cluster client's settings. The zero value means "all
@@ -70,10 +81,12 @@ type Config struct {
 	// ResolveTimeout bounds Dial's wait for the resolver's first set
 	// (default 10 s, and never past Dial's ctx).
 	ResolveTimeout time.Duration
-	// Logger receives endpoint set changes, failed dials, endpoints
-	// shielded and back, and a resolver that stops (nil: the cluster logs
-	// nothing), and is the endpoints' clients' Client.Log when that is nil
-	// (both nil: slog.Default()).
+	// Logger receives endpoint set changes, entries of a set skipped,
+	// failed dials (those two rate-limited: 10 lines of each per 10 s,
+	// then one counting the rest), endpoints shielded and back, and a
+	// resolver that stops (nil: the cluster logs nothing), and is the
+	// endpoints' clients' Client.Log when that is nil (both nil:
+	// slog.Default()).
 	Logger *slog.Logger
 
 	// ProbeInterval is the period of the client's health checks (default
@@ -83,9 +96,11 @@ type Config struct {
 	// [rpc.ErrShutdown]) takes no new call until it answers "Serving";
 	// one that gave no reply to ShieldTimeouts timed-out requests in a row
 	// (a partition, a hung server) takes none until a probe, on a new
-	// connection, gets a reply. Negative: no health checks and no such
+	// connection, gets a reply. Negative: no health checks, no such
 	// shields (a 503 refusal is then reported to the balancer as
-	// unavailable, and a timeout is a latency sample only).
+	// unavailable, and a timeout is a latency sample only) and no
+	// Api/Health on a new connection (see ConnectTimeout: a listener that
+	// never answers then costs the first call written to it its Timeout).
 	ProbeInterval time.Duration
 	// ProbeTimeout bounds each probe, its dial included (default half of
 	// ProbeInterval; at most ProbeInterval).
@@ -95,6 +110,24 @@ type Config struct {
 	// [MaxShieldTimeouts]; negative: timeouts never shield). A probe's
 	// timeout counts as one.
 	ShieldTimeouts int
+
+	// ConnectTimeout bounds the making of an endpoint's connection
+	// (default 3 s, at most [MaxConnectTimeout]): its dial (each within
+	// Client.Transport.DialTimeout too) and, unless ProbeInterval is
+	// negative, the reply to a first Api/Health call on it (any reply,
+	// a 404 or a 503 included: a server is there). A connection with no
+	// reply in time is closed and its endpoint counts as one that could
+	// not be dialed, so that a listener which takes connections and never
+	// answers (a process stopped, a full accept queue) costs no call its
+	// whole Timeout: no call was written on it. A call waits for one of
+	// its picks to connect at most its own Timeout, which the wait counts
+	// in (see the package's "Connecting").
+	ConnectTimeout time.Duration
+	// MaxEndpoints bounds the endpoints the client keeps of a set
+	// (default [DefaultMaxEndpoints], 65,536, at most [MaxMaxEndpoints]):
+	// the first MaxEndpoints valid ones are kept, the rest skipped with a
+	// log line.
+	MaxEndpoints int
 }
 
 // RetryPolicy is opt-in: a zero MaxAttempts makes one attempt per call. A
@@ -159,6 +192,12 @@ func (c *Config) fill() {
 	if c.ShieldTimeouts == 0 {
 		c.ShieldTimeouts = DefaultShieldTimeouts
 	}
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = DefaultConnectTimeout
+	}
+	if c.MaxEndpoints == 0 {
+		c.MaxEndpoints = DefaultMaxEndpoints
+	}
 	r := &c.Retry
 	if r.MaxAttempts == 0 {
 		r.MaxAttempts = 1
@@ -206,6 +245,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: ProbeTimeout %v over ProbeInterval %v", ErrConfig, c.ProbeTimeout, interval)
 	case c.ShieldTimeouts > MaxShieldTimeouts:
 		return fmt.Errorf("%w: ShieldTimeouts %d (at most %d)", ErrConfig, c.ShieldTimeouts, MaxShieldTimeouts)
+	case c.ConnectTimeout < 0 || c.ConnectTimeout > MaxConnectTimeout:
+		return fmt.Errorf("%w: ConnectTimeout %v (0 to %v)", ErrConfig, c.ConnectTimeout, MaxConnectTimeout)
+	case c.MaxEndpoints < 0 || c.MaxEndpoints > MaxMaxEndpoints:
+		return fmt.Errorf("%w: MaxEndpoints %d (0 to %d)", ErrConfig, c.MaxEndpoints, MaxMaxEndpoints)
 	case r.MaxAttempts < 0 || r.MaxAttempts > MaxAttempts:
 		return fmt.Errorf("%w: Retry.MaxAttempts %d (0 to %d)", ErrConfig, r.MaxAttempts, MaxAttempts)
 	case r.InitialBackoff < 0:

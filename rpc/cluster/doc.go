@@ -8,26 +8,52 @@
 // # The life of a call
 //
 // Resolve. [Dial] starts the resolver's Watch and waits for its first
-// endpoint set. Each set it reports replaces the last: the client makes
-// the new endpoints, hands the set to the balancer ([rpc.Balancer.Update])
-// and lets the endpoints that left drain. A new endpoint takes calls from
-// the next pick on; one that left takes no new call, its calls in flight
-// finish, and then its connection closes. No call fails because the set
-// changed.
+// endpoint set. Each set it reports (its invalid entries skipped, see
+// below) replaces the last: the client makes the new endpoints, hands the
+// set to the balancer ([rpc.Balancer.Update]) and lets the endpoints that
+// left drain. A new endpoint takes calls from the next pick on; one that
+// left takes no new call, its calls in flight finish, and then its
+// connection closes. No call fails because the set changed.
 //
 // Pick. Each attempt asks the balancer for an endpoint
 // ([rpc.Balancer.Pick], with the action and the ctx's
 // [rpc.WithBalanceKey] key), and counts itself in flight on it.
 //
 // Per-endpoint client. Each endpoint has its own [rpc.Client] with
-// [Config.Client], dialed on the first call picked for it (a balancer
-// such as [github.com/lifenet/lifenet/rpc/balance.Failover] uses one endpoint of many, and a large set
-// should not open a connection to every server); the calls that pick it
-// meanwhile share that dial. A dial that fails fails the attempt with an
-// error matching [rpc.ErrNoServer] and [rpc.ErrNotSent] (nothing was
-// written; so does the endpoint client's own failed redial after its
-// server went away) and reports the endpoint unavailable, which shields
-// it at once; the next pick of it (its probe) dials again.
+// [Config.Client], dialed when a call's pick first falls on it (a
+// balancer such as [github.com/lifenet/lifenet/rpc/balance.Failover] uses
+// one endpoint of many, and a large set should not open a connection to
+// every server). A dial is not done until the server has answered a first
+// Api/Health on the new connection (any reply: a 404 from a NewLife
+// server will do), all within [Config.ConnectTimeout] (3 s): a listener
+// that takes connections and never answers fails the dial, with nothing
+// of a call written to it. A dial that fails marks the endpoint
+// unreachable ([EndpointState.Unreachable]) and reports it unavailable
+// to the balancer, which shields it; a pick that falls on it within the
+// next second reports it so again without dialing.
+//
+// Connecting. A call whose pick is not connected waits for that
+// endpoint's dial (the calls that pick it meanwhile share it), at most
+// 250 ms; then, or at once if the dial fails, it goes to an endpoint that
+// is connected, if there is one, leaving the dial to go on without it and
+// to report its end to the balancer. With none connected, it dials more
+// picks: the next one each 250 ms (happy eyeballs), and up to 32 at once
+// after a failure, so that a set of thousands of dead endpoints is swept
+// in parallel; the first to connect takes the call. It fails, with an
+// error matching [rpc.ErrNoServer] and [rpc.ErrNotSent], only when every
+// pick failed and no dial is left, or with [rpc.ErrTimeout] when its
+// Timeout (which the wait counts in) passes first. So a black hole costs
+// a fresh client's call about 250 ms, not its Timeout; and with one
+// healthy endpoint among thousands that answer nothing, calls go to it.
+// An endpoint's client that cannot dial its server again (the server
+// went away) fails its call with [rpc.ErrNoServer] and [rpc.ErrNotSent],
+// and is set aside: the endpoint is not connected any more.
+//
+// Registry entries are not trusted: each set's entries are checked
+// ([rpc.Endpoint.Validate]: a scheme the client dials, a host and a
+// port, at most [rpc.MaxEndpointAddr] bytes, one server) and those that
+// fail are skipped, each logged once (rate-limited), as are repeats and
+// the entries past [Config.MaxEndpoints]; the others make the set.
 //
 // Done. The attempt's end goes back to the balancer
 // ([rpc.Balancer.Done]) as a [rpc.PickResult]:
@@ -62,6 +88,10 @@
 // again avoiding it, so the policy shares its turns out as it would an
 // excluded endpoint's; with no other endpoint left, it is picked all the
 // same.
+//
+// Move. An attempt that was never written ([rpc.ErrNotSent]: its
+// endpoint's client could not dial again) goes to another endpoint at
+// once, up to twice, whatever the retry policy: it did not run.
 //
 // Retry. With [Config.Retry] ([RetryPolicy]; none by default), a failed
 // attempt is sent again, to an endpoint none of its attempts went to yet

@@ -1,9 +1,9 @@
 package cluster
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/lifenet/lifenet/rpc"
 )
@@ -43,6 +43,16 @@ type endpoint struct {
 	lastReply atomic.Int64
 	noHealth  atomic.Bool
 	probing   atomic.Bool
+
+	// Dials (see connect.go): failedAt is the instant (mono) its last dial
+	// failed, 0 if none did since it last connected; failErr is that
+	// dial's error; dialFails counts the failed dials; listed is set once
+	// it is in the client's list of endpoints that connected (under
+	// Client.readyMu).
+	failedAt  atomic.Int64
+	failErr   atomic.Pointer[error]
+	dialFails atomic.Uint64
+	listed    atomic.Bool
 }
 
 // retiredClient is a client set aside, to be closed at closeAt (mono).
@@ -58,11 +68,20 @@ const (
 )
 
 // dial is one dial of an endpoint; the calls that find it in progress
-// wait for it (or their ctx) and share its result.
+// wait for it (or their ctx) and share its result, set before done is
+// closed. handed counts the balancer's picks of the endpoint that calls
+// gave the dial to report (rpc.Balancer.Done) when it ends (under
+// endpoint.mu while the dial is the endpoint's dialer); sem is set when
+// the dial holds one of the client's dial slots.
 type dial struct {
-	done chan struct{}
-	cl   *rpc.Client
-	err  error
+	done   chan struct{}
+	cl     *rpc.Client
+	err    error
+	rtt    time.Duration // its Api/Health round trip, 0 if none
+	took   time.Duration
+	handed int
+	sem    bool
+	start  time.Time
 }
 
 func newEndpoint(ep rpc.Endpoint) *endpoint {
@@ -131,48 +150,19 @@ func (e *endpoint) inFlight() (n int, removed, closed bool) {
 	return int(s & countMask), s&removedBit != 0, s&closedBit != 0
 }
 
-// client returns the endpoint's client, dialing it if need be (one dial
-// at a time, on dctx, the cluster client's; a caller waits for it as long
-// as its own ctx lets it). A failed dial is not kept: the next call dials
-// again (the balancer shields the endpoint meanwhile). dials counts the
-// dial goroutines, for Close to wait for.
-func (e *endpoint) client(ctx, dctx context.Context, dials *sync.WaitGroup, cfg rpc.ClientConfig) (*rpc.Client, error) {
-	if cl := e.cl.Load(); cl != nil {
-		return cl, nil
-	}
-	e.mu.Lock()
-	if cl := e.cl.Load(); cl != nil {
-		e.mu.Unlock()
-		return cl, nil
-	}
-	d := e.dialer
-	if d == nil {
-		d = &dial{done: make(chan struct{})}
-		e.dialer = d
-		dials.Add(1)
-		go func() {
-			defer dials.Done()
-			e.dial(d, dctx, cfg)
-		}()
-	}
-	e.mu.Unlock()
-	select {
-	case <-d.done:
-		return d.cl, d.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+// recentlyFailed reports whether e's last dial failed less than
+// redialAfter before now (mono): it is not dialed again yet.
+func (e *endpoint) recentlyFailed(now int64) bool {
+	f := e.failedAt.Load()
+	return f != 0 && now-f < int64(redialAfter)
 }
 
-func (e *endpoint) dial(d *dial, ctx context.Context, cfg rpc.ClientConfig) {
-	d.cl, d.err = rpc.Dial(ctx, e.addr, cfg)
-	e.mu.Lock()
-	if d.err == nil {
-		d.cl, d.err = e.install(d.cl)
+// lastFailure returns the error of e's last failed dial, or nil.
+func (e *endpoint) lastFailure() error {
+	if p := e.failErr.Load(); p != nil {
+		return *p
 	}
-	e.dialer = nil
-	e.mu.Unlock()
-	close(d.done)
+	return nil
 }
 
 // install makes cl, just dialed, the endpoint's client, under e.mu, and

@@ -295,6 +295,8 @@ func (c *Client) probe(e *endpoint) {
 			if ierr != nil {
 				return // the endpoint closed meanwhile
 			}
+			e.failedAt.Store(0)
+			c.markReady(e)
 		}
 	}
 	switch {

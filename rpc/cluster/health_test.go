@@ -186,32 +186,75 @@ func silentServer(t *testing.T) (addr string, accepts *atomic.Int64) {
 
 // Each probe of an endpoint shielded for no reply dials afresh, also
 // after a probe whose dial worked but whose Api/Health got no reply: a
-// connection that never answered is not kept for the next probes.
+// connection that never answered is not kept for the next probes. The
+// endpoint goes silent after it connected (a proxy cut): new connections
+// through it are accepted and never answered.
 func TestProbesOfASilentEndpointDialAfresh(t *testing.T) {
 	leakcheck.Check(t)
-	addr, accepts := silentServer(t)
-	c := dial(t, rpc.StaticResolver{{Addr: addr}}, roundRobin(t), cluster.Config{
+	s := startServer(t, "A", nil)
+	p := startProxy(t, s.addr)
+	c := dial(t, rpc.StaticResolver{{Addr: p.addr()}}, roundRobin(t), cluster.Config{
 		Client:        rpc.ClientConfig{Timeout: 100 * time.Millisecond},
 		ProbeInterval: 50 * time.Millisecond, ProbeTimeout: 25 * time.Millisecond,
 	})
+	_, err := cluster.Call[string](context.Background(), c, "Test/Who", nil)
+	must(t, err)
+	p.cut()
 	until(t, "shielded for no reply", func() bool {
 		cluster.Call[string](context.Background(), c, "Test/Who", nil)
-		return healthOf(c, addr) == cluster.HealthNoReply
+		return healthOf(c, p.addr()) == cluster.HealthNoReply
 	})
-	shielded := accepts.Load()
-	until(t, "three probes on new connections", func() bool { return accepts.Load() >= shielded+3 })
+	shielded := p.accepts.Load()
+	until(t, "three probes on new connections", func() bool { return p.accepts.Load() >= shielded+3 })
+}
+
+// A listener that takes connections and never answers is never
+// connected: the dial's Api/Health gets no reply within ConnectTimeout,
+// the connection is closed, and a call that had no other endpoint fails
+// without having been written, at ConnectTimeout rather than its own
+// Timeout; the next dial, a second later at the soonest, is on a new
+// connection.
+func TestSilentListenerIsNeverConnected(t *testing.T) {
+	leakcheck.Check(t)
+	addr, accepts := silentServer(t)
+	c := dial(t, rpc.StaticResolver{{Addr: addr}}, roundRobin(t), cluster.Config{
+		Client:         rpc.ClientConfig{Timeout: 5 * time.Second},
+		ConnectTimeout: 100 * time.Millisecond,
+	})
+	for i := range 2 {
+		start := time.Now()
+		_, err := cluster.Call[string](context.Background(), c, "Test/Who", nil)
+		took := time.Since(start)
+		if !errors.Is(err, rpc.ErrNotSent) || !errors.Is(err, rpc.ErrNoServer) {
+			t.Errorf("call %d to a silent listener: %v; want rpc.ErrNotSent and rpc.ErrNoServer", i, err)
+		}
+		if took > 3*time.Second {
+			t.Errorf("call %d to a silent listener took %v: past ConnectTimeout (100 ms), near its own Timeout", i, took)
+		}
+		if i == 0 {
+			time.Sleep(1100 * time.Millisecond) // past the redial wait
+		}
+	}
+	until(t, "the second dial's end", func() bool { return c.Endpoints()[0].DialFailures == 2 })
+	if n := accepts.Load(); n != 2 {
+		t.Errorf("%d connections accepted, want 2 (one per dial)", n)
+	}
+	if e := c.Endpoints()[0]; e.Connected || !e.Unreachable {
+		t.Errorf("the silent endpoint: %+v; want not connected, unreachable", e)
+	}
 }
 
 // However many endpoints are shielded, none is taken while another is
-// healthy: under Failover, four silent endpoints at the head of the list
-// (a zone cut off, sorted first) leave the calls to the fifth once they
-// are shielded.
+// healthy: under Failover, four endpoints at the head of the list that
+// stop answering (their calls time out; their Api/Health still answers)
+// leave the calls to the fifth once they are shielded.
 func TestShieldedEndpointsAllAvoided(t *testing.T) {
 	leakcheck.Check(t)
 	var eps []rpc.Endpoint
-	for range 4 {
-		addr, _ := silentServer(t)
-		eps = append(eps, rpc.Endpoint{Addr: addr})
+	for i := range 4 {
+		s := startServer(t, string(rune('A'+i)), nil)
+		s.delay.Store(int64(time.Hour))
+		eps = append(eps, rpc.Endpoint{Addr: s.addr})
 	}
 	e := startServer(t, "E", nil)
 	eps = append(eps, rpc.Endpoint{Addr: e.addr})
@@ -219,7 +262,7 @@ func TestShieldedEndpointsAllAvoided(t *testing.T) {
 	must(t, err)
 	c := dial(t, rpc.StaticResolver(eps), fo, cluster.Config{Client: rpc.ClientConfig{Timeout: 100 * time.Millisecond}, ProbeInterval: time.Hour})
 	until(t, "the four silent endpoints shielded", func() bool {
-		cluster.Call[string](context.Background(), c, "Test/Who", nil)
+		cluster.Call[string](context.Background(), c, "Test/Slow", nil)
 		for _, ep := range eps[:4] {
 			if healthOf(c, ep.Addr) != cluster.HealthNoReply {
 				return false
@@ -227,13 +270,13 @@ func TestShieldedEndpointsAllAvoided(t *testing.T) {
 		}
 		return true
 	})
-	before := e.who.Load()
+	before := e.calls.Load()
 	for i := range 10 {
-		if who, err := cluster.Call[string](context.Background(), c, "Test/Who", nil); err != nil || who != "E" {
+		if who, err := cluster.Call[string](context.Background(), c, "Test/Slow", nil); err != nil || who != "E" {
 			t.Fatalf("call %d with A to D shielded: %q, %v; want E's answer", i, who, err)
 		}
 	}
-	if n := e.who.Load() - before; n != 10 {
+	if n := e.calls.Load() - before; n != 10 {
 		t.Errorf("E answered %d of 10 calls", n)
 	}
 }
@@ -445,11 +488,12 @@ type proxy struct {
 	done   chan struct{}
 	wg     sync.WaitGroup
 
-	mu    sync.Mutex
-	gen   int           // the cut count: connections of an older one are stuck
-	open  chan struct{} // closed while the link is up
-	conns []net.Conn
-	stuck atomic.Int64 // bytes held on stuck connections
+	mu      sync.Mutex
+	gen     int           // the cut count: connections of an older one are stuck
+	open    chan struct{} // closed while the link is up
+	conns   []net.Conn
+	stuck   atomic.Int64 // bytes held on stuck connections
+	accepts atomic.Int64 // connections accepted
 }
 
 func startProxy(t *testing.T, target string) *proxy {
@@ -541,6 +585,7 @@ func (p *proxy) accept() {
 		if !p.track(in) {
 			return
 		}
+		p.accepts.Add(1)
 		p.mu.Lock()
 		gen, open := p.gen, p.open
 		p.mu.Unlock()

@@ -67,7 +67,7 @@ func (c *Client) race(ctx context.Context, stagger time.Duration, action string,
 					val = reflect.New(rt.Elem())
 					dst = val.Interface()
 				}
-				err := c.send(rctx, addr, e, action, args, dst)
+				err := c.send(rctx, addr, e, true, action, args, dst)
 				done <- raced{err: err, val: val}
 			}()
 			return nil

@@ -78,8 +78,8 @@ func TestRetryNeverResendsWritten(t *testing.T) {
 	}
 }
 
-// A call that never left (its endpoint could not be dialed) is retried on
-// another endpoint, idempotent or not; with no policy it fails.
+// A call that never left (its endpoint could not be dialed) goes to
+// another endpoint, idempotent or not, with a retry policy or without.
 func TestRetryNotSent(t *testing.T) {
 	leakcheck.Check(t)
 	l := newLedger()
@@ -93,8 +93,12 @@ func TestRetryNotSent(t *testing.T) {
 	}
 
 	c = dial(t, eps, failover(t), cluster.Config{})
-	if _, err := cluster.Call[string](context.Background(), c, "Test/Work", WorkArgs{ID: 2}); !errors.Is(err, rpc.ErrNoServer) {
-		t.Errorf("the same without retries: %v, want rpc.ErrNoServer", err)
+	who, err = cluster.Call[string](context.Background(), c, "Test/Work", WorkArgs{ID: 2})
+	if err != nil || who != "A" {
+		t.Errorf("the same without retries: %q, %v; want A's answer", who, err)
+	}
+	if n := l.count(1) + l.count(2); n != 2 {
+		t.Errorf("the two calls ran %d times, want 2", n)
 	}
 }
 
@@ -157,37 +161,46 @@ func TestRetryBudget(t *testing.T) {
 }
 
 // Successes refill the budget: once a burst of failures spent it, a call
-// that could be retried is not; after 70 successes (7 tokens) it is again.
+// that could be retried is not; after 100 successes (the 10 tokens back)
+// it is again. The failures are timeouts of idempotent calls on a server too slow (a
+// failed dial no longer fails a call while another endpoint answers).
 func TestRetryBudgetRefills(t *testing.T) {
 	leakcheck.Check(t)
-	s := startServer(t, "A", nil)
-	r := newSetResolver([]rpc.Endpoint{{Addr: deadAddr(t)}})
-	c := dial(t, r, roundRobin(t), retry3)
+	slow := startServer(t, "S", nil)
+	slow.delay.Store(int64(time.Hour))
+	fast := startServer(t, "A", nil)
+	cfg := retry3
+	cfg.Client.Timeout = 50 * time.Millisecond
+	cfg.ShieldTimeouts = -1 // the slow server keeps its turns
+	r := newSetResolver([]rpc.Endpoint{{Addr: slow.addr}})
+	c := dial(t, r, roundRobin(t), cfg)
+	ctx := cluster.Idempotent(context.Background())
 	setTo := func(eps ...rpc.Endpoint) {
 		r.Set(eps)
 		until(t, "the new set", func() bool { return len(c.Endpoints()) == len(eps) })
 	}
-	// failures counts the calls of 4 that fail, two of which start on a
-	// new dead endpoint (round-robin), retried on A if the budget lets.
+	// failures counts the calls of 4 that fail, each of which starts on
+	// the slow server (round-robin: each retry takes A's turn), retried
+	// on A if the budget lets.
 	failures := func() int {
-		setTo(rpc.Endpoint{Addr: deadAddr(t)}, rpc.Endpoint{Addr: s.addr})
+		setTo(rpc.Endpoint{Addr: slow.addr}, rpc.Endpoint{Addr: fast.addr})
 		n := 0
 		for range 4 {
-			if _, err := cluster.Call[string](context.Background(), c, "Test/Who", nil); err != nil {
+			if _, err := cluster.Call[string](ctx, c, "Test/Slow", nil); err != nil {
 				n++
 			}
 		}
 		return n
 	}
 	for range 20 { // spend the budget
-		cluster.Call[string](context.Background(), c, "Test/Who", nil)
+		cluster.Call[string](ctx, c, "Test/Slow", nil)
 	}
 	if n := failures(); n == 0 {
 		t.Errorf("with the budget spent, no call failed: retries went on")
 	}
-	setTo(rpc.Endpoint{Addr: s.addr})
-	for range 70 {
-		_, err := cluster.Call[string](context.Background(), c, "Test/Who", nil)
+	setTo(rpc.Endpoint{Addr: fast.addr})
+	for range 100 {
+		_, err := cluster.Call[string](ctx, c, "Test/Slow", nil)
 		must(t, err)
 	}
 	if n := failures(); n != 0 {
