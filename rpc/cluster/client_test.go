@@ -3,11 +3,13 @@ package cluster_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/lifenet/lifenet/internal/logattr/logtest"
 	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 	"github.com/lifenet/lifenet/rpc"
 	"github.com/lifenet/lifenet/rpc/balance"
@@ -356,6 +358,10 @@ func TestConfig(t *testing.T) {
 		{Retry: cluster.RetryPolicy{Jitter: 2}},
 		{Retry: cluster.RetryPolicy{Budget: cluster.RetryBudget{TokenRatio: 2}}},
 		{Client: rpc.ClientConfig{Timeout: -1}},
+		{ConnectTimeout: -1},
+		{ConnectTimeout: cluster.MaxConnectTimeout + 1},
+		{MaxEndpoints: -1},
+		{MaxEndpoints: cluster.MaxMaxEndpoints + 1},
 	}
 	for i, cfg := range bad {
 		if err := cfg.Validate(); !errors.Is(err, cluster.ErrConfig) {
@@ -366,8 +372,35 @@ func TestConfig(t *testing.T) {
 		}
 	}
 	must(t, cluster.DefaultConfig().Validate())
-	if d := cluster.DefaultConfig(); d.Retry.MaxAttempts != 1 || d.RaceAttempts != cluster.DefaultRaceAttempts || d.ResolveTimeout != cluster.DefaultResolveTimeout {
+	if d := cluster.DefaultConfig(); d.Retry.MaxAttempts != 1 || d.RaceAttempts != cluster.DefaultRaceAttempts || d.ResolveTimeout != cluster.DefaultResolveTimeout ||
+		d.ConnectTimeout != cluster.DefaultConnectTimeout || d.MaxEndpoints != cluster.DefaultMaxEndpoints {
 		t.Errorf("DefaultConfig = %+v", d)
+	}
+}
+
+// A set past MaxEndpoints keeps its first MaxEndpoints valid entries
+// (invalid ones and repeats do not count) and says once what it skipped.
+func TestMaxEndpoints(t *testing.T) {
+	leakcheck.Check(t)
+	ss := startServers(t, 3, nil)
+	rec, log := logtest.New(slog.LevelInfo)
+	set := []rpc.Endpoint{{Addr: "udp://"}, {Addr: ss[0].addr}, {Addr: ss[0].addr}, {Addr: ss[1].addr}, {Addr: ss[2].addr}}
+	r := newSetResolver(set)
+	c := dial(t, r, roundRobin(t), cluster.Config{MaxEndpoints: 2, Logger: log})
+	kept := map[string]bool{}
+	for _, e := range c.Endpoints() {
+		kept[e.Addr] = true
+	}
+	if len(kept) != 2 || !kept[ss[0].addr] || !kept[ss[1].addr] {
+		t.Fatalf("endpoints kept: %v; want A's and B's", kept)
+	}
+	r.Set(set)
+	until(t, "the set again", func() bool { return len(rec.Find(slog.LevelInfo, "cluster: endpoint set")) == 2 })
+	if n := len(rec.Find(slog.LevelWarn, "cluster: endpoint set over MaxEndpoints; the rest skipped")); n != 1 {
+		t.Errorf("%d lines for the set over MaxEndpoints, want 1 (the same set again says nothing new)", n)
+	}
+	if n := len(rec.Find(slog.LevelWarn, "cluster: endpoint skipped")); n != 1 {
+		t.Errorf("%d lines for the invalid entry, want 1", n)
 	}
 }
 
