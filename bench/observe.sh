@@ -6,8 +6,8 @@
 #   off       lifenet serve
 #   metrics   lifenet serve --metrics 127.0.0.1:0 (the otel module's server
 #             interceptor and observers, exported for Prometheus)
-#   traces    the same with --traces 0.01: a server span per call, sampled
-#             parent-based at 1 %, to an exporter that drops them
+#   traces    the same with --traces 0.01 --traces-out none: a server span
+#             per call, sampled parent-based at 1 %, made and dropped
 # Each server's CPU is read from /proc over the middle of the measured
 # window; the table gives medians, and each server's CPU per call over
 # off's in the same round, the median of those ratios and their range.
@@ -30,7 +30,7 @@ start() {
 	local cmd=("$tmp/lifenet" serve --host 127.0.0.1 --port 0 --udp=false --seconds 120)
 	case "$1" in
 	metrics) cmd+=(--metrics 127.0.0.1:0) ;;
-	traces) cmd+=(--metrics 127.0.0.1:0 --traces 0.01) ;;
+	traces) cmd+=(--metrics 127.0.0.1:0 --traces 0.01 --traces-out none) ;;
 	esac
 	: >"$tmp/server.out"
 	"${cmd[@]}" >"$tmp/server.out" 2>"$tmp/server.err" &

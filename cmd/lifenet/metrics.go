@@ -31,11 +31,12 @@ func serveHooks() rpctool.ServeHooks {
 	return rpctool.ServeHooks{
 		Flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&m.addr, "metrics", "", "lifenet: serve /metrics (Prometheus) and /status (JSON) on this HOST:PORT (port 0 picks a free one)")
-			fs.Float64Var(&m.traces, "traces", 0, "lifenet, with --metrics: a server span per call, sampled parent-based at this ratio (0 to 1; 0: no spans). No exporter is built in: the spans are made and dropped, which measures tracing's cost on the server")
+			fs.Float64Var(&m.traces, "traces", 0, "lifenet, with --metrics: a server span per call, sampled parent-based at this ratio (0 to 1; 0: no spans), written where --traces-out says")
 		},
 		Check:   m.check,
 		Config:  m.config,
 		Started: m.started,
+		Tracer:  func() *sdktrace.TracerProvider { return m.tp },
 	}
 }
 

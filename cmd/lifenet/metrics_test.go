@@ -124,7 +124,8 @@ func TestServeMetricsFlag(t *testing.T) {
 }
 
 // TestServeTraces: with --traces every call still answers and is counted
-// (the spans themselves go to no exporter).
+// (the spans go to stdout, discarded here; TestServeTracesWritesSpans
+// reads them).
 func TestServeTraces(t *testing.T) {
 	ready, metrics := startServe(t, "--port", "0", "--udp=false", "--metrics", "127.0.0.1:0", "--traces", "1")
 	callNoArg(t, ready, 3)

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/lifenet/lifenet/cmd/lifenet/internal/cliflag"
 	"github.com/lifenet/lifenet/internal/cpustat"
 	"github.com/lifenet/lifenet/internal/rpcbench"
@@ -29,6 +31,8 @@ type serveConfig struct {
 	grace      time.Duration
 	cpuProfile string
 	reg        registerConfig
+	spans      spanOut // --traces-out, with hooks that trace
+	spansSet   bool    // the command line set --traces-out
 }
 
 // Limits of serve's flags.
@@ -52,7 +56,7 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // ServeHooks let the lifenet command add to `lifenet serve` what this
-// package leaves to it (the otel module's metrics).
+// package leaves to it (the otel module's metrics and tracing).
 type ServeHooks struct {
 	// Flags adds flags to serve's flag set.
 	Flags func(fs *flag.FlagSet)
@@ -65,6 +69,12 @@ type ServeHooks struct {
 	// Started runs once the lifenet server listens, before READY is
 	// printed; the stop it returns runs when the server has shut down.
 	Started func(ctx context.Context, srv *rpc.Server, stdout io.Writer) (stop func(), err error)
+	// Tracer returns, once Config ran, the provider of the server's spans
+	// (nil when the flags asked for none). With it serve has --traces-out
+	// and registers on it the span processor that writes the spans there;
+	// serve shuts that processor down after the server, whether or not
+	// Started's stop shut the provider down first.
+	Tracer func() *sdktrace.TracerProvider
 }
 
 func (h ServeHooks) check() error {
@@ -93,6 +103,9 @@ func ServeWith(ctx context.Context, args []string, stdout, stderr io.Writer, hoo
 	fs.DurationVar(&c.grace, "grace", 10*time.Second, "on shutdown, how long the calls in progress may take to finish before they are cut short")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile here")
 	c.reg.flags(fs)
+	if hooks.Tracer != nil {
+		c.spans.flags(fs)
+	}
 	if hooks.Flags != nil {
 		hooks.Flags(fs.FlagSet)
 	}
@@ -106,8 +119,10 @@ func ServeWith(ctx context.Context, args []string, stdout, stderr io.Writer, hoo
 		cliflag.Between("grace", c.grace, 0, maxGrace),
 		cliflag.Check(net.ParseIP(c.host) != nil || c.host == "localhost", "--host %q: want an IP address", c.host),
 		c.reg.check(c.impl, c.host, fs.Set()),
+		cliflag.Check(!fs.Set()["traces-out"] || c.impl == "lifenet", "--traces-out: lifenet servers only"),
 		hooks.check(),
 	)
+	c.spansSet = fs.Set()["traces-out"]
 	if err != nil {
 		return cliflag.UsageError(stderr, "serve", err)
 	}
@@ -126,6 +141,10 @@ func ServeWith(ctx context.Context, args []string, stdout, stderr io.Writer, hoo
 		err = serveNetRPC(ctx, addr, c.grace, stdout)
 	} else {
 		err = serveLifenet(ctx, c, addr, stdout, stderr, hooks)
+	}
+	var usage errUsage
+	if errors.As(err, &usage) {
+		return cliflag.UsageError(stderr, "serve", usage.error)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "lifenet serve: %v\n", err)
@@ -153,13 +172,22 @@ func sleep(ctx context.Context, a sleepArgs) (int, error) {
 	}
 }
 
-func serveLifenet(ctx context.Context, c serveConfig, addr string, stdout, stderr io.Writer, hooks ServeHooks) error {
+func serveLifenet(ctx context.Context, c serveConfig, addr string, stdout, stderr io.Writer, hooks ServeHooks) (err error) {
 	cfg := rpc.Config{Serial: c.serial}
 	if hooks.Config != nil {
 		if err := hooks.Config(&cfg); err != nil {
 			return err
 		}
 	}
+	var tp *sdktrace.TracerProvider
+	if hooks.Tracer != nil {
+		tp = hooks.Tracer()
+	}
+	stopSpans, err := c.spans.start(tp, c.spansSet, stdout)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, stopSpans()) }() // after Started's stop: the server is down, every span ended
 	srv, err := rpc.NewServer(cfg)
 	if err != nil {
 		return err
