@@ -66,13 +66,47 @@ func main() {
 // commands are the subcommands: each returns its exit code (0 done, 1
 // failed or interrupted, 2 a bad command line).
 var commands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
-	"load":    loadtest.Main,
+	"load":    load,
 	"matrix":  matrix.Main,
 	"serve":   serve,
 	"call":    rpctool.Call,
 	"rpcload": rpctool.Load,
 	"soak":    soak.Main,
 	"version": versionCmd,
+}
+
+// load is `lifenet load`, its help naming the flags with two dashes as
+// every other command's does (cliflag.Command.Usage): loadtest prints
+// flag.PrintDefaults's single dash itself.
+func load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if !helpAsked(args) {
+		return loadtest.Main(ctx, args, stdout, stderr)
+	}
+	var help strings.Builder
+	code := loadtest.Main(ctx, args, &help, stderr)
+	io.WriteString(stdout, cliflag.Dashes(help.String()))
+	return code
+}
+
+// helpAsked reports whether args hold a flag the flag package takes for a
+// request for help (-h, -help, --help, with or without =VALUE) before a
+// "--" that ends the flags.
+func helpAsked(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		name, ok := strings.CutPrefix(a, "-")
+		if !ok {
+			continue
+		}
+		name = strings.TrimPrefix(name, "-")
+		name, _, _ = strings.Cut(name, "=")
+		if name == "h" || name == "help" {
+			return true
+		}
+	}
+	return false
 }
 
 // serve is `lifenet serve` with --metrics (the otel module's, which the

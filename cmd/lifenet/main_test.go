@@ -54,6 +54,7 @@ func TestCommands(t *testing.T) {
 		{[]string{"serve", "--port", "0", "--traces", "0.5"}, 2, "--traces needs --metrics"},
 		{[]string{"serve", "--port", "0", "--metrics", "127.0.0.1:0", "--traces", "2"}, 2, "--traces 2: want a ratio from 0 to 1"},
 		{[]string{"serve", "--port", "0", "--metrics", "127.0.0.1:0", "--traces", "NaN"}, 2, "--traces NaN: want a ratio from 0 to 1"},
+		{[]string{"serve", "--port", "0", "--metrics-conns", "8"}, 2, "--metrics-conns needs --metrics"},
 	} {
 		var out, errOut bytes.Buffer
 		code := run(context.Background(), c.args, &out, &errOut)
@@ -87,8 +88,9 @@ func TestVersion(t *testing.T) {
 
 // TestHelp: every spelling of help, and every command's --help, -help and
 // -h, print the usage on stdout and exit 0; the usage names the arguments
-// a command takes, and no flag's help is garbled by a back-quoted word
-// (flag takes one for the argument's name) (issue 25 item 14).
+// a command takes, no flag's help is garbled by a back-quoted word (flag
+// takes one for the argument's name) (issue 25 item 14), and every flag is
+// listed with two dashes, as the help texts write them (issue 47 item 8).
 func TestHelp(t *testing.T) {
 	helps := [][]string{{"help"}, {"-h"}, {"-help"}, {"--help"}}
 	for name := range commands {
@@ -106,18 +108,31 @@ func TestHelp(t *testing.T) {
 		if strings.Contains(out.String(), "`") {
 			t.Errorf("%q: help has a back-quote:\n%s", args, out.String())
 		}
+		if strings.Contains(out.String(), "\nflags:\n") && !strings.Contains(out.String(), "\nflags:\n  --") || oneDash.MatchString(out.String()) {
+			t.Errorf("%q: want every flag named with two dashes, as the help texts write them (issue 47 item 8):\n%s", args, out.String())
+		}
 	}
 	var out bytes.Buffer
+	run(context.Background(), []string{"help", "serve"}, &out, &out)
+	for _, want := range []string{"\n  --port int\n", "\n  --metrics string\n", "\n  --metrics-conns int\n", "\n  --udp\n", "\n  --grace duration\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("help serve lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
 	run(context.Background(), []string{"call", "--help"}, &out, &out)
 	if !strings.Contains(out.String(), "usage: lifenet call [flags] ADDR ACTION [key=value … | JSON]") {
 		t.Errorf("call --help does not name ADDR ACTION:\n%s", out.String())
 	}
 	out.Reset()
 	run(context.Background(), []string{"rpcload", "--help"}, &out, &out)
-	if !regexp.MustCompile(`(?m)^  -impl string$`).MatchString(out.String()) {
-		t.Errorf("rpcload --help: no plain \"-impl string\" line:\n%s", out.String())
+	if !regexp.MustCompile(`(?m)^  --impl string$`).MatchString(out.String()) {
+		t.Errorf("rpcload --help: no plain \"--impl string\" line:\n%s", out.String())
 	}
 }
+
+// oneDash is a flag line of flag.PrintDefaults's own: "  -port int".
+var oneDash = regexp.MustCompile(`(?m)^  -[^-]`)
 
 // rangeMessage is the one phrasing of an out-of-range flag.
 var rangeMessage = regexp.MustCompile(`^lifenet \w+: --[\w-]+ \S+: want between \S+ and \S+\n$`)
@@ -132,6 +147,7 @@ func TestRangeMessages(t *testing.T) {
 		{"load", "--codec", "srmp", "--window", "300"}, {"load", "--codec", "lengthfield", "--window", "-1"},
 		{"matrix", "--clientprocs", "0"}, {"matrix", "--rounds", "26"}, {"matrix", "--seconds", "0"}, {"matrix", "--warmup", "61"},
 		{"serve", "--port", "-1"}, {"serve", "--seconds", "-1"}, {"serve", "--grace", "-1s"},
+		{"serve", "--metrics", "127.0.0.1:0", "--metrics-conns", "0"}, {"serve", "--metrics", "127.0.0.1:0", "--metrics-conns", "5000"},
 		{"call", "--timeout", "0s", "127.0.0.1:1", "A/B"}, {"call", "--timeout", "2h", "127.0.0.1:1", "A/B"},
 		{"rpcload", "--conns", "0"}, {"rpcload", "--inflight", "0"}, {"rpcload", "--conns", "4", "--inflight", "30000"},
 		{"rpcload", "--seconds", "0"}, {"rpcload", "--warmup", "-1"}, {"rpcload", "--goroutines", "0"},

@@ -18,6 +18,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/lifenet/lifenet/cmd/lifenet/internal/cliflag"
 	"github.com/lifenet/lifenet/cmd/lifenet/internal/rpctool"
 	lnotel "github.com/lifenet/lifenet/otel"
 	"github.com/lifenet/lifenet/rpc"
@@ -25,23 +26,28 @@ import (
 
 // serveHooks add --metrics to `lifenet serve`: the otel module's server
 // interceptor and observers, exported in Prometheus's text format at
-// /metrics, and a JSON /status page.
+// /metrics, and a JSON /status page, on a side port (sidelisten.go) that
+// holds at most --metrics-conns connections.
 func serveHooks() rpctool.ServeHooks {
 	m := &metricsServer{}
 	return rpctool.ServeHooks{
 		Flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&m.addr, "metrics", "", "lifenet: serve /metrics (Prometheus) and /status (JSON) on this HOST:PORT (port 0 picks a free one)")
-			fs.Float64Var(&m.traces, "traces", 0, "lifenet, with --metrics: a server span per call, sampled parent-based at this ratio (0 to 1; 0: no spans), written where --traces-out says")
+			m.fs = fs
+			fs.StringVar(&m.addr, "metrics", "", "lifenet: serve /metrics (Prometheus) and /status (JSON) on this HOST:PORT (port 0 picks a free one), GET and HEAD only")
+			fs.IntVar(&m.conns, "metrics-conns", defaultSideConns, "with --metrics: the most connections the metrics port holds; past it the keep-alive connection idle longest makes room, "+
+				"or the new one gets a 503 at once. At most a quarter of the file limit (ulimit -n; the default is lowered to it): the RPC port keeps the rest")
+			fs.Float64Var(&m.traces, "traces", 0, "lifenet, with --metrics: a server span per call, sampled parent-based at this ratio (0 to 1; 0: no spans). No exporter is built in: the spans are made and dropped, which measures tracing's cost on the server")
 		},
 		Check:   m.check,
 		Config:  m.config,
 		Started: m.started,
-		Tracer:  func() *sdktrace.TracerProvider { return m.tp },
 	}
 }
 
 type metricsServer struct {
+	fs     *flag.FlagSet
 	addr   string
+	conns  int     // --metrics-conns; check lowers the default to the file limit's quarter
 	traces float64 // --traces: the sampling ratio; 0 no spans
 	reg    *prometheus.Registry
 	mp     *sdkmetric.MeterProvider
@@ -56,13 +62,34 @@ func (m *metricsServer) check() error {
 		return fmt.Errorf("--traces %v: want a ratio from 0 to 1", m.traces)
 	case m.traces > 0 && m.addr == "":
 		return errors.New("--traces needs --metrics")
+	case m.addr == "" && m.set("metrics-conns"):
+		return errors.New("--metrics-conns needs --metrics")
 	case m.addr == "":
 		return nil
 	}
 	if _, _, err := net.SplitHostPort(m.addr); err != nil {
 		return fmt.Errorf("--metrics %q: want HOST:PORT", m.addr)
 	}
+	if err := cliflag.Between("metrics-conns", m.conns, 1, maxSideConns); err != nil {
+		return err
+	}
+	limit := fileLimit()
+	if hi := sideConnsLimit(limit); m.conns > hi {
+		if m.set("metrics-conns") {
+			return fmt.Errorf("--metrics-conns %d: want between 1 and %d, a quarter of the file limit (%d): the RPC port keeps the rest", m.conns, hi, limit)
+		}
+		m.conns = hi
+	}
 	return nil
+}
+
+// set reports whether the command line set the flag name.
+func (m *metricsServer) set(name string) bool {
+	set := false
+	if m.fs != nil {
+		m.fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	}
+	return set
 }
 
 func (m *metricsServer) config(cfg *rpc.Config) error {
@@ -105,16 +132,20 @@ func (m *metricsServer) started(ctx context.Context, srv *rpc.Server, stdout io.
 		reg.Unregister()
 		return nil, err
 	}
+	// A GET pattern matches HEAD too; ServeMux answers any other method on
+	// these paths with a 405 whose Allow names GET and HEAD.
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		enc.Encode(m.status.status(time.Now()))
 	})
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go hs.Serve(l)
+	hs, cl := newSideServer(l, m.conns, mux)
+	m.status.side = cl
+	served := make(chan struct{})
+	go func() { hs.Serve(cl); close(served) }()
 	snapCtx, stopSnaps := context.WithCancel(context.Background())
 	snapsDone := make(chan struct{})
 	go func() { m.status.run(snapCtx); close(snapsDone) }()
@@ -125,6 +156,8 @@ func (m *metricsServer) started(ctx context.Context, srv *rpc.Server, stdout io.
 		stopSnaps()
 		<-snapsDone
 		hs.Shutdown(sctx)
+		hs.Close() // the connections Shutdown did not see idle in time
+		<-served
 		reg.Unregister()
 		m.mp.Shutdown(sctx)
 		if m.tp != nil {

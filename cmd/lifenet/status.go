@@ -29,6 +29,7 @@ type statusRecorder struct {
 	start time.Time
 	srv   *rpc.Server
 	calls *lnotel.CallMetrics
+	side  *capListener // the metrics port's listener, set before it serves
 
 	mu    sync.Mutex
 	snaps []callSnapshot // oldest first; none older than the window's start and a second
@@ -189,6 +190,17 @@ type Status struct {
 	BytesOut      uint64                  `json:"bytes_out"`
 	Dropped       uint64                  `json:"requests_dropped"`
 	Panics        uint64                  `json:"panics"`
+	MetricsPort   *SidePortStatus         `json:"metrics_port,omitempty"`
+}
+
+// SidePortStatus is the metrics port's connections: held now, its cap,
+// and since the start those refused at once and the idle ones closed to
+// make room (sidelisten.go).
+type SidePortStatus struct {
+	Conns    int    `json:"conns"`
+	MaxConns int    `json:"conns_max"`
+	Refused  uint64 `json:"refused"`
+	Evicted  uint64 `json:"evicted"`
 }
 
 // ActionStatus is one action's last minute.
@@ -222,6 +234,9 @@ func (r *statusRecorder) status(now time.Time) Status {
 	}
 	if win > 0 {
 		st.CallsPerSec = round(float64(st.Calls)/win, 2)
+	}
+	if l := r.side; l != nil {
+		st.MetricsPort = &SidePortStatus{Conns: l.conns(), MaxConns: l.max, Refused: l.refused.Load(), Evicted: l.evicted.Load()}
 	}
 	if r.srv != nil {
 		s, ts := r.srv.Stats(), r.srv.Transport().Stats()

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // The exit codes of every lifenet command.
@@ -82,9 +83,34 @@ func (c *Command) Usage(w io.Writer) {
 		return
 	}
 	fmt.Fprintln(w, "\nflags:")
-	c.SetOutput(w)
-	c.PrintDefaults()
-	c.SetOutput(io.Discard)
+	PrintDefaults(w, c.FlagSet)
+}
+
+// PrintDefaults prints fs's flags and their defaults to w as
+// flag.PrintDefaults does, each flag named with two dashes (--port), as
+// the help texts and error messages write them; the flag package accepts
+// both. fs's output is left as it was.
+func PrintDefaults(w io.Writer, fs *flag.FlagSet) {
+	var b strings.Builder
+	out := fs.Output()
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	fs.SetOutput(out)
+	io.WriteString(w, Dashes(b.String()))
+}
+
+// Dashes rewrites the flag lines of flag.PrintDefaults's output,
+// "  -name…", to "  --name…". The usage lines under them start with a
+// tab and are left alone.
+func Dashes(defaults string) string {
+	var b strings.Builder
+	for line := range strings.Lines(defaults) {
+		if rest, ok := strings.CutPrefix(line, "  -"); ok && rest != "" && rest[0] != '-' && rest[0] != ' ' {
+			line = "  --" + rest
+		}
+		b.WriteString(line)
+	}
+	return b.String()
 }
 
 // Parse parses args. done says the command is to exit with code: after
