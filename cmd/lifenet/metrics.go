@@ -36,11 +36,12 @@ func serveHooks() rpctool.ServeHooks {
 			fs.StringVar(&m.addr, "metrics", "", "lifenet: serve /metrics (Prometheus) and /status (JSON) on this HOST:PORT (port 0 picks a free one), GET and HEAD only")
 			fs.IntVar(&m.conns, "metrics-conns", defaultSideConns, "with --metrics: the most connections the metrics port holds; past it the keep-alive connection idle longest makes room, "+
 				"or the new one gets a 503 at once. At most a quarter of the file limit (ulimit -n; the default is lowered to it): the RPC port keeps the rest")
-			fs.Float64Var(&m.traces, "traces", 0, "lifenet, with --metrics: a server span per call, sampled parent-based at this ratio (0 to 1; 0: no spans). No exporter is built in: the spans are made and dropped, which measures tracing's cost on the server")
+			fs.Float64Var(&m.traces, "traces", 0, "lifenet, with --metrics: a server span per call, sampled parent-based at this ratio (0 to 1; 0: no spans), written where --traces-out says")
 		},
 		Check:   m.check,
 		Config:  m.config,
 		Started: m.started,
+		Tracer:  func() *sdktrace.TracerProvider { return m.tp },
 	}
 }
 
