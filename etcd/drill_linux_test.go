@@ -68,7 +68,7 @@ func TestDrill(t *testing.T) {
 		d.startServer(t, s, i+1)
 	}
 	d.startClient()
-	d.figure("hosts up (lifenet etcd; on s1–s3 a lifenet serve --register --weight 1/2/3 --ttl %v, s3's pinned to CPU %s, and a role server; the client role) %v after the start",
+	d.figure("hosts up (lifenet-etcd; on s1–s3 a lifenet serve --register --weight 1/2/3 --ttl %v, s3's pinned to CPU %s, and a role server; the client role) %v after the start",
 		drillTTL, hogCPU, time.Since(began).Round(time.Millisecond))
 
 	t.Run("balance", d.balance)

@@ -499,7 +499,7 @@ func (d *drill) etcdDown(t *testing.T) {
 			setsDuring = append(setsDuring, s)
 		}
 	}
-	d.figure("etcd-down: lifenet etcd SIGKILLed 1 s into a round-robin load of 4 goroutines (role client), down %v, started again on its data dir, READY in %v: %d calls in %v, %d ok (%s), failed %v",
+	d.figure("etcd-down: lifenet-etcd SIGKILLed 1 s into a round-robin load of 4 goroutines (role client), down %v, started again on its data dir, READY in %v: %d calls in %v, %d ok (%s), failed %v",
 		outage, ready.Sub(restarted).Round(time.Millisecond), len(recs), span(recs), n, sharesText(ok, n), failed)
 	d.figure("etcd-down: while etcd was down: %d calls, %d ok (%s), failed %v; endpoint sets reported: %d",
 		len(during), nD, sharesText(okD, nD), failedD, len(setsDuring))
