@@ -1,9 +1,10 @@
 // Package baseline is the plain standard-library baseline that lifenet is
 // measured against: a goroutine per connection reading into a 64 KiB
 // buffer, either counting or echoing each read (Serve), or handling each
-// frame of a length-field or SRMP stream (ServeFrames); and for UDP one
-// goroutine answering each frame of each datagram (ServeDatagrams). It
-// uses no lifenet code on purpose.
+// frame of a length-field or SRMP stream (ServeFrames); for UDP one
+// goroutine answering each frame of each datagram (ServeDatagrams); and
+// the caller of those streams, matching each reply to its request
+// (Client). It uses no lifenet code on purpose.
 package baseline
 
 import (

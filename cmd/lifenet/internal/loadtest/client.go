@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"net"
 	"net/netip"
 	"runtime"
 	"sync"
@@ -31,6 +32,7 @@ type Summary struct {
 	Impl          string  `json:"impl"`
 	Client        string  `json:"client,omitempty"` // "raw" when the client is the raw one whatever Impl (UDP codec runs)
 	Codec         string  `json:"codec"`
+	Replies       string  `json:"replies,omitempty"` // codec echo runs: "matched" (each reply to its request, as a caller) or "counted" (by bytes)
 	Window        int     `json:"window,omitempty"`
 	Clients       int     `json:"clients"`
 	Size          int     `json:"size"`
@@ -97,7 +99,9 @@ func RunClient(ctx context.Context, cfg Config, addr string, out io.Writer) (Sum
 	useCodec := cfg.Codec != "none" && !cfg.rawClient()
 	var conns []clientConn
 	var codecClients []*codec.Client
-	if useCodec {
+	var baseConns []net.Conn
+	switch {
+	case useCodec:
 		cc, err := r.dialCodec(ctx)
 		if err != nil {
 			return Summary{}, err
@@ -105,7 +109,15 @@ func RunClient(ctx context.Context, cfg Config, addr string, out io.Writer) (Sum
 		codecClients = cc
 		defer closeCodec(cc)
 		sleep(ctx, cfg.Warmup)
-	} else {
+	case cfg.baselineCodec(): // as lifenet's codec client: connected, then the warm-up's pause, no priming
+		bc, err := r.dialBaselineCodec(ctx)
+		if err != nil {
+			return Summary{}, err
+		}
+		baseConns = bc
+		defer closeConns(bc)
+		sleep(ctx, cfg.Warmup)
+	default:
 		conns = make([]clientConn, cfg.Clients)
 		for i := range conns {
 			c, err := dial(ctx, &cfg, addr)
@@ -131,6 +143,8 @@ func RunClient(ctx context.Context, cfg Config, addr string, out io.Writer) (Sum
 	switch {
 	case useCodec:
 		err = r.runCodec(ctx, codecClients)
+	case baseConns != nil:
+		err = r.runBaselineCodec(ctx, baseConns)
 	case cfg.OneWay:
 		r.oneway(ctx, conns)
 	case cfg.Mode == "roundtrip":
@@ -467,6 +481,10 @@ func (r *run) summary(elapsed float64, interrupted bool) Summary {
 		Clients: cfg.Clients, Size: cfg.Size, Frame: cfg.Frame, Elapsed: round(elapsed, 3), Interrupted: interrupted}
 	if cfg.rawClient() && cfg.Impl != "raw" {
 		s.Client = "raw"
+	}
+	s.Replies = cfg.replies()
+	if s.Replies == "matched" && cfg.Mode == "pipeline" {
+		s.Window = codecWindowSize(cfg) // lifenet's codec client and the baseline's keep this many in flight
 	}
 	s.ConnErrors = r.failures.Load()
 	if err := r.firstErr.Load(); err != nil {

@@ -102,23 +102,28 @@ func closeCodec(clients []*codec.Client) {
 // runCodec drives the codec clients for the window and fills r's counters
 // and histogram.
 func (r *run) runCodec(ctx context.Context, clients []*codec.Client) error {
-	cfg := r.cfg
+	return r.eachConn(ctx, len(clients), func(wctx context.Context, i int) error {
+		c := clients[i]
+		switch {
+		case r.cfg.OneWay:
+			return r.codecOneway(wctx, c)
+		case r.cfg.Mode == "roundtrip":
+			return r.codecSerial(wctx, c)
+		}
+		return r.codecWindow(wctx, c)
+	})
+}
+
+// eachConn runs f for connections 0…n-1 at once within the window and
+// returns the first error.
+func (r *run) eachConn(ctx context.Context, n int, f func(wctx context.Context, i int) error) error {
 	wctx, cancel := r.window(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	var failed atomic.Value
-	for _, c := range clients {
+	for i := range n {
 		wg.Go(func() {
-			var err error
-			switch {
-			case cfg.OneWay:
-				err = r.codecOneway(wctx, c)
-			case cfg.Mode == "roundtrip":
-				err = r.codecSerial(wctx, c)
-			default:
-				err = r.codecWindow(wctx, c)
-			}
-			if err != nil {
+			if err := f(wctx, i); err != nil {
 				failed.CompareAndSwap(nil, err)
 			}
 		})
@@ -146,6 +151,27 @@ func (r *run) codecOneway(ctx context.Context, c *codec.Client) error {
 
 // codecSerial: one request in flight per connection, latency recorded.
 func (r *run) codecSerial(ctx context.Context, c *codec.Client) error {
+	return r.serialCalls(ctx, func() error {
+		if r.cfg.Codec == "srmp" {
+			reply, err := c.Request(ctx, newCodecRequest(r.cfg))
+			if err == nil {
+				reply.Release()
+			}
+			return err
+		}
+		reply, err := c.RequestPacket(ctx, newCodecBody(r.cfg))
+		if err == nil {
+			reply.Release()
+		}
+		return err
+	})
+}
+
+// serialCalls makes one connection's calls, one at a time, until the
+// window ends, recording each one's latency: the serial loop of lifenet's
+// codec client and of the baseline's alike. A call the window's end cuts
+// short counts as sent, unanswered.
+func (r *run) serialCalls(ctx context.Context, call func() error) error {
 	h := hdrhistogram.New(1, 60_000_000, 3)
 	defer func() {
 		r.histMu.Lock()
@@ -154,19 +180,7 @@ func (r *run) codecSerial(ctx context.Context, c *codec.Client) error {
 	}()
 	for ctx.Err() == nil {
 		t0 := time.Now()
-		var err error
-		if r.cfg.Codec == "srmp" {
-			var reply *codec.Message
-			if reply, err = c.Request(ctx, newCodecRequest(r.cfg)); err == nil {
-				reply.Release()
-			}
-		} else {
-			var reply *packet.Packet
-			if reply, err = c.RequestPacket(ctx, newCodecBody(r.cfg)); err == nil {
-				reply.Release()
-			}
-		}
-		if err != nil {
+		if err := call(); err != nil {
 			if over(ctx) {
 				r.sent.Add(uint64(r.cfg.Size)) // the window closed while it was in flight
 				return nil
@@ -179,18 +193,78 @@ func (r *run) codecSerial(ctx context.Context, c *codec.Client) error {
 	return nil
 }
 
-// codecWindow keeps --window requests in flight (default: the codec's
-// limit) until the window ends, then waits for the outstanding replies.
-func (r *run) codecWindow(ctx context.Context, c *codec.Client) error {
-	window := r.cfg.Window
-	if window <= 0 {
-		window = codec.MaxInFlightSRMP
+// codecWindowSize is how many requests a windowed codec run keeps in
+// flight per connection: --window, or SRMP's limit (for either codec, and
+// for lifenet's client and the baseline's alike).
+func codecWindowSize(cfg *Config) int {
+	if cfg.Window > 0 {
+		return cfg.Window
 	}
-	// Replies free slots on the receive goroutine; the requester takes all
+	return codec.MaxInFlightSRMP
+}
+
+// codecWindow keeps the window of requests in flight on lifenet's codec
+// client (keepWindow).
+func (r *run) codecWindow(ctx context.Context, c *codec.Client) error {
+	return r.keepWindow(ctx, codecWindowSize(r.cfg), func(done func(error)) windowClient {
+		return &lifenetWindow{conn: c.Conn(), close: func() { c.Close() }, srmp: r.cfg.Codec == "srmp",
+			onMessage: func(_ *codec.Message, err error) { done(err) }, // replies are borrowed: nothing to release
+			onPacket:  func(_ *packet.Packet, err error) { done(err) }}
+	})
+}
+
+// windowClient is one connection's codec client as keepWindow drives it:
+// lifenet's (lifenetWindow) or the baseline's (baselineWindow).
+type windowClient interface {
+	// send sends a request carrying body. Unless it fails, the request's
+	// reply or failure calls the done function the client was made with,
+	// once, on another goroutine.
+	send(body []byte) error
+	// batch runs f; the requests f sends leave in one write.
+	batch(f func()) error
+	// abort ends the connection: every request in flight fails.
+	abort()
+}
+
+// lifenetWindow is lifenet's codec client under keepWindow: the []byte
+// forms of its asynchronous requests (no pooled message or packet per
+// request), each reply matched to its request by the connection's
+// matcher and handed to the callback.
+type lifenetWindow struct {
+	conn      *codec.Conn
+	close     func()
+	srmp      bool
+	onMessage func(*codec.Message, error)
+	onPacket  func(*packet.Packet, error)
+}
+
+func (l *lifenetWindow) send(body []byte) error {
+	if l.srmp {
+		return l.conn.RequestBytesAsync(context.Background(), codec.FlagPacket, body, l.onMessage)
+	}
+	return l.conn.RequestPacketAsync(context.Background(), packet.Wrap(body), l.onPacket)
+}
+
+// batch ignores Batch's error: a request that did not leave fails through
+// its callback.
+func (l *lifenetWindow) batch(f func()) error {
+	l.conn.Batch(f)
+	return nil
+}
+
+func (l *lifenetWindow) abort() { l.close() }
+
+// keepWindow keeps window requests in flight on one connection until ctx
+// ends, then waits for the outstanding replies: up to drainPatience, after
+// which it ends the connection (every request still in flight then fails
+// through its callback) and reports the stall.
+func (r *run) keepWindow(ctx context.Context, window int, open func(done func(error)) windowClient) error {
+	// Replies free slots on the receiving goroutine; the requester takes all
 	// the freed ones at once and sends them in one batch (one write), as
-	// the raw client refills what one read answered in one write. The free
-	// count is the only shared word per request: requests in flight are
-	// window-free, so the end waits for free to come back to window.
+	// the counting raw client refills what one read answered in one write.
+	// The free count is the only shared word per request: requests in
+	// flight are window-free, so the end waits for free to come back to
+	// window.
 	var free atomic.Int64
 	free.Store(int64(window))
 	wake := make(chan struct{}, 1)
@@ -217,9 +291,7 @@ func (r *run) codecWindow(ctx context.Context, c *codec.Client) error {
 			signal(drained)
 		}
 	}
-	onMessage := func(_ *codec.Message, err error) { done(err) } // replies are borrowed: nothing to release
-	onPacket := func(_ *packet.Packet, err error) { done(err) }
-	conn := c.Conn()
+	c := open(done)
 	body := r.payload[:r.cfg.Size-codecHeader(r.cfg.Codec)]
 	var err error
 	size := uint64(r.cfg.Size)
@@ -227,19 +299,14 @@ func (r *run) codecWindow(ctx context.Context, c *codec.Client) error {
 		var sent uint64
 		defer func() { r.sent.Add(sent * size) }() // as it goes: the progress line reads it
 		for ; k > 0 && err == nil; k-- {
-			if r.cfg.Codec == "srmp" { // the []byte forms: no pooled message or packet per request
-				err = conn.RequestBytesAsync(context.Background(), codec.FlagPacket, body, onMessage)
-			} else {
-				err = conn.RequestPacketAsync(context.Background(), packet.Wrap(body), onPacket)
-			}
-			if err != nil {
+			if err = c.send(body); err != nil {
 				free.Add(k) // this slot and the ones not used go back
 				return
 			}
 			sent++
 		}
 	}
-	for ctx.Err() == nil && err == nil {
+	for ctx.Err() == nil && err == nil && failed.Load() == nil { // a failed request ends the run: the connection is of no more use
 		k := free.Swap(0)
 		if k == 0 {
 			select {
@@ -248,14 +315,27 @@ func (r *run) codecWindow(ctx context.Context, c *codec.Client) error {
 			}
 			continue
 		}
-		conn.Batch(func() { send(k) })
+		if berr := c.batch(func() { send(k) }); err == nil {
+			err = berr
+		}
 	}
-	for free.Load() < int64(window) { // every callback comes: a reply, a timeout or the connection's end
-		<-drained
+	patience := time.NewTimer(drainPatience)
+	defer patience.Stop()
+	var stalled error
+	for free.Load() < int64(window) { // every callback comes: a reply, a failure, or the connection's end
+		select {
+		case <-drained:
+		case <-patience.C:
+			stalled = fmt.Errorf("drain: %d replies missing after %v; connection closed", int64(window)-free.Load(), drainPatience)
+			c.abort()
+		}
 	}
 	r.received.Add(received.Load() * size)
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
+	case stalled != nil:
+		return stalled
 	}
 	if err, ok := failed.Load().(error); ok {
 		return err

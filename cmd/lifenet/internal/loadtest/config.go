@@ -21,31 +21,35 @@ import (
 
 // Config is one load run. Flag names and defaults follow NetLoadTest.
 type Config struct {
-	Mode        string // "pipeline" or "roundtrip"
-	OneWay      bool
-	Clients     int
-	Size        int
-	Seconds     float64
-	Warmup      float64
-	UDP         bool
-	Server      bool
-	Host        string // the server's listen address (with --server, or in process)
-	Port        int
-	Remote      string
-	Frame       int
-	UDPConn     bool
-	RecvMode    string // "sync", "async" or "event"
-	RcvBuf      int
-	UDPBatch    int    // lifenet UDP server: datagrams per receive system call (0: transport's default)
-	Codec       string // "none", "srmp" or "lengthfield"
-	Window      int
-	Impl        string // "lifenet" or "raw"
-	JSON        bool
-	IdleExit    time.Duration // server: exit after this long without traffic (3 s)
-	FirstClient time.Duration // server: give up (exit 1) if no traffic came in this long (60 s)
-	CPUProfile  string        // write a CPU profile of this process here (attribution)
-	progressW   io.Writer     // where the progress line goes once a second, or nil
-	progressTTY bool          // progressW is a terminal: redraw one line in place
+	Mode     string // "pipeline" or "roundtrip"
+	OneWay   bool
+	Clients  int
+	Size     int
+	Seconds  float64
+	Warmup   float64
+	UDP      bool
+	Server   bool
+	Host     string // the server's listen address (with --server, or in process)
+	Port     int
+	Remote   string
+	Frame    int
+	UDPConn  bool
+	RecvMode string // "sync", "async" or "event"
+	RcvBuf   int
+	UDPBatch int    // lifenet UDP server: datagrams per receive system call (0: transport's default)
+	Codec    string // "none", "srmp" or "lengthfield"
+	Window   int
+	// CountReplies makes the raw TCP codec client count reply bytes
+	// instead of matching each reply to its request: the floor of any
+	// client, not a caller's work (the UDP codec client always counts).
+	CountReplies bool
+	Impl         string // "lifenet" or "raw"
+	JSON         bool
+	IdleExit     time.Duration // server: exit after this long without traffic (3 s)
+	FirstClient  time.Duration // server: give up (exit 1) if no traffic came in this long (60 s)
+	CPUProfile   string        // write a CPU profile of this process here (attribution)
+	progressW    io.Writer     // where the progress line goes once a second, or nil
+	progressTTY  bool          // progressW is a terminal: redraw one line in place
 }
 
 // Limits on the flags, so a typo cannot ask for a runaway test.
@@ -118,6 +122,7 @@ func flagSet(c *Config) (*flag.FlagSet, *secondFlags) {
 	fs.IntVar(&c.UDPBatch, "udpbatch", 0, "lifenet UDP server: datagrams per receive system call on Linux (0: the transport default, 1: one read per datagram, the portable loop)")
 	fs.StringVar(&c.Codec, "codec", "none", "none, srmp or lengthfield (frames of --size bytes, header included; with --udp one frame per datagram, sent by the raw client whatever --impl)")
 	fs.IntVar(&c.Window, "window", 0, "frames in flight per connection in codec pipeline mode (default: the codec's limit, srmp 255, lengthfield 256 for the raw client)")
+	fs.BoolVar(&c.CountReplies, "count-replies", false, "raw TCP codec client: count reply bytes instead of matching each reply to its request (the floor of any client; lifenet's client always matches)")
 	fs.StringVar(&c.Impl, "impl", "lifenet", "lifenet or raw (std net baseline)")
 	fs.BoolVar(&c.JSON, "json", false, "machine output only")
 	fs.Float64Var(&sf.idle, "idle-exit", 3, "server: idle seconds before STEADY and exit")
@@ -162,6 +167,10 @@ func (c *Config) normalize() error {
 		return fmt.Errorf("--size %d does not fit a %s frame", c.Size, c.Codec)
 	case c.Codec != "none" && c.Impl == "raw" && !c.UDP && c.Size > baseline.BufferSize: // UDP: clamped to a datagram below
 		return fmt.Errorf("--size %d: raw %s frames must fit the baseline's %d-byte buffer", c.Size, c.Codec, baseline.BufferSize)
+	case c.CountReplies && c.Codec == "none":
+		return errors.New("--count-replies needs --codec srmp or lengthfield")
+	case c.CountReplies && c.Impl != "raw" && !c.UDP:
+		return errors.New("--count-replies is for --impl raw: lifenet's codec client always matches each reply to its request")
 	case c.Window != 0 && c.Codec == "none":
 		return errors.New("--window needs --codec srmp or lengthfield")
 	case c.Window != 0 && c.Codec == "srmp" && (c.Window < 1 || c.Window > 255):
@@ -221,6 +230,28 @@ func dialAddr(a net.Addr) string {
 // server and the baseline's datagram loop are driven alike (one frame per
 // datagram, the same timing of requests) and compared server to server.
 func (c *Config) rawClient() bool { return c.Impl == "raw" || c.UDP && c.Codec != "none" }
+
+// baselineCodec reports whether the client is the baseline's codec caller
+// (baseline.Client): --impl raw with a TCP codec, requests answered (not
+// --oneway) and matched (not --count-replies). Like lifenet's codec
+// client it matches every reply to its request and hands it to a
+// callback (windowed) or returns it (serial).
+func (c *Config) baselineCodec() bool {
+	return c.Impl == "raw" && c.Codec != "none" && !c.UDP && !c.OneWay && !c.CountReplies
+}
+
+// replies says what the client does with the replies of a codec run:
+// "matched" to their requests, "counted" as bytes, or "" (no codec, or
+// one-way).
+func (c *Config) replies() string {
+	switch {
+	case c.Codec == "none" || c.OneWay:
+		return ""
+	case c.rawClient() && !c.baselineCodec():
+		return "counted"
+	}
+	return "matched"
+}
 
 func (c *Config) protocol() string {
 	if c.UDP {

@@ -6,12 +6,14 @@ import (
 	"time"
 )
 
-// The raw client with --codec (the like-for-like driver of codec echo A/B
-// runs, against lifenet's codec server and the baseline's per-message server
-// alike) sends valid frames of --size bytes, header included: a 2-byte
-// length field, or a 4-byte SRMP header of kind request (one-way with
-// --oneway), flag 1 and sequence 1…255 in turn. Replies have the request's
-// size, so it counts them by bytes.
+// The counting raw client with --codec (--oneway, --count-replies, and
+// every UDP codec run: a driver that loads a server without a caller's
+// work, against lifenet's codec server and the baseline's per-message
+// server alike) sends valid frames of --size bytes, header included: a
+// 2-byte length field, or a 4-byte SRMP header of kind request (one-way
+// with --oneway), flag 1 and sequence 1…255 in turn. Replies have the
+// request's size, so it counts them by bytes. The matching raw client, a
+// caller, is baseline.Client (basecodec.go).
 
 // frameRing holds the messages a connection sends, back to back, so that
 // the next k of them are always one contiguous slice. Without a codec it
@@ -28,7 +30,7 @@ type frameRing struct {
 // newFrameRing builds the ring of cfg's messages from payload (--size
 // random bytes), for runs of up to most messages per write.
 func newFrameRing(cfg *Config, payload []byte, most int) frameRing {
-	if cfg.Codec == "none" || !cfg.rawClient() {
+	if cfg.Codec == "none" || !cfg.rawClient() || cfg.baselineCodec() {
 		return frameRing{buf: payload, size: len(payload), period: 1, most: 1}
 	}
 	size, hdr, period := cfg.Size, codecHeader(cfg.Codec), 1
@@ -63,9 +65,10 @@ func (f *frameRing) take(pos *int, k int) []byte {
 }
 
 // windowed reports whether pipeline runs keep a window of frames in flight
-// (the raw client with a codec) rather than streaming.
+// counted by bytes (the counting raw client with a codec) rather than
+// streaming.
 func (r *run) windowed() bool {
-	return r.cfg.Codec != "none" && r.cfg.rawClient() && !r.cfg.OneWay && r.cfg.Mode == "pipeline"
+	return r.cfg.Codec != "none" && r.cfg.rawClient() && !r.cfg.baselineCodec() && !r.cfg.OneWay && r.cfg.Mode == "pipeline"
 }
 
 // inFlight is the window: --window, or the codec's limit (SRMP 255

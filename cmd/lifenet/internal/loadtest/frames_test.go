@@ -49,7 +49,7 @@ func TestFrameRing(t *testing.T) {
 		oneway bool
 		most   int
 	}{{"srmp", false, 255}, {"srmp", true, 1}, {"lengthfield", false, 256}, {"lengthfield", false, 1}, {"none", false, 1}} {
-		cfg := &Config{Codec: c.codec, Impl: "raw", Size: len(payload), OneWay: c.oneway}
+		cfg := &Config{Codec: c.codec, Impl: "raw", Size: len(payload), OneWay: c.oneway, CountReplies: true}
 		ring := newFrameRing(cfg, payload, c.most)
 		pos, seq := 0, 0
 		for i, k := 0, 1; i < 2000; i, k = i+k, k%c.most+1 {
@@ -101,58 +101,81 @@ func startTestServer(t *testing.T, args ...string) *echoServer {
 	return srv
 }
 
-// The raw client drives both servers with each codec in each mode:
-// windowed pipelines get every reply back, round trips record latencies,
-// one-way runs report what they sent (and nothing received) over the time
-// they spent sending; the server counted every byte the client sent.
+// The raw clients drive both servers with each codec in each mode: the
+// counting one (--count-replies) windowed pipelines, round trips and
+// one-way runs, the matching one (baseline.Client) windowed pipelines and
+// round trips. Windowed pipelines get every reply back, round trips
+// record latencies, one-way runs report what they sent (and nothing
+// received) over the time they spent sending; the server counted every
+// byte the client sent (the counting client's priming included: the
+// matching one, as lifenet's codec client, primes nothing).
 func TestRawCodecClientBothServers(t *testing.T) {
 	leakcheck.Check(t)
 	const size = 32
 	for _, codec := range []string{"lengthfield", "srmp"} {
 		for _, impl := range []string{"lifenet", "raw"} {
-			for _, mode := range [][]string{{"--mode", "pipeline"}, {"--mode", "roundtrip"}, {"--oneway"}} {
-				name := fmt.Sprintf("%s/%s-server/%s", codec, impl, mode[len(mode)-1])
-				common := append([]string{"--codec", codec, "--size", fmt.Sprint(size)}, mode...)
-				srv := startTestServer(t, append([]string{"--impl", impl}, common...)...)
-				args := append([]string{"--remote", srv.addr.String(), "--impl", "raw", "--clients", "2", "--seconds", "0.3", "--warmup", "0", "--json"}, common...)
-				var out, errOut bytes.Buffer
-				code := Main(context.Background(), args, &out, &errOut)
-				if code != 0 {
+			for _, client := range []string{"count", "match"} {
+				modes := [][]string{{"--mode", "pipeline"}, {"--mode", "roundtrip"}, {"--oneway"}}
+				if client == "match" {
+					modes = modes[:2]
+				}
+				for _, mode := range modes {
+					name := fmt.Sprintf("%s/%s-server/%s/%s", codec, impl, client, mode[len(mode)-1])
+					common := append([]string{"--codec", codec, "--size", fmt.Sprint(size)}, mode...)
+					srv := startTestServer(t, append([]string{"--impl", impl}, common...)...)
+					args := append([]string{"--remote", srv.addr.String(), "--impl", "raw", "--clients", "2", "--seconds", "0.3", "--warmup", "0", "--json"}, common...)
+					if client == "count" {
+						args = append(args, "--count-replies")
+					}
+					var out, errOut bytes.Buffer
+					code := Main(context.Background(), args, &out, &errOut)
+					if code != 0 {
+						srv.close()
+						t.Fatalf("%s: exit %d: %s", name, code, errOut.String())
+					}
+					s := summaryOf(t, out.String())
+					if s.ConnErrors != 0 || s.SentBytes == 0 && s.LatencyCount == 0 {
+						t.Errorf("%s: %+v", name, s)
+					}
+					wantReplies := map[string]string{"count": "counted", "match": "matched"}[client]
+					if s.Mode == "oneway" {
+						wantReplies = ""
+					}
+					if s.Replies != wantReplies {
+						t.Errorf("%s: replies %q, want %q", name, s.Replies, wantReplies)
+					}
+					switch s.Mode {
+					case "pipeline":
+						want := 255
+						if codec == "lengthfield" && client == "count" {
+							want = 256
+						}
+						if s.RecvBytes == 0 || s.IntegrityDiff == nil || *s.IntegrityDiff != 0 || s.RecvBytes != s.SentBytes || s.Window != want || s.MsgsPerSec <= 0 {
+							t.Errorf("%s: replies missing or window wrong: %+v", name, s)
+						}
+					case "roundtrip":
+						if s.LatencyCount == 0 || s.P50 <= 0 {
+							t.Errorf("%s: no round trips: %+v", name, s)
+						}
+					case "oneway":
+						if s.RecvBytes != 0 || s.IntegrityDiff != nil || s.MsgsPerSec <= 0 || s.Elapsed < 0.3 || s.Elapsed > 2 {
+							t.Errorf("%s: one-way summary %+v", name, s)
+						}
+					}
+					if s.Mode != "roundtrip" { // the server got every frame sent, and the counting client's prime
+						// It counts what it reads on its own goroutines, which
+						// may still be reading when the client has returned
+						// (one-way runs get no echo to prove anything arrived).
+						want := s.SentBytes
+						if client == "count" {
+							want += uint64(primeCount(&Config{Size: size}) * size)
+						}
+						if !eventually(func() bool { return srv.bytes() == want }) {
+							t.Errorf("%s: server counted %d bytes, client sent %d", name, srv.bytes(), want)
+						}
+					}
 					srv.close()
-					t.Fatalf("%s: exit %d: %s", name, code, errOut.String())
 				}
-				s := summaryOf(t, out.String())
-				if s.ConnErrors != 0 || s.SentBytes == 0 && s.LatencyCount == 0 {
-					t.Errorf("%s: %+v", name, s)
-				}
-				switch s.Mode {
-				case "pipeline":
-					want := 256
-					if codec == "srmp" {
-						want = 255
-					}
-					if s.RecvBytes == 0 || s.IntegrityDiff == nil || *s.IntegrityDiff != 0 || s.RecvBytes != s.SentBytes || s.Window != want || s.MsgsPerSec <= 0 {
-						t.Errorf("%s: replies missing or window wrong: %+v", name, s)
-					}
-				case "roundtrip":
-					if s.LatencyCount == 0 || s.P50 <= 0 {
-						t.Errorf("%s: no round trips: %+v", name, s)
-					}
-				case "oneway":
-					if s.RecvBytes != 0 || s.IntegrityDiff != nil || s.MsgsPerSec <= 0 || s.Elapsed < 0.3 || s.Elapsed > 2 {
-						t.Errorf("%s: one-way summary %+v", name, s)
-					}
-				}
-				if s.Mode != "roundtrip" { // the server got the prime and every frame sent
-					// It counts what it reads on its own goroutines, which
-					// may still be reading when the client has returned
-					// (one-way runs get no echo to prove anything arrived).
-					want := s.SentBytes + uint64(primeCount(&Config{Size: size})*size)
-					if !eventually(func() bool { return srv.bytes() == want }) {
-						t.Errorf("%s: server counted %d bytes, client sent %d (prime included)", name, srv.bytes(), want)
-					}
-				}
-				srv.close()
 			}
 		}
 	}
@@ -163,7 +186,7 @@ func TestRawCodecClientBothServers(t *testing.T) {
 // (the prime left out).
 func windowRun(t *testing.T, window, size int, seconds float64) *run {
 	t.Helper()
-	cfg, err := Parse([]string{"--impl", "raw", "--codec", "srmp", "--window", fmt.Sprint(window), "--size", fmt.Sprint(size),
+	cfg, err := Parse([]string{"--impl", "raw", "--codec", "srmp", "--count-replies", "--window", fmt.Sprint(window), "--size", fmt.Sprint(size),
 		"--clients", "1", "--seconds", fmt.Sprint(seconds), "--warmup", "0", "--json"})
 	if err != nil {
 		t.Fatal(err)

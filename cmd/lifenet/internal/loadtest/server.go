@@ -27,7 +27,8 @@ type Steady struct {
 	CPUPerMsg    float64 `json:"cpuSecPerMillion"` // server CPU seconds per million messages
 	Samples      int     `json:"samples"`
 	Impl         string  `json:"impl"`
-	Received     uint64  `json:"received"`              // bytes received in all: UDP loss is 1 − received/sent
+	Received     uint64  `json:"received"`              // bytes received in all, warm-up included: UDP loss is 1 − received/sent
+	WarmupBytes  uint64  `json:"warmupBytes,omitempty"` // of them, the client's priming before its window: left out of the rates
 	Interrupted  bool    `json:"interrupted,omitempty"` // stopped (SIGINT, SIGTERM) before the traffic ended
 }
 
@@ -125,7 +126,7 @@ func RunServer(ctx context.Context, cfg Config, out io.Writer) error {
 // stopped (NetLoadTest: 3 idle seconds after at least one sample; here
 // FirstClient if nothing ever came), printing a line for each second that
 // saw traffic. STEADY's rate is byteTrace's: the span with traffic, its
-// partial ends left out. Unlike NetLoadTest it does not stop while TCP
+// partial ends and the client's priming (a line says how much) left out. Unlike NetLoadTest it does not stop while TCP
 // connections are still open, up to stalledExit: a connection that the
 // kernel holds back for a few seconds (a retransmission timeout with
 // backoff) would otherwise have its echoes cut off and counted as lost.
@@ -139,7 +140,9 @@ func measureServer(ctx context.Context, cfg *Config, srv *echoServer, out io.Wri
 	begin := time.Now()
 	second := bytes() // the counter at the last whole second
 	trace := newByteTrace(0, second)
+	trace.warmLimit = warmLimit(cfg)
 	seconds, idle := 0, time.Duration(0)
+	warmShown := false
 	interrupted := false
 	for n := 1; !interrupted; n++ {
 		select {
@@ -151,6 +154,10 @@ func measureServer(ctx context.Context, cfg *Config, srv *echoServer, out io.Wri
 		prev := trace.bytes[len(trace.bytes)-1]
 		cur := bytes()
 		trace.add(time.Since(begin), cur)
+		if trace.warm > 0 && !warmShown {
+			warmShown = true
+			fmt.Fprintf(out, "[server] warm-up: %d bytes of priming before the window, left out of STEADY\n", trace.warm)
+		}
 		if cur == prev {
 			idle += traceTick
 			if srv.idleDone(idle, seconds > 0 || trace.first >= 0, cfg) {
@@ -173,7 +180,7 @@ func measureServer(ctx context.Context, cfg *Config, srv *echoServer, out io.Wri
 	}
 	runtime.ReadMemStats(&ms)
 	total := bytes()
-	st := Steady{Samples: seconds, GC: ms.NumGC - gc0, Impl: cfg.Impl, Received: total, Interrupted: interrupted}
+	st := Steady{Samples: seconds, GC: ms.NumGC - gc0, Impl: cfg.Impl, Received: total, WarmupBytes: trace.warm, Interrupted: interrupted}
 	if trace.first < 0 || total == 0 {
 		st.Samples = 0
 		return st
@@ -190,6 +197,11 @@ func measureServer(ctx context.Context, cfg *Config, srv *echoServer, out io.Wri
 	st.CPUPerMsg = (cpustat.Seconds() - cpu0) / msgs * 1e6
 	return st
 }
+
+// warmLimit is the largest first burst the server takes for a client's
+// warm-up (byteTrace): the priming of up to 16 client processes (matrix
+// --clientprocs), each primeCount messages.
+func warmLimit(cfg *Config) uint64 { return 16 * uint64(primeCount(cfg)*cfg.Size) }
 
 // stalledExit bounds how long the server waits without traffic for open
 // connections to finish; it exceeds the client's drain patience

@@ -9,11 +9,20 @@ import "time"
 // from whole-second samples cannot be had from a short window: a 2 s
 // window seen by a ticker that is not aligned with it is three samples,
 // two of them partial, whose median was 0.5–1.0× the rate.
+//
+// A client's warm-up is no part of the rate: a first burst of at most
+// warmLimit bytes that a quiet tick follows (the priming of a one-way or
+// UDP client, which pauses 200 ms before its window) is counted in warm
+// and the span starts after it.
 type byteTrace struct {
-	at    []time.Duration // since the trace began, per read
-	bytes []uint64        // the counter at each read
-	first int             // the first read whose tick saw traffic; -1: none yet
-	last  int             // the last such read
+	at        []time.Duration // since the trace began, per read
+	bytes     []uint64        // the counter at each read
+	first     int             // the first read whose tick saw traffic (after the warm-up); -1: none yet
+	last      int             // the last such read
+	warmLimit uint64          // the largest first burst taken for warm-up (0: none is)
+	warm      uint64          // the warm-up's bytes, left out of the span
+	quiet     int             // ticks without traffic since the last with traffic
+	checked   bool            // the first quiet gap after traffic has been seen: no warm-up after it
 }
 
 // traceTick is how often the counter is read; warmUpTrim how much of a
@@ -33,12 +42,20 @@ func newByteTrace(at time.Duration, bytes uint64) *byteTrace {
 func (b *byteTrace) add(at time.Duration, bytes uint64) {
 	i := len(b.at)
 	b.at, b.bytes = append(b.at, at), append(b.bytes, bytes)
-	if bytes != b.bytes[i-1] {
-		if b.first < 0 {
-			b.first = i
-		}
-		b.last = i
+	if bytes == b.bytes[i-1] {
+		b.quiet++
+		return
 	}
+	if b.first >= 0 && b.quiet > 0 && !b.checked { // traffic again after the first quiet gap
+		b.checked = true
+		if burst := b.bytes[i-1] - b.bytes[b.first-1]; burst <= b.warmLimit {
+			b.warm, b.first = burst, i
+		}
+	}
+	if b.first < 0 {
+		b.first = i
+	}
+	b.last, b.quiet = i, 0
 }
 
 // rate is the bytes per second of the span with traffic, its partial end
