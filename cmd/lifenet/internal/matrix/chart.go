@@ -13,8 +13,8 @@ import (
 const (
 	colorLifenet    = "#2b7bb9"
 	colorLifenetP99 = "#17466e"
-	colorRaw        = "#b9b9b9"
-	colorRawP99     = "#6e6e6e"
+	colorRaw        = "#9a9a9a"
+	colorRawP99     = "#555555"
 )
 
 // series is one named set of bars in a chart.

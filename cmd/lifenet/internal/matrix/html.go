@@ -16,6 +16,7 @@ import (
 func writeHTML(w io.Writer, rep Report) {
 	ps := pairs(rep.Results)
 	var head, tables, tail strings.Builder
+	writeHeadline(&head, ps, rep.Rounds)
 	writeHeader(&head, rep)
 	writeTables(&tables, rep)
 	writeEnvironment(&tail, rep)
@@ -34,7 +35,7 @@ const pageStyle = `body{font-family:system-ui,sans-serif;margin:1.5em 2em;font-s
 	`table.verdict td.v{font-weight:600}tr.better td.v,span.better{color:#1e7a45}tr.worse td.v,span.worse{color:#b03a2e}` +
 	`tr.noise td.v,span.noise{color:#5f6a6a}tr.onepair td.v{color:#5f6a6a;font-style:italic}` +
 	`tr.better{background:#eaf7ef}tr.worse{background:#fcebea}tr.noise{background:#f5f6f6}` +
-	`td.band{padding:0 4px}th.band{padding:0 4px;font-weight:normal}.legend{color:#444;font-size:12px}`
+	`td.band{padding:0 4px}th.band{padding:0 4px;font-weight:normal}.legend{color:#444;font-size:12px}td.does{font-size:11px;color:#333;min-width:14em}`
 
 // verdictClass is the CSS class of a verdict's row.
 func verdictClass(v string) string {
@@ -58,7 +59,7 @@ func verdictHTML(ps []pair) string {
 	}
 	var b strings.Builder
 	b.WriteString("<h2>Verdict</h2>\n<div class=\"table\"><table class=\"verdict\">\n<tr><th>group</th><th class=\"num\">scenarios</th>" +
-		"<th class=\"num\">median of the scenario ratios</th><th class=\"num\">their range</th><th>verdicts (by the spread across pairs)</th><th class=\"num\">≥ 0.95×</th></tr>\n")
+		"<th class=\"num\">lifenet/baseline: median of the scenario ratios (their range)</th><th>verdicts (by the spread across pairs)</th></tr>\n")
 	for _, g := range gs {
 		var counts []string
 		for _, c := range []struct {
@@ -69,24 +70,25 @@ func verdictHTML(ps []pair) string {
 				counts = append(counts, fmt.Sprintf(`<span class="%s">%d %s</span>`, c.span, c.n, c.what))
 			}
 		}
-		fmt.Fprintf(&b, "<tr><td>%s</td><td class=\"num\">%d</td><td class=\"num\"><b>%.2f×</b></td><td class=\"num\">%.2f–%.2f×</td><td>%s</td><td class=\"num\">%d</td></tr>\n",
-			html.EscapeString(g.Name), g.Scenarios, g.Median, g.Min, g.Max, strings.Join(counts, " · "), g.AtParity)
+		fmt.Fprintf(&b, "<tr><td>%s</td><td class=\"num\">%d</td><td class=\"num\">%s</td><td>%s</td></tr>\n",
+			html.EscapeString(g.Label), g.Scenarios, inlineHTML(g.ratioText()), strings.Join(counts, " · "))
 	}
 	b.WriteString("</table></div>\n")
-	b.WriteString("<div class=\"table\"><table class=\"verdict\">\n<tr><th>scenario</th><th>compared by</th><th class=\"num\">pairs</th>" +
+	b.WriteString("<div class=\"table\"><table class=\"verdict\">\n<tr><th>scenario</th><th>lifenet does</th><th>baseline does</th><th>compared by</th><th class=\"num\">pairs</th>" +
 		"<th class=\"num\">lifenet / baseline</th><th class=\"num\">spread across pairs</th><th class=\"band\">" + bandAxis() + "</th><th>verdict</th></tr>\n")
 	for _, p := range ps {
 		if p.rounds == 0 {
 			continue
 		}
 		v := p.verdict()
-		fmt.Fprintf(&b, "<tr class=\"%s\"><td>%s</td><td>%s</td><td class=\"num\">%d</td><td class=\"num\"><b>%.2f×</b></td><td class=\"num\">%s</td><td class=\"band\">%s</td><td class=\"v\">%s</td></tr>\n",
-			verdictClass(v), html.EscapeString(p.sc.Name), comparedBy(p.sc), p.rounds, p.ratio, p.spreadText(), band(p), v)
+		l, base := sides(p)
+		fmt.Fprintf(&b, "<tr class=\"%s\"><td>%s</td><td class=\"does\">%s</td><td class=\"does\">%s</td><td>%s</td><td class=\"num\">%d</td><td class=\"num\"><b>%.2f×</b></td><td class=\"num\">%s</td><td class=\"band\">%s</td><td class=\"v\">%s</td></tr>\n",
+			verdictClass(v), html.EscapeString(p.sc.Name), html.EscapeString(l), html.EscapeString(base), comparedBy(p.sc), p.rounds, p.ratio, p.spreadText(), band(p), v)
 	}
 	b.WriteString("</table></div>\n<p class=\"legend\">Each ratio is lifenet ÷ baseline (raw std net; net/rpc for the rpc-* rows), " +
 		"the median over the pairs; the band is the spread across the pairs, the dot the median, the line 1.0×. " +
 		"<span class=\"better\">Better</span> or <span class=\"worse\">worse</span> only when the whole spread is above or below 1.0×; " +
-		"<span class=\"noise\">within noise</span> when it crosses 1.0×; a single pair has no spread to judge by.</p>\n")
+		"<span class=\"noise\">within noise</span> when it crosses 1.0×; a single pair has no spread to judge by. " + html.EscapeString(rangesLegend) + "</p>\n")
 	return b.String()
 }
 

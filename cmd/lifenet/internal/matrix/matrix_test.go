@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -311,14 +312,21 @@ func TestFaultyRunsListed(t *testing.T) {
 	if a, b := arrivedText(&rs[7]), arrivedText(&rs[10]); a != "80 %" || b != "100 %" {
 		t.Errorf("arrived: %q and %q, want 80 %% and 100 %% (the priming counted, capped)", a, b)
 	}
+	warm := Result{Scenario: Scenario{Name: "udp-1w", Proto: "udp", Mode: "oneway"}, Impl: "raw", Round: 1,
+		Client: &loadtest.Summary{SentBytes: 1000}, Server: &loadtest.Steady{Received: 1500, WarmupBytes: 600}}
+	if a := arrivedText(&warm); a != "90 %" {
+		t.Errorf("arrived with 600 bytes of warm-up told apart: %q, want 90 %% (900 of the window's 1000)", a)
+	}
 }
 
-// The summary groups scenarios by kind, in order of first appearance, and
-// counts those at parity; scenarios without a ratio are left out.
+// The summary groups scenarios by kind, in order of first appearance; a
+// group of one scenario shows its ratio alone (no "0.92–0.92×" range),
+// the "all" row says what it covers of the scenarios run, and scenarios
+// without a ratio are left out of the groups but counted as run.
 func TestSummaryGroups(t *testing.T) {
 	serial := roundtrip("tcp", 32, 1, "sync")
 	serial.Codec = "srmp"
-	window := Scenario{Name: "w", Mode: "pipeline", Proto: "tcp", Codec: "srmp"}
+	window := Scenario{Name: "w", Mode: "pipeline", Proto: "tcp", Codec: "srmp", Window: 255}
 	ps := []pair{
 		{sc: oneway("tcp", 1024, 4, ""), rounds: 3, ratio: 1.10, lo: 1.05, hi: 1.2},
 		{sc: oneway("udp", 1024, 4, ""), rounds: 3, ratio: 0.92, lo: 0.8, hi: 1.1},
@@ -328,21 +336,28 @@ func TestSummaryGroups(t *testing.T) {
 		{sc: serial, rounds: 3, ratio: 0.96, lo: 0.9, hi: 1.01},
 		{sc: window, rounds: 3, ratio: 0.85, lo: 0.8, hi: 0.9},
 		{sc: udpCodecScenarios()[0], rounds: 3, ratio: 1.05, lo: 1.0, hi: 1.1},
+		{sc: rpcScenario("rpc-noarg-c1", "noarg", 1, 1), rounds: 3, ratio: 1.9, lo: 1.8, hi: 2.0},
 	}
 	var b strings.Builder
 	writeVerdict(&b, ps)
 	want := []string{
-		"| TCP one-way | 2 | **1.02×** | 0.94–1.10× | 1 better · 1 worse | 1 |",
-		"| UDP one-way | 1 | **0.92×** | 0.92–0.92× | 1 within noise | 0 |",
-		"| UDP round trip | 1 | **0.80×** | 0.80–0.80× | 1 one pair | 0 |",
-		"| codec echo, serial requests | 1 | **0.96×** | 0.96–0.96× | 1 within noise | 1 |",
-		"| codec echo, windowed | 1 | **0.85×** | 0.85–0.85× | 1 worse | 0 |",
-		"| UDP codec echo, serial requests | 1 | **1.05×** | 1.05–1.05× | 1 within noise | 1 |",
-		"| all | 7 | **0.94×** | 0.80–1.10× | 1 better · 3 within noise · 2 worse · 1 one pair | 3 |",
-		"| tcp-1KB | server packets/s | 3 | **1.10×** | 1.05–1.20× | better |",
-		"| udp-1KB | server packets/s | 3 | **0.92×** | 0.80–1.10× | within noise |",
-		"| tcp-32B | server packets/s | 3 | **0.94×** | 0.90–0.98× | worse |",
-		"| udp-32B-rt-sync-1C | round trips/s | 1 | **0.80×** | – | one pair |",
+		"| TCP one-way | 2 | **1.02×** (0.94–1.10×) | 1 better · 1 worse |",
+		"| UDP one-way | 1 | **0.92×** | 1 within noise |",
+		"| UDP round trip | 1 | **0.80×** | 1 one pair |",
+		"| codec echo, serial requests | 1 | **0.96×** | 1 within noise |",
+		"| codec echo, windowed | 1 | **0.85×** | 1 worse |",
+		"| UDP codec echo, serial requests | 1 | **1.05×** | 1 within noise |",
+		"| all vs std net: 7 of the 9 scenarios run | 7 | **0.94×** (0.80–1.10×) | 1 better · 3 within noise · 2 worse · 1 one pair |",
+		"| RPC vs net/rpc | 1 | **1.90×** | 1 better |",
+		"| tcp-1KB | transport client sends; server counts bytes | std conn writes; std loop counts each read | server packets/s | 3 | **1.10×** | 1.05–1.20× | better |",
+		"| udp-1KB | transport client sends; server counts bytes | std conn writes; std loop counts each read | server packets/s | 3 | **0.92×** | 0.80–1.10× | within noise |",
+		"| tcp-32B | ",
+		"| server packets/s | 3 | **0.94×** | 0.90–0.98× | worse |",
+		"| udp-32B-rt-sync-1C | ",
+		"| round trips/s | 1 | **0.80×** | – | one pair |",
+		"| w | codec client, 255 requests in flight, matches each reply by sequence number to its caller; codec server echoes | " +
+			"std client, 255 requests in flight, matches each reply by sequence number to its caller; std frame loop echoes | echoes/s |",
+		rangesLegend,
 	}
 	got := b.String()
 	last := -1
@@ -355,6 +370,54 @@ func TestSummaryGroups(t *testing.T) {
 	}
 	if strings.Contains(got, "tcp-64B") {
 		t.Errorf("a scenario without a ratio in the verdict:\n%s", got)
+	}
+	for _, m := range regexp.MustCompile(`(\d\.\d\d)–(\d\.\d\d)×`).FindAllStringSubmatch(got, -1) {
+		if m[1] == m[2] {
+			t.Errorf("a range of one value: %q", m[0])
+		}
+	}
+	if strings.Contains(got, "≥ 0.95") || strings.Contains(got, "| all |") {
+		t.Errorf("an unexplained column or an unlabelled all row:\n%s", got)
+	}
+}
+
+// The headline is one sentence that counts every scenario run: each
+// verdict, single pairs, failed ones and the direct path without a
+// baseline; it names what the figures are.
+func TestHeadline(t *testing.T) {
+	direct := Scenario{Name: "rpc-direct-noarg", Mode: rpcMode, Call: "noarg", Direct: true}
+	ps := []pair{
+		{sc: oneway("tcp", 1024, 4, ""), rounds: 3, ratio: 1.10, lo: 1.05, hi: 1.2},
+		{sc: oneway("udp", 1024, 4, ""), rounds: 3, ratio: 0.92, lo: 0.8, hi: 1.1},
+		{sc: oneway("tcp", 32, 4, ""), rounds: 3, ratio: 0.94, lo: 0.9, hi: 0.98},
+		{sc: rpcScenario("rpc-noarg-c1", "noarg", 1, 1), rounds: 3, ratio: 1.9, lo: 1.8, hi: 2.0},
+	}
+	if got, want := headline(ps, 3), "lifenet was better in 2, within noise in 1, worse in 1 of the 4 scenarios run (medians of 3 alternating pairs)."; got != want {
+		t.Errorf("headline\n got %q\nwant %q", got, want)
+	}
+	ps = append(ps, pair{sc: oneway("tcp", 64, 4, "")}, pair{sc: direct}, pair{sc: roundtrip("udp", 32, 1, "sync"), rounds: 1, ratio: 0.8, lo: 0.8, hi: 0.8})
+	want := "lifenet was better in 2, within noise in 1, worse in 1 of the 7 scenarios run (medians of 3 alternating pairs; " +
+		"1 with a single pair, no spread to judge by; 1 without a ratio, a run having failed; 1 without a baseline (the direct RPC path))."
+	if got := headline(ps, 3); got != want {
+		t.Errorf("headline\n got %q\nwant %q", got, want)
+	}
+	if got := headline(ps[:2], 1); got != "lifenet was better in 1, within noise in 1, worse in 0 of the 2 scenarios run (one pair each)." {
+		t.Errorf("one round: %q", got)
+	}
+	// The report opens with it, and results.json carries it.
+	rep := Report{Rounds: 3, Results: []Result{
+		{Scenario: oneway("tcp", 1024, 4, ""), Impl: "lifenet", Round: 1, Server: &loadtest.Steady{PktPerSec: 90}},
+		{Scenario: oneway("tcp", 1024, 4, ""), Impl: "raw", Round: 1, Server: &loadtest.Steady{PktPerSec: 100}},
+	}}
+	var md strings.Builder
+	writeMarkdown(&md, rep)
+	first := "# lifenet socket matrix\n\n**lifenet was better in 0, within noise in 0, worse in 0 of the 1 scenarios run (medians of 3 alternating pairs; 1 with a single pair, no spread to judge by).**\n\n"
+	if !strings.HasPrefix(md.String(), first) {
+		t.Errorf("results.md does not open with the headline:\n%s", md.String())
+	}
+	rep.derive()
+	if rep.Headline != strings.Trim(strings.Split(first, "\n")[2], "*") {
+		t.Errorf("results.json headline %q", rep.Headline)
 	}
 }
 

@@ -14,10 +14,12 @@ import (
 	"github.com/lifenet/lifenet/internal/rpcbench"
 )
 
-// schemaVersion is the layout of results.json: 2 added schema_version,
-// command, reproduce, ratios, summary and environment.commit_source (1,
-// before it, had none of them and no schema_version).
-const schemaVersion = 2
+// schemaVersion is the layout of results.json: 3 added headline, the
+// ratios' lifenet_does and baseline_does and the summary's label; 2 added
+// schema_version, command, reproduce, ratios, summary and
+// environment.commit_source (1, before it, had none of them and no
+// schema_version).
+const schemaVersion = 3
 
 // Report is what results.json holds. Ratios and Summary are derived from
 // Results (Write fills them), so that a dashboard reads the verdicts
@@ -32,6 +34,7 @@ type Report struct {
 	Command       string       `json:"command,omitempty"`     // the command line that made the report
 	Reproduce     string       `json:"reproduce,omitempty"`   // a command line that runs it again on the commit measured
 	Env           *Environment `json:"environment,omitempty"` // nil in reports made before it was recorded
+	Headline      string       `json:"headline"`              // the report's first sentence: how every scenario run came out
 	Ratios        []Ratio      `json:"ratios"`                // one per scenario, in the order run
 	Summary       []Group      `json:"summary"`               // by kind of scenario, then "all" and the RPC rows
 	Results       []Result     `json:"results"`
@@ -52,6 +55,8 @@ type Ratio struct {
 	Verdict      string    `json:"verdict"`     // better, worse, within noise, one pair, no ratio
 	Lifenet      float64   `json:"lifenet"`     // the median lifenet run's rate
 	BaselineRate float64   `json:"baseline_rate"`
+	LifenetDoes  string    `json:"lifenet_does"`  // what lifenet's side does per message, in a phrase
+	BaselineDoes string    `json:"baseline_does"` // what the baseline's side does
 }
 
 // derive fills the fields computed from the results.
@@ -64,11 +69,13 @@ func (rep *Report) derive() []pair {
 		if impls := p.sc.impls(); len(impls) > 1 {
 			baseline = impls[1]
 		}
+		lifenetDoes, baselineDoes := sides(p)
 		rep.Ratios = append(rep.Ratios, Ratio{Scenario: p.sc.Name, Group: groupName(p.sc), Baseline: baseline, ComparedBy: comparedBy(p.sc),
 			Pairs: p.rounds, Ratio: round3(p.ratio), Min: round3(p.lo), Max: round3(p.hi), PairRatios: roundAll(p.byRound), Verdict: p.verdict(),
-			Lifenet: p.lifenet.rate(), BaselineRate: p.raw.rate()})
+			Lifenet: p.lifenet.rate(), BaselineRate: p.raw.rate(), LifenetDoes: lifenetDoes, BaselineDoes: baselineDoes})
 	}
 	rep.Summary = summarize(ps)
+	rep.Headline = headline(ps, rep.Rounds)
 	return ps
 }
 
@@ -171,19 +178,25 @@ func serverField(r *Result, f func(*Result) float64, format string) string {
 func writeMarkdown(w io.Writer, rep Report) {
 	fmt.Fprintln(w, "# lifenet socket matrix")
 	fmt.Fprintln(w)
-	writeHeader(w, rep)
 	ps := pairs(rep.Results)
+	writeHeadline(w, ps, rep.Rounds)
+	writeHeader(w, rep)
 	writeVerdict(w, ps)
 	writeTables(w, rep)
 	writeEnvironment(w, rep)
 	writeHowToRead(w, rep)
 }
 
+// writeHeadline writes the report's first sentence (headline), bold.
+func writeHeadline(w io.Writer, ps []pair, rounds int) {
+	fmt.Fprintf(w, "**%s**\n\n", headline(ps, max(rounds, 1)))
+}
+
 // writeHeader writes what comes before the verdict: the run's settings,
 // whether it is partial, the commit measured and the command that
 // reproduces it.
 func writeHeader(w io.Writer, rep Report) {
-	fmt.Fprintf(w, "%s · window %g s · warm-up %g s · %s\n\n", rep.Date, rep.Seconds, rep.Warmup, rep.method())
+	fmt.Fprintf(w, "%s · measured window %g s per run, after a warm-up of %g s that no figure includes · %s\n\n", rep.Date, rep.Seconds, rep.Warmup, rep.method())
 	if rep.Partial != "" {
 		fmt.Fprintf(w, "**Partial report: %s.** Only the runs that finished are below.\n\n", rep.Partial)
 	}
@@ -204,7 +217,8 @@ func writeHeader(w io.Writer, rep Report) {
 }
 
 // writeVerdict writes the summary by kind of scenario and each scenario's
-// ratio with its spread across pairs and its verdict.
+// ratio with its spread across pairs, its verdict, and what each side
+// does.
 func writeVerdict(w io.Writer, ps []pair) {
 	gs := summarize(ps)
 	if len(gs) == 0 {
@@ -212,22 +226,29 @@ func writeVerdict(w io.Writer, ps []pair) {
 	}
 	fmt.Fprintln(w, "## Verdict")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| group | scenarios | median of the scenario ratios | their range | verdicts (by the spread across pairs) | ≥ 0.95× |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---|---:|")
+	fmt.Fprintln(w, "| group | scenarios | lifenet/baseline: median of the scenario ratios (their range) | verdicts (by the spread across pairs) |")
+	fmt.Fprintln(w, "|---|---:|---:|---|")
 	for _, g := range gs {
-		fmt.Fprintf(w, "| %s | %d | **%.2f×** | %.2f–%.2f× | %s | %d |\n", g.Name, g.Scenarios, g.Median, g.Min, g.Max, g.verdictCounts(), g.AtParity)
+		fmt.Fprintf(w, "| %s | %d | %s | %s |\n", g.Label, g.Scenarios, g.ratioText(), g.verdictCounts())
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| scenario | compared by | pairs | **lifenet/baseline** | spread across pairs | verdict |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---|")
+	fmt.Fprintln(w, "| scenario | lifenet does | baseline does | compared by | pairs | **lifenet/baseline** | spread across pairs | verdict |")
+	fmt.Fprintln(w, "|---|---|---|---|---:|---:|---:|---|")
 	for _, p := range ps {
 		if p.rounds == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %s | %d | **%.2f×** | %s | %s |\n", p.sc.Name, comparedBy(p.sc), p.rounds, p.ratio, p.spreadText(), p.verdict())
+		l, b := sides(p)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %d | **%.2f×** | %s | %s |\n", p.sc.Name, l, b, comparedBy(p.sc), p.rounds, p.ratio, p.spreadText(), p.verdict())
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintln(w, rangesLegend)
+	fmt.Fprintln(w)
 }
+
+// rangesLegend says in one line what the verdict's ranges are.
+const rangesLegend = "A scenario's ratio is the median of its pair ratios and its spread across pairs their lowest and highest; " +
+	"a group's range is the lowest and highest of its scenarios' ratios (one scenario: its ratio alone)."
 
 // writeTables writes the summary, the tables with their notes, and the
 // lists of failed and faulty runs.
@@ -246,11 +267,12 @@ func writeTables(w io.Writer, rep Report) {
 	if sec := section("oneway"); len(sec) > 0 {
 		fmt.Fprintln(w, "## 1. Throughput (one-way: the server only counts)")
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| scenario | proto | size | clients | lifenet Gbps | lifenet pkt/s | raw pkt/s | **lifenet/raw** | arrived lifenet / raw | server CPU s/M msg lifenet / raw | server B/msg lifenet |")
+		fmt.Fprintln(w, "| scenario | proto | size | clients | Gbps lifenet / raw | lifenet pkt/s | raw pkt/s | **lifenet/raw** | arrived lifenet / raw | server CPU s/M msg lifenet / raw | server B/msg lifenet |")
 		fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, p := range sec {
-			fmt.Fprintf(w, "| %s | %s | %d | %d | %s | %s | %s | **%s** | %s / %s | %s / %s | %s |\n", p.sc.Name, p.sc.Proto, p.sc.Size, p.sc.Clients,
-				serverField(p.lifenet, func(r *Result) float64 { return r.Server.Gbps }, "%.2f"),
+			gbps := func(r *Result) float64 { return r.Server.Gbps }
+			fmt.Fprintf(w, "| %s | %s | %d | %d | %s / %s | %s | %s | **%s** | %s / %s | %s / %s | %s |\n", p.sc.Name, p.sc.Proto, p.sc.Size, p.sc.Clients,
+				serverField(p.lifenet, gbps, "%.2f"), serverField(p.raw, gbps, "%.2f"),
 				rate(p.lifenet.pktps()), rate(p.raw.pktps()), p.ratioText(),
 				arrivedText(p.lifenet), arrivedText(p.raw),
 				serverField(p.lifenet, func(r *Result) float64 { return r.Server.CPUPerMsg }, "%.2f"),
@@ -444,13 +466,16 @@ func onewayLost(r Result) (string, bool) {
 	return fmt.Sprintf("the server received %d bytes fewer than the client sent (%.3g %%)", short, 100*float64(short)/float64(c.SentBytes)), true
 }
 
-// arrivedText is the share of what a one-way run's client sent that its
-// server received (the priming counted too, so at most 100 %), or "–".
+// arrivedText is the share of what a one-way run's client sent in its
+// window that its server received, or "–": the warm-up's priming is left
+// out where the server told it apart (Steady.WarmupBytes), else counted
+// too, so at most 100 %.
 func arrivedText(r *Result) string {
 	if r == nil || r.Client == nil || r.Server == nil || r.Client.SentBytes == 0 {
 		return "–"
 	}
-	return fmt.Sprintf("%.0f %%", min(100, 100*float64(r.Server.Received)/float64(r.Client.SentBytes)))
+	got := r.Server.Received - min(r.Server.WarmupBytes, r.Server.Received)
+	return fmt.Sprintf("%.0f %%", min(100, 100*float64(got)/float64(r.Client.SentBytes)))
 }
 
 // firstLine keeps a multi-line error (a stalled drain's socket list) on

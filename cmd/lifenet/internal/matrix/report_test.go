@@ -98,7 +98,11 @@ func TestReportSaysWhatIsMeasured(t *testing.T) {
 		"- commit measured: `abc123-dirty` (git rev-parse)",
 		"- reproduce: `git checkout abc123 && go run ./cmd/lifenet matrix --quick`",
 		"## Verdict",
-		"| tcp-1KB | server packets/s | 1 | **1.06×** | – | one pair |",
+		"| tcp-1KB | transport client sends; server counts bytes | std conn writes; std loop counts each read | server packets/s | 1 | **1.06×** | – | one pair |",
+		"**lifenet was better in 0, within noise in 0, worse in 0 of the 4 scenarios run (one pair each; 3 with a single pair, no spread to judge by; 1 without a ratio, a run having failed).**",
+		"measured window 2 s per run, after a warm-up of 0.5 s that no figure includes",
+		"The warm-up is no part of any figure",
+		"| tcp-1KB | tcp | 1024 | 8 | 3.70 / 3.50 |",
 		"- date: 2026-11-30 12:00 UTC",
 		"## How to read this",
 		"lifenet ÷ baseline",
@@ -143,6 +147,10 @@ func TestReportSaysWhatIsMeasured(t *testing.T) {
 		"<code>--rounds</code>",
 		"Round-trip latency: P50 and P99, lifenet beside raw",
 		`<title>lifenet P50 · tcp-32B-rt-sync-1C: 40.0 µs</title>`,
+		`<title>lifenet · tcp-1KB: 3.70 Gbps</title>`, // the bandwidth chart: both sides
+		`<title>raw (std net) · tcp-1KB: 3.50 Gbps</title>`,
+		`<td class="does">std conn writes; std loop counts each read</td>`,
+		"<p><b>lifenet was better in 0, within noise in 0, worse in 0 of the 4 scenarios run",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("results.html lacks %q:\n%s", want, page)
@@ -263,6 +271,7 @@ func TestResultsJSON(t *testing.T) {
 	js, _ := os.ReadFile(filepath.Join(dir, "results.json"))
 	var got struct {
 		SchemaVersion int `json:"schema_version"`
+		Headline      string
 		Command       string
 		Reproduce     string
 		Environment   map[string]any
@@ -272,12 +281,14 @@ func TestResultsJSON(t *testing.T) {
 	if err := json.Unmarshal(js, &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.SchemaVersion != 2 || got.Command != "lifenet matrix --quick" || got.Reproduce != "git checkout abc && go run ./cmd/lifenet matrix --quick" ||
+	if got.SchemaVersion != schemaVersion || got.Headline != "lifenet was better in 0, within noise in 1, worse in 0 of the 1 scenarios run (medians of 3 alternating pairs)." ||
+		got.Command != "lifenet matrix --quick" || got.Reproduce != "git checkout abc && go run ./cmd/lifenet matrix --quick" ||
 		got.Environment["commit"] != "abc" || got.Environment["commit_source"] != commitFromGit {
 		t.Errorf("results.json: %s", js)
 	}
 	want := map[string]any{"scenario": "tcp-1KB", "group": "TCP one-way", "baseline": "raw", "compared_by": "server packets/s", "pairs": 3.0,
-		"ratio": 1.0, "min": 0.9, "max": 1.2, "verdict": verdictNoise, "lifenet": 100.0, "baseline_rate": 100.0}
+		"ratio": 1.0, "min": 0.9, "max": 1.2, "verdict": verdictNoise, "lifenet": 100.0, "baseline_rate": 100.0,
+		"lifenet_does": "transport client sends; server counts bytes", "baseline_does": "std conn writes; std loop counts each read"}
 	if len(got.Ratios) != 1 {
 		t.Fatalf("ratios %v", got.Ratios)
 	}
@@ -289,7 +300,7 @@ func TestResultsJSON(t *testing.T) {
 	if pr, _ := got.Ratios[0]["pair_ratios"].([]any); len(pr) != 3 || pr[0] != 1.0 || pr[1] != 1.2 || pr[2] != 0.9 {
 		t.Errorf("pair_ratios %v, want 1, 1.2, 0.9 in round order", got.Ratios[0]["pair_ratios"])
 	}
-	if len(got.Summary) != 1 || got.Summary[0]["group"] != "TCP one-way" || got.Summary[0]["within_noise"] != 1.0 || got.Summary[0]["median"] != 1.0 {
+	if len(got.Summary) != 1 || got.Summary[0]["group"] != "TCP one-way" || got.Summary[0]["label"] != "TCP one-way" || got.Summary[0]["within_noise"] != 1.0 || got.Summary[0]["median"] != 1.0 {
 		t.Errorf("summary %v", got.Summary)
 	}
 	// Schema 1: no schema_version, ratios or summary.
@@ -299,7 +310,7 @@ func TestResultsJSON(t *testing.T) {
 		t.Fatalf("--from: exit %d, %s", code, out.String())
 	}
 	again, err := Read(dir)
-	if err != nil || again.SchemaVersion != 2 || len(again.Ratios) != 1 || again.Ratios[0].Verdict != verdictNoise || len(again.Summary) != 1 {
+	if err != nil || again.SchemaVersion != schemaVersion || len(again.Ratios) != 1 || again.Ratios[0].Verdict != verdictNoise || len(again.Summary) != 1 {
 		t.Errorf("rewritten results.json: %v, %+v", err, again)
 	}
 }

@@ -18,7 +18,8 @@ import (
 // scenarios of one kind, the median and range of their lifenet/baseline
 // ratios, and how many of them are better, worse or within noise.
 type Group struct {
-	Name        string    `json:"group"`
+	Name        string    `json:"group"` // the kind, "all" or rpcGroup; stable, for dashboards
+	Label       string    `json:"label"` // what the row covers, as the report shows it
 	Scenarios   int       `json:"scenarios"`
 	Median      float64   `json:"median"` // of the scenario ratios
 	Min         float64   `json:"min"`
@@ -27,7 +28,7 @@ type Group struct {
 	WithinNoise int       `json:"within_noise"` // … crosses 1.0
 	Worse       int       `json:"worse"`        // … is below 1.0
 	OnePair     int       `json:"one_pair"`     // scenarios with a single pair: no spread to judge by
-	AtParity    int       `json:"at_parity"`    // scenario ratios ≥ 0.95
+	AtParity    int       `json:"at_parity"`    // scenario ratios ≥ 0.95 (the transport's target; not in the report's tables)
 	ratios      []float64 // the scenario ratios, sorted once summarize is done
 }
 
@@ -63,13 +64,14 @@ func groupName(sc Scenario) string {
 const rpcGroup = "RPC vs net/rpc"
 
 // summarize groups the scenarios' ratios, in order of first appearance,
-// and appends the row for all of them (but the RPC rows, whose group
-// comes last).
+// and appends the row for all of them but the RPC rows (whose baseline is
+// another: their group comes last), labelled with what it covers of the
+// scenarios run.
 func summarize(ps []pair) []Group {
 	var out []Group
 	index := map[string]int{}
 	all := Group{Name: "all"}
-	rpc := Group{Name: rpcGroup}
+	rpc := Group{Name: rpcGroup, Label: rpcGroup}
 	for _, p := range ps {
 		if p.rounds == 0 {
 			continue
@@ -83,12 +85,16 @@ func summarize(ps []pair) []Group {
 		if !ok {
 			i = len(out)
 			index[name] = i
-			out = append(out, Group{Name: name})
+			out = append(out, Group{Name: name, Label: name})
 		}
 		out[i].add(p)
 		all.add(p)
 	}
 	if len(out) > 1 {
+		all.Label = fmt.Sprintf("all vs std net: %d of the %d scenarios run", len(all.ratios), len(ps))
+		if len(all.ratios) == len(ps) {
+			all.Label = fmt.Sprintf("all %d scenarios run", len(ps))
+		}
 		out = append(out, all)
 	}
 	if len(rpc.ratios) > 0 {
@@ -119,6 +125,16 @@ func (g *Group) add(p pair) {
 	}
 }
 
+// ratioText is a group's ratio cell: the median of its scenario ratios,
+// with their range when there are several ("**0.97×** (0.41–1.11×)"), the
+// single ratio alone when there is one.
+func (g Group) ratioText() string {
+	if g.Scenarios == 1 {
+		return fmt.Sprintf("**%.2f×**", g.Median)
+	}
+	return fmt.Sprintf("**%.2f×** (%.2f–%.2f×)", g.Median, g.Min, g.Max)
+}
+
 // verdictCounts is a group's "2 better · 1 within noise · …" cell.
 func (g Group) verdictCounts() string {
 	var parts []string
@@ -131,6 +147,51 @@ func (g Group) verdictCounts() string {
 		}
 	}
 	return strings.Join(parts, " · ")
+}
+
+// headline is the report's first sentence: how the scenarios run came
+// out, every one of them counted, and what the figures are.
+func headline(ps []pair, rounds int) string {
+	var better, noise, worse, onePair, failed, direct int
+	for _, p := range ps {
+		switch p.verdict() {
+		case verdictBetter:
+			better++
+		case verdictNoise:
+			noise++
+		case verdictWorse:
+			worse++
+		case verdictOnePair:
+			onePair++
+		case verdictNone:
+			if p.sc.isRPC() && p.sc.Direct {
+				direct++
+			} else {
+				failed++
+			}
+		}
+	}
+	if len(ps) == 0 {
+		return "No scenario ran."
+	}
+	how := fmt.Sprintf("medians of %d alternating pairs", rounds)
+	if rounds <= 1 {
+		how = "one pair each"
+	}
+	var also []string
+	if onePair > 0 {
+		also = append(also, fmt.Sprintf("%d with a single pair, no spread to judge by", onePair))
+	}
+	if failed > 0 {
+		also = append(also, fmt.Sprintf("%d without a ratio, a run having failed", failed))
+	}
+	if direct > 0 {
+		also = append(also, fmt.Sprintf("%d without a baseline (the direct RPC path)", direct))
+	}
+	if len(also) > 0 {
+		how += "; " + strings.Join(also, "; ")
+	}
+	return fmt.Sprintf("lifenet was better in %d, within noise in %d, worse in %d of the %d scenarios run (%s).", better, noise, worse, len(ps), how)
 }
 
 // Environment is the machine and build a report was made on, gathered
@@ -268,7 +329,22 @@ func writeHowToRead(w io.Writer, rep Report) {
 		"its ratio is the median of the pair ratios and its spread their range. One pair on a shared machine swings about ±30 %%, "+
 		"so a ratio counts as better or worse only when its whole spread is above or below 1.00×; "+
 		"a spread that crosses 1.00× is within noise, neither a loss nor a win, and a single pair has no spread to judge by. "+
-		"Notes under a table say why a cell stands out where the tool knows.\n\n", baseline)
+		"Both sides of a scenario do the same work per message, and the verdict's \"lifenet does\" and \"baseline does\" columns say what: "+
+		"in the TCP codec rows both clients match every reply to its request (by sequence number for SRMP, by order for the length field) "+
+		"and both servers parse and answer every frame (a note marks a row where the baseline's client only counted reply bytes). "+
+		"%s "+
+		"Notes under a table say why a cell stands out where the tool knows.\n\n", baseline, warmupText(rep.hasRPC()))
+}
+
+// warmupText says what the warm-up is and that no figure includes it.
+func warmupText(rpc bool) string {
+	s := "The warm-up is no part of any figure: a socket run's clients connect and wait out the warm-up, then the byte clients send " +
+		"up to 64 priming messages on a connection of their own, which a one-way server tells apart and leaves out of its rate " +
+		"(its log's warm-up line)"
+	if rpc {
+		s += "; the RPC rows make calls through the warm-up and count only the window's"
+	}
+	return s + "."
 }
 
 func (rep Report) hasRPC() bool {
@@ -314,11 +390,10 @@ func notes(p pair, bad map[string]bool) []string {
 	if p.sc.Proto == "udp" && p.sc.Codec != "" {
 		why = append(why, "both runs send with the raw UDP client: the ratio compares the servers (lifenet's codec server, the baseline's datagram loop)")
 	}
-	if p.sc.Proto == "tcp" && p.sc.Codec != "" && p.sc.Window > 0 {
-		why = append(why, "both ends are lifenet's, and its codec client is most of the gap: keeping the window in flight, "+
-			"it pairs every reply with its request (a matcher slot under a lock and a callback each) where the raw client "+
-			"writes and counts frames; the server alone under the raw client: `scripts/server-ab.sh 5 4 'srmp-echo-32B-c16'` "+
-			"(docs/perf/codec-echo.md)")
+	if baselineCounted(p) {
+		why = append(why, "not like for like: the baseline's client counted reply bytes without matching them to their requests "+
+			"(a report from before it matched, or `--count-replies`), where lifenet's pairs every reply with its request "+
+			"(a matcher slot under a lock and a callback each)")
 	}
 	if bad[p.sc.Name] {
 		why = append(why, "a run failed or had errors (see the lists at the end)")
