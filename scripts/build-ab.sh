@@ -27,8 +27,8 @@ scenarios=(
 )
 out=$dir/out port=8700
 run() { # scenario-name build flags
-  local name=$1 build=$2 flags=$3 codec log spid summary server=$2 client=tree simpl=lifenet cimpl=raw
-  if [[ $side == client ]]; then server=tree client=$2 simpl=raw cimpl=lifenet; fi
+  local name=$1 build=$2 flags=$3 codec log spid summary server=$2 client=tree simpl=lifenet cimpl=raw count=--count-replies
+  if [[ $side == client ]]; then server=tree client=$2 simpl=raw cimpl=lifenet count=; fi
   port=$((port + 1))
   codec=$(sed -nE 's/.*--codec ([a-z]+).*/--codec \1/p' <<<"$flags")
   log=$dir/log
@@ -37,7 +37,7 @@ run() { # scenario-name build flags
   spid=$!
   for _ in $(seq 50); do grep -q READY "$log" && break; sleep 0.1; done
   # shellcheck disable=SC2086
-  summary=$("$dir/$client" load --remote "127.0.0.1:$port" --impl "$cimpl" --mode pipeline --seconds "$seconds" --warmup 1 --json $flags | sed -n 's/^SUMMARY: //p')
+  summary=$("$dir/$client" load --remote "127.0.0.1:$port" --impl "$cimpl" $count --mode pipeline --seconds "$seconds" --warmup 1 --json $flags | sed -n 's/^SUMMARY: //p')
   wait "$spid" || true
   if [[ $side == client ]]; then
     echo "$name $build $summary" | tee -a "$out"

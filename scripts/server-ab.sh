@@ -6,7 +6,8 @@
 # Codec scenarios (lf-*, srmp-*) give the server the client's --codec and
 # --size: lifenet runs its codec, raw the baseline's per-message loop (each frame
 # parsed and answered), both driven by the raw client's window of valid
-# frames.
+# frames, counting the replies (--count-replies: the light driver of every
+# figure in docs/perf/codec-echo.md, not a caller matching each reply).
 # Prints one line per run: "<scenario> <impl> <STEADY-JSON>", then per
 # scenario the medians of the per-round lifenet/raw ratios (frames/s and
 # server CPU per message) and of each server's allocations per message.
@@ -45,7 +46,7 @@ run() { # scenario-name impl flags
   spid=$!
   for _ in $(seq 50); do grep -q READY "$log" && break; sleep 0.1; done
   # shellcheck disable=SC2086
-  "${client_cpu[@]}" "$bin" load --remote "127.0.0.1:$port" --impl raw --seconds "$seconds" --warmup 1 --json $flags >/dev/null
+  "${client_cpu[@]}" "$bin" load --remote "127.0.0.1:$port" --impl raw ${codec:+--count-replies} --seconds "$seconds" --warmup 1 --json $flags >/dev/null
   wait "$spid"
   echo "$name $impl $(grep '^STEADY-JSON' "$log" | cut -d' ' -f2-)" | tee -a "$out"
   rm -f "$log"
