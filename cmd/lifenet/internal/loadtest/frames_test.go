@@ -22,7 +22,9 @@ func TestParseRawCodecFlags(t *testing.T) {
 		{"--impl", "raw", "--codec", "lengthfield", "--size", "65537"}, // the largest length-field frame, one byte too many
 		{"--impl", "raw", "--codec", "lengthfield", "--window", "257"},
 		{"--impl", "raw", "--codec", "srmp", "--window", "256"},
-		{"--impl", "raw", "--window", "8"}, // a window needs a codec
+		{"--impl", "raw", "--window", "8"},                          // a window needs a codec
+		{"--impl", "raw", "--count-replies"},                        // counting replies needs a codec
+		{"--impl", "lifenet", "--codec", "srmp", "--count-replies"}, // lifenet's codec client always matches
 	} {
 		if _, err := Parse(args); err == nil {
 			t.Errorf("Parse(%q) accepted", args)
@@ -32,6 +34,7 @@ func TestParseRawCodecFlags(t *testing.T) {
 		{"--impl", "raw", "--codec", "lengthfield", "--size", "65536", "--window", "256"},
 		{"--impl", "lifenet", "--codec", "lengthfield", "--size", "65537"},
 		{"--impl", "raw", "--codec", "srmp", "--size", "5", "--window", "1"},
+		{"--impl", "raw", "--codec", "lengthfield", "--count-replies"},
 	} {
 		if _, err := Parse(args); err != nil {
 			t.Errorf("Parse(%q): %v", args, err)
