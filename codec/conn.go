@@ -51,6 +51,14 @@ type Options struct {
 	// first message) and when it has ended, on its reading goroutine.
 	OnOpen  func(c *Conn)
 	OnClose func(c *Conn, err error)
+	// Route, RouteTimeout and HandOff, for a server, choose the stack of
+	// each stream connection from its first bytes (see
+	// [transport.Hooks.Route]): a connection routed to
+	// [transport.RouteServe] runs the pipeline, one handed off leaves it
+	// for good. A connection gets its Conn (and OnOpen runs) once routed.
+	Route        func(first []byte, full bool) transport.Route
+	RouteTimeout time.Duration
+	HandOff      func(c *transport.HandedConn)
 	// Log is the server's or client's logger: the transport's, unless
 	// its Config.Log is set (both nil: slog.Default()). The codec layer
 	// writes no lines of its own; the transport's tell a connection's
@@ -161,7 +169,7 @@ func (h *sessionHandler) Closed(_ *transport.Session, e *transport.CloseError) {
 // receive runs received bytes through the pipeline (the flat path when
 // it can).
 func (c *Conn) receive(p *packet.Packet) {
-	if c.flat != nil && p.Next() == nil && c.flat.framing.framer.Buffered() == 0 && c.chain.direct() == len(c.chain.handlers)-1 {
+	if c.flat != nil && p.Next() == nil && c.flat.framing.framer.Buffered() == 0 && len(c.chain.handlers) == 1 {
 		c.flatRead(p)
 		return
 	}
@@ -649,7 +657,7 @@ func (c *Conn) startBytes(ctx context.Context, flag uint8, payload []byte, cb *c
 // Through other stages a full queue is waited for as by Write.
 func (c *Conn) srmpDirect() bool {
 	sc := c.srmpCtx
-	return sc != nil && c.chain.sess != nil && sc.index == c.chain.direct()
+	return sc != nil && c.chain.sess != nil && sc.index == 0
 }
 
 // sendSRMP writes an SRMP request as the SRMP stage would (a small payload

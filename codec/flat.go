@@ -69,11 +69,10 @@ const (
 // session as they come.
 const flatLimit = 64 << 10
 
-// flatStage returns the framing of a one-stage pipeline on a stream (or of
-// a prelude and one framing stage), or nil.
+// flatStage returns the framing of a one-stage pipeline on a stream, or nil.
 func flatStage(ch *Chain) *framing {
 	n := len(ch.handlers)
-	if n == 0 || n > 2 || (n == 2 && ch.prelude == nil) || ch.Datagram || ch.sess == nil {
+	if n != 1 || ch.Datagram || ch.sess == nil {
 		return nil
 	}
 	if _, lines := ch.handlers[n-1].(*delimiterHandler); lines {

@@ -41,17 +41,6 @@ type CloseHandler interface {
 	Closed(c *HandlerContext, err error)
 }
 
-// Detector is implemented by a stage that sits before the framing stage and
-// may find that the connection speaks the framing stage's own format (a
-// protocol detector on a port that serves several). Once Transparent reports
-// true it must stay true and the stage must hand reads and writes on
-// unchanged: the connection then cuts frames and writes replies as if the
-// stage were not there (the flat read path). Transparent is called by the
-// reading goroutine and by writers, so it must be safe for concurrent use.
-type Detector interface {
-	Transparent() bool
-}
-
 // Pipeline is an ordered list of handler constructors, shared by all the
 // connections of a server or client; NewChain builds one connection's
 // handlers. A [Pipeline] is immutable and safe for concurrent use.
@@ -110,18 +99,8 @@ type Chain struct {
 	out      Sender
 	sess     *transport.Session // out, when it is a session: small messages are copied into its send buffer
 	sink     func(msg any) error
-	conn     *Conn    // the sink's Conn, called directly (no method value's wrapper)
-	prelude  Detector // the head, when it is a Detector before a second stage
-	holds    holds    // the stages' own partial units (HandlerContext.Hold)
-}
-
-// direct returns the index of the stage whose writes go straight to the
-// session: the head, or the stage after a prelude that passes.
-func (ch *Chain) direct() int {
-	if ch.prelude != nil && ch.prelude.Transparent() {
-		return 1
-	}
-	return 0
+	conn     *Conn // the sink's Conn, called directly (no method value's wrapper)
+	holds    holds // the stages' own partial units (HandlerContext.Hold)
 }
 
 // HandlerContext links a handler to its place in a chain. Its methods follow the
@@ -145,9 +124,6 @@ func (p *Pipeline) NewChain(out Sender, sink func(msg any) error) *Chain {
 		ch.handlers[i] = mk()
 		ch.ctxs[i] = HandlerContext{chain: ch, index: i}
 		ch.noWait[i] = HandlerContext{chain: ch, index: i, noWait: true}
-	}
-	if len(ch.handlers) > 1 {
-		ch.prelude, _ = ch.handlers[0].(Detector)
 	}
 	return ch
 }
@@ -272,7 +248,7 @@ func (c *HandlerContext) FireWrite(msg any) error {
 // copied into a packet for the previous handler or the Sender. The caller
 // keeps parts.
 func (c *HandlerContext) WriteBytes(parts ...[]byte) error {
-	if c.chain.sess != nil && c.index == c.chain.direct() {
+	if c.chain.sess != nil && c.index == 0 {
 		if conn := c.chain.conn; conn != nil {
 			if took, err := conn.deferBytes(c.noWait, false, parts...); took { // during a read: behind its replies
 				return err

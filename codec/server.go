@@ -50,7 +50,10 @@ func NewServer(cfg transport.Config, opts Options) (*Server, error) {
 // hooks runs the pipeline on every session of the server.
 func (s *Server) hooks() transport.Hooks {
 	return transport.Hooks{
-		BatchSends: true, // replies to the frames of one read leave in one write
+		BatchSends:   true, // replies to the frames of one read leave in one write
+		Route:        s.opts.Route,
+		RouteTimeout: s.opts.RouteTimeout,
+		HandOff:      s.opts.HandOff,
 		NewHandler: func(sess *transport.Session) transport.SessionHandler {
 			c := newConn(sess, s.opts, s)
 			s.conns.Store(c, struct{}{})
@@ -116,6 +119,10 @@ func (s *Server) Listen(ctx context.Context, network, address string) (net.Addr,
 // Serve accepts connections from l; see transport.Server.Serve.
 func (s *Server) Serve(l net.Listener) error { return s.ts.Serve(l) }
 
+// Adopt serves c as one of the server's connections, running the pipeline
+// from its first byte; see transport.Server.Adopt.
+func (s *Server) Adopt(c net.Conn) error { return s.ts.Adopt(c) }
+
 // ServePacket serves datagrams from pc, each holding whole frames; see
 // transport.Server.ServePacket.
 func (s *Server) ServePacket(pc net.PacketConn) error { return s.ts.ServePacket(pc) }
@@ -151,6 +158,20 @@ func (s *Server) PartialBytes() int64 {
 	}
 	return s.budget.used.Load()
 }
+
+// Reserve counts n bytes of an incomplete unit held outside the pipeline
+// (an HTTP request's body, say) in Options.MaxPartialBytes, with the
+// frames the connections hold: [ErrMemoryCap] when they do not fit, and
+// nothing is counted then. Release gives them back.
+func (s *Server) Reserve(n int) error {
+	if !s.budget.take(n) {
+		return ErrMemoryCap
+	}
+	return nil
+}
+
+// Release gives back n bytes counted by Reserve.
+func (s *Server) Release(n int) { s.budget.give(n) }
 
 // transportLog is the transport's logger: its Config's, else the codec
 // Options' (nil for neither: the transport takes slog.Default()).

@@ -1,11 +1,6 @@
 package rpc
 
-import (
-	"context"
-	"net/http"
-
-	"github.com/lifenet/lifenet/codec"
-)
+import "context"
 
 // actionHealth is the built-in health action.
 const actionHealth = "Api/Health"
@@ -37,19 +32,4 @@ func (s *Server) health(context.Context, struct{}) (string, error) {
 		return "", ErrNotServing
 	}
 	return healthServing, nil
-}
-
-// serveHealthz answers GET or HEAD /healthz on the HTTP form, before any
-// action or interceptor: 200 "Serving" while serving, 503 "NotServing"
-// otherwise, as text.
-func (g *gateway) serveHealthz(c *codec.HandlerContext, req *http.Request) error {
-	status, text := http.StatusOK, healthServing
-	if !g.s.Serving() {
-		status, text = http.StatusServiceUnavailable, healthNotServing
-	}
-	head := httpHead(status, "text/plain; charset=utf-8", len(text), !req.Close)
-	if req.Method == http.MethodHead {
-		return c.WriteBytes(head)
-	}
-	return c.WriteBytes(head, []byte(text))
 }

@@ -45,7 +45,7 @@ type Server struct {
 
 	limits *logattr.Limiter // the rate limits of the lines a caller can cause; stopped by Close and Shutdown
 
-	tlsStates tlsStates // the handshakes' states, until their sessions take them
+	web *webServer // the connections whose first bytes are HTTP (nil: Config.NoHTTP and NoWebSocket)
 
 	keys  *keySet // Config.MetadataKeys
 	chain Next    // Config.Interceptors and Authorize around runCall; nil: none
@@ -70,25 +70,26 @@ func NewServer(cfg Config) (*Server, error) {
 	if len(ics) > 0 {
 		s.chain = chain(ics, s.runCall)
 	}
-	stages := []func() codec.Handler{codec.SRMPFraming(cfg.Framer)}
-	if !cfg.NoHTTP || !cfg.NoWebSocket {
-		stages = append([]func() codec.Handler{func() codec.Handler { return newGateway(s) }}, stages...)
-	}
-	tcfg := cfg.Transport
-	tcfg.TLS = serverTLS(cfg.Transport.TLS, &s.tlsStates) // (s.cfg keeps the application's)
-	cs, err := codec.NewServer(tcfg, codec.Options{
-		Pipeline: codec.NewPipeline(stages...),
+	opts := codec.Options{
+		Pipeline: codec.NewPipeline(codec.SRMPFraming(cfg.Framer)),
 		Handler:  s.onMessage,
 		OnOpen:   s.onOpen,
 		OnClose:  s.onClose,
 		Log:      cfg.Log, // the transport's too, unless Transport.Log is set
 
 		MaxPartialBytes: cfg.MaxPartialBytes,
-	})
+	}
+	if !cfg.NoHTTP || !cfg.NoWebSocket {
+		opts.Route, opts.RouteTimeout, opts.HandOff = s.routeConn, cfg.Framer.Expire, s.handOff
+	}
+	cs, err := codec.NewServer(cfg.Transport, opts)
 	if err != nil {
 		return nil, err
 	}
 	s.cs = cs
+	if opts.Route != nil {
+		s.web = newWebServer(s)
+	}
 	if !cfg.NoBuiltins {
 		s.registerBuiltins()
 	}
@@ -126,6 +127,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, s.stop) // ctx's end must reach inline handlers before the transport waits for them
 	defer stop()
 	err := s.cs.Shutdown(ctx)
+	if s.web != nil {
+		err = errors.Join(err, s.web.shutdown(ctx))
+	}
 	s.cancel()
 	s.limits.Stop()
 	return err
@@ -138,6 +142,9 @@ func (s *Server) Close() error {
 	s.closing.Store(true)
 	s.stop()
 	err := s.cs.Close()
+	if s.web != nil {
+		s.web.close()
+	}
 	s.limits.Stop() // after the calls: their last lines count in the summary
 	return err
 }
@@ -181,8 +188,9 @@ type Stats struct {
 	// and requests now (codec.Server.PartialBytes; bounded by the codec's
 	// MaxPartialBytes).
 	PartialBytes int64
-	// ByProtocol is the open sessions by [Protocol], taken as InFlight is;
-	// index 0 counts those whose first bytes have not shown it yet.
+	// ByProtocol is the open sessions by [Protocol], taken as InFlight is.
+	// Sessions counts the connections whose first bytes have not shown their
+	// protocol yet too; ByProtocol does not.
 	ByProtocol [ProtoUDP + 1]int
 }
 
@@ -194,6 +202,11 @@ func (s *Server) Transport() *transport.Server { return s.cs.Transport() }
 // session: a cost per call of Stats (a scrape), none per request.
 func (s *Server) Stats() Stats {
 	st := Stats{Sessions: s.cs.Transport().SessionCount(), Dropped: s.dropped.Load(), Panics: s.panics.Load(), PartialBytes: s.cs.PartialBytes()}
+	if s.web != nil {
+		n := int(s.web.open.Load())
+		st.Sessions += n
+		st.ByProtocol[ProtoHTTP] += n
+	}
 	inline := 0
 	s.eachSession(func(ss *Session) {
 		inline += int(ss.inline.Load())
@@ -213,9 +226,11 @@ func (s *Server) onOpen(c *codec.Conn) {
 func (s *Server) onClose(c *codec.Conn, _ error) {
 	if ss, ok := c.State().(*Session); ok {
 		ss.cancel()
-		ss.forgetTLS()
 	}
 }
+
+// handOff gives a connection whose first bytes are HTTP to net/http.
+func (s *Server) handOff(c *transport.HandedConn) { s.web.handOff(c) }
 
 // onMessage takes a connection's inbound SRMP message (borrowed) and runs
 // it where place says.
@@ -225,7 +240,7 @@ func (s *Server) onMessage(c *codec.Conn, msg any) {
 		return // servers originate no requests: a stray reply has no taker
 	}
 	ss := c.State().(*Session)
-	b, a, ok := s.route(ss, m.PayloadBytes())
+	b, a, ok := s.routeCall(ss, m.PayloadBytes())
 	if !ok {
 		return
 	}
@@ -257,7 +272,7 @@ const (
 // (datagrams carry no order, so Serial does not hold there): past
 // MaxInFlight those are refused.
 func (s *Server) place(ss *Session, a *action) int {
-	shared := ss.conn.Session().Datagram() // a UDP peer: its listener's one reading goroutine reads for every peer
+	shared := ss.proto == ProtoUDP // a UDP peer: its listener's one reading goroutine reads for every peer
 	mustSpawn := a != nil && a.stream != nil || shared
 	switch {
 	case a == nil || a.inline:
@@ -315,9 +330,9 @@ func (s *Server) end(ss *Session) {
 	s.spawned.Add(-1)
 }
 
-// route decodes a request body and finds its action (nil: unknown, a 404);
-// ok is false for a request NewLife drops unanswered (counted).
-func (s *Server) route(ss *Session, payload []byte) (body, *action, bool) {
+// routeCall decodes a request body and finds its action (nil: unknown, a
+// 404); ok is false for a request NewLife drops unanswered (counted).
+func (s *Server) routeCall(ss *Session, payload []byte) (body, *action, bool) {
 	b, err := parseBody(payload, false)
 	switch {
 	case err != nil || !validAction(b.action):
@@ -333,7 +348,7 @@ func (s *Server) route(ss *Session, payload []byte) (body, *action, bool) {
 func (s *Server) serveKept(ss *Session, m *codec.Message) {
 	defer s.end(ss)
 	defer m.Release()
-	b, a, _ := s.route(ss, m.PayloadBytes()) // the same bytes routed before
+	b, a, _ := s.routeCall(ss, m.PayloadBytes()) // the same bytes routed before
 	if a != nil && a.stream != nil {
 		s.serveStream(ss, m, b, a)
 		return
@@ -393,7 +408,7 @@ func putBody(bp *[]byte) {
 // finds the call when the server has interceptors or the call carries a
 // trace context, a deadline or metadata). The interceptors run.
 func (s *Server) Process(ctx context.Context, body, dst []byte) (reply []byte, isErr, ok bool) {
-	b, a, ok := s.route(nil, body)
+	b, a, ok := s.routeCall(nil, body)
 	if !ok {
 		return dst, false, false
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"net"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/lifenet/lifenet/codec"
@@ -16,18 +17,21 @@ import (
 // for concurrent use.
 type Session struct {
 	srv     *Server
-	conn    *codec.Conn
+	conn    *codec.Conn // SRMP (raw, TLS, in WebSocket messages, UDP); nil for HTTP
+	web     net.Conn    // HTTP: the connection net/http serves; nil otherwise
+	id      uint64      // HTTP: the transport's ID of the connection (conn's session has it otherwise)
+	proto   Protocol    // chosen once, by the connection's first bytes (accept.go)
 	ctx     context.Context
 	cancel  context.CancelFunc
-	running atomic.Int32  // calls running on their own goroutines
-	inline  atomic.Int32  // calls running on the reading goroutine (0 or 1), for Stats.InFlight
-	proto   atomic.Int32  // protoUndecided, protoSRMP or protoHTTP: where pushes may go
-	wire    atomic.Uint32 // its Protocol, once its first bytes showed it
+	running atomic.Int32 // calls running on their own goroutines
+	inline  atomic.Int32 // calls running on the reading goroutine (0 or 1), for Stats.InFlight
 	token   atomic.Pointer[string]
 	calls   callCache
 	spare   atomic.Pointer[Invocation] // an emptied Invocation for the session's next intercepted call
 
-	tlsState atomic.Pointer[tls.ConnectionState] // taken from srv.tlsStates (TLS)
+	tlsState atomic.Pointer[tls.ConnectionState] // read from the connection on first use (TLS)
+	bagMu    sync.Mutex
+	bag      map[any]any // HTTP: Set's values (an SRMP session keeps them in its transport session)
 }
 
 // Protocol is what a session's connection speaks.
@@ -54,38 +58,33 @@ func (p Protocol) String() string {
 	return "undecided"
 }
 
-// What a session's connection speaks, as far as pushes go: until its
-// client's first bytes show it, a push could land in front of an HTTP
-// response or a WebSocket handshake.
-const (
-	protoUndecided int32 = iota
-	protoSRMP            // raw SRMP, SRMP in WebSocket, or UDP: pushes go out
-	protoHTTP            // plain HTTP: nowhere to put a push
-)
-
 type sessionKey struct{}
 
+// newSession makes the session of an SRMP connection or UDP peer.
 func newSession(s *Server, c *codec.Conn) *Session {
-	ss := &Session{srv: s, conn: c}
+	ss := &Session{srv: s, conn: c, proto: ProtoSRMP}
 	ctx, cancel := context.WithCancel(s.ctx)
 	ss.ctx, ss.cancel = context.WithValue(ctx, sessionKey{}, ss), cancel
-	switch {
+	switch _, isWS := c.Session().Conn().(*wsConn); {
 	case c.Session().Datagram():
-		ss.wire.Store(uint32(ProtoUDP))
-	case s.cfg.NoHTTP && s.cfg.NoWebSocket:
-		ss.proto.Store(protoSRMP) // no gateway: nothing else to speak
-		ss.wire.Store(uint32(ProtoSRMP))
+		ss.proto = ProtoUDP
+	case isWS:
+		ss.proto = ProtoWebSocket
 	}
 	return ss
 }
 
 // Protocol returns what the session's connection speaks: SRMP, HTTP,
-// WebSocket or UDP (0 until its first bytes show it; a handler never sees
-// that).
-func (s *Session) Protocol() Protocol { return Protocol(s.wire.Load()) }
+// WebSocket or UDP.
+func (s *Session) Protocol() Protocol { return s.proto }
 
 // LocalAddr returns the server's address the caller reached.
-func (s *Session) LocalAddr() net.Addr { return s.conn.Session().LocalAddr() }
+func (s *Session) LocalAddr() net.Addr {
+	if s.web != nil {
+		return s.web.LocalAddr()
+	}
+	return s.conn.Session().LocalAddr()
+}
 
 // SessionFrom returns the session of the call whose context ctx is, or
 // nil (a direct Process call, or a context from elsewhere).
@@ -95,10 +94,20 @@ func SessionFrom(ctx context.Context) *Session {
 }
 
 // ID returns the session's transport ID.
-func (s *Session) ID() uint64 { return s.conn.Session().ID() }
+func (s *Session) ID() uint64 {
+	if s.web != nil {
+		return s.id
+	}
+	return s.conn.Session().ID()
+}
 
 // RemoteAddr returns the caller's address.
-func (s *Session) RemoteAddr() net.Addr { return s.conn.Session().RemoteAddr() }
+func (s *Session) RemoteAddr() net.Addr {
+	if s.web != nil {
+		return s.web.RemoteAddr()
+	}
+	return s.conn.Session().RemoteAddr()
+}
 
 // Token returns the last token the caller sent (an argument named Token,
 // or for HTTP an x-token or Authorization: Bearer header).
@@ -113,14 +122,39 @@ func (s *Session) Token() string {
 func (s *Session) SetToken(t string) { s.token.Store(&t) }
 
 // Set and Get keep application values on the session.
-func (s *Session) Set(key, value any) { s.conn.Session().Set(key, value) }
+func (s *Session) Set(key, value any) {
+	if s.web == nil {
+		s.conn.Session().Set(key, value)
+		return
+	}
+	s.bagMu.Lock()
+	defer s.bagMu.Unlock()
+	if s.bag == nil {
+		s.bag = make(map[any]any)
+	}
+	s.bag[key] = value
+}
 
 // Get returns a value Set kept.
-func (s *Session) Get(key any) (any, bool) { return s.conn.Session().Get(key) }
+func (s *Session) Get(key any) (any, bool) {
+	if s.web == nil {
+		return s.conn.Session().Get(key)
+	}
+	s.bagMu.Lock()
+	defer s.bagMu.Unlock()
+	v, ok := s.bag[key]
+	return v, ok
+}
 
 // Close ends the session's connection once what was sent to it so far has
-// been written (a reply or push made just before is not lost).
-func (s *Session) Close() error { return s.conn.Close() }
+// been written (a reply or push made just before is not lost); an HTTP
+// connection closes once the response in progress is written.
+func (s *Session) Close() error {
+	if s.web != nil {
+		return s.web.Close()
+	}
+	return s.conn.Close()
+}
 
 // Push sends the caller a one-way request (NewLife IApiSession.InvokeOneWay):
 // a server push, which the client's OnPush sees. args are encoded like a
@@ -152,7 +186,7 @@ func (s *Session) pushBody(body []byte) error {
 	return s.conn.Enqueue(codec.NewMessage(codec.KindOneWay, FlagRPC, seq, p)) // a push never waits for the peer
 }
 
-// PushAll sends a one-way request to every SRMP and WebSocket session
+// PushAll sends a one-way request to every SRMP, WebSocket and UDP session
 // (NewLife ApiServer.InvokeAll) and returns how many it went to. A
 // connection whose client has not yet shown its protocol gets none. Like
 // Push it never waits for a peer: its time does not depend on how many
@@ -171,12 +205,9 @@ func (s *Server) PushAll(action string, args any) (int, error) {
 	return n, nil
 }
 
-// pushable reports whether the session is known to speak SRMP (raw or
-// in WebSocket): an HTTP connection has nowhere to put a push, and one
-// still undecided may turn out to be HTTP.
-func (s *Session) pushable() bool {
-	return s.proto.Load() == protoSRMP
-}
+// pushable reports whether the session speaks SRMP (raw, in WebSocket
+// messages or UDP datagrams): an HTTP connection has nowhere to put a push.
+func (s *Session) pushable() bool { return s.web == nil }
 
 // noteToken sets the session's token from the raw value of an argument
 // object's Token entry (NewLife's ApiHandler reads it into the session the

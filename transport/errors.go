@@ -50,7 +50,7 @@ var ErrConfig = errors.New("transport: invalid config")
 
 // ErrHooks is returned for [Hooks] that set both NewHandler and OnReceive or
 // OnClose.
-var ErrHooks = errors.New("transport: Hooks set both NewHandler and OnReceive/OnClose")
+var ErrHooks = errors.New("transport: Hooks set both NewHandler and OnReceive/OnClose, or one of Route and HandOff")
 
 // CloseError is why a session ended: its [Reason] and the underlying error,
 // if any. Match with errors.Is against the Reason's sentinel or the cause.

@@ -22,12 +22,13 @@ const (
 	ReasonError                      // a read or write failed
 	ReasonShutdown                   // the server or client was shut down
 	ReasonProtocol                   // the peer broke the protocol (bad frame, frame too large, expired partial frame)
+	ReasonHandedOff                  // handed to another server by Hooks.Route (RouteHandOff): the connection lives on there
 	numReasons
 )
 
 var reasonNames = [numReasons]string{
 	"open", "peer closed", "local close", "idle timeout", "first-byte timeout",
-	"slow consumer", "write timeout", "connection limit", "error", "shutdown", "protocol violation",
+	"slow consumer", "write timeout", "connection limit", "error", "shutdown", "protocol violation", "handed off",
 }
 
 func (r Reason) String() string {

@@ -25,7 +25,6 @@ func (s *Session) serveStream(firstByte time.Duration) {
 			s.closeWith(ReasonError, &PanicError{Value: v})
 		}
 	}()
-	s.open()
 	s.receiveStream(firstByte)
 }
 
@@ -40,10 +39,27 @@ func (s *Session) receiveStream(firstByte time.Duration) {
 	defer func() { buf.Release() }()
 
 	idle := cfg.IdleTimeout
-	if firstByte > 0 {
-		s.conn.SetReadDeadline(time.Now().Add(firstByte))
-	}
 	gotFirst := false
+	if s.ep.hooks.Route != nil && !s.adopted {
+		n, ok := s.route(buf, firstByte)
+		if !ok {
+			return
+		}
+		s.open()
+		gotFirst = true
+		s.deliver(buf, n)
+		if buf.RefCount() == 1 {
+			buf.Resize(size)
+		} else {
+			buf.Release()
+			buf = packet.Get(size)
+		}
+	} else {
+		s.open()
+		if firstByte > 0 {
+			s.conn.SetReadDeadline(time.Now().Add(firstByte))
+		}
+	}
 	var deadlineAt int64 // coarse time the idle deadline was last moved
 	for {
 		if idle > 0 && gotFirst {

@@ -212,6 +212,7 @@ func (s *Server) admit(c net.Conn) {
 	id := s.nextID.Add(1)
 	sess := newSession(&s.ep, id, c, newStreamSender(c, cfg), c.LocalAddr(), c.RemoteAddr())
 	sess.onEnd = s.forget
+	sess.owner = s
 	s.sessions.add(sess)
 	s.ep.stats.opened()
 	s.wg.Add(1)
@@ -220,6 +221,33 @@ func (s *Server) admit(c net.Conn) {
 		defer s.wg.Done()
 		sess.serveStream(cfg.FirstByteTimeout)
 	}()
+}
+
+// Adopt serves c as a stream session of the server, with no Route: a
+// connection the server handed off ([RouteHandOff]) that comes back
+// speaking the server's protocol inside another (SRMP in WebSocket
+// messages, say). It holds no place in MaxConns or MaxConnsPerIP of its
+// own: the [*HandedConn] under it holds one until it is closed. It fails
+// with ErrClosed once the server is shutting down.
+func (s *Server) Adopt(c net.Conn) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	cfg := &s.ep.cfg
+	id := s.nextID.Add(1)
+	sess := newSession(&s.ep, id, c, newStreamSender(c, cfg), c.LocalAddr(), c.RemoteAddr())
+	sess.onEnd, sess.owner, sess.adopted = s.forget, s, true
+	s.sessions.add(sess)
+	s.ep.stats.opened()
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		sess.serveStream(0)
+	}()
+	return nil
 }
 
 // closingLimit is refusalLocked's answer while the server shuts down.
@@ -247,15 +275,29 @@ func (s *Server) forget(sess *Session) {
 	s.sessions.remove(sess)
 	s.ep.stats.retired.absorb(&sess.io)
 	sess.retired = true
-	if !sess.datagram { // UDP peers count in neither budget of streams
-		s.streams--
-		if hasIP {
-			if s.perIP[ip]--; s.perIP[ip] <= 0 {
-				delete(s.perIP, ip)
-			}
-		}
+	// UDP peers count in neither budget of streams; a connection handed
+	// off or adopted keeps (or holds) its place through its HandedConn.
+	if !sess.datagram && !sess.adopted && sess.Reason() != ReasonHandedOff {
+		s.releaseSlotLocked(ip, hasIP)
 	}
 	s.mu.Unlock()
+}
+
+// releaseSlot gives a stream connection's place in MaxConns and
+// MaxConnsPerIP back.
+func (s *Server) releaseSlot(ip netip.Addr, hasIP bool) {
+	s.mu.Lock()
+	s.releaseSlotLocked(ip, hasIP)
+	s.mu.Unlock()
+}
+
+func (s *Server) releaseSlotLocked(ip netip.Addr, hasIP bool) {
+	s.streams--
+	if hasIP {
+		if s.perIP[ip]--; s.perIP[ip] <= 0 {
+			delete(s.perIP, ip)
+		}
+	}
 }
 
 // remoteIP extracts the IP of a TCP or UDP address.

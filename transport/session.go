@@ -39,6 +39,20 @@ type Hooks struct {
 	// too, so leave it off where other goroutines stream large amounts
 	// (clients): the receive goroutine would stop reading while it writes.
 	BatchSends bool
+	// Route, if set, decides which stack serves a server's stream
+	// connection, from its first bytes (borrowed; called again with more
+	// while it returns RouteMore; full says the receive buffer is full and
+	// no more can come, which it then takes as RouteServe). Until it
+	// decides, the session has no handler and OnOpen has not run. Set
+	// HandOff with it.
+	Route func(first []byte, full bool) Route
+	// RouteTimeout bounds the time from a connection's first byte to
+	// Route's decision (0: none beyond FirstByteTimeout and IdleTimeout):
+	// past it the connection ends (ReasonProtocol).
+	RouteTimeout time.Duration
+	// HandOff takes the connections Route hands off ([RouteHandOff]), on
+	// their receive goroutine, which then ends: it must not block.
+	HandOff func(c *HandedConn)
 	// OnError reports errors that end no session: a failed Accept (the
 	// server backs off and retries) or a failed UDP read. It runs on the
 	// accept or UDP goroutine.
@@ -54,7 +68,7 @@ type SessionHandler interface {
 }
 
 func (h *Hooks) validate() error {
-	if h.NewHandler != nil && (h.OnReceive != nil || h.OnClose != nil) {
+	if h.NewHandler != nil && (h.OnReceive != nil || h.OnClose != nil) || (h.Route == nil) != (h.HandOff == nil) {
 		return ErrHooks
 	}
 	return nil
@@ -136,6 +150,8 @@ type Session struct {
 	drainReason atomic.Uint32 // the Reason a drain closes with (0: ReasonShutdown)
 	done        chan struct{}
 	onEnd       func(*Session) // owner's bookkeeping (it must retire io), run before OnClose
+	owner       *Server        // the server of an accepted connection; nil otherwise
+	adopted     bool           // served by Server.Adopt: it holds no place in MaxConns of its own
 }
 
 // sender writes batches of packets for a session: a stream connection, or
@@ -150,6 +166,16 @@ func newSession(ep *endpoint, id uint64, conn net.Conn, out sender, local, remot
 		created: time.Now(), done: make(chan struct{})}
 	s.lastRx.Store(now())
 	return s
+}
+
+// Conn returns the session's connection (a *tls.Conn for TLS, whose
+// ConnectionState tells the handshake), or nil for a UDP peer. Reading it
+// or closing it directly breaks the session: it is for inspection.
+func (s *Session) Conn() net.Conn {
+	if s.datagram {
+		return nil
+	}
+	return s.conn
 }
 
 // ID returns the session's identifier, unique within its server.

@@ -1,0 +1,352 @@
+package rpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// serveHTTPCall runs the call an HTTP request names (its path, without the
+// leading slash) and writes its answer, on the connection's net/http
+// goroutine: HTTP/1.1 answers a connection's requests in order anyway. A
+// client that leaves cancels the call's context (net/http's), as the
+// server's Close does. The call counts as a running one for Shutdown.
+func (s *Server) serveHTTPCall(rw http.ResponseWriter, r *http.Request, ss *Session) {
+	action := strings.TrimPrefix(r.URL.Path, "/")
+	if r.ContentLength > int64(s.cfg.Framer.MaxFrame) {
+		rw.Header().Set("Connection", "close")
+		respond(rw, r, s.cfg.UseHTTPStatus, action, CodeTooLarge, kindText, []byte(errBodyTooLarge.Error()))
+		return
+	}
+	http.NewResponseController(rw).SetReadDeadline(time.Now().Add(s.cfg.Framer.Expire))
+	body, release, err := s.readBody(r.Body, r.ContentLength, s.cfg.Framer.MaxFrame)
+	defer release()
+	if err != nil {
+		s.bodyFailed(rw, r, action, err)
+		return
+	}
+	http.NewResponseController(rw).SetReadDeadline(time.Time{})
+	name := []byte(action)
+	a := s.reg.findValid(name)
+	var data []byte
+	if a != nil && a.raw {
+		data = rawArgs(r, body)
+	} else {
+		var code int
+		if data, code, err = httpArgs(r, body, s.cfg.MaxArgKeys); err != nil {
+			respond(rw, r, s.cfg.UseHTTPStatus, action, code, kindText, []byte(err.Error()))
+			return
+		}
+	}
+	// A request's token is its own (HTTP is stateless: a proxy reuses one
+	// connection for many users' requests), where NewLife's session kept
+	// the last one a connection sent: X-Token or Authorization: Bearer,
+	// else none; a Token argument, read with the call, comes after it.
+	ss.SetToken(httpToken(r))
+	switch {
+	case !validAction(name):
+		respond(rw, r, s.cfg.UseHTTPStatus, action, CodeNotFound, kindText, []byte(notFound(name).Message))
+		return
+	case a != nil && a.stream != nil && !s.closing.Load():
+		s.streamSSE(rw, r, ss, action, a, data)
+		return
+	}
+	s.begin(ss)
+	defer s.end(ss)
+	out, k, err := s.exec(r.Context(), ss, name, a, KindUnary, data, r.Header.Get("traceparent"), nil)
+	if s.stopped.Load() {
+		panic(http.ErrAbortHandler) // cut short by Close: it fails with its connection
+	}
+	if err == nil && len(out) > s.cfg.Framer.MaxFrame {
+		err = fmt.Errorf("%w: result of %d bytes, limit %d (Framer.MaxFrame)", ErrTooLarge, len(out), s.cfg.Framer.MaxFrame)
+	}
+	if err != nil {
+		code, msg := s.errorReply(ss, name, err)
+		respond(rw, r, s.cfg.UseHTTPStatus, action, int(code), kindText, []byte(msg))
+		return
+	}
+	respond(rw, r, s.cfg.UseHTTPStatus, action, CodeOK, k, out)
+}
+
+// bodyFailed answers a request whose body could not be read, and ends the
+// connection: what is left of the body is not read.
+func (s *Server) bodyFailed(rw http.ResponseWriter, r *http.Request, action string, err error) {
+	var mbe *http.MaxBytesError
+	code := CodeBadRequest
+	switch {
+	case errors.Is(err, errBodyTooLarge), errors.As(err, &mbe):
+		code, err = CodeTooLarge, errBodyTooLarge
+	case errors.Is(err, ErrMemoryCap):
+		code = CodeUnavailable
+	}
+	rw.Header().Set("Connection", "close")
+	respond(rw, r, s.cfg.UseHTTPStatus, action, code, kindText, []byte(clip(err.Error())))
+}
+
+// streamSSE answers a streaming action as server-sent events (NewLife's
+// form): a `data: {"action","code","data"}` event per item, an error as
+// one event with its code, then the end event `data: ` (empty). The
+// response is delimited by the connection's end, which follows it. HEAD
+// gets the head alone.
+func (s *Server) streamSSE(rw http.ResponseWriter, r *http.Request, ss *Session, action string, a *action, data []byte) {
+	h := rw.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "close")
+	h.Set("Transfer-Encoding", "identity") // no chunks: the end of the connection ends the events
+	rw.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	rc := http.NewResponseController(rw)
+	rc.Flush()
+	s.begin(ss)
+	defer s.end(ss)
+	var b []byte
+	event := func(code int, k kind, v []byte) error {
+		b = appendEnvelope(append(b[:0], "data: "...), action, code, k, v)
+		if _, err := rw.Write(append(b, "\n\n"...)); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	err := s.runStream(ss, []byte(action), a, data, r.Header.Get("traceparent"), func(item []byte, k kind) error { return event(CodeOK, k, item) })
+	switch {
+	case s.stopped.Load():
+		panic(http.ErrAbortHandler) // cut short by Close: it ends with its connection
+	case err != nil:
+		code, msg := s.errorReply(ss, []byte(action), err)
+		event(int(code), kindText, []byte(msg))
+	default:
+		io.WriteString(rw, "data: \n\n")
+	}
+}
+
+// httpArgs turns a request's body or, without one, its query string into
+// the call's data, by the body's Content-Type (NewLife's HttpEncoder takes
+// JSON only under application/json and parses anything else as a form):
+//   - application/json (or +json): the JSON value. An object or array is
+//     the data as it is; a string is its text, a number or bool its
+//     literal (the data a NewLife client sends for such a value); null is
+//     no data. A body that is not JSON is a 400.
+//   - application/x-www-form-urlencoded: a form, as a JSON object of
+//     strings (the binder takes numbers written as strings). A body that
+//     looks like JSON ({ or [ first) is a 400 naming the Content-Type to
+//     send (curl -d sends this type; NewLife would parse the JSON as a
+//     form and bind nothing), and so is a field without '='.
+//   - none: JSON when the body looks like JSON, else a form.
+//   - text/plain, application/octet-stream: the body as it is (raw text
+//     for a string, raw bytes for a []byte parameter).
+//   - any other type: 415, and so is a body with a Content-Encoding (but
+//     identity).
+//
+// A query string (a body's absence) is a form; its items need no '='. A
+// form or query string of more than maxKeys fields is a 400 before it is
+// parsed (its map would hold them all).
+//
+// An action whose one argument is []byte takes none of these: rawArgs
+// hands it the request as it is.
+func httpArgs(req *http.Request, body []byte, maxKeys int) (data []byte, code int, err error) {
+	if ce := req.Header.Get("Content-Encoding"); len(body) > 0 && ce != "" && !strings.EqualFold(ce, "identity") {
+		// gzip and the like: read as it came, it was a 400 "not JSON", or
+		// compressed bytes bound as text.
+		return nil, http.StatusUnsupportedMediaType, fmt.Errorf("rpc: Content-Encoding %q: send the body unencoded", clip(ce))
+	}
+	if len(body) == 0 {
+		if req.URL.RawQuery == "" {
+			return nil, 0, nil
+		}
+		if err := formFields(req.URL.RawQuery, maxKeys); err != nil {
+			return nil, CodeBadRequest, err
+		}
+		form, err := url.ParseQuery(req.URL.RawQuery)
+		if err != nil {
+			return nil, CodeBadRequest, fmt.Errorf("%w: query string: %v", ErrArgs, err)
+		}
+		data, err = formJSON(form)
+		return data, CodeBadRequest, err
+	}
+	ctype := req.Header.Get("Content-Type")
+	mt := ""
+	if ctype != "" {
+		if mt, _, err = mime.ParseMediaType(ctype); err != nil {
+			return nil, CodeBadRequest, fmt.Errorf("%w: Content-Type %q: %v", ErrArgs, clip(ctype), err)
+		}
+	}
+	switch {
+	case mt == "application/json" || strings.HasSuffix(mt, "+json"), mt == "" && isJSON(body):
+		return jsonArgs(body)
+	case mt == "application/x-www-form-urlencoded", mt == "":
+		if isJSON(body) {
+			return nil, CodeBadRequest, fmt.Errorf("%w: the body is JSON but its Content-Type is %s: send Content-Type: application/json", ErrArgs, mt)
+		}
+		if err := formFields(string(body), maxKeys); err != nil {
+			return nil, CodeBadRequest, err
+		}
+		return formArgs(body)
+	case mt == "text/plain", mt == "application/octet-stream":
+		return body, 0, nil
+	}
+	return nil, http.StatusUnsupportedMediaType, fmt.Errorf("rpc: Content-Type %q: send application/json, a form, text/plain or application/octet-stream", clip(mt))
+}
+
+// rawArgs is the data of a call to an action whose one argument is []byte
+// (NewLife's IPacket parameter, ApiHandler.Prepare's fast path): the body
+// as it is whatever its Content-Type (NewLife's ApiHttpClient posts
+// byte[] as application/octet-stream, its HttpEncoder as
+// application/json), or, without a body, the query string as it is, not
+// decoded (what NewLife's HttpEncoder.Decode hands such an action).
+func rawArgs(req *http.Request, body []byte) []byte {
+	if len(body) > 0 {
+		return body
+	}
+	if req.URL.RawQuery != "" {
+		return []byte(req.URL.RawQuery)
+	}
+	return nil
+}
+
+// jsonArgs is the data of a JSON body.
+func jsonArgs(body []byte) ([]byte, int, error) {
+	var v json.RawMessage
+	if err := json.Unmarshal(body, &v); err != nil {
+		return nil, CodeBadRequest, fmt.Errorf("%w: the body is not valid JSON: %v", ErrArgs, err)
+	}
+	switch v = bytes.TrimSpace(v); v[0] {
+	case '{', '[':
+		return v, 0, nil
+	case '"':
+		var s string
+		json.Unmarshal(v, &s)
+		return []byte(s), 0, nil
+	case 'n':
+		return nil, 0, nil
+	}
+	return v, 0, nil // a number or bool: its literal
+}
+
+// formFields refuses a form of more than maxKeys fields.
+func formFields(form string, maxKeys int) error {
+	if len(form) > 2*maxKeys && strings.Count(form, "&") >= maxKeys {
+		return fmt.Errorf("%w: a form of more than %d fields (Config.MaxArgKeys)", ErrArgs, maxKeys)
+	}
+	return nil
+}
+
+// formArgs is the data of a form body.
+func formArgs(body []byte) ([]byte, int, error) {
+	for f := range strings.SplitSeq(string(body), "&") {
+		if f != "" && !strings.Contains(f, "=") {
+			return nil, CodeBadRequest, fmt.Errorf("%w: form field %q has no '=' (a JSON body needs Content-Type: application/json)", ErrArgs, clip(f))
+		}
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, CodeBadRequest, fmt.Errorf("%w: form: %v", ErrArgs, err)
+	}
+	data, err := formJSON(form)
+	return data, CodeBadRequest, err
+}
+
+func formJSON(form url.Values) ([]byte, error) {
+	m := make(map[string]string, len(form))
+	for k, v := range form {
+		if len(v) > 0 {
+			m[k] = v[len(v)-1]
+		}
+	}
+	return json.Marshal(m)
+}
+
+// httpToken is the token of an x-token or Authorization: Bearer header.
+func httpToken(req *http.Request) string {
+	if t := req.Header.Get("X-Token"); t != "" {
+		return t
+	}
+	if a := req.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "Bearer ") {
+		return a[7:]
+	}
+	return ""
+}
+
+// respond writes the HTTP answer of a call: {"action","code","data"} with
+// status 200 (NewLife's default), or with useStatus (Config.UseHTTPStatus)
+// the code as the status and the bare value as the body (a code no status
+// can carry: 500 and the envelope). A null result has no body, a []byte
+// result is sent as it is. HEAD gets the head GET would (net/http sends
+// no body).
+func respond(rw http.ResponseWriter, r *http.Request, useStatus bool, action string, code int, k kind, value []byte) {
+	status, ctype := http.StatusOK, "application/json"
+	var body []byte
+	switch {
+	case k == kindRaw && code == CodeOK:
+		body, ctype = value, "application/octet-stream"
+	case useStatus && code != CodeOK && !isHTTPStatus(code):
+		// 1001, 7, 304: no status line can carry it (a 1xx, 204 or 304
+		// has no body, a 3xx no Location): a 500 and the envelope.
+		status, body = http.StatusInternalServerError, appendEnvelope(body, action, code, k, value)
+	case useStatus:
+		if code != CodeOK {
+			status = code
+		}
+		if k != kindNull {
+			body = appendJSONValue(nil, k, value)
+		}
+	case k == kindNull && code == CodeOK:
+	default:
+		body = appendEnvelope(body, action, code, k, value)
+	}
+	h := rw.Header()
+	h.Set("Content-Type", ctype)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	rw.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		rw.Write(body)
+	}
+}
+
+// isHTTPStatus reports whether UseHTTPStatus sends code as the status:
+// 200 (NewLife's ApiCode.Ok200) and the client and server errors, 400–599.
+func isHTTPStatus(code int) bool { return code == http.StatusOK || code >= 400 && code <= 599 }
+
+// appendEnvelope appends NewLife's HTTP answer {"action","code","data"}.
+func appendEnvelope(dst []byte, action string, code int, k kind, value []byte) []byte {
+	dst = append(dst, `{"action":`...)
+	dst = appendJSONString(dst, clipName(action))
+	dst = append(dst, `,"code":`...)
+	dst = strconv.AppendInt(dst, int64(code), 10)
+	dst = append(dst, `,"data":`...)
+	dst = appendJSONValue(dst, k, value)
+	return append(dst, '}')
+}
+
+// appendJSONValue renders an encoded value as JSON.
+func appendJSONValue(dst []byte, k kind, v []byte) []byte {
+	switch k {
+	case kindNull:
+		return append(dst, "null"...)
+	case kindBool:
+		if string(v) == "True" {
+			return append(dst, "true"...)
+		}
+		return append(dst, "false"...)
+	case kindNumber, kindJSON:
+		return append(dst, v...)
+	case kindTime, kindTimeUTC:
+		return appendTimeJSON(dst, v, k == kindTimeUTC)
+	}
+	return appendJSONString(dst, string(v))
+}
+
+func appendJSONString(dst []byte, s string) []byte {
+	b, _ := json.Marshal(s)
+	return append(dst, b...)
+}

@@ -1,0 +1,291 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lifenet/lifenet/rpc/internal/ws"
+	"github.com/lifenet/lifenet/transport"
+)
+
+// webServer serves the connections whose first bytes are HTTP (accept.go)
+// with net/http: one http.Server per rpc Server, over a listener the
+// transport's hand-offs feed. Its limits are net/http's: MaxHeaderBytes,
+// ReadHeaderTimeout (Framer.Expire), IdleTimeout (Transport.IdleTimeout),
+// a request body read within Framer.Expire and bounded by Framer.MaxFrame,
+// and counted, as it is read, in the server's MaxPartialBytes.
+type webServer struct {
+	s        *Server
+	hs       *http.Server
+	l        *handOffListener
+	sessions sync.Map // net.Conn → *Session: the open HTTP connections
+	open     atomic.Int32
+}
+
+func newWebServer(s *Server) *webServer {
+	w := &webServer{s: s, l: newHandOffListener()}
+	idle := s.cfg.Transport.IdleTimeout
+	if idle == 0 {
+		idle = transport.DefaultIdleTimeout
+	}
+	w.hs = &http.Server{
+		Handler:           w,
+		ReadHeaderTimeout: s.cfg.Framer.Expire,
+		IdleTimeout:       max(idle, 0),
+		// The head's own limit is checked by the handler, which answers it
+		// in the JSON envelope (tooLongHead); net/http's plain 431 answers
+		// only heads of twice that and more.
+		MaxHeaderBytes: 2 * s.cfg.MaxHTTPHeader,
+		ErrorLog:       slog.NewLogLogger(s.cfg.Log.Handler(), slog.LevelDebug),
+		BaseContext:    func(net.Listener) context.Context { return s.ctx },
+		ConnContext:    w.connContext,
+		ConnState:      w.connState,
+	}
+	go w.hs.Serve(w.l)
+	return w
+}
+
+// connContext makes the session of a new HTTP connection: its context is
+// every request's parent (SessionFrom finds the session; the server's
+// Close and the connection's end cancel it).
+func (w *webServer) connContext(ctx context.Context, c net.Conn) context.Context {
+	ss := &Session{srv: w.s, web: c, proto: ProtoHTTP}
+	ctx, ss.cancel = context.WithCancel(ctx)
+	ss.ctx = context.WithValue(ctx, sessionKey{}, ss)
+	if hc, ok := c.(*transport.HandedConn); ok {
+		ss.id = hc.ID()
+	}
+	w.sessions.Store(c, ss)
+	w.open.Add(1)
+	return ss.ctx
+}
+
+// connState ends a connection's session when net/http is done with it
+// (closed, or hijacked for WebSocket, which gets a session of its own).
+func (w *webServer) connState(c net.Conn, st http.ConnState) {
+	if st != http.StateClosed && st != http.StateHijacked {
+		return
+	}
+	if v, ok := w.sessions.LoadAndDelete(c); ok {
+		w.open.Add(-1)
+		v.(*Session).cancel()
+	}
+}
+
+// handOff takes a connection the transport routed to HTTP.
+func (w *webServer) handOff(c *transport.HandedConn) { w.l.push(c) }
+
+// shutdown lets the requests in progress finish, then closes the
+// connections (net/http's Shutdown); close closes them at once.
+func (w *webServer) shutdown(ctx context.Context) error { return w.hs.Shutdown(ctx) }
+func (w *webServer) close() error                       { return w.hs.Close() }
+
+// ServeHTTP implements http.Handler: a WebSocket upgrade, /healthz, OPTIONS,
+// or a call of the action the path names.
+func (w *webServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	s := w.s
+	ss := SessionFrom(r.Context())
+	switch {
+	case !s.cfg.NoWebSocket && ws.IsUpgrade(r):
+		w.upgrade(rw, r)
+	case !s.cfg.NoWebSocket && ws.WantsOtherVersion(r):
+		// Not served as a plain GET of its path: the client would take
+		// that answer for a refused upgrade of no reason.
+		rw.Header().Set("Sec-WebSocket-Version", "13")
+		rw.Header().Set("Connection", "close")
+		rw.WriteHeader(http.StatusUpgradeRequired)
+	case s.cfg.NoHTTP:
+		rw.Header().Set("Connection", "close")
+		http.Error(rw, "this port serves no HTTP", http.StatusBadRequest)
+	case tooLongHead(r, s.cfg.MaxHTTPHeader):
+		rw.Header().Set("Connection", "close")
+		respond(rw, r, s.cfg.UseHTTPStatus, strings.TrimPrefix(r.URL.Path, "/"), http.StatusRequestHeaderFieldsTooLarge, kindText, []byte("request header too large"))
+	case r.URL.Path == "/healthz" && (r.Method == http.MethodGet || r.Method == http.MethodHead) && !s.cfg.NoBuiltins:
+		serveHealthz(rw, s)
+	case r.Method == http.MethodOptions:
+		// A browser's CORS preflight (or OPTIONS *): answered with the
+		// methods served, running nothing; no Access-Control-Allow-* header,
+		// so a browser keeps cross-origin calls refused.
+		rw.Header().Set("Allow", "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS")
+		rw.WriteHeader(http.StatusNoContent)
+	default:
+		s.serveHTTPCall(rw, r, ss)
+	}
+}
+
+// tooLongHead reports whether a request's head (its line and headers, as
+// sent, give or take their spacing) is longer than limit.
+func tooLongHead(r *http.Request, limit int) bool {
+	n := len(r.Method) + len(r.RequestURI) + len(r.Proto) + 4
+	for k, vv := range r.Header {
+		for _, v := range vv {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n+len(r.Host)+8 > limit
+}
+
+// serveHealthz answers GET or HEAD /healthz, before any action or
+// interceptor: 200 "Serving" while serving, 503 "NotServing" otherwise,
+// as text.
+func serveHealthz(rw http.ResponseWriter, s *Server) {
+	status, text := http.StatusOK, healthServing
+	if !s.Serving() {
+		status, text = http.StatusServiceUnavailable, healthNotServing
+	}
+	rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	rw.WriteHeader(status)
+	io.WriteString(rw, text)
+}
+
+// upgrade answers a WebSocket upgrade (101, subprotocol SRMP as
+// wsSubprotocol says) and gives the connection, as SRMP in WebSocket
+// messages, to the SRMP stack.
+func (w *webServer) upgrade(rw http.ResponseWriter, r *http.Request) {
+	c, brw, err := http.NewResponseController(rw).Hijack()
+	if err != nil {
+		http.Error(rw, "WebSocket upgrade: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	c.SetDeadline(time.Now().Add(w.s.cfg.Framer.Expire))
+	_, err = c.Write(ws.AppendAccept(nil, r, wsSubprotocol(r)))
+	c.SetDeadline(time.Time{})
+	if err == nil {
+		err = w.s.cs.Adopt(newWSConn(c, brw.Reader, w.s.cfg.Framer.MaxFrame))
+	}
+	if err != nil {
+		c.Close()
+	}
+}
+
+// wsSubprotocol is the subprotocol a 101 names: SRMP, in the client's
+// spelling, when the client offered it; SRMP when it offered none and is
+// no browser (no Origin: NewLife's servers name SRMP to every client, and
+// its clients offer none); none otherwise, since a browser fails a
+// handshake whose 101 names a subprotocol it did not offer (RFC 6455
+// §4.1).
+func wsSubprotocol(req *http.Request) string {
+	offers := req.Header.Values("Sec-WebSocket-Protocol")
+	if len(offers) == 0 {
+		if req.Header.Get("Origin") == "" {
+			return "SRMP"
+		}
+		return ""
+	}
+	for _, v := range offers {
+		for p := range strings.SplitSeq(v, ",") {
+			if p = strings.TrimSpace(p); strings.EqualFold(p, "SRMP") {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// handOffListener is the net.Listener of the connections the transport
+// hands off to net/http.
+type handOffListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newHandOffListener() *handOffListener {
+	return &handOffListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+// push gives c to Accept, or closes it once the listener is closed.
+func (l *handOffListener) push(c net.Conn) {
+	select {
+	case l.conns <- c:
+	case <-l.done:
+		c.Close()
+	}
+}
+
+// Accept implements net.Listener.
+func (l *handOffListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close implements net.Listener.
+func (l *handOffListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+// Addr implements net.Listener: the listener has no address of its own.
+func (l *handOffListener) Addr() net.Addr { return handOffAddr{} }
+
+type handOffAddr struct{}
+
+func (handOffAddr) Network() string { return "rpc" }
+func (handOffAddr) String() string  { return "HTTP connections handed off" }
+
+// readBody reads a request's body, at most limit bytes (a longer one is
+// ErrTooLarge), within the deadline the caller set. The buffer grows as
+// its bytes come (growTowards), never to a length only declared, and each
+// growth is counted in the server's MaxPartialBytes (ErrMemoryCap when it
+// does not fit); release gives the count back.
+func (s *Server) readBody(r io.Reader, size int64, limit int) (body []byte, release func(), err error) {
+	held := 0
+	release = func() { s.cs.Release(held) }
+	want := limit
+	if size >= 0 {
+		want = int(size)
+	}
+	buf := make([]byte, 0, min(want, 512))
+	for {
+		if len(buf) == cap(buf) {
+			nb := growTowards(buf, want+1, len(buf)+1)
+			if err := s.cs.Reserve(cap(nb) - cap(buf)); err != nil {
+				return nil, release, err
+			}
+			held += cap(nb) - cap(buf)
+			buf = nb
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		switch {
+		case len(buf) > limit:
+			return nil, release, errBodyTooLarge
+		case errors.Is(err, io.EOF):
+			return buf, release, nil
+		case err != nil:
+			return nil, release, err
+		}
+	}
+}
+
+var errBodyTooLarge = errors.New("request body too large")
+
+// minGrow is the least growTowards grows a buffer by.
+const minGrow = 64 << 10
+
+// growTowards returns b with room for need bytes, and towards a unit of
+// size bytes: at most twice what has come and minGrow more, never past
+// size (unless need is), the capacity exact. So a declared length with
+// nothing behind it holds next to nothing of MaxPartialBytes; a unit that
+// comes is copied a few times, and holds about its size when whole.
+func growTowards(b []byte, size, need int) []byte {
+	want := max(min(size, 2*len(b)+minGrow), need)
+	if want <= cap(b) {
+		return b
+	}
+	nb := make([]byte, len(b), want)
+	copy(nb, b)
+	return nb
+}

@@ -1,0 +1,129 @@
+package transport
+
+import (
+	"errors"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/lifenet/lifenet/packet"
+)
+
+// Route is what a server's [Hooks.Route] decides about a stream
+// connection from its first bytes: which protocol stack serves it, for
+// the connection's whole life.
+type Route uint8
+
+const (
+	// RouteMore asks for more bytes: the ones so far do not decide yet.
+	RouteMore Route = iota
+	// RouteServe serves the connection here: its session gets its handler
+	// ([Hooks.NewHandler], then OnOpen) and the bytes read so far.
+	RouteServe
+	// RouteHandOff gives the connection to [Hooks.HandOff], as a
+	// [*HandedConn] that replays the bytes read so far; the session ends
+	// (ReasonHandedOff) without closing it.
+	RouteHandOff
+)
+
+// HandedConn is a connection a server handed off ([RouteHandOff]): the
+// accepted connection, whose Read first returns the bytes the server read
+// to route it. It keeps its place in the server's MaxConns and
+// MaxConnsPerIP until it is closed. Its methods are safe for concurrent
+// use as a net.Conn's are; Read is not concurrent with itself.
+type HandedConn struct {
+	net.Conn
+	id      uint64
+	first   []byte
+	release func()
+	once    sync.Once
+}
+
+// Read returns the bytes read before the hand-off, then reads the
+// connection.
+func (c *HandedConn) Read(b []byte) (int, error) {
+	if len(c.first) > 0 {
+		n := copy(b, c.first)
+		c.first = c.first[n:]
+		if len(c.first) == 0 {
+			c.first = nil
+		}
+		return n, nil
+	}
+	return c.Conn.Read(b)
+}
+
+// Close closes the connection and gives its place back to the server's
+// limits (once).
+func (c *HandedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
+// ID returns the ID the connection's session had: unique within its server.
+func (c *HandedConn) ID() uint64 { return c.id }
+
+// NetConn returns the connection under c (a *tls.Conn for TLS), as
+// [crypto/tls.Conn.NetConn] does.
+func (c *HandedConn) NetConn() net.Conn { return c.Conn }
+
+// errRouteTimeout is the cause of a connection whose first bytes did not
+// decide its route within Hooks.RouteTimeout.
+var errRouteTimeout = errors.New("transport: the first bytes did not show the protocol in time")
+
+// route reads a stream session's first bytes into buf until Hooks.Route
+// decides, and returns how many were read when it decides RouteServe.
+// ok is false when the session ended, or was handed off, meanwhile.
+func (s *Session) route(buf *packet.Packet, firstByte time.Duration) (n int, ok bool) {
+	hooks := &s.ep.hooks
+	if firstByte > 0 {
+		s.conn.SetReadDeadline(time.Now().Add(firstByte))
+	}
+	b := buf.Bytes()
+	for {
+		if s.draining.Load() {
+			s.closeWith(ReasonShutdown, nil)
+			return 0, false
+		}
+		m, err := s.conn.Read(b[n:])
+		if m > 0 && n == 0 && hooks.RouteTimeout > 0 {
+			s.conn.SetReadDeadline(time.Now().Add(hooks.RouteTimeout)) // from the first byte on
+		}
+		n += m
+		if n > 0 {
+			switch r := hooks.Route(b[:n], n == len(b)); {
+			case r == RouteHandOff:
+				s.handOff(b[:n])
+				return 0, false
+			case r == RouteServe || n == len(b):
+				s.conn.SetReadDeadline(time.Time{})
+				return n, true
+			}
+		}
+		if err != nil && !s.draining.Load() {
+			r, cause := s.readReason(err, false), causeOf(err)
+			if n > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+				r, cause = ReasonProtocol, errRouteTimeout
+			}
+			s.closeWith(r, cause)
+			return 0, false
+		}
+	}
+}
+
+// handOff ends the session without closing its connection, which goes to
+// Hooks.HandOff with the bytes read so far (copied: buf is reused).
+func (s *Session) handOff(first []byte) {
+	if !s.reason.CompareAndSwap(uint32(ReasonNone), uint32(ReasonHandedOff)) {
+		return // closing already: the connection closes with the session
+	}
+	s.conn.SetReadDeadline(time.Time{})
+	hc := &HandedConn{Conn: s.conn, id: s.id, first: append([]byte(nil), first...), release: func() {}}
+	if srv := s.owner; srv != nil {
+		ip, hasIP := remoteIP(s.remote)
+		hc.release = func() { srv.releaseSlot(ip, hasIP) }
+	}
+	s.ep.hooks.HandOff(hc)
+}
