@@ -53,7 +53,7 @@ func (s *Server) info(ctx context.Context, state string) (map[string]any, error)
 		return m, nil
 	}
 	m["Remote"] = ss.RemoteAddr().String()
-	local, _ := ss.conn.Session().LocalAddr().(*net.TCPAddr)
+	local, _ := ss.LocalAddr().(*net.TCPAddr)
 	if local != nil {
 		m["LocalIP"] = local.IP.String()
 	}

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lifenet/lifenet/codec"
 	"github.com/lifenet/lifenet/rpc"
 )
 
@@ -196,33 +195,6 @@ func TestHTTPPipelinedBehindASlowCall(t *testing.T) {
 			t.Fatalf("answer %d: %q, %v", i, resp, err)
 		}
 		recv(t, ended, "a call's end")
-	}
-}
-
-// An HTTP client that sends more than a request's worth of bytes while its
-// call runs is cut off (what is held then is bounded), and its call's
-// context ends.
-func TestHTTPHeldBytesAreBounded(t *testing.T) {
-	ended := make(chan error, 1)
-	entered := make(chan struct{}, 1)
-	_, addr := startServer(t, rpc.Config{MaxHTTPHeader: 1024, Framer: codec.FramerConfig{MaxFrame: 1024}}, func(s *rpc.Server) {
-		must(t, rpc.Handle(s, "Slow/Wait", func(ctx context.Context, _ struct{}) (string, error) {
-			entered <- struct{}{}
-			<-ctx.Done()
-			ended <- ctx.Err()
-			return "", ctx.Err()
-		}))
-	})
-	conn, err := net.Dial("tcp", addr)
-	must(t, err)
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(testTimeout))
-	_, err = conn.Write([]byte("GET /Slow/Wait HTTP/1.1\r\nHost: x\r\n\r\n"))
-	must(t, err)
-	recv(t, entered, "the handler")
-	conn.Write(make([]byte, 4096)) // the server may close before all of it is written
-	if err := recv(t, ended, "the handler's end"); !errors.Is(err, context.Canceled) {
-		t.Errorf("handler ended with %v", err)
 	}
 }
 

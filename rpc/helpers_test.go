@@ -206,6 +206,16 @@ func (rc *rawConn) expectEnd() {
 	}
 }
 
+// refused reports whether the server answers the connection (a 503, a
+// close frame) or ends it within d.
+func (rc *rawConn) refused(d time.Duration) bool {
+	rc.t.Helper()
+	rc.c.SetReadDeadline(time.Now().Add(d))
+	defer rc.c.SetReadDeadline(time.Now().Add(testTimeout))
+	_, err := rc.r.ReadByte()
+	return err == nil || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
 // waitFor polls cond (a condition, not a clock) until it holds or the
 // test's patience ends.
 func waitFor(t *testing.T, what string, cond func() bool) {

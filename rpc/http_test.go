@@ -172,8 +172,8 @@ func TestBatteryHTTPErrors(t *testing.T) {
 	}{
 		{"malformed request line", []string{"GET /a b HTTP/1.1\r\nHost: x\r\n\r\n"}, 400},
 		{"header line without a colon", []string{"GET /Bench/NoArg HTTP/1.1\r\nHost: x\r\nNoColon\r\n\r\n"}, 400},
-		{"header too large", []string{"GET /Bench/NoArg HTTP/1.1\r\nHost: x\r\n", "X-Pad: " + strings.Repeat("p", 400) + "\r\n"}, 431},
-		{"chunked body", []string{"POST /Bench/Add HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nd\r\n{\"a\":1,\"b\":2}\r\n0\r\n\r\n"}, 411},
+		{"header too large", []string{"GET /Bench/NoArg HTTP/1.1\r\nHost: x\r\n", "X-Pad: " + strings.Repeat("p", 400) + "\r\n\r\n"}, 431},
+		{"header too large, never ending", []string{"GET /Bench/NoArg HTTP/1.1\r\nHost: x\r\n", "X-Pad: " + strings.Repeat("p", 5000)}, 431},
 		{"body too large", []string{"POST /Bench/Add HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\n\r\n"}, 413},
 	}
 	for _, c := range cases {
@@ -194,15 +194,25 @@ func TestBatteryHTTPErrors(t *testing.T) {
 	}
 }
 
+// A chunked body is read as net/http reads it.
+func TestChunkedBodyIsRead(t *testing.T) {
+	_, addr := httpServer(t, rpc.Config{})
+	rc := dialRaw(t, addr)
+	resp, got := rc.httpDo("POST /Bench/Add HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nd\r\n{\"a\":1,\"b\":2}\r\n0\r\n\r\n")
+	if resp.StatusCode != 200 || got != `{"action":"Bench/Add","code":0,"data":3}` {
+		t.Errorf("%d %s", resp.StatusCode, got)
+	}
+}
+
 // A header over MaxHTTPHeader is refused even when it arrives whole in one
-// read.
+// read, in the JSON envelope.
 func TestBatteryHTTPHeaderLimitWholeHeader(t *testing.T) {
 
 	_, addr := httpServer(t, rpc.Config{MaxHTTPHeader: 256})
 	rc := dialRaw(t, addr)
 	resp, _ := rc.httpDo("GET /Bench/NoArg HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("p", 1000) + "\r\n\r\n")
-	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
-		t.Errorf("status %d, want 431", resp.StatusCode)
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge || resp.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("status %d (%s), want 431 in the JSON envelope", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 }
 

@@ -9,9 +9,12 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lifenet/lifenet/codec"
 )
 
 // serveHTTPCall runs the call an HTTP request names (its path, without the
@@ -22,15 +25,14 @@ import (
 func (s *Server) serveHTTPCall(rw http.ResponseWriter, r *http.Request, ss *Session) {
 	action := strings.TrimPrefix(r.URL.Path, "/")
 	if r.ContentLength > int64(s.cfg.Framer.MaxFrame) {
-		rw.Header().Set("Connection", "close")
-		respond(rw, r, s.cfg.UseHTTPStatus, action, CodeTooLarge, kindText, []byte(errBodyTooLarge.Error()))
+		refuse(rw, r, http.StatusRequestEntityTooLarge, errBodyTooLarge.Error())
 		return
 	}
 	http.NewResponseController(rw).SetReadDeadline(time.Now().Add(s.cfg.Framer.Expire))
 	body, release, err := s.readBody(r.Body, r.ContentLength, s.cfg.Framer.MaxFrame)
 	defer release()
 	if err != nil {
-		s.bodyFailed(rw, r, action, err)
+		s.bodyFailed(rw, r, err)
 		return
 	}
 	http.NewResponseController(rw).SetReadDeadline(time.Time{})
@@ -78,17 +80,18 @@ func (s *Server) serveHTTPCall(rw http.ResponseWriter, r *http.Request, ss *Sess
 
 // bodyFailed answers a request whose body could not be read, and ends the
 // connection: what is left of the body is not read.
-func (s *Server) bodyFailed(rw http.ResponseWriter, r *http.Request, action string, err error) {
-	var mbe *http.MaxBytesError
-	code := CodeBadRequest
+func (s *Server) bodyFailed(rw http.ResponseWriter, r *http.Request, err error) {
+	status := http.StatusBadRequest
 	switch {
-	case errors.Is(err, errBodyTooLarge), errors.As(err, &mbe):
-		code, err = CodeTooLarge, errBodyTooLarge
+	case errors.Is(err, errBodyTooLarge):
+		status = http.StatusRequestEntityTooLarge
 	case errors.Is(err, ErrMemoryCap):
-		code = CodeUnavailable
+		status = http.StatusServiceUnavailable
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		status = http.StatusRequestTimeout
+		err = fmt.Errorf("%w: the body did not come within %v (Framer.Expire)", codec.ErrFrameExpired, s.cfg.Framer.Expire)
 	}
-	rw.Header().Set("Connection", "close")
-	respond(rw, r, s.cfg.UseHTTPStatus, action, code, kindText, []byte(clip(err.Error())))
+	refuse(rw, r, status, clip(err.Error()))
 }
 
 // streamSSE answers a streaming action as server-sent events (NewLife's

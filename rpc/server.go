@@ -188,9 +188,9 @@ type Stats struct {
 	// and requests now (codec.Server.PartialBytes; bounded by the codec's
 	// MaxPartialBytes).
 	PartialBytes int64
-	// ByProtocol is the open sessions by [Protocol], taken as InFlight is.
-	// Sessions counts the connections whose first bytes have not shown their
-	// protocol yet too; ByProtocol does not.
+	// ByProtocol is the open sessions by [Protocol], taken as InFlight is;
+	// index 0 counts the connections whose first bytes have not shown it
+	// yet, and ProtoHTTP the open HTTP connections.
 	ByProtocol [ProtoUDP + 1]int
 }
 
@@ -207,13 +207,15 @@ func (s *Server) Stats() Stats {
 		st.Sessions += n
 		st.ByProtocol[ProtoHTTP] += n
 	}
-	inline := 0
+	inline, routed := 0, 0
 	s.eachSession(func(ss *Session) {
 		inline += int(ss.inline.Load())
+		routed++
 		if p := ss.Protocol(); int(p) < len(st.ByProtocol) {
 			st.ByProtocol[p]++
 		}
 	})
+	st.ByProtocol[0] = max(s.cs.Transport().SessionCount()-routed, 0)
 	st.InFlight = int(s.spawned.Load()) + inline
 	return st
 }

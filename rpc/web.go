@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,11 +24,12 @@ import (
 // a request body read within Framer.Expire and bounded by Framer.MaxFrame,
 // and counted, as it is read, in the server's MaxPartialBytes.
 type webServer struct {
-	s        *Server
-	hs       *http.Server
-	l        *handOffListener
-	sessions sync.Map // net.Conn → *Session: the open HTTP connections
-	open     atomic.Int32
+	s      *Server
+	hs     *http.Server
+	l      *handOffListener
+	open   atomic.Int32   // the HTTP connections open now
+	conns  sync.WaitGroup // their goroutines, and Serve's
+	closed sync.Once
 }
 
 func newWebServer(s *Server) *webServer {
@@ -40,43 +42,35 @@ func newWebServer(s *Server) *webServer {
 		Handler:           w,
 		ReadHeaderTimeout: s.cfg.Framer.Expire,
 		IdleTimeout:       max(idle, 0),
-		// The head's own limit is checked by the handler, which answers it
-		// in the JSON envelope (tooLongHead); net/http's plain 431 answers
-		// only heads of twice that and more.
-		MaxHeaderBytes: 2 * s.cfg.MaxHTTPHeader,
-		ErrorLog:       slog.NewLogLogger(s.cfg.Log.Handler(), slog.LevelDebug),
-		BaseContext:    func(net.Listener) context.Context { return s.ctx },
-		ConnContext:    w.connContext,
-		ConnState:      w.connState,
+		// A head past MaxHTTPHeader that ends is answered 431 in the JSON
+		// envelope by the handler (tooLongHead); one that goes on past
+		// MaxHTTPHeader + 4 KiB without ending gets net/http's plain 431.
+		MaxHeaderBytes:               s.cfg.MaxHTTPHeader, // net/http allows 4 KiB more; tooLongHead answers those in the envelope
+		DisableGeneralOptionsHandler: true,                // OPTIONS * is ours to answer (ServeHTTP)
+		ErrorLog:                     slog.NewLogLogger(s.cfg.Log.Handler(), slog.LevelDebug),
+		BaseContext:                  func(net.Listener) context.Context { return s.ctx },
+		ConnContext:                  func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, webConnKey{}, c) },
+		ConnState:                    w.connState,
 	}
-	go w.hs.Serve(w.l)
+	w.conns.Add(1)
+	go func() {
+		defer w.conns.Done()
+		w.hs.Serve(w.l)
+	}()
 	return w
 }
 
-// connContext makes the session of a new HTTP connection: its context is
-// every request's parent (SessionFrom finds the session; the server's
-// Close and the connection's end cancel it).
-func (w *webServer) connContext(ctx context.Context, c net.Conn) context.Context {
-	ss := &Session{srv: w.s, web: c, proto: ProtoHTTP}
-	ctx, ss.cancel = context.WithCancel(ctx)
-	ss.ctx = context.WithValue(ctx, sessionKey{}, ss)
-	if hc, ok := c.(*transport.HandedConn); ok {
-		ss.id = hc.ID()
-	}
-	w.sessions.Store(c, ss)
-	w.open.Add(1)
-	return ss.ctx
-}
-
-// connState ends a connection's session when net/http is done with it
-// (closed, or hijacked for WebSocket, which gets a session of its own).
+// connState counts the open connections and their goroutines, which
+// close waits for (a connection ends as closed, or hijacked for WebSocket,
+// whose SRMP stack then serves it).
 func (w *webServer) connState(c net.Conn, st http.ConnState) {
-	if st != http.StateClosed && st != http.StateHijacked {
-		return
-	}
-	if v, ok := w.sessions.LoadAndDelete(c); ok {
+	switch st {
+	case http.StateNew:
+		w.open.Add(1)
+		w.conns.Add(1)
+	case http.StateClosed, http.StateHijacked:
 		w.open.Add(-1)
-		v.(*Session).cancel()
+		w.conns.Done()
 	}
 }
 
@@ -92,7 +86,6 @@ func (w *webServer) close() error                       { return w.hs.Close() }
 // or a call of the action the path names.
 func (w *webServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	s := w.s
-	ss := SessionFrom(r.Context())
 	switch {
 	case !s.cfg.NoWebSocket && ws.IsUpgrade(r):
 		w.upgrade(rw, r)
@@ -106,8 +99,7 @@ func (w *webServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		rw.Header().Set("Connection", "close")
 		http.Error(rw, "this port serves no HTTP", http.StatusBadRequest)
 	case tooLongHead(r, s.cfg.MaxHTTPHeader):
-		rw.Header().Set("Connection", "close")
-		respond(rw, r, s.cfg.UseHTTPStatus, strings.TrimPrefix(r.URL.Path, "/"), http.StatusRequestHeaderFieldsTooLarge, kindText, []byte("request header too large"))
+		refuse(rw, r, http.StatusRequestHeaderFieldsTooLarge, "request header too large (Config.MaxHTTPHeader)")
 	case r.URL.Path == "/healthz" && (r.Method == http.MethodGet || r.Method == http.MethodHead) && !s.cfg.NoBuiltins:
 		serveHealthz(rw, s)
 	case r.Method == http.MethodOptions:
@@ -117,9 +109,26 @@ func (w *webServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		rw.Header().Set("Allow", "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS")
 		rw.WriteHeader(http.StatusNoContent)
 	default:
-		s.serveHTTPCall(rw, r, ss)
+		s.serveHTTPCall(rw, r, w.session(r))
 	}
 }
+
+// session makes the session of one HTTP request: HTTP is stateless (a
+// proxy's connection carries many users' requests), so a session lives
+// for its request, and its context, the request's, ends when the client
+// leaves or the server closes.
+func (w *webServer) session(r *http.Request) *Session {
+	c, _ := r.Context().Value(webConnKey{}).(net.Conn)
+	ss := &Session{srv: w.s, proto: ProtoHTTP, web: c, cancel: func() {}}
+	if hc, ok := c.(*transport.HandedConn); ok {
+		ss.id = hc.ID()
+	}
+	ss.ctx = context.WithValue(r.Context(), sessionKey{}, ss)
+	return ss
+}
+
+// webConnKey keys a request context's connection (http.Server.ConnContext).
+type webConnKey struct{}
 
 // tooLongHead reports whether a request's head (its line and headers, as
 // sent, give or take their spacing) is longer than limit.
@@ -235,6 +244,21 @@ type handOffAddr struct{}
 func (handOffAddr) Network() string { return "rpc" }
 func (handOffAddr) String() string  { return "HTTP connections handed off" }
 
+// refuse answers a request past a limit with status (the status even
+// without Config.UseHTTPStatus: a proxy or client reads it) and the JSON
+// envelope, and ends the connection: what is left of the request is not
+// read.
+func refuse(rw http.ResponseWriter, r *http.Request, status int, msg string) {
+	rw.Header().Set("Connection", "close")
+	body := appendEnvelope(nil, strings.TrimPrefix(r.URL.Path, "/"), status, kindText, []byte(msg))
+	rw.Header().Set("Content-Type", "application/json")
+	rw.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	rw.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		rw.Write(body)
+	}
+}
+
 // readBody reads a request's body, at most limit bytes (a longer one is
 // ErrTooLarge), within the deadline the caller set. The buffer grows as
 // its bytes come (growTowards), never to a length only declared, and each
@@ -249,8 +273,8 @@ func (s *Server) readBody(r io.Reader, size int64, limit int) (body []byte, rele
 	}
 	buf := make([]byte, 0, min(want, 512))
 	for {
-		if len(buf) == cap(buf) {
-			nb := growTowards(buf, want+1, len(buf)+1)
+		if cap(buf)-len(buf) < bodyChunk && cap(buf) <= want {
+			nb := growTowards(buf, want+1, len(buf)+min(bodyChunk, want+1-len(buf)))
 			if err := s.cs.Reserve(cap(nb) - cap(buf)); err != nil {
 				return nil, release, err
 			}
@@ -271,6 +295,10 @@ func (s *Server) readBody(r io.Reader, size int64, limit int) (body []byte, rele
 }
 
 var errBodyTooLarge = errors.New("request body too large")
+
+// bodyChunk is the room readBody makes for each read: a read of the
+// socket's size, not of what is left in the buffer.
+const bodyChunk = 32 << 10
 
 // minGrow is the least growTowards grows a buffer by.
 const minGrow = 64 << 10
