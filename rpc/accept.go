@@ -25,13 +25,13 @@ var httpMethods = [...]string{"GET ", "POST ", "PUT ", "DELETE ", "HEAD ", "OPTI
 // routeConn decides a connection's stack from its first bytes (see
 // transport.Hooks.Route). The bytes are HTTP when they are a request line:
 // a method, a space, a target and " HTTP/1.x" then CRLF. While they could
-// still become one, more are read, up to MaxHTTPHeader (a longer line goes
-// to net/http, which answers 431). An SRMP frame that happens to start
+// still become one, more are read, up to MaxHTTPHeader or a full receive
+// buffer (a longer line goes to net/http, which answers 431). An SRMP frame that happens to start
 // like "GET " is told apart by its binary bytes (the data block's length
 // has a zero byte), which no request line holds. The decision depends only
 // on the bytes up to the point where it is made, so any split of the same
 // bytes into reads decides alike.
-func (s *Server) routeConn(b []byte, _ bool) transport.Route {
+func (s *Server) routeConn(b []byte, full bool) transport.Route {
 	switch n := methodLen(b); {
 	case n < 0:
 		return transport.RouteServe
@@ -52,8 +52,8 @@ func (s *Server) routeConn(b []byte, _ bool) transport.Route {
 			return transport.RouteServe
 		}
 	}
-	if len(b) > limit {
-		return transport.RouteHandOff
+	if len(b) > limit || full {
+		return transport.RouteHandOff // a request line too long: net/http answers 431
 	}
 	return transport.RouteMore
 }

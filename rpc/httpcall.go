@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/codec"
+	"github.com/lifenet/lifenet/transport"
 )
 
 // serveHTTPCall runs the call an HTTP request names (its path, without the
@@ -24,6 +25,12 @@ import (
 // server's Close does. The call counts as a running one for Shutdown.
 func (s *Server) serveHTTPCall(rw http.ResponseWriter, r *http.Request, ss *Session) {
 	action := strings.TrimPrefix(r.URL.Path, "/")
+	if len(r.TransferEncoding) > 0 {
+		// A chunked body: read, but the connection ends after the answer
+		// (RFC 9112 §6.3: a request that also had a Content-Length, which
+		// net/http drops, may be a smuggling attempt).
+		rw.Header().Set("Connection", "close")
+	}
 	if r.ContentLength > int64(s.cfg.Framer.MaxFrame) {
 		refuse(rw, r, http.StatusRequestEntityTooLarge, errBodyTooLarge.Error())
 		return
@@ -70,12 +77,30 @@ func (s *Server) serveHTTPCall(rw http.ResponseWriter, r *http.Request, ss *Sess
 	if err == nil && len(out) > s.cfg.Framer.MaxFrame {
 		err = fmt.Errorf("%w: result of %d bytes, limit %d (Framer.MaxFrame)", ErrTooLarge, len(out), s.cfg.Framer.MaxFrame)
 	}
+	s.writeDeadline(rw)
 	if err != nil {
 		code, msg := s.errorReply(ss, name, err)
 		respond(rw, r, s.cfg.UseHTTPStatus, action, int(code), kindText, []byte(msg))
 		return
 	}
 	respond(rw, r, s.cfg.UseHTTPStatus, action, CodeOK, k, out)
+}
+
+// writeDeadline bounds the write of the answer that follows by
+// Transport.WriteTimeout (default transport.DefaultWriteTimeout), as the
+// transport bounds an SRMP write: a client that does not read is closed.
+func (s *Server) writeDeadline(rw http.ResponseWriter) {
+	if d := s.writeTimeout(); d > 0 {
+		http.NewResponseController(rw).SetWriteDeadline(time.Now().Add(d))
+	}
+}
+
+// writeTimeout is Transport.WriteTimeout, its default for zero.
+func (s *Server) writeTimeout() time.Duration {
+	if d := s.cfg.Transport.WriteTimeout; d != 0 {
+		return d
+	}
+	return transport.DefaultWriteTimeout
 }
 
 // bodyFailed answers a request whose body could not be read, and ends the
@@ -115,6 +140,7 @@ func (s *Server) streamSSE(rw http.ResponseWriter, r *http.Request, ss *Session,
 	defer s.end(ss)
 	var b []byte
 	event := func(code int, k kind, v []byte) error {
+		s.writeDeadline(rw)
 		b = appendEnvelope(append(b[:0], "data: "...), action, code, k, v)
 		if _, err := rw.Write(append(b, "\n\n"...)); err != nil {
 			return err

@@ -168,7 +168,7 @@ func (w *webServer) upgrade(rw http.ResponseWriter, r *http.Request) {
 	_, err = c.Write(ws.AppendAccept(nil, r, wsSubprotocol(r)))
 	c.SetDeadline(time.Time{})
 	if err == nil {
-		err = w.s.cs.Adopt(newWSConn(c, brw.Reader, w.s.cfg.Framer.MaxFrame))
+		err = w.s.cs.Adopt(newWSConn(c, brw.Reader, w.s.cfg.Framer.MaxFrame, w.s.cfg.Framer.Expire, w.s.writeTimeout()))
 	}
 	if err != nil {
 		c.Close()

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"time"
 
+	"github.com/lifenet/lifenet/codec"
 	"github.com/lifenet/lifenet/rpc/internal/ws"
+	"github.com/lifenet/lifenet/transport"
 )
 
 // wsConn is the server end of a WebSocket connection that carries SRMP,
@@ -31,6 +34,15 @@ type wsConn struct {
 	net.Conn               // the upgraded connection (a *transport.HandedConn)
 	r        *bufio.Reader // its reader, holding what came after the upgrade request
 	maxFrame int
+	expire   time.Duration // Framer.Expire: how long a frame or message may take to come whole
+	wtimeout time.Duration // Transport.WriteTimeout: a control frame's write
+
+	// Read deadlines: the transport's (idle, drain), and the one of the
+	// unit in progress (a frame or fragmented message begun), the earlier
+	// applied.
+	deadline  time.Time
+	unitSince time.Time
+	unitHit   bool // the applied deadline is the unit's
 
 	// Read side.
 	left   int64 // payload bytes of the current data frame still to read
@@ -49,8 +61,44 @@ type wsConn struct {
 	scratch []byte // header bytes of the frame being written
 }
 
-func newWSConn(c net.Conn, r *bufio.Reader, maxFrame int) *wsConn {
-	return &wsConn{Conn: c, r: r, maxFrame: maxFrame}
+func newWSConn(c net.Conn, r *bufio.Reader, maxFrame int, expire, writeTimeout time.Duration) *wsConn {
+	return &wsConn{Conn: c, r: r, maxFrame: maxFrame, expire: expire, wtimeout: writeTimeout}
+}
+
+// SetReadDeadline implements net.Conn: the transport's deadline, applied
+// unless a unit in progress must end sooner.
+func (c *wsConn) SetReadDeadline(t time.Time) error {
+	c.deadline = t
+	return c.applyDeadline()
+}
+
+// applyDeadline sets the connection's read deadline: the transport's, or
+// Expire after the start of the frame or message in progress when that is
+// sooner, as a partial SRMP frame expires (codec.ErrFrameExpired).
+func (c *wsConn) applyDeadline() error {
+	inUnit := c.left > 0 || c.frag || c.r.Buffered() > 0
+	switch {
+	case !inUnit || c.expire <= 0:
+		c.unitSince = time.Time{}
+	case c.unitSince.IsZero():
+		c.unitSince = time.Now()
+	}
+	d := c.deadline
+	c.unitHit = false
+	if !c.unitSince.IsZero() {
+		if u := c.unitSince.Add(c.expire); d.IsZero() || u.Before(d) {
+			d, c.unitHit = u, true
+		}
+	}
+	return c.Conn.SetReadDeadline(d)
+}
+
+// readErr names a read that ended at the deadline of a unit in progress.
+func (c *wsConn) readErr(err error) error {
+	if c.unitHit && errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("%w: a WebSocket frame or message not whole within %v (Framer.Expire)", codec.ErrFrameExpired, c.expire)
+	}
+	return err
 }
 
 // NetConn returns the connection under the WebSocket (TLS state).
@@ -63,6 +111,7 @@ var errWSFrame = errors.New("rpc: bad WebSocket frame")
 // Read implements net.Conn.
 func (c *wsConn) Read(b []byte) (int, error) {
 	for {
+		c.applyDeadline()
 		if c.left > 0 {
 			n, err := c.r.Read(b[:min(int64(len(b)), c.left)])
 			if c.masked {
@@ -70,11 +119,11 @@ func (c *wsConn) Read(b []byte) (int, error) {
 			}
 			c.off += n
 			c.left -= int64(n)
-			return n, err
+			return n, c.readErr(err)
 		}
 		h, err := c.readHeader()
 		if err != nil {
-			return 0, err
+			return 0, c.readErr(err)
 		}
 		if err := c.frame(h); err != nil {
 			return 0, err
@@ -84,6 +133,10 @@ func (c *wsConn) Read(b []byte) (int, error) {
 
 // readHeader reads the next frame header.
 func (c *wsConn) readHeader() (ws.Header, error) {
+	if _, err := c.r.Peek(1); err != nil { // waits for the next frame, on the transport's deadline
+		return ws.Header{}, err
+	}
+	c.applyDeadline() // its first byte is in: the frame's clock runs
 	need := 2
 	for {
 		b, err := c.r.Peek(need)
@@ -121,14 +174,14 @@ func (c *wsConn) frame(h ws.Header) error {
 	}
 	p := c.ctl[:h.Length] // a control frame's payload is at most 125 bytes (ParseHeader)
 	if _, err := io.ReadFull(c.r, p); err != nil {
-		return err
+		return c.readErr(err)
 	}
 	if h.Masked {
 		ws.Unmask(p, h.Mask, 0)
 	}
 	switch h.Op {
 	case ws.Ping:
-		c.control(ws.AppendFrame(nil, ws.Pong, p, nil))
+		return c.control(ws.AppendFrame(nil, ws.Pong, p, nil))
 	case ws.Close:
 		if !ws.ValidClosePayload(p) {
 			return c.fail(ws.CloseProtocolError, errors.New("close frame with an invalid code or reason"))
@@ -137,7 +190,9 @@ func (c *wsConn) frame(h ws.Header) error {
 		if code == ws.CloseNoStatus {
 			code = 0 // an empty close answers an empty close (1005 never goes on the wire)
 		}
-		c.control(ws.AppendClose(nil, code, "", nil))
+		if err := c.control(ws.AppendClose(nil, code, "", nil)); err != nil {
+			return err
+		}
 		return io.EOF
 	}
 	return nil
@@ -150,22 +205,25 @@ func (c *wsConn) fail(code uint16, why error) error {
 	return fmt.Errorf("%w: %w", errWSFrame, why)
 }
 
-// control sends a control frame now, or at the end of the message being
-// written.
-func (c *wsConn) control(frame []byte) {
+// control sends a control frame now, within the write timeout, or at the
+// end of the message being written; a write that fails ends the
+// connection with the write's reason (transport.WriteError).
+func (c *wsConn) control(frame []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if c.remain > 0 || c.hn > 0 {
 		c.pending = frame
-		return
+		return nil
 	}
-	c.Conn.SetWriteDeadline(time.Now().Add(wsControlWrite))
-	c.Conn.Write(frame)
-	c.Conn.SetWriteDeadline(time.Time{})
+	if c.wtimeout > 0 {
+		c.Conn.SetWriteDeadline(time.Now().Add(c.wtimeout))
+		defer c.Conn.SetWriteDeadline(time.Time{})
+	}
+	if _, err := c.Conn.Write(frame); err != nil {
+		return &transport.WriteError{Err: err}
+	}
+	return nil
 }
-
-// wsControlWrite bounds the write of a control frame from the reading side.
-const wsControlWrite = 5 * time.Second
 
 // Write implements net.Conn: b holds SRMP frames, or pieces of them (the
 // transport's batches), each sent as one binary message.

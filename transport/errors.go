@@ -87,3 +87,12 @@ type receiveTimeout struct{}
 func (receiveTimeout) Error() string   { return "transport: receive timed out" }
 func (receiveTimeout) Timeout() bool   { return true }
 func (receiveTimeout) Temporary() bool { return true }
+
+// WriteError is what a connection's Read returns for a write it made
+// itself and that failed (a WebSocket connection answering a ping): the
+// session ends with the write's reason (ReasonWriteTimeout, say), not a
+// read's.
+type WriteError struct{ Err error }
+
+func (e *WriteError) Error() string { return "write: " + e.Err.Error() }
+func (e *WriteError) Unwrap() error { return e.Err }

@@ -163,7 +163,10 @@ func (s *Session) received(n int) {
 
 // readReason classifies a failed read.
 func (s *Session) readReason(err error, gotFirst bool) Reason {
+	var we *WriteError
 	switch {
+	case errors.As(err, &we):
+		return writeReason(we.Err)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		if gotFirst {
 			return ReasonIdle

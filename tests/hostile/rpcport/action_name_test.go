@@ -207,7 +207,7 @@ func TestActionNames(t *testing.T) {
 	}
 	long := r.dial()
 	long.write([]byte(httpReq("GET", "/"+strings.Repeat("h", 64<<10), nil, "")))
-	if resp, _, err := long.readHTTP(); err != nil || resp.StatusCode != 431 {
+	if resp, err := long.readRefusal(); err != nil || resp.StatusCode != 431 {
 		t.Errorf("HTTP path past the header limit: %v, %v; want 431", resp, err)
 	}
 

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -148,6 +149,17 @@ func (rc *raw) readHTTPWithin(wait time.Duration) (*http.Response, string, error
 	b, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	return resp, string(b), err
+}
+
+// readRefusal reads the response that refuses a request the peer was
+// still sending: a reset may cut its body (the server closes with the rest
+// of the request unread, as net/http does), which is no error here.
+func (rc *raw) readRefusal() (*http.Response, error) {
+	resp, _, err := rc.readHTTP()
+	if resp != nil && errors.Is(err, syscall.ECONNRESET) {
+		err = nil
+	}
+	return resp, err
 }
 
 // errNoEnd is waitEnd's error when the server kept the connection open.

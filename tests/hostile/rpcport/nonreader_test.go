@@ -92,6 +92,7 @@ func TestNonReadersOfBigReplies(t *testing.T) {
 	// The non-readers: their sockets' receive buffers small, so that the
 	// server's queues fill soon.
 	var wg sync.WaitGroup
+	var httpEnded atomic.Uint64
 	total := 0
 	for _, sh := range shapes {
 		for _, rc := range r.dialMany(per, 20) {
@@ -102,7 +103,16 @@ func TestNonReadersOfBigReplies(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			wg.Go(func() { rc.write(sh.reqs) }) // until the server stops reading it, or closes it
+			isHTTP := strings.HasPrefix(sh.name, "HTTP")
+			wg.Go(func() {
+				rc.write(sh.reqs) // until the server stops reading it, or closes it
+				if isHTTP {
+					for rc.write([]byte("x")) == nil { // its requests all sent: until the server closes it
+						time.Sleep(100 * time.Millisecond)
+					}
+					httpEnded.Add(1) // net/http's connections are not the transport's: counted here
+				}
+			})
 		}
 	}
 
@@ -135,7 +145,7 @@ func TestNonReadersOfBigReplies(t *testing.T) {
 		for _, reason := range []transport.Reason{transport.ReasonWriteTimeout, transport.ReasonSlowConsumer, transport.ReasonProtocol} {
 			n += c[reason] - closed0[reason]
 		}
-		return n
+		return n + httpEnded.Load()
 	}
 	testwait.For(t, writeTimeout+codec.DefaultExpire+patience, fmt.Sprintf("the %d non-readers ended", total), func() bool { return ended() >= uint64(total) })
 	closedIn := time.Since(start)

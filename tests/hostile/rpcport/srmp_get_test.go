@@ -102,7 +102,7 @@ func TestSRMPThatLooksLikeHTTP(t *testing.T) {
 		rc := r.dial()
 		start := time.Now()
 		go rc.write([]byte("GET /" + strings.Repeat("g", 80<<10)))
-		resp, _, err := rc.readHTTP()
+		resp, err := rc.readRefusal()
 		if err != nil || resp.StatusCode != 431 {
 			t.Errorf("64 KiB of a request line: %v, %v; want 431", resp, err)
 			continue
