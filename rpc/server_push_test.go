@@ -170,3 +170,32 @@ func TestConcurrentLargeCallsOnOneClientSucceed(t *testing.T) {
 	}
 	t.Logf("%d calls of 2 MiB on %d goroutines and one of %d bytes, one client: %v", goroutines*calls, goroutines, codec.DefaultMaxFrame-1<<10, time.Since(start))
 }
+
+// A UDP peer takes pushes however the port's HTTP and WebSocket forms are
+// set: its protocol comes from its socket, not from a detector.
+func TestPushToUDPPeerWithHTTPOff(t *testing.T) {
+	for _, cfg := range []rpc.Config{{}, {NoHTTP: true, NoWebSocket: true}} {
+		t.Run(fmt.Sprintf("NoHTTP=%v", cfg.NoHTTP), func(t *testing.T) {
+			pushErr := make(chan error, 1)
+			srv, _ := startServer(t, cfg, func(srv *rpc.Server) {
+				must(t, rpc.Handle(srv, "Try/Push", func(ctx context.Context, _ struct{}) (int, error) {
+					pushErr <- rpc.SessionFrom(ctx).Push("Note/Hello", "hi")
+					return 1, nil
+				}))
+			})
+			ua, err := srv.Listen(context.Background(), "udp", "127.0.0.1:0")
+			must(t, err)
+			pushed := make(chan string, 1)
+			cl := dialClient(t, "udp://"+ua.String(), rpc.ClientConfig{OnPush: func(action string, _ []byte) { pushed <- action }})
+			if _, err := rpc.Call[int](testCtx(t), cl, "Try/Push", nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := recv(t, pushErr, "the push's error"); err != nil {
+				t.Fatalf("Push to a UDP peer: %v", err)
+			}
+			if a := recv(t, pushed, "the push"); a != "Note/Hello" {
+				t.Fatalf("pushed %q", a)
+			}
+		})
+	}
+}
