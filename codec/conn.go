@@ -91,10 +91,8 @@ type Conn struct {
 	fifoMu sync.Mutex // FIFO: register and write in one step, so wire order is queue order
 	lead   *lead      // a ReceiveSync client's read turn; nil when a receive goroutine reads (see syncLead)
 
-	srmp    srmpHandler         // the pipeline's tail when it is the SRMP stage: replies skip making a Message
-	srmpCtx *HandlerContext     // its context; nil when the tail is something else
-	lf      *lengthFieldHandler // the pipeline's only stage when it is the length-field one
-	flat    *flatReplies        // the flat read path of a one-stage pipeline; nil otherwise
+	srmp    srmpHandler     // the pipeline's tail when it is the SRMP stage: replies skip making a Message
+	srmpCtx *HandlerContext // its context; nil when the tail is something else
 
 	server  *Server      // the server whose connection this is (nil for a client)
 	state   any          // the application's per-connection value (SetState)
@@ -136,11 +134,6 @@ func newConn(s *transport.Session, o *Options, srv *Server) *Conn {
 			f.tail = c // the tail stage hands its messages straight to the sink
 		}
 	}
-	if f := flatStage(c.chain); f != nil {
-		tail := c.chain.handlers[len(c.chain.handlers)-1]
-		c.flat = newFlat(f, tail, handlerOrDrop(o.Handler))
-		c.lf, _ = tail.(*lengthFieldHandler)
-	}
 	switch o.Pipeline.match {
 	case MatchSRMP:
 		c.m = newMatcher(false, o.Timeout)
@@ -166,15 +159,8 @@ func (h *sessionHandler) Closed(_ *transport.Session, e *transport.CloseError) {
 	(*Conn)(h).closed(e)
 }
 
-// receive runs received bytes through the pipeline (the flat path when
-// it can).
-func (c *Conn) receive(p *packet.Packet) {
-	if c.flat != nil && p.Next() == nil && c.flat.framing.framer.Buffered() == 0 && len(c.chain.handlers) == 1 {
-		c.flatRead(p)
-		return
-	}
-	c.read(p)
-}
+// receive runs received bytes through the pipeline.
+func (c *Conn) receive(p *packet.Packet) { c.read(p) }
 
 // frameExpired reports whether a framing stage of the connection has held
 // an incomplete frame past its Expire at now, a mono reading (any
@@ -248,12 +234,7 @@ func handlerOrDrop(h func(*Conn, any)) func(*Conn, any) {
 // left, including replies still held for the current read's batch (see
 // transport.Session.CloseAfterWrites; Session().Close() ends it at once
 // and drops them).
-func (c *Conn) Close() error {
-	if c.deferClose() {
-		return nil
-	}
-	return c.sess.CloseAfterWrites()
-}
+func (c *Conn) Close() error { return c.sess.CloseAfterWrites() }
 
 // Session returns the transport session under the connection.
 func (c *Conn) Session() *transport.Session { return c.sess }
@@ -265,53 +246,14 @@ func (c *Conn) Session() *transport.Session { return c.sess }
 // borrowed message (such as the one a [Handler] got) is copied or kept;
 // writing back the very payload a length-field handler was lent is the
 // cheapest reply (see the package's Cost and Order).
-func (c *Conn) Write(msg any) error {
-	if p, ok := msg.(*packet.Packet); ok && c.flat != nil && c.flat.lent(p) && p.Len() < copyBelow {
-		// The handler writes back the view it was lent (an echo, or the
-		// frame changed in place): a reply from the handler's call, into
-		// the read's reply buffer without a lock (see flatReplies).
-		fr, b := c.flat, p.Bytes()
-		var d []byte
-		if l, n := fr.n, 2+len(b); fr.own && l+n <= len(fr.buf) && !fr.deferred.Load() {
-			d, fr.n = fr.buf[l:l+n], l+n // ownRoom's common case
-		} else {
-			d = c.ownRoom(n)
-		}
-		_ = d[1]
-		d[0], d[1] = byte(len(b)), byte(len(b)>>8)
-		copy(d[2:], b)
-		c.ownDone()
-		return nil
-	}
-	return c.write(msg)
-}
-
-// write is Write past its fast path.
-func (c *Conn) write(msg any) error {
-	if p, ok := msg.(*packet.Packet); ok && c.lf != nil && c.flat != nil {
-		// A small write during a read waits behind its replies without
-		// going through the stage (smallHeader is the stage's encoding).
-		if hdr, k, ok, err := c.lf.smallHeader(p); ok && err == nil {
-			var b []byte
-			if p != nil {
-				b = p.Bytes()
-			}
-			if took, err := c.deferBytes(false, true, hdr[:k], b); took {
-				p.Release() // nothing for a borrowed view or nil
-				return err
-			}
-		}
-	}
-	return c.chain.Write(msg)
-}
+func (c *Conn) Write(msg any) error { return c.chain.Write(msg) }
 
 // Enqueue is Write for a message that must never wait for the peer (a
 // server's push): it is queued on the session and Enqueue returns, however
 // full the queue (transport.Session.Enqueue: a peer that does not take it
 // is closed as a slow consumer, not waited for). Order with the
-// connection's other writes is kept: behind replies a read has buffered it
-// waits with them, and fails with [ErrBacklogFull] past that wait's bound
-// (see the package's Order). It takes ownership of msg.
+// connection's other writes is kept (see the package's Order). It takes
+// ownership of msg.
 func (c *Conn) Enqueue(msg any) error {
 	return c.chain.Enqueue(msg)
 }
@@ -346,47 +288,17 @@ func (c *Conn) ReplyError(req *Message, payload *packet.Packet) error {
 	return c.reply(KindError, req, payload)
 }
 
-// reply writes a reply: straight into the SRMP stage when it is the
-// pipeline's tail (no [Message] is made), else through the pipeline.
+// reply writes a reply: a small one copied into the session's send
+// buffer when the SRMP stage is the pipeline's only one (no [Message] is
+// made), else through the pipeline.
 func (c *Conn) reply(kind Kind, req *Message, payload *packet.Packet) error {
-	if fr := c.flat; fr != nil && fr.lentRequest(req) && payload != nil && payload.Next() == nil && payload.Len() < copyBelow {
-		// A small reply to the request the loop lent: from the handler's
-		// call, into the read's reply buffer without a lock (see
-		// flatReplies).
-		b := payload.Bytes()
-		var d []byte
-		if l, n := fr.n, srmpHeaderLen+len(b); fr.own && l+n <= len(fr.buf) && !fr.deferred.Load() {
-			d, fr.n = fr.buf[l:l+n], l+n // ownRoom's common case
-		} else {
-			d = c.ownRoom(n)
-		}
-		_ = d[3]
-		d[0], d[1], d[2], d[3] = byte(kind)<<srmpKindShift|req.Flag&srmpFlagMask, req.Seq, byte(len(b)), byte(len(b)>>8)
-		copy(d[srmpHeaderLen:], b)
-		c.ownDone()
-		if !payload.Borrowed() {
-			payload.Release()
-		}
-		return nil
-	}
-	return c.replySlow(kind, req, payload)
-}
-
-// replySlow is reply past its fast path.
-func (c *Conn) replySlow(kind Kind, req *Message, payload *packet.Packet) error {
 	if c.srmpDirect() && small(payload) {
-		// The common reply: a copy into the session's send buffer (or
-		// behind a read's replies).
 		var hdr [srmpHeaderLen]byte
 		var b []byte
 		if payload != nil {
 			b = payload.Bytes()
 		}
 		putSRMPHeader(hdr[:], kind, req.Flag, req.Seq, len(b))
-		if took, err := c.deferBytes(false, true, hdr[:], b); took {
-			payload.Release()
-			return err
-		}
 		err := c.sess.SendBytes(hdr[:], b)
 		payload.Release() // nothing for a borrowed view or nil
 		return err
@@ -637,7 +549,7 @@ func (c *Conn) startBytes(ctx context.Context, flag uint8, payload []byte, cb *c
 			var hdr [srmpHeaderLen]byte
 			putSRMPHeader(hdr[:], KindRequest, flag, uint8(key), len(payload))
 			if c.srmpDirect() {
-				return c.sendBytes(ctx, hdr[:], payload)
+				return c.sess.SendBytesContext(ctx, hdr[:], payload)
 			}
 			return sc.WriteBytes(hdr[:], payload)
 		}
@@ -669,10 +581,10 @@ func (c *Conn) sendSRMP(ctx context.Context, flag, seq uint8, payload *packet.Pa
 		var hdr [srmpHeaderLen]byte
 		if payload == nil {
 			putSRMPHeader(hdr[:], KindRequest, flag, seq, 0)
-			return c.sendBytes(ctx, hdr[:])
+			return c.sess.SendBytesContext(ctx, hdr[:])
 		}
 		putSRMPHeader(hdr[:], KindRequest, flag, seq, payload.Len())
-		err := c.sendBytes(ctx, hdr[:], payload.Bytes())
+		err := c.sess.SendBytesContext(ctx, hdr[:], payload.Bytes())
 		payload.Release() // nothing for a borrowed view
 		return err
 	}
@@ -680,7 +592,7 @@ func (c *Conn) sendSRMP(ctx context.Context, flag, seq uint8, payload *packet.Pa
 	if err != nil {
 		return err
 	}
-	return c.sendPacket(ctx, frame)
+	return c.sess.SendContext(ctx, frame)
 }
 
 // startPacket starts a FIFO request carried by p (owned by the call).
@@ -729,16 +641,13 @@ func (c *Conn) start(ctx context.Context, want MatchMode, cb *callback, echo []b
 	return key, ch, nil
 }
 
-// sendError classifies a request's failed send: one the backlog refused
-// (ErrBacklogFull) matches ErrNotSent; on a connection that ended,
-// [ErrNotSent] when none of its bytes left (the connection had ended, or the
+// sendError classifies a request's failed send: on a connection that
+// ended, [ErrNotSent] when none of its bytes left (the connection had ended, or the
 // write failed before its first byte), so a new connection may carry it;
 // else [ErrConnClosed] alone, since a write that failed part way may have
 // delivered the whole request.
 func sendError(err error) error {
 	switch {
-	case errors.Is(err, ErrBacklogFull):
-		return fmt.Errorf("%w: %w", ErrNotSent, err)
 	case !errors.Is(err, transport.ErrClosed):
 		return err
 	case errors.Is(err, transport.ErrNotWritten):

@@ -27,31 +27,14 @@
 // A frame that lies whole in one read reaches its handler without a copy
 // or a buffer from a pool; a small reply is copied once, header and payload
 // together, into the connection's send buffer, and the replies to all the
-// frames of one read leave in one write. A small reply to the message the
-// handler was lent — [Conn.Reply] or [Conn.ReplyError] naming the lent
-// request, or Conn.Write of the lent length-field payload itself (an echo,
-// or the frame changed in place) — takes no lock: it can only come from the
-// handler's call, so it goes into a buffer only that call and the reader
-// touch.
+// frames of one read leave in one write (the transport holds the writes
+// made while a read is handled and writes them together when it is done).
 //
 // # Order
 //
-// Writes through a Conn leave in the order they were made. While replies
-// of a read are buffered, every other write (from the handler or any other
-// goroutine) waits behind them and goes out with them when the read's
-// frames are done; such writes are bounded (4 MiB besides one write of any
-// size: past that a write fails with [ErrBacklogFull]), so a handler that
-// writes much besides its reply should reply last. The replies buffered
-// may be an earlier frame's of the same read: then a handler that has not
-// replied waits behind them too, and so do other goroutines' writes (a
-// push) while it runs; where nothing is buffered, writes go as outside a
-// read, except a small Write or Reply, which joins the read's replies (so
-// a reply from another goroutine waits for a handler that blocks), and a
-// push made while other writes wait, which waits with them. A push never
-// waits for the peer itself. A write that waits reports the bound and a
-// session already closed; its wait for the session's room comes when it
-// is handed over, bounded by the session's stall timeout, not by the
-// writer's context.
+// Writes through a Conn leave in the order they were made: every write,
+// from the handler or any other goroutine, goes to the transport session's
+// one send queue. A push ([Conn.Enqueue]) never waits for the peer.
 //
 // # Concurrency
 //

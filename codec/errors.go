@@ -70,14 +70,6 @@ var (
 	ErrConnClosed = errors.New("codec: connection closed")
 )
 
-// ErrBacklogFull: a write through a [Conn] made while its reading
-// goroutine handles a read, behind replies that read has buffered, found
-// the connection's backlog of such writes full (4 MiB besides one write of
-// any size): a handler that buffered a reply keeps the read going while
-// much else is written. The write was not made. A request that fails so
-// matches [ErrNotSent] as well.
-var ErrBacklogFull = errors.New("codec: writes behind a read's replies exceed the backlog")
-
 // ErrUnencoded is returned when an outbound message reaches the head of a
 // pipeline without having been encoded into a *packet.Packet.
 var ErrUnencoded = errors.New("codec: message reached the transport unencoded (missing encoder handler?)")

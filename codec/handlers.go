@@ -243,3 +243,16 @@ func (h *delimiterHandler) Write(c *HandlerContext, msg any) error {
 }
 
 var _ CloseHandler = (*framing)(nil) // a framing stage drops its partial frame when the connection ends
+
+// framingOf returns the framing of this package's framing stages, or nil.
+func framingOf(h Handler) *framing {
+	switch h := h.(type) {
+	case srmpHandler:
+		return h.framing
+	case *lengthFieldHandler:
+		return h.framing
+	case *delimiterHandler:
+		return h.framing
+	}
+	return nil
+}

@@ -189,11 +189,6 @@ func (ch *Chain) send(msg any) error { return ch.sendVia(msg, false) }
 // sendVia sends an encoded message, by the session's Enqueue if noWait.
 func (ch *Chain) sendVia(msg any, noWait bool) error {
 	if p, ok := msg.(*packet.Packet); ok {
-		if c := ch.conn; c != nil {
-			if took, err := c.deferPacket(p, noWait); took { // during a read: behind its replies
-				return err
-			}
-		}
 		if noWait && ch.sess != nil {
 			return ch.sess.Enqueue(p)
 		}
@@ -249,11 +244,6 @@ func (c *HandlerContext) FireWrite(msg any) error {
 // keeps parts.
 func (c *HandlerContext) WriteBytes(parts ...[]byte) error {
 	if c.chain.sess != nil && c.index == 0 {
-		if conn := c.chain.conn; conn != nil {
-			if took, err := conn.deferBytes(c.noWait, false, parts...); took { // during a read: behind its replies
-				return err
-			}
-		}
 		if c.noWait {
 			return c.chain.sess.EnqueueBytes(parts...)
 		}

@@ -109,51 +109,6 @@ func TestCloseAfterALentReplySendsTheReplyFirst(t *testing.T) {
 	}
 }
 
-// Writes behind a buffered reply are bounded: past 4 MiB a write fails
-// with ErrBacklogFull and is not written; what was taken still leaves, in
-// order, and the connection stays up.
-func TestWritesBehindALentReplyAreBounded(t *testing.T) {
-	leakcheck.Check(t)
-	const chunk = 60000
-	taken := make(chan int, 1)
-	_, addr := serve(t, "tcp", codec.Options{Pipeline: lfPipeline(), Handler: func(c *codec.Conn, msg any) {
-		v := msg.(*packet.Packet)
-		if string(v.Bytes()) != "go" {
-			c.Write(v)
-			return
-		}
-		c.Write(v) // buffered: what follows waits behind it
-		n := 0
-		for ; n < 100; n++ {
-			if err := c.Write(payload(bytes.Repeat([]byte{byte(n)}, chunk))); err != nil {
-				if !errors.Is(err, codec.ErrBacklogFull) {
-					t.Errorf("write %d: %v, want ErrBacklogFull", n, err)
-				}
-				break
-			}
-		}
-		taken <- n
-	}})
-	conn := dialRaw(t, addr, lfFrame([]byte("go")))
-	r := bufioReader(conn)
-	if got := readLF(t, r); string(got) != "go" {
-		t.Fatalf("first frame %.10q, want the reply", got)
-	}
-	n := <-taken
-	if want := (4 << 20) / (chunk + 2); n != want {
-		t.Fatalf("%d writes taken behind the reply, want %d (4 MiB)", n, want)
-	}
-	for i := range n {
-		if got := readLF(t, r); len(got) != chunk || got[0] != byte(i) {
-			t.Fatalf("write %d: %d bytes of %d, want %d of %d", i, len(got), got[0], chunk, byte(i))
-		}
-	}
-	conn.Write(lfFrame([]byte("still up")))
-	if got := readLF(t, r); string(got) != "still up" {
-		t.Fatalf("after the refused write: %q", got)
-	}
-}
-
 // A handler that has not replied to its lent frame (and whose read has
 // no reply of an earlier frame buffered) writes as outside a read: far
 // more than the backlog, each large write waiting for room.
