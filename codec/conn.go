@@ -117,7 +117,6 @@ func newConn(s *transport.Session, o *Options, srv *Server) *Conn {
 	c.chain.conn = c
 	c.chain.Datagram = s.Datagram()
 	if srv != nil {
-		c.chain.holds.budget = srv.budget
 		for _, h := range c.chain.handlers {
 			if f := framingOf(h); f != nil {
 				f.framer.budget = srv.budget

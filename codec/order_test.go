@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"testing"
 
 	"github.com/lifenet/lifenet/codec"
@@ -181,4 +182,18 @@ func TestWritesBehindALentReplyOnAClosedSessionFail(t *testing.T) {
 	if !errors.Is(o.request, codec.ErrNotSent) {
 		t.Errorf("a request on the closed session behind the lent reply: %v, want ErrNotSent", o.request)
 	}
+}
+
+// dialRaw connects to addr and writes b.
+func dialRaw(t *testing.T, addr string, b []byte) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := c.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

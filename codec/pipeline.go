@@ -100,7 +100,6 @@ type Chain struct {
 	sess     *transport.Session // out, when it is a session: small messages are copied into its send buffer
 	sink     func(msg any) error
 	conn     *Conn // the sink's Conn, called directly (no method value's wrapper)
-	holds    holds // the stages' own partial units (HandlerContext.Hold)
 }
 
 // HandlerContext links a handler to its place in a chain. Its methods follow the
@@ -181,7 +180,6 @@ func (ch *Chain) Close(err error) {
 			c.Closed(&ch.ctxs[i], err)
 		}
 	}
-	ch.holds.release()
 }
 
 func (ch *Chain) send(msg any) error { return ch.sendVia(msg, false) }
