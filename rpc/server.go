@@ -234,8 +234,8 @@ func (s *Server) onClose(c *codec.Conn, _ error) {
 // handOff gives a connection whose first bytes are HTTP to net/http.
 func (s *Server) handOff(c *transport.HandedConn) { s.web.handOff(c) }
 
-// onMessage takes a connection's inbound SRMP message (borrowed) and runs
-// it where place says.
+// onMessage takes a connection's inbound SRMP message (borrowed), routes
+// it and runs it where place says.
 func (s *Server) onMessage(c *codec.Conn, msg any) {
 	m, ok := msg.(*codec.Message)
 	if !ok || m.IsReply() {
@@ -252,7 +252,8 @@ func (s *Server) onMessage(c *codec.Conn, msg any) {
 		s.serve(ss, m, b, a)
 		ss.inline.Add(-1)
 	case runSpawned:
-		s.spawn(ss, m)
+		s.begin(ss)
+		go s.serveSpawned(ss, m.Keep())
 	default:
 		s.refuse(ss, m, b.action, ErrBusy)
 	}
@@ -272,9 +273,10 @@ const (
 // own. A stream cannot run on the reading goroutine, nor may a call of a
 // UDP peer, whose listener's one reading goroutine reads for every peer
 // (datagrams carry no order, so Serial does not hold there): past
-// MaxInFlight those are refused.
+// MaxInFlight those are refused. HTTP calls run on their connection's
+// net/http goroutine (web.go).
 func (s *Server) place(ss *Session, a *action) int {
-	shared := ss.proto == ProtoUDP // a UDP peer: its listener's one reading goroutine reads for every peer
+	shared := ss.proto == ProtoUDP
 	mustSpawn := a != nil && a.stream != nil || shared
 	switch {
 	case a == nil || a.inline:
@@ -285,12 +287,6 @@ func (s *Server) place(ss *Session, a *action) int {
 		return runRefused
 	}
 	return runHere
-}
-
-// spawn runs a request on a goroutine of its own, counted (begin).
-func (s *Server) spawn(ss *Session, m *codec.Message) {
-	s.begin(ss)
-	go s.serveKept(ss, m.Keep())
 }
 
 // refuse answers a request with a 503 error reply naming err, or drops a
@@ -316,12 +312,12 @@ func sendErrorReply(ss *Session, m *codec.Message, body []byte) {
 	ss.conn.ReplyError(m, p)
 }
 
-// begin counts a call or stream about to run on a goroutine of its own:
-// in its session, for MaxInFlight, and server-wide, for Shutdown (a
-// call's connection may end before the call does, and Shutdown still
-// waits for it). A call on a reading goroutine is not counted: the
-// transport's shutdown waits for it. end, deferred by that goroutine,
-// uncounts it.
+// begin counts a call or stream about to run on a goroutine of its own
+// (or an HTTP call): in its session, for MaxInFlight, and server-wide,
+// for Shutdown (a call's connection may end before the call does, and
+// Shutdown still waits for it). A call on a reading goroutine is not
+// counted: the transport's shutdown waits for it. end, deferred by that
+// goroutine, uncounts it.
 func (s *Server) begin(ss *Session) {
 	ss.running.Add(1)
 	s.spawned.Add(1)
@@ -346,11 +342,12 @@ func (s *Server) routeCall(ss *Session, payload []byte) (body, *action, bool) {
 	return b, s.reg.find(b.action), true
 }
 
-// serveKept runs an owned request on its own goroutine.
-func (s *Server) serveKept(ss *Session, m *codec.Message) {
+// serveSpawned runs an owned request on its own goroutine (routed again:
+// the same bytes, routed as onMessage did).
+func (s *Server) serveSpawned(ss *Session, m *codec.Message) {
 	defer s.end(ss)
 	defer m.Release()
-	b, a, _ := s.routeCall(ss, m.PayloadBytes()) // the same bytes routed before
+	b, a, _ := s.routeCall(ss, m.PayloadBytes())
 	if a != nil && a.stream != nil {
 		s.serveStream(ss, m, b, a)
 		return
@@ -365,18 +362,13 @@ func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action) {
 		replyError(ss, m, b.action, CodeBadRequest, ErrUnaryAction.Error()+" ("+clipName(string(b.action))+")")
 		return
 	}
-	bp := bodyPool.Get().(*[]byte)
-	defer putBody(bp)
 	kind := KindUnary
 	if m.Kind == codec.KindOneWay {
 		kind = KindOneWay
 	}
-	out, isErr, gone := s.call(ss.ctx, ss, b, a, kind, (*bp)[:0])
-	if err := tooLarge("reply", len(out), s.cfg.Framer.MaxFrame); err != nil {
-		// The caller's framer would end the connection: answer 413 instead.
-		s.logTooLarge(ss, b.action, err)
-		out, isErr = appendError(appendNameBytes(out[:0], b.action), CodeTooLarge, err.Error()), true
-	}
+	bp := bodyPool.Get().(*[]byte)
+	defer putBody(bp)
+	out, isErr, gone := s.reply(ss.ctx, ss, b, a, kind, (*bp)[:0])
 	*bp = out
 	switch {
 	case m.Kind == codec.KindOneWay: // never answered, even on error
@@ -414,30 +406,34 @@ func (s *Server) Process(ctx context.Context, body, dst []byte) (reply []byte, i
 	if !ok {
 		return dst, false, false
 	}
-	reply, isErr, gone := s.call(ctx, nil, b, a, KindUnary, dst)
+	reply, isErr, gone := s.reply(ctx, nil, b, a, KindUnary, dst)
 	return reply, isErr, !gone
 }
 
-// call runs a routed request of kind (a call or a one-way call) and
-// appends its reply body to dst; gone says the call ended past the
-// deadline its caller sent, who no longer waits for the reply.
-func (s *Server) call(ctx context.Context, ss *Session, b body, a *action, kind CallKind, dst []byte) (reply []byte, isErr, gone bool) {
+// reply runs a routed request of kind (a call or a one-way call) and
+// appends its SRMP reply body to dst: the action's name, then its result
+// or its error; gone says the call ended past the deadline its caller
+// sent, who no longer waits for the reply. A result past Framer.MaxFrame
+// is answered 413: the caller's framer would end the connection.
+func (s *Server) reply(ctx context.Context, ss *Session, b body, a *action, kind CallKind, dst []byte) (out []byte, isErr, gone bool) {
 	dst = appendNameBytes(dst, b.action)
 	off := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
 	out, k, err := s.exec(ctx, ss, b.action, a, kind, b.data, "", dst)
-	if err == errCallerGone {
+	switch {
+	case err == errCallerGone:
 		return dst[:off], true, true
-	}
-	if err != nil {
-		code, msg := s.errorReply(ss, b.action, err)
-		return appendError(dst[:off], code, msg), true, false
-	}
-	if k == kindNull {
+	case err == nil && k == kindNull:
 		return out[:off], false, false
+	case err == nil:
+		patchDataLen(out, off)
+		if err = tooLarge("reply", len(out), s.cfg.Framer.MaxFrame); err == nil {
+			return out, false, false
+		}
+		s.logTooLarge(ss, b.action, err)
 	}
-	patchDataLen(out, off)
-	return out, false, false
+	code, msg := s.errorReply(ss, b.action, err)
+	return appendError(dst[:off], code, msg), true, false
 }
 
 // checkKeys refuses arguments of more than Config.MaxArgKeys keys (a
@@ -454,38 +450,32 @@ func (s *Server) checkKeys(data []byte) error {
 // (the direct path).
 var errStreamHere = &APIError{Code: 501, Message: "a streaming action needs an SRMP, WebSocket or HTTP call"}
 
-// exec runs action a (nil: unknown name) called as name with data, in a
-// context descending from parent (Process's) or the session's, through
-// the interceptors, turning a panic of theirs or of the handler into a 500.
-// traceHeader is an HTTP request's traceparent header.
+// exec runs action a (nil: unknown name), called as name with data, in a
+// context made by callContext from parent (Process's, an HTTP request's)
+// or the session's, through the interceptors, and appends its encoded
+// result to dst. It refuses a call while shutting down, a name too long,
+// too many keys, an unknown action without interceptors and a stream here;
+// a panic of the handler or of an interceptor is a 500, a call that ended
+// past the deadline its caller sent is errCallerGone, an APIError of code
+// 200 a success (success200). OnCallDone sees every call. traceHeader is
+// an HTTP request's traceparent header.
 func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *action, kind CallKind, data []byte, traceHeader string, dst []byte) (out []byte, k kind, err error) {
-	// One function for both cases: a wrapper around it would pass its
-	// sixteen words of arguments on again. It has no defer of its own
-	// (with its many returns, Go could not open-code one, and every call
-	// would pay the runtime's deferreturn): the guards are run's.
 	var start int64
-	observed := s.cfg.OnCallDone != nil
-	if observed {
+	if s.cfg.OnCallDone != nil {
 		start = mono.Now()
 	}
-	out, k, err = s.prepare(parent, ss, name, a, kind, data, traceHeader, dst)
-	if err != nil && err != errCallerGone { // after a panic's 500 and the deadline's check
-		out, k, err = success200(dst, err, out, k)
-	}
-	if observed {
-		resp := 0
-		if err == nil && k != kindNull {
-			resp = len(out) - len(dst)
+	defer func() {
+		if err != nil && err != errCallerGone { // after a panic's 500 and the deadline's check
+			out, k, err = success200(dst, err, out, k)
 		}
-		s.observe(ss, a, kind, start, err, len(data), resp)
-	}
-	return out, k, err
-}
-
-// prepare refuses what exec refuses before the call (shutting down, a name
-// too long, too many keys, an unknown action without interceptors, a
-// stream on the direct path), makes the call's context and runs it.
-func (s *Server) prepare(parent context.Context, ss *Session, name []byte, a *action, kind CallKind, data []byte, traceHeader string, dst []byte) (out []byte, k kind, err error) {
+		if s.cfg.OnCallDone != nil {
+			resp := 0
+			if err == nil && k != kindNull {
+				resp = len(out) - len(dst)
+			}
+			s.observe(ss, a, kind, start, err, len(data), resp)
+		}
+	}()
 	switch {
 	case s.closing.Load():
 		return dst, kindNull, ErrShutdown
@@ -506,25 +496,7 @@ func (s *Server) prepare(parent context.Context, ss *Session, name []byte, a *ac
 		return dst, kindNull, errStreamHere
 	}
 	raw := data
-	var ctx context.Context
-	var cancel context.CancelFunc
-	switch {
-	case len(data) > 0 || traceHeader != "":
-		ctx, data, cancel = s.callContext(parent, ss, name, a, kind, data, traceHeader)
-	case ss != nil && a != nil && string(name) == a.name: // callContext's answer for a call without data, sooner
-		ctx = ss.calls.get(ss, a, kind)
-	case ss == nil && s.chain == nil:
-		ctx = parent
-	default:
-		ctx, data, cancel = s.callContext(parent, ss, name, a, kind, data, traceHeader)
-	}
-	return s.run(ctx, cancel, ss, name, a, raw, data, dst)
-}
-
-// run runs a routed call in ctx through the interceptors, turning a panic
-// of theirs or of the handler into a 500 and a call past the deadline its
-// caller sent into errCallerGone; cancel, when not nil, ends ctx.
-func (s *Server) run(ctx context.Context, cancel context.CancelFunc, ss *Session, name []byte, a *action, raw, data, dst []byte) (out []byte, k kind, err error) {
+	ctx, data, cancel := s.callContext(parent, ss, name, a, kind, data, traceHeader)
 	if cancel != nil {
 		defer func() {
 			if ctx.Err() == context.DeadlineExceeded {
