@@ -645,43 +645,16 @@ func (c *Client) invoke(ctx context.Context, action string, args, result any, iv
 	// The reply repeats the action name: one that does not is an earlier
 	// call's late reply on a reused sequence number, and is dropped.
 	named := nameLen(action)
-	if iv == nil {
-		return c.request(ctx, cn, action, body, named, result)
+	var dst any = result
+	if iv != nil {
+		dst = iv // the interceptors see the reply: useReply keeps it
 	}
 	iv.wentOut(cn, action, body)
-	reply, err := cn.RequestBytesPrefixed(ctx, FlagRPC, body, named)
+	used, err := cn.RequestBytesInto(ctx, FlagRPC, body, named, useReply, dst)
 	if unsent(err) { // the connection had ended: the call never left, so a new one may carry it
 		if cn, err = c.pick(ctx); err == nil {
 			iv.wentOut(cn, action, body)
-			reply, err = cn.RequestBytesPrefixed(ctx, FlagRPC, body, named)
-		}
-	}
-	if err != nil {
-		return failedCall(action, err, result)
-	}
-	if reply.Flag&flagStream != 0 { // a lifenet server's stream: the rest of it is dropped
-		reply.Release()
-		return fmt.Errorf("rpc: %s: %w", action, ErrStreamAction)
-	}
-	b, err := parseBody(reply.PayloadBytes(), false)
-	if err != nil {
-		reply.Release()
-		return err
-	}
-	iv.dropReply()
-	iv.reply, iv.result = reply, b.data
-	return decodeResult(b.data, result)
-}
-
-// request sends a call that no interceptor watches on cn and decodes its
-// reply into result straight from the connection's read when the caller
-// reads it (useReply), with no copy of it kept. A call that finds cn ended
-// before it left goes out on a new connection.
-func (c *Client) request(ctx context.Context, cn *codec.Conn, action string, body []byte, named int, result any) error {
-	used, err := cn.RequestBytesInto(ctx, FlagRPC, body, named, useReply, result)
-	if unsent(err) { // the connection had ended: the call never left, so a new one may carry it
-		if cn, err = c.pick(ctx); err == nil {
-			used, err = cn.RequestBytesInto(ctx, FlagRPC, body, named, useReply, result)
+			used, err = cn.RequestBytesInto(ctx, FlagRPC, body, named, useReply, dst)
 		}
 	}
 	switch {
@@ -698,13 +671,30 @@ func (c *Client) request(ctx context.Context, cn *codec.Conn, action string, bod
 // errStreamReply is useReply's error for a stream's reply to a call.
 var errStreamReply = errors.New("rpc: a stream's reply to a call")
 
-// useReply decodes a call's reply (borrowed) into result; it is the
-// codec.ReplyUse of request.
-func useReply(result any, reply *codec.Message) error {
+// useReply decodes a call's reply (borrowed) into dst, the caller's
+// result; it is the codec.ReplyUse of every call. dst is the call's
+// *Invocation when interceptors watch it: the reply is kept for them (its
+// data is their result) and decoded into the Invocation's result.
+func useReply(dst any, reply *codec.Message) error {
 	if reply.Flag&flagStream != 0 {
 		return errStreamReply
 	}
-	return decodeReply(reply, result)
+	iv, watched := dst.(*Invocation)
+	if !watched {
+		return decodeReply(reply, dst)
+	}
+	payload := reply.PayloadBytes()
+	p := packet.Get(len(payload))
+	copy(p.Bytes(), payload)
+	kept := codec.NewMessage(reply.Kind, reply.Flag, reply.Seq, p) // reply is borrowed, or released when use returns
+	b, err := parseBody(kept.PayloadBytes(), false)
+	if err != nil {
+		kept.Release()
+		return err
+	}
+	iv.dropReply()
+	iv.reply, iv.result = kept, b.data
+	return decodeResult(b.data, iv.res)
 }
 
 // failedCall is the outcome of a call whose request failed: a success
