@@ -107,9 +107,6 @@ func bindTime(data []byte, keys *keySet, dst *time.Time) error {
 // key given more than once is one entry, its last value (NewLife's
 // dictionary keeps the last). It walks the object once and builds nothing.
 func singleEntry(data []byte, keys *keySet) ([]byte, error) {
-	if v, ok := simpleEntry(data); ok && (keys == nil || keys.kind(simpleKey(data)) == rkNone) {
-		return v, nil
-	}
 	var one, first []byte
 	n, reserved, same := 0, 0, true
 	if !eachEntry(data, true, func(k, v []byte) {
@@ -148,60 +145,6 @@ func notObject(data []byte) error {
 		return fmt.Errorf("%w: %v", ErrArgs, err)
 	}
 	return fmt.Errorf("%w: not a JSON object", ErrArgs)
-}
-
-// simpleEntry is singleEntry's fast path for the common object of one
-// entry whose key has no escapes and is not reserved: {"input":"x"} or
-// {"a":42}. It returns the value's bytes (a string with its quotes); ok is
-// false whenever the object is anything else, and the full parser decides.
-func simpleEntry(b []byte) ([]byte, bool) {
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return nil, false
-	}
-	i = skipSpace(b, i+1)
-	if i >= len(b) || b[i] != '"' {
-		return nil, false
-	}
-	k := i + 1
-	for k < len(b) && b[k] != '"' && b[k] != '\\' && b[k] >= 0x20 {
-		k++
-	}
-	if k >= len(b) || b[k] != '"' || reservedKind(b[i+1:k]) != rkNone {
-		return nil, false
-	}
-	i = skipSpace(b, k+1)
-	if i >= len(b) || b[i] != ':' {
-		return nil, false
-	}
-	i = skipSpace(b, i+1)
-	start := i
-	if i < len(b) && b[i] == '"' {
-		end := plainStringEnd(b, i+1)
-		if end < 0 {
-			return nil, false // escapes and control bytes: the full parser
-		}
-		i = end + 1
-	} else {
-		for i < len(b) && (b[i] == '-' || b[i] == '+' || b[i] == '.' || (b[i] >= '0' && b[i] <= '9') || (b[i] >= 'a' && b[i] <= 'z') || b[i] == 'E') {
-			i++
-		}
-		if i == start || !json.Valid(b[start:i]) {
-			return nil, false
-		}
-	}
-	end := i
-	i = skipSpace(b, i)
-	if i != len(b)-1 || b[i] != '}' {
-		return nil, false
-	}
-	return b[start:end], true
-}
-
-// simpleKey is the key of an object simpleEntry took.
-func simpleKey(b []byte) []byte {
-	i := skipSpace(b, skipSpace(b, 0)+1) + 1
-	return b[i:plainStringEnd(b, i)]
 }
 
 // plainStringEnd returns the index of the quote that ends the JSON string
