@@ -355,12 +355,13 @@ func (c *Client) dial(ctx context.Context, u *url.URL) (*codec.Client, error) {
 	case "udp":
 		network = "udp"
 		opts.Pipeline = codec.NewPipeline(codec.SRMPFraming(c.cfg.Framer))
-	case "ws", "wss":
-		opts.Pipeline = codec.NewPipeline(wsClientStage(u, c.cfg.Framer.MaxFrame), codec.SRMPFraming(c.cfg.Framer))
 	default:
 		opts.Pipeline = codec.NewPipeline(codec.SRMPFraming(c.cfg.Framer))
 	}
 	tcfg := c.cfg.Transport
+	if u.Scheme == "ws" || u.Scheme == "wss" {
+		tcfg.Upgrade = wsUpgrade(u, c.cfg)
+	}
 	if c.readsOnCallers(u) {
 		tcfg.Mode = transport.ReceiveSync
 	}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	ws "github.com/lifenet/lifenet/internal/testutil/wstest"
 	"github.com/lifenet/lifenet/rpc"
-	"github.com/lifenet/lifenet/rpc/internal/ws"
 )
 
 // Issue 26 F4: partial HTTP requests and WebSocket frames count against

@@ -11,9 +11,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
-	"github.com/lifenet/lifenet/rpc/internal/ws"
+	"github.com/gobwas/ws"
 	"github.com/lifenet/lifenet/transport"
 )
 
@@ -87,14 +86,8 @@ func (w *webServer) close() error                       { return w.hs.Close() }
 func (w *webServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	s := w.s
 	switch {
-	case !s.cfg.NoWebSocket && ws.IsUpgrade(r):
-		w.upgrade(rw, r)
-	case !s.cfg.NoWebSocket && ws.WantsOtherVersion(r):
-		// Not served as a plain GET of its path: the client would take
-		// that answer for a refused upgrade of no reason.
-		rw.Header().Set("Sec-WebSocket-Version", "13")
-		rw.Header().Set("Connection", "close")
-		rw.WriteHeader(http.StatusUpgradeRequired)
+	case !s.cfg.NoWebSocket && isUpgrade(r):
+		w.upgrade(rw, r) // a version other than 13 gets 426 with Sec-WebSocket-Version: 13
 	case s.cfg.NoHTTP:
 		rw.Header().Set("Connection", "close")
 		http.Error(rw, "this port serves no HTTP", http.StatusBadRequest)
@@ -155,22 +148,19 @@ func serveHealthz(rw http.ResponseWriter, s *Server) {
 	io.WriteString(rw, text)
 }
 
-// upgrade answers a WebSocket upgrade (101, subprotocol SRMP as
-// wsSubprotocol says) and gives the connection, as SRMP in WebSocket
-// messages, to the SRMP stack.
+// upgrade answers a WebSocket upgrade (github.com/gobwas/ws: 101 with the
+// subprotocol wsSubprotocol names, or the error a bad handshake gets) and
+// gives the connection, as SRMP in WebSocket messages, to the SRMP stack.
 func (w *webServer) upgrade(rw http.ResponseWriter, r *http.Request) {
-	c, brw, err := http.NewResponseController(rw).Hijack()
-	if err != nil {
-		http.Error(rw, "WebSocket upgrade: "+err.Error(), http.StatusInternalServerError)
-		return
+	u := ws.HTTPUpgrader{Timeout: w.s.cfg.Framer.Expire}
+	if p := wsSubprotocol(r); p != "" {
+		u.Header = http.Header{"Sec-Websocket-Protocol": {p}}
 	}
-	c.SetDeadline(time.Now().Add(w.s.cfg.Framer.Expire))
-	_, err = c.Write(ws.AppendAccept(nil, r, wsSubprotocol(r)))
-	c.SetDeadline(time.Time{})
+	c, brw, _, err := u.Upgrade(r, rw)
 	if err == nil {
-		err = w.s.cs.Adopt(newWSConn(c, brw.Reader, w.s.cfg.Framer.MaxFrame, w.s.cfg.Framer.Expire, w.s.writeTimeout()))
+		err = w.s.cs.Adopt(newWSConn(c, brw.Reader, false, w.s.cfg.Framer.MaxFrame, w.s.cfg.Framer.Expire, w.s.writeTimeout()))
 	}
-	if err != nil {
+	if err != nil && c != nil {
 		c.Close()
 	}
 }
@@ -197,6 +187,25 @@ func wsSubprotocol(req *http.Request) string {
 		}
 	}
 	return ""
+}
+
+// isUpgrade reports whether r asks for a WebSocket (RFC 6455 §4.2.1:
+// Upgrade: websocket and a Connection header naming upgrade).
+func isUpgrade(r *http.Request) bool {
+	return headerHasToken(r.Header, "Upgrade", "websocket") && headerHasToken(r.Header, "Connection", "upgrade")
+}
+
+// headerHasToken reports whether a comma-separated header of h holds token
+// (in any case).
+func headerHasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // handOffListener is the net.Listener of the connections the transport

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"testing"
 
+	ws "github.com/lifenet/lifenet/internal/testutil/wstest"
 	"github.com/lifenet/lifenet/rpc"
-	"github.com/lifenet/lifenet/rpc/internal/ws"
 )
 
 // wsFrame is a client frame (masked with a zero key: the payload as it

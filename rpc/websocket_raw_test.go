@@ -13,8 +13,8 @@ import (
 
 	"github.com/lifenet/lifenet/codec"
 	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
+	ws "github.com/lifenet/lifenet/internal/testutil/wstest"
 	"github.com/lifenet/lifenet/rpc"
-	"github.com/lifenet/lifenet/rpc/internal/ws"
 )
 
 // wsOpen sends the opening handshake on a raw connection and checks the 101.

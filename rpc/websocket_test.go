@@ -3,8 +3,8 @@ package rpc_test
 import (
 	"testing"
 
+	ws "github.com/lifenet/lifenet/internal/testutil/wstest"
 	"github.com/lifenet/lifenet/rpc"
-	"github.com/lifenet/lifenet/rpc/internal/ws"
 )
 
 // A close frame whose code may not be sent (RFC 6455 §7.4: 1005 and 1006

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,46 +12,53 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gobwas/ws"
+
 	"github.com/lifenet/lifenet/codec"
-	"github.com/lifenet/lifenet/rpc/internal/ws"
 	"github.com/lifenet/lifenet/transport"
 )
 
-// wsConn is the server end of a WebSocket connection that carries SRMP,
-// seen as a byte stream so that the transport and the SRMP framing serve
-// it as they serve a raw SRMP connection (one stack: see accept.go). Read
-// yields the payload bytes of the peer's data messages, unmasked in the
-// caller's buffer (no buffer of its own beyond the upgrade's reader);
-// pings are answered, a close is echoed and ends the stream (io.EOF), and
-// a frame that breaks RFC 6455 is closed with 1002 (1009 past MaxFrame).
-// Write takes SRMP frames, whole or in pieces, and sends each as one
-// binary message (NewLife's WebSocket peers read one SRMP message per
-// WebSocket message).
+// wsConn is a WebSocket connection that carries SRMP, seen as a byte
+// stream, so that the transport and the SRMP framing serve it as they
+// serve a raw SRMP connection (one stack: see accept.go). It is the server
+// end of an upgrade (web.go) or the client end of a ws:// dial
+// (wsclient.go). Frames are read and written with github.com/gobwas/ws.
+//
+// Read yields the payload bytes of the peer's data messages, unmasked in
+// the caller's buffer (no buffer of its own beyond the handshake's
+// reader); pings are answered, a close is echoed and ends the stream
+// (io.EOF), and a frame that breaks RFC 6455 is closed with 1002 (1009
+// past MaxFrame). A frame or fragmented message not whole within Expire of
+// its first byte ends the connection (codec.ErrFrameExpired). Write takes
+// SRMP frames, whole or in pieces (the transport's batches), and sends
+// each as one binary message (NewLife's WebSocket peers read one SRMP
+// message per WebSocket message), masked on the client end. A peer may
+// mask its frames or not (NewLife's v11 client does not).
 //
 // Read is called by the transport's receive goroutine only; Write by one
 // writer at a time (the transport's); the control frames Read sends are
 // serialized with Write by wmu.
 type wsConn struct {
-	net.Conn               // the upgraded connection (a *transport.HandedConn)
-	r        *bufio.Reader // its reader, holding what came after the upgrade request
+	net.Conn               // the upgraded connection (a *transport.HandedConn on a server)
+	r        *bufio.Reader // its reader, holding what came after the handshake
+	client   bool          // the client end: frames sent are masked
 	maxFrame int
 	expire   time.Duration // Framer.Expire: how long a frame or message may take to come whole
 	wtimeout time.Duration // Transport.WriteTimeout: a control frame's write
 
-	// Read deadlines: the transport's (idle, drain), and the one of the
-	// unit in progress (a frame or fragmented message begun), the earlier
-	// applied.
-	deadline  time.Time
-	unitSince time.Time
-	unitHit   bool // the applied deadline is the unit's
-
 	// Read side.
+	hbuf   [ws.MaxHeaderSize - 2]byte
 	left   int64 // payload bytes of the current data frame still to read
 	masked bool
 	mask   [4]byte
 	off    int  // offset in the current frame's payload, for unmasking
 	frag   bool // a fragmented message's last frame is still to come
-	ctl    [ws.MaxControlPayload]byte
+	ctl    [ws.MaxControlFramePayloadSize]byte
+	// Read deadlines: the transport's (idle, drain), and Expire after the
+	// start of the unit in progress; the earlier is applied.
+	deadline  time.Time
+	unitSince time.Time
+	unitHit   bool // the applied deadline is the unit's
 
 	// Write side.
 	wmu     sync.Mutex
@@ -58,12 +66,21 @@ type wsConn struct {
 	hdr     [8]byte
 	hn      int    // bytes of a partial SRMP header in hdr
 	pending []byte // a control frame to send at the next message boundary
-	scratch []byte // header bytes of the frame being written
+	out     bytes.Buffer
+	wmask   [4]byte // the mask of the message being written (client end)
+	woff    int     // its payload offset
 }
 
-func newWSConn(c net.Conn, r *bufio.Reader, maxFrame int, expire, writeTimeout time.Duration) *wsConn {
-	return &wsConn{Conn: c, r: r, maxFrame: maxFrame, expire: expire, wtimeout: writeTimeout}
+func newWSConn(c net.Conn, r *bufio.Reader, client bool, maxFrame int, expire, writeTimeout time.Duration) *wsConn {
+	return &wsConn{Conn: c, r: r, client: client, maxFrame: maxFrame, expire: expire, wtimeout: writeTimeout}
 }
+
+// NetConn returns the connection under the WebSocket (its TLS state).
+func (c *wsConn) NetConn() net.Conn { return c.Conn }
+
+// errWSFrame is the cause of a WebSocket connection closed for a frame
+// that breaks RFC 6455.
+var errWSFrame = errors.New("rpc: bad WebSocket frame")
 
 // SetReadDeadline implements net.Conn: the transport's deadline, applied
 // unless a unit in progress must end sooner.
@@ -74,7 +91,7 @@ func (c *wsConn) SetReadDeadline(t time.Time) error {
 
 // applyDeadline sets the connection's read deadline: the transport's, or
 // Expire after the start of the frame or message in progress when that is
-// sooner, as a partial SRMP frame expires (codec.ErrFrameExpired).
+// sooner, as a partial SRMP frame expires.
 func (c *wsConn) applyDeadline() error {
 	inUnit := c.left > 0 || c.frag || c.r.Buffered() > 0
 	switch {
@@ -101,13 +118,6 @@ func (c *wsConn) readErr(err error) error {
 	return err
 }
 
-// NetConn returns the connection under the WebSocket (TLS state).
-func (c *wsConn) NetConn() net.Conn { return c.Conn }
-
-// errWSFrame is the cause of a WebSocket connection closed for a frame
-// that breaks RFC 6455.
-var errWSFrame = errors.New("rpc: bad WebSocket frame")
-
 // Read implements net.Conn.
 func (c *wsConn) Read(b []byte) (int, error) {
 	for {
@@ -115,14 +125,21 @@ func (c *wsConn) Read(b []byte) (int, error) {
 		if c.left > 0 {
 			n, err := c.r.Read(b[:min(int64(len(b)), c.left)])
 			if c.masked {
-				ws.Unmask(b[:n], c.mask, c.off)
+				ws.Cipher(b[:n], c.mask, c.off)
 			}
 			c.off += n
 			c.left -= int64(n)
 			return n, c.readErr(err)
 		}
-		h, err := c.readHeader()
+		if _, err := c.r.Peek(1); err != nil { // the next frame, on the transport's deadline
+			return 0, err
+		}
+		c.applyDeadline() // its first byte is in: the frame's clock runs
+		h, err := ws.ReadHeaderBuffer(c.r, c.hbuf[:])
 		if err != nil {
+			if errors.Is(err, ws.ErrHeaderLengthMSB) || errors.Is(err, ws.ErrHeaderLengthUnexpected) {
+				return 0, c.fail(ws.StatusProtocolError, err)
+			}
 			return 0, c.readErr(err)
 		}
 		if err := c.frame(h); err != nil {
@@ -131,172 +148,177 @@ func (c *wsConn) Read(b []byte) (int, error) {
 	}
 }
 
-// readHeader reads the next frame header.
-func (c *wsConn) readHeader() (ws.Header, error) {
-	if _, err := c.r.Peek(1); err != nil { // waits for the next frame, on the transport's deadline
-		return ws.Header{}, err
-	}
-	c.applyDeadline() // its first byte is in: the frame's clock runs
-	need := 2
-	for {
-		b, err := c.r.Peek(need)
-		if len(b) < need {
-			return ws.Header{}, err
-		}
-		h, n, perr := ws.ParseHeader(b)
-		switch {
-		case perr != nil:
-			return ws.Header{}, c.fail(ws.CloseProtocolError, perr)
-		case n > 0:
-			c.r.Discard(n)
-			return h, nil
-		}
-		need += 2 // ParseHeader tells no length: grow until it has one (at most 14 bytes)
-	}
-}
-
 // frame takes the header of the next frame: a data frame's payload is read
 // by Read; a control frame is handled here.
 func (c *wsConn) frame(h ws.Header) error {
-	switch h.Op {
-	case ws.Binary, ws.Text, ws.Continuation:
-		if (h.Op == ws.Continuation) != c.frag {
-			if c.frag {
-				return c.fail(ws.CloseProtocolError, fmt.Errorf("a %v frame before the fragmented message ended", h.Op))
-			}
-			return c.fail(ws.CloseProtocolError, errors.New("a continuation frame with no message to continue"))
-		}
+	var st ws.State
+	if c.frag {
+		st = ws.StateFragmented
+	}
+	if err := ws.CheckHeader(h, st); err != nil {
+		return c.fail(ws.StatusProtocolError, err)
+	}
+	if !h.OpCode.IsControl() {
 		if h.Length > int64(c.maxFrame) {
-			return c.fail(ws.CloseTooBig, fmt.Errorf("%w: a frame of %d bytes, limit %d (Framer.MaxFrame)", ErrTooLarge, h.Length, c.maxFrame))
+			return c.fail(ws.StatusMessageTooBig, fmt.Errorf("%w: a frame of %d bytes, limit %d (Framer.MaxFrame)", ErrTooLarge, h.Length, c.maxFrame))
 		}
 		c.frag, c.left, c.masked, c.mask, c.off = !h.Fin, h.Length, h.Masked, h.Mask, 0
 		return nil
 	}
-	p := c.ctl[:h.Length] // a control frame's payload is at most 125 bytes (ParseHeader)
+	p := c.ctl[:h.Length] // at most 125 bytes (CheckHeader)
 	if _, err := io.ReadFull(c.r, p); err != nil {
 		return c.readErr(err)
 	}
 	if h.Masked {
-		ws.Unmask(p, h.Mask, 0)
+		ws.Cipher(p, h.Mask, 0)
 	}
-	switch h.Op {
-	case ws.Ping:
-		return c.control(ws.AppendFrame(nil, ws.Pong, p, nil))
-	case ws.Close:
-		if !ws.ValidClosePayload(p) {
-			return c.fail(ws.CloseProtocolError, errors.New("close frame with an invalid code or reason"))
+	switch h.OpCode {
+	case ws.OpPing:
+		return c.control(ws.OpPong, p)
+	case ws.OpClose:
+		if len(p) == 0 { // an empty close answers an empty close (1005 never goes on the wire)
+			c.control(ws.OpClose, nil)
+			return io.EOF
 		}
-		code, _ := ws.CloseCode(p)
-		if code == ws.CloseNoStatus {
-			code = 0 // an empty close answers an empty close (1005 never goes on the wire)
+		code, reason := ws.ParseCloseFrameData(p)
+		if len(p) < 2 || code > 4999 || ws.CheckCloseFrameData(code, reason) != nil { // (RFC 6455 §7.4.2: no code past 4999)
+			return c.fail(ws.StatusProtocolError, errors.New("close frame with an invalid code or reason"))
 		}
-		if err := c.control(ws.AppendClose(nil, code, "", nil)); err != nil {
-			return err
-		}
+		c.control(ws.OpClose, ws.NewCloseFrameBody(code, ""))
 		return io.EOF
 	}
-	return nil
+	return nil // a pong
 }
 
 // fail sends a close frame with code and why's text, and returns the error
 // that ends the connection.
-func (c *wsConn) fail(code uint16, why error) error {
-	c.control(ws.AppendClose(nil, code, why.Error(), nil))
+func (c *wsConn) fail(code ws.StatusCode, why error) error {
+	reason := why.Error()
+	if len(reason) > ws.MaxControlFramePayloadSize-2 {
+		reason = reason[:ws.MaxControlFramePayloadSize-2]
+	}
+	c.control(ws.OpClose, ws.NewCloseFrameBody(code, reason))
 	return fmt.Errorf("%w: %w", errWSFrame, why)
 }
 
 // control sends a control frame now, within the write timeout, or at the
 // end of the message being written; a write that fails ends the
 // connection with the write's reason (transport.WriteError).
-func (c *wsConn) control(frame []byte) error {
+func (c *wsConn) control(op ws.OpCode, payload []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	c.out.Reset()
+	c.frameTo(&c.out, op, payload)
 	if c.remain > 0 || c.hn > 0 {
-		c.pending = frame
+		c.pending = append(c.pending, c.out.Bytes()...)
 		return nil
 	}
 	if c.wtimeout > 0 {
 		c.Conn.SetWriteDeadline(time.Now().Add(c.wtimeout))
 		defer c.Conn.SetWriteDeadline(time.Time{})
 	}
-	if _, err := c.Conn.Write(frame); err != nil {
+	if _, err := c.Conn.Write(c.out.Bytes()); err != nil {
 		return &transport.WriteError{Err: err}
 	}
 	return nil
 }
 
-// Write implements net.Conn: b holds SRMP frames, or pieces of them (the
-// transport's batches), each sent as one binary message.
+// frameTo appends a whole frame of op and payload to w, masked on the
+// client end.
+func (c *wsConn) frameTo(w *bytes.Buffer, op ws.OpCode, payload []byte) {
+	h := ws.Header{Fin: true, OpCode: op, Length: int64(len(payload)), Masked: c.client}
+	if c.client {
+		h.Mask = ws.NewMask()
+	}
+	ws.WriteHeader(w, h)
+	start := w.Len()
+	w.Write(payload)
+	if c.client {
+		ws.Cipher(w.Bytes()[start:], h.Mask, 0)
+	}
+}
+
+// Write implements net.Conn: b holds SRMP frames, or pieces of them, each
+// sent as one binary message.
 func (c *wsConn) Write(b []byte) (int, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	total := len(b)
+	c.out.Reset()
 	for len(b) > 0 {
 		if c.remain == 0 {
-			k, err := c.takeHeader(b)
-			b = b[k:]
-			if err != nil {
-				return total - len(b), err
-			}
+			b = b[c.takeHeader(b):]
 			continue
 		}
 		n := int(min(int64(len(b)), c.remain))
-		if _, err := c.Conn.Write(b[:n]); err != nil {
-			return total - len(b), err
+		start := c.out.Len()
+		c.out.Write(b[:n])
+		if c.client {
+			ws.Cipher(c.out.Bytes()[start:], c.wmask, c.woff)
+			c.woff += n
 		}
 		b = b[n:]
 		if c.remain -= int64(n); c.remain == 0 {
-			if err := c.flushPending(); err != nil {
-				return total - len(b), err
-			}
+			c.flushPending()
 		}
+	}
+	if _, err := c.Conn.Write(c.out.Bytes()); err != nil {
+		return 0, err
+	}
+	if c.out.Cap() > wsOutKeep {
+		c.out = bytes.Buffer{}
 	}
 	return total, nil
 }
 
+// wsOutKeep is the largest write buffer a connection keeps between writes.
+const wsOutKeep = 64 << 10
+
 // takeHeader reads an SRMP header from the start of b (after the bytes of
-// it held from an earlier write) and, once whole, writes the WebSocket
-// header of a binary message that holds the whole SRMP frame and the SRMP
-// header itself; it returns how many bytes of b it took.
-func (c *wsConn) takeHeader(b []byte) (int, error) {
+// it held from an earlier write) and, once whole, starts a binary message
+// that holds the whole SRMP frame: its WebSocket header, then the SRMP
+// header. It returns how many bytes of b it took.
+func (c *wsConn) takeHeader(b []byte) int {
 	need := 4
 	if c.hn >= 4 && binary.LittleEndian.Uint16(c.hdr[2:4]) == 0xFFFF {
-		need = 8
+		need = 8 // an extended length follows
 	}
 	k := min(need-c.hn, len(b))
 	copy(c.hdr[c.hn:], b[:k])
 	c.hn += k
-	if c.hn == 4 && need == 4 && binary.LittleEndian.Uint16(c.hdr[2:4]) == 0xFFFF {
-		more, err := c.takeHeader(b[k:]) // an extended length follows
-		return k + more, err
-	}
 	if c.hn < need {
-		return k, nil
+		return k
+	}
+	if need == 4 && binary.LittleEndian.Uint16(c.hdr[2:4]) == 0xFFFF {
+		return k + c.takeHeader(b[k:])
 	}
 	payload := int64(binary.LittleEndian.Uint16(c.hdr[2:4]))
 	if need == 8 {
 		payload = int64(binary.LittleEndian.Uint32(c.hdr[4:8]))
 	}
-	c.scratch = ws.AppendHeader(c.scratch[:0], ws.Binary, true, need+int(payload), nil)
-	c.scratch = append(c.scratch, c.hdr[:need]...)
-	c.hn = 0
-	if _, err := c.Conn.Write(c.scratch); err != nil {
-		return k, err
+	h := ws.Header{Fin: true, OpCode: ws.OpBinary, Length: int64(need) + payload, Masked: c.client}
+	if c.client {
+		h.Mask = ws.NewMask()
+		c.wmask = h.Mask
 	}
-	c.remain = payload
+	ws.WriteHeader(&c.out, h)
+	start := c.out.Len()
+	c.out.Write(c.hdr[:need])
+	if c.client {
+		ws.Cipher(c.out.Bytes()[start:], c.wmask, 0)
+		c.woff = need
+	}
+	c.hn, c.remain = 0, payload
 	if payload == 0 {
-		return k, c.flushPending()
+		c.flushPending()
 	}
-	return k, nil
+	return k
 }
 
-// flushPending writes a control frame held back by a message in progress.
-func (c *wsConn) flushPending() error {
-	if c.pending == nil {
-		return nil
+// flushPending adds a control frame held back by the message just ended.
+func (c *wsConn) flushPending() {
+	if len(c.pending) > 0 {
+		c.out.Write(c.pending)
+		c.pending = c.pending[:0]
 	}
-	f := c.pending
-	c.pending = nil
-	_, err := c.Conn.Write(f)
-	return err
 }

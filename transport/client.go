@@ -72,6 +72,12 @@ type ClientConfig struct {
 	// stays open (0: only the context bounds the wait). Unlike a context
 	// made for each call, it allocates nothing. Event mode ignores it.
 	ReceiveTimeout time.Duration
+	// Upgrade, if set, runs on each new stream connection after its dial
+	// (and TLS handshake), within DialTimeout, and returns the connection
+	// the client then speaks through: a protocol that carries the client's
+	// bytes inside its own (a WebSocket handshake, then its messages). An
+	// error fails the dial, and the connection is closed.
+	Upgrade func(ctx context.Context, c net.Conn) (net.Conn, error)
 }
 
 // DefaultClientConfig returns a [ClientConfig] with every field at its
@@ -247,6 +253,14 @@ func (c *Client) dialStream(ctx context.Context) (net.Conn, error) {
 			return nil, err
 		}
 		conn = tc
+	}
+	if up := c.cfg.Upgrade; up != nil {
+		uc, err := up(ctx, conn)
+		if err != nil {
+			conn.Close()
+			return nil, err
+		}
+		conn = uc
 	}
 	return conn, nil
 }

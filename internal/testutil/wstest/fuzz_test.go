@@ -1,10 +1,10 @@
-package ws_test
+package wstest_test
 
 import (
 	"bytes"
 	"testing"
 
-	"github.com/lifenet/lifenet/rpc/internal/ws"
+	ws "github.com/lifenet/lifenet/internal/testutil/wstest"
 )
 
 const fuzzMax = 1 << 16

@@ -1,6 +1,8 @@
-// Package ws is the WebSocket framing (RFC 6455) lifenet's rpc layer needs to
-// carry SRMP frames over WebSocket on the same port as raw SRMP and HTTP; it
-// parses from byte slices so it fits an event-driven receive path.
+// Package wstest is a WebSocket framing (RFC 6455) of the tests' own: the
+// raw peers of the rpc tests build and parse frames and handshakes with it,
+// byte by byte, independently of github.com/gobwas/ws, which the rpc
+// package serves WebSocket with, so that a test does not check the
+// library against itself.
 //
 // The package is deliberately small: it parses and appends frame headers,
 // whole frames and close frames, masks and unmasks payloads, and builds and
@@ -15,4 +17,4 @@
 // a payload aliasing its input). Append functions follow the append
 // convention: they append to dst, growing it if needed, and return the
 // extended slice; they allocate only when dst lacks capacity.
-package ws
+package wstest

@@ -1,4 +1,4 @@
-package ws
+package wstest
 
 import (
 	"encoding/binary"

@@ -1,9 +1,9 @@
-package ws_test
+package wstest_test
 
 import (
 	"fmt"
 
-	"github.com/lifenet/lifenet/rpc/internal/ws"
+	ws "github.com/lifenet/lifenet/internal/testutil/wstest"
 )
 
 // Example_twoFrames parses a receive buffer holding a masked text frame, an

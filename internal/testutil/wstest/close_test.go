@@ -1,9 +1,9 @@
-package ws_test
+package wstest_test
 
 import (
 	"testing"
 
-	"github.com/lifenet/lifenet/rpc/internal/ws"
+	ws "github.com/lifenet/lifenet/internal/testutil/wstest"
 )
 
 func TestValidCloseCode(t *testing.T) {

@@ -1,4 +1,4 @@
-package ws_test
+package wstest_test
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/lifenet/lifenet/rpc/internal/ws"
+	ws "github.com/lifenet/lifenet/internal/testutil/wstest"
 )
 
 // rfcMask is the masking key of the RFC 6455 §5.7 examples.

@@ -1,10 +1,10 @@
-package ws_test
+package wstest_test
 
 import (
 	"bytes"
 	"testing"
 
-	"github.com/lifenet/lifenet/rpc/internal/ws"
+	ws "github.com/lifenet/lifenet/internal/testutil/wstest"
 )
 
 // refMask is the byte-at-a-time definition of RFC 6455 §5.3.

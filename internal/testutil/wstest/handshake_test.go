@@ -1,4 +1,4 @@
-package ws_test
+package wstest_test
 
 import (
 	"bufio"
@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lifenet/lifenet/rpc/internal/ws"
+	ws "github.com/lifenet/lifenet/internal/testutil/wstest"
 )
 
 // rfcRequest is the opening handshake of RFC 6455 §1.2.
