@@ -219,16 +219,6 @@ func (c *Conn) sink(msg any) error {
 	return nil
 }
 
-// handlerOrDrop is h, or for a connection without a Handler one that
-// drops what is not a reply, as sink does (the messages are borrowed:
-// nothing to release).
-func handlerOrDrop(h func(*Conn, any)) func(*Conn, any) {
-	if h != nil {
-		return h
-	}
-	return func(*Conn, any) {}
-}
-
 // Close ends the connection once what was written through it so far has
 // left, including replies still held for the current read's batch (see
 // transport.Session.CloseAfterWrites; Session().Close() ends it at once

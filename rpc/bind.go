@@ -57,9 +57,6 @@ func bindArgKeys(data []byte, keys *keySet, dst any) error {
 	return unmarshalLenient(data, dst)
 }
 
-// bindString binds a string parameter as bindArg does.
-func bindString(data []byte) (string, error) { return bindStringKeys(data, nil) }
-
 func bindStringKeys(data []byte, keys *keySet) (string, error) {
 	if isJSON(data) {
 		one, err := singleEntry(data, keys)

@@ -14,9 +14,18 @@ Three layers, each on the one before it:
     ([codec.FramerConfig] bounds the frames).
   - rpc gives the frames their meaning: an action name and its arguments
     [NewLife ApiMessage], the actions a server registers [NewLife ApiManager], the
-    per-connection [Session] [NewLife IApiSession], and on the server's port an
-    HTTP and WebSocket gateway [NewLife ApiNetServer with HttpCodec
-    and WebSocketServerCodec].
+    per-connection [Session] [NewLife IApiSession], and the server's port's
+    three protocols [NewLife ApiNetServer with HttpCodec and
+    WebSocketServerCodec].
+
+One port serves SRMP, HTTP and WebSocket. A TCP connection's first bytes
+choose its stack once, for its life (as rpcx's cmux and Kitex's
+detection do): SRMP stays with the transport and the SRMP framing; a
+request line hands the connection to net/http, whose server answers its
+HTTP requests and upgrades a WebSocket request (github.com/gobwas/ws),
+after which its SRMP messages are served by the SRMP stack again. UDP
+datagrams are SRMP. With [transport.Config.TLS] every connection is TLS
+and the first bytes after the handshake choose.
 
 # Actions
 
@@ -67,8 +76,8 @@ registered [WithInline] run on the connection's reading goroutine, and so
 do all calls of a [Config.Serial] server [NewLife Multiplex=false] and, for
 back-pressure, a call past [Config.MaxInFlight]; every other call runs on
 a goroutine of its own [NewLife Multiplex=true], so replies leave as they are
-ready (over HTTP too, while the connection is read for the next request,
-answered after it). Streams always run on their own goroutine (past
+ready. An HTTP call runs on its connection's net/http goroutine (HTTP/1.1
+answers a connection's requests in order). Streams always run on their own goroutine (past
 MaxInFlight they are refused with [ErrBusy]); UDP peers share their
 listener's reading goroutine, so their calls are never run on it. A
 handler's context is cancelled when its connection ends (an HTTP client

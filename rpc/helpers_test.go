@@ -192,20 +192,6 @@ func (rc *rawConn) expectEOF() {
 	}
 }
 
-// expectEnd reads until the connection ends, cleanly or by a reset (a
-// server that aborts a connection with bytes unread resets it), and fails
-// if it does not end before the deadline or sends anything first.
-func (rc *rawConn) expectEnd() {
-	rc.t.Helper()
-	rest, err := io.ReadAll(rc.r)
-	if err != nil && !errors.Is(err, syscall.ECONNRESET) {
-		rc.t.Fatalf("connection did not end: %v (read %q)", err, rest)
-	}
-	if len(rest) > 0 {
-		rc.t.Fatalf("unexpected bytes before the end: %q", rest)
-	}
-}
-
 // refused reports whether the server answers the connection (a 503, a
 // close frame) or ends it within d.
 func (rc *rawConn) refused(d time.Duration) bool {

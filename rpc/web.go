@@ -23,12 +23,11 @@ import (
 // a request body read within Framer.Expire and bounded by Framer.MaxFrame,
 // and counted, as it is read, in the server's MaxPartialBytes.
 type webServer struct {
-	s      *Server
-	hs     *http.Server
-	l      *handOffListener
-	open   atomic.Int32   // the HTTP connections open now
-	conns  sync.WaitGroup // their goroutines, and Serve's
-	closed sync.Once
+	s     *Server
+	hs    *http.Server
+	l     *handOffListener
+	open  atomic.Int32   // the HTTP connections open now
+	conns sync.WaitGroup // their goroutines, and Serve's
 }
 
 func newWebServer(s *Server) *webServer {
