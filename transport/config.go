@@ -15,6 +15,7 @@ const (
 	DefaultMaxConnsPerIP    = 1000             // live sessions per remote IP
 	DefaultIdleTimeout      = 20 * time.Minute // NewLife SessionTimeout (1200 s)
 	DefaultFirstByteTimeout = 30 * time.Second // first bytes after accept
+	DefaultHandshakeTimeout = 10 * time.Second // an accepted connection's TLS handshake
 	DefaultSendQueueBytes   = 4 << 20          // room of a session's send queue: a send past it waits (or, for Enqueue, counts as full)
 	DefaultSendStallTimeout = 10 * time.Second // a full send queue with no byte written for this long: a slow consumer
 	DefaultWriteTimeout     = 30 * time.Second // one vectored write
@@ -91,6 +92,11 @@ type Config struct {
 	// (and completes no TLS handshake) for this long (default 30 s;
 	// negative: never).
 	FirstByteTimeout time.Duration
+	// HandshakeTimeout bounds an accepted connection's TLS handshake
+	// (default 10 s; negative: only FirstByteTimeout): a peer that stalls
+	// it is closed (ReasonFirstByte) before it holds its connection for
+	// FirstByteTimeout.
+	HandshakeTimeout time.Duration
 
 	// SendQueueBytes is the room of each session's send queue: the bytes
 	// that may wait to be written (default 4 MiB). It is not a burst
@@ -218,6 +224,7 @@ func (c Config) withDefaults(server bool) (Config, error) {
 	defDur(&c.KeepAlive, DefaultKeepAlive)
 	defDur(&c.IdleTimeout, DefaultIdleTimeout)
 	defDur(&c.FirstByteTimeout, DefaultFirstByteTimeout)
+	defDur(&c.HandshakeTimeout, DefaultHandshakeTimeout)
 	defDur(&c.WriteTimeout, DefaultWriteTimeout)
 	defDur(&c.SendStallTimeout, DefaultSendStallTimeout)
 	defDur(&c.UDPPeerIdle, DefaultUDPPeerIdle)

@@ -1,7 +1,10 @@
 package transport
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -25,7 +28,31 @@ func (s *Session) serveStream(firstByte time.Duration) {
 			s.closeWith(ReasonError, &PanicError{Value: v})
 		}
 	}()
+	if !s.handshake() {
+		return
+	}
 	s.receiveStream(firstByte)
+}
+
+// handshake runs an accepted TLS connection's handshake within
+// HandshakeTimeout; false when it failed and the session closed.
+func (s *Session) handshake() bool {
+	tc, ok := s.conn.(*tls.Conn)
+	d := s.ep.cfg.HandshakeTimeout
+	if !ok || s.owner == nil || d <= 0 {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d) // (Close ends it sooner: it closes the connection)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		r := ReasonProtocol
+		if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			r = ReasonFirstByte
+		}
+		s.closeWith(r, fmt.Errorf("transport: TLS handshake: %w", err))
+		return false
+	}
+	return true
 }
 
 // receiveStream reads into one pooled buffer and hands each read to
