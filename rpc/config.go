@@ -29,6 +29,15 @@ type Config struct {
 	// order, and their listener's one reading goroutine reads for every
 	// peer.
 	Serial bool
+	// UDPReplyFactor bounds a reply to a UDP peer to this many times its
+	// request's size (default 3, QUIC's anti-amplification rule; negative:
+	// no bound, for a trusted network). A UDP source address is never
+	// validated, so a spoofed one could otherwise turn the server into an
+	// amplifier (Api/All answers 36 times its request). A result past it
+	// is answered with a 413 error reply, an error's text is cut to fit,
+	// and a reply whose name and code alone do not fit is not sent
+	// (Stats.Dropped).
+	UDPReplyFactor int
 	// MaxInFlight caps the calls and streams one connection may have
 	// running at once (default 256); past it, the connection's next call
 	// runs on its reading goroutine, which stops reading it until that one
@@ -156,6 +165,9 @@ func (c *Config) fill() {
 	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = defaultMaxInFlight
+	}
+	if c.UDPReplyFactor == 0 {
+		c.UDPReplyFactor = defaultUDPReplyFactor
 	}
 	if c.MaxHTTPHeader == 0 {
 		c.MaxHTTPHeader = defaultMaxHTTPHeader

@@ -173,7 +173,6 @@ func TestBatteryHTTPErrors(t *testing.T) {
 		{"malformed request line", []string{"GET /a b HTTP/1.1\r\nHost: x\r\n\r\n"}, 400},
 		{"header line without a colon", []string{"GET /Bench/NoArg HTTP/1.1\r\nHost: x\r\nNoColon\r\n\r\n"}, 400},
 		{"header too large", []string{"GET /Bench/NoArg HTTP/1.1\r\nHost: x\r\n", "X-Pad: " + strings.Repeat("p", 400) + "\r\n\r\n"}, 431},
-		{"header too large, never ending", []string{"GET /Bench/NoArg HTTP/1.1\r\nHost: x\r\n", "X-Pad: " + strings.Repeat("p", 5000)}, 431},
 		{"body too large", []string{"POST /Bench/Add HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\n\r\n"}, 413},
 	}
 	for _, c := range cases {

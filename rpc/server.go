@@ -12,7 +12,6 @@ import (
 	"github.com/lifenet/lifenet/codec"
 	"github.com/lifenet/lifenet/internal/logattr"
 	"github.com/lifenet/lifenet/internal/mono"
-	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )
 
@@ -301,15 +300,7 @@ func (s *Server) refuse(ss *Session, m *codec.Message, action []byte, err error)
 
 // replyError answers m with an error reply: action, code and msg.
 func replyError(ss *Session, m *codec.Message, action []byte, code int32, msg string) {
-	sendErrorReply(ss, m, appendError(appendNameBytes(nil, action), code, msg))
-}
-
-// sendErrorReply sends body, an error reply's body, as m's error reply (a
-// copy: the caller keeps body).
-func sendErrorReply(ss *Session, m *codec.Message, body []byte) {
-	p := packet.Get(len(body))
-	copy(p.Bytes(), body)
-	ss.conn.ReplyError(m, p)
+	ss.sendReply(m, appendError(appendNameBytes(nil, action), code, msg), true)
 }
 
 // begin counts a call or stream about to run on a goroutine of its own
@@ -374,10 +365,8 @@ func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action) {
 	case m.Kind == codec.KindOneWay: // never answered, even on error
 	case s.stopped.Load(): // cut short by Close: it fails with its connection
 	case gone: // past the deadline the caller sent: it stopped waiting, and would drop the reply
-	case !isErr:
-		ss.conn.ReplyBytes(m, out) // a closed connection drops it, as it would any write
 	default:
-		sendErrorReply(ss, m, out)
+		ss.sendReply(m, out, isErr) // a closed connection drops it, as it would any write
 	}
 }
 

@@ -176,6 +176,28 @@ func (s *Session) Push(action string, args any) error {
 	return s.pushBody(body)
 }
 
+// sendReply answers the SRMP request m with body, a reply's body (an
+// error reply's if isErr; a copy: the caller keeps body): the one way a
+// reply, a stream's item or an error reply leaves. To a UDP peer, whose
+// source address nothing has validated (it may be spoofed), a reply past
+// Config.UDPReplyFactor times its request (3 by default, QUIC's
+// anti-amplification rule) goes as an error reply cut to fit (a result's
+// as a 413), or not at all when not even its name and code fit (counted in
+// Stats.Dropped).
+func (s *Session) sendReply(m *codec.Message, body []byte, isErr bool) error {
+	if s.proto == ProtoUDP && !s.srv.udpFits(m, len(body)) {
+		if body, isErr = s.srv.udpRefusal(s, m, body, isErr), true; body == nil {
+			return nil
+		}
+	}
+	if !isErr {
+		return s.conn.ReplyBytes(m, body)
+	}
+	p := packet.Get(len(body))
+	copy(p.Bytes(), body)
+	return s.conn.ReplyError(m, p)
+}
+
 func (s *Session) pushBody(body []byte) error {
 	if err := tooLarge("push", len(body), s.srv.cfg.Framer.MaxFrame); err != nil {
 		return err

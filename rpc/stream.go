@@ -95,7 +95,7 @@ func (s *Server) serveStream(ss *Session, req *codec.Message, b body, a *action)
 		if err := tooLarge("stream item", len(out), s.cfg.Framer.MaxFrame); err != nil {
 			return err // the stream ends with a 413
 		}
-		return ss.conn.ReplyBytes(&m, out)
+		return ss.sendReply(&m, out, false)
 	}
 	err := s.runStream(ss, b.action, a, b.data, "", send)
 	if oneWay || s.stopped.Load() { // a stream cut short by Close fails with its connection
@@ -106,7 +106,7 @@ func (s *Server) serveStream(ss *Session, req *codec.Message, b body, a *action)
 		replyError(ss, req, b.action, code, msg)
 		return
 	}
-	ss.conn.ReplyBytes(&m, appendNameBytes(out[:0], b.action))
+	ss.sendReply(&m, appendNameBytes(out[:0], b.action), false)
 }
 
 // runStream runs a stream of session ss through the interceptors,
