@@ -49,7 +49,7 @@ func (s *Session) send(ctx context.Context, p *packet.Packet) error {
 	}
 	s.sealStageLocked() // later small messages must not go in front of p
 	s.queue = append(s.queue, p)
-	return s.queuedLocked(n)
+	return s.queuedLocked(ctx, n)
 }
 
 // SendBytes copies parts, in order, into the send queue as one message and
@@ -98,7 +98,7 @@ func (s *Session) sendBytes(ctx context.Context, parts [][]byte) error {
 		s.mu.Unlock()
 		return nil
 	}
-	return s.queuedLocked(n)
+	return s.queuedLocked(ctx, n)
 }
 
 // directMax bounds the messages writeDirect takes: small enough that no
@@ -452,8 +452,12 @@ func (s *Session) sealStageLocked() {
 }
 
 // queuedLocked accounts n queued bytes and writes the queue unless a write
-// is in progress or OnReceive holds writes back; it unlocks s.mu.
-func (s *Session) queuedLocked(n int) error {
+// is in progress or OnReceive holds writes back; it unlocks s.mu. A sender
+// that writes a message of abandonAt bytes or more itself gives up its
+// write when ctx ends: the session closes (ReasonWriteTimeout, ctx's
+// cause), since part of the message may be on the wire, and the call
+// returns; a smaller one cannot block long once the queue had room.
+func (s *Session) queuedLocked(ctx context.Context, n int) error {
 	s.queued += n
 	s.queuedMsgs++
 	if s.writing || s.corks > 0 && s.queued < corkLimit {
@@ -462,7 +466,23 @@ func (s *Session) queuedLocked(n int) error {
 	}
 	s.writing = true
 	s.mu.Unlock()
+	if n >= abandonAt && ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() { s.abandonWrite(context.Cause(ctx)) })
+		defer stop()
+	}
 	return s.flush()
+}
+
+// abandonAt is the size from which a sender's context bounds its own
+// write (queuedLocked): a larger message may fill the socket's buffer and
+// block on a peer that does not read. Below it the write costs no
+// context hook (an allocation).
+const abandonAt = 16 << 10
+
+// abandonWrite closes the session because the sender writing it gave up
+// at its deadline (cause): the write in progress fails at once.
+func (s *Session) abandonWrite(cause error) {
+	s.closeWith(ReasonWriteTimeout, fmt.Errorf("transport: a write abandoned at its sender's deadline: %w", cause))
 }
 
 // enqueuedLocked is queuedLocked for a sender that does not wait: a
