@@ -1,6 +1,7 @@
 package codec_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -9,39 +10,41 @@ import (
 	"github.com/lifenet/lifenet/transport"
 )
 
-// A push (Conn.Enqueue) never waits for the peer, even while the reader
-// hands a read's replies to a session queue that is full and waits for the
-// peer to take its bytes: the push waits behind the replies in the later
-// queue instead of for the hand-over.
-func TestPushDoesNotWaitBehindAHandOverToAFullQueue(t *testing.T) {
-	cfg := transport.Config{SendQueueBytes: 64 << 10, SendStallTimeout: 3 * time.Second}
+// A server's sends never wait for a peer that does not read (nats-server's
+// slow-consumer rule): a reply queues behind the pushes the write in
+// progress holds up, nothing waits for room, and once the queue would hold
+// more than twice SendQueueBytes the session closes as a slow consumer and
+// the send fails at once.
+func TestServerSendsNeverWaitForAPeer(t *testing.T) {
+	cfg := transport.Config{SendQueueBytes: 64 << 10, SendStallTimeout: time.Hour}
 	opened := make(chan *codec.Conn, 1)
 	peer := memPeer(t, cfg, codec.Options{ // the peer never reads
 		Pipeline: srmpPipeline(),
 		OnOpen:   func(c *codec.Conn) { opened <- c },
-		Handler:  echoSRMP, // c.Reply(m, m.Payload): a reply to the lent request, buffered for the read's hand-over
+		Handler:  echoSRMP,
 	})
 	c := <-opened
-	push := func(n int) time.Duration {
+	push := func(n int) (time.Duration, error) {
 		start := time.Now()
-		if err := c.Enqueue(codec.NewMessage(codec.KindOneWay, codec.FlagPacket, 0, packet.Wrap(make([]byte, n)))); err != nil {
-			t.Fatalf("push of %d bytes: %v", n, err)
-		}
-		return time.Since(start)
+		err := c.Enqueue(codec.NewMessage(codec.KindOneWay, codec.FlagPacket, 0, packet.Wrap(make([]byte, n))))
+		return time.Since(start), err
 	}
 	push(60 << 10) // taken by the write in progress, which blocks: the peer does not read
 	waitUntil(t, "the first push taken by a write", func() bool { return c.Session().SendQueue().Messages == 0 })
 	push(65530) // queued: the queue's room all but a few bytes
-	// A request: its reply is buffered, then handed over, and waits for room.
-	if _, err := peer.Write([]byte{0x01, 0x02, 0x01, 0x00, 'x'}); err != nil {
+	if _, err := peer.Write([]byte{0x01, 0x02, 0x01, 0x00, 'x'}); err != nil { // a request: its reply queues
 		t.Fatal(err)
 	}
-	waitUntil(t, "the reply waiting for room", func() bool { return c.Session().SendQueue().Waiting > 0 })
-	if d := push(100); d > time.Second {
-		t.Fatalf("a push took %v behind the hand-over (session %v), want no wait", d, c.Session().Reason())
+	waitUntil(t, "the reply queued", func() bool { return c.Session().SendQueue().Messages == 2 })
+	if w := c.Session().SendQueue().Waiting; w != 0 {
+		t.Fatalf("%d senders wait for room", w)
 	}
-	if r := c.Session().Reason(); r != transport.ReasonNone {
-		t.Fatalf("session ended (%v) before the stall timeout", r)
+	d, err := push(16 << 10) // past twice the room, with what is being written
+	if d > time.Second || !errors.Is(err, transport.ErrSlowConsumer) {
+		t.Fatalf("a push past twice the room: %v after %v, want ErrSlowConsumer at once", err, d)
+	}
+	if r := c.Session().Reason(); r != transport.ReasonSlowConsumer {
+		t.Fatalf("session %v, want closed as a slow consumer", r)
 	}
 }
 

@@ -51,6 +51,7 @@ func NewServer(cfg transport.Config, opts Options) (*Server, error) {
 func (s *Server) hooks() transport.Hooks {
 	return transport.Hooks{
 		BatchSends:   true, // replies to the frames of one read leave in one write
+		NoWaitSends:  true, // a client that does not read is closed, never waited for
 		Route:        s.opts.Route,
 		RouteTimeout: s.opts.RouteTimeout,
 		HandOff:      s.opts.HandOff,

@@ -15,6 +15,12 @@ import (
 // server is created and not after.
 type Config struct {
 	// Transport holds the connection settings (limits, timeouts, buffers).
+	// A connection's replies and pushes never wait for its peer: one whose
+	// unwritten replies would pass twice Transport.SendQueueBytes is closed
+	// as a slow consumer and its queue freed (nats-server's rule; the
+	// default SendQueueBytes here is twice Framer.MaxFrame, at least
+	// transport.DefaultSendQueueBytes: a connection may hold four replies
+	// of the largest size unwritten, 40 MiB by default).
 	Transport transport.Config
 	// Framer bounds the frames a connection may send (default 10 MiB;
 	// partial frames expire after 5 s). The same bounds hold for an HTTP
@@ -159,6 +165,9 @@ const (
 func (c *Config) fill() {
 	if c.Framer.MaxFrame == 0 {
 		c.Framer.MaxFrame = codec.DefaultMaxFrame
+	}
+	if c.Transport.SendQueueBytes == 0 {
+		c.Transport.SendQueueBytes = max(transport.DefaultSendQueueBytes, 2*c.Framer.MaxFrame)
 	}
 	if c.Framer.Expire == 0 {
 		c.Framer.Expire = codec.DefaultExpire // the gateway's partial requests expire too

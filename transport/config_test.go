@@ -23,6 +23,7 @@ func TestDefaultConfig(t *testing.T) {
 		MaxConnsPerIP:       transport.DefaultMaxConnsPerIP,
 		IdleTimeout:         transport.DefaultIdleTimeout,
 		FirstByteTimeout:    transport.DefaultFirstByteTimeout,
+		HandshakeTimeout:    transport.DefaultHandshakeTimeout,
 		SendQueueBytes:      transport.DefaultSendQueueBytes,
 		SendStallTimeout:    transport.DefaultSendStallTimeout,
 		WriteTimeout:        transport.DefaultWriteTimeout,

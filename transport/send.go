@@ -230,6 +230,9 @@ func (s *Session) fitsLocked(n int) bool {
 // senders wait before them. On failure it unlocks s.mu. Called with s.mu
 // held.
 func (s *Session) admitLocked(ctx context.Context, n int) error {
+	if s.ep.hooks.NoWaitSends {
+		return s.admitNoWaitLocked(n)
+	}
 	if err := s.openLocked(n); err != nil {
 		return err
 	}
@@ -460,6 +463,9 @@ func (s *Session) sealStageLocked() {
 func (s *Session) queuedLocked(ctx context.Context, n int) error {
 	s.queued += n
 	s.queuedMsgs++
+	if s.ep.hooks.NoWaitSends && s.queued+s.inflight > s.ep.cfg.SendQueueBytes {
+		s.watchStallLocked() // nobody waits for room: the stall watch judges the peer
+	}
 	if s.writing || s.corks > 0 && s.queued < corkLimit {
 		s.mu.Unlock()
 		return nil

@@ -39,6 +39,15 @@ type Hooks struct {
 	// too, so leave it off where other goroutines stream large amounts
 	// (clients): the receive goroutine would stop reading while it writes.
 	BatchSends bool
+	// NoWaitSends makes every send admitted as Enqueue admits it: it never
+	// waits for room, and one that would leave more than twice
+	// SendQueueBytes queued and being written closes the session as a slow
+	// consumer (nats-server's rule: a server is never held by a client
+	// that does not read, and never holds more for it than that). Unlike
+	// Enqueue, a send still writes the queue itself when no write is in
+	// progress. For servers (the codec layer sets it): their replies then
+	// cannot pile up in the goroutines waiting to send them.
+	NoWaitSends bool
 	// Route, if set, decides which stack serves a server's stream
 	// connection, from its first bytes (borrowed; called again with more
 	// while it returns RouteMore; full says the receive buffer is full and
