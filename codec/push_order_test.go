@@ -31,7 +31,7 @@ func TestServerSendsNeverWaitForAPeer(t *testing.T) {
 	}
 	push(60 << 10) // taken by the write in progress, which blocks: the peer does not read
 	waitUntil(t, "the first push taken by a write", func() bool { return c.Session().SendQueue().Messages == 0 })
-	push(65530) // queued: the queue's room all but a few bytes
+	push(65530)                                                                // queued: the queue's room all but a few bytes
 	if _, err := peer.Write([]byte{0x01, 0x02, 0x01, 0x00, 'x'}); err != nil { // a request: its reply queues
 		t.Fatal(err)
 	}

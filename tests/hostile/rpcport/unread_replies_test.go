@@ -3,7 +3,6 @@ package rpcport_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -52,5 +51,5 @@ func TestUnreadBigRepliesAreBounded(t *testing.T) {
 	f := r.end("unread big replies", "%d connections × %d echo calls of 10 MiB, never read: %d closed as slow consumers, %d by the write timeout",
 		conns, per, ended(transport.ReasonSlowConsumer), ended(transport.ReasonWriteTimeout))
 	r.heapBound(f, 800<<20) // the issue asks 300 MB: see docs/reliability.md for why it is not met yet
-	t.Log(fmt.Sprintf("FIGURES unread big replies: heap peak +%d MiB for %d × %d calls of 10 MiB", f.growth()>>20, conns, per))
+	t.Logf("FIGURES unread big replies: heap peak +%d MiB for %d × %d calls of 10 MiB", f.growth()>>20, conns, per)
 }
