@@ -95,6 +95,7 @@ type Conn struct {
 	srmpCtx *HandlerContext // its context; nil when the tail is something else
 
 	server  *Server      // the server whose connection this is (nil for a client)
+	heard   bool         // the first bytes were read (the reading goroutine's)
 	state   any          // the application's per-connection value (SetState)
 	batches atomic.Int32 // Batch calls in progress: their writes are held back already
 }
@@ -181,7 +182,11 @@ func (c *Conn) closed(e *transport.CloseError) {
 	}
 	c.chain.Close(e)
 	if c.m != nil {
-		c.m.close()
+		var cause error
+		if e != nil && errors.Is(e.Err, ErrNotSRMP) {
+			cause = e.Err
+		}
+		c.m.close(cause)
 	}
 	if c.opts.OnClose != nil {
 		c.opts.OnClose(c, e)
@@ -191,6 +196,16 @@ func (c *Conn) closed(e *transport.CloseError) {
 // read runs received bytes through the pipeline; bytes the pipeline
 // rejects end the connection. p stays the caller's.
 func (c *Conn) read(p *packet.Packet) {
+	if !c.heard {
+		c.heard = true
+		if c.server == nil && c.opts.Pipeline.match == MatchSRMP {
+			if err := foreignProtocol(p.Bytes()); err != nil {
+				c.m.close(err) // its pending requests fail naming it, not after their timeout
+				c.sess.Abort(err)
+				return
+			}
+		}
+	}
 	if err := c.chain.Read(p); err != nil {
 		c.sess.AbortAfterWrites(err) // the answers to the frames before the bad one still go out
 	}
@@ -613,7 +628,7 @@ func (c *Conn) start(ctx context.Context, want MatchMode, cb *callback, echo []b
 	waited, err := c.m.acquire(ctx)
 	if err != nil {
 		if errors.Is(err, ErrConnClosed) {
-			err = fmt.Errorf("%w (%w)", ErrConnClosed, ErrNotSent)
+			err = fmt.Errorf("%w (%w)", err, ErrNotSent) // err may name why (ErrNotSRMP)
 		}
 		return 0, nil, err
 	}

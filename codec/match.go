@@ -798,7 +798,7 @@ func (m *matcher) setOnExpire(f func()) {
 }
 
 // close fails every pending request with [ErrConnClosed] and refuses new ones.
-func (m *matcher) close() {
+func (m *matcher) close(cause error) {
 	var pending []callback
 	m.mu.Lock()
 	if m.err != nil {
@@ -806,13 +806,16 @@ func (m *matcher) close() {
 		return
 	}
 	m.err = ErrConnClosed
+	if cause != nil {
+		m.err = fmt.Errorf("%w: %w", ErrConnClosed, cause)
+	}
 	close(m.stop)
 	if m.slots != nil { // nil: no request was ever sent, none can be pending
 		pending = m.failPending()
 	}
 	m.mu.Unlock()
 	for _, cb := range pending {
-		cb.call(nil, ErrConnClosed)
+		cb.call(nil, m.err)
 	}
 }
 
@@ -828,7 +831,7 @@ func (m *matcher) failPending() (pending []callback) {
 			w.state, w.cb, w.async = slotFree, callback{}, false
 		case w.state == slotPending:
 			w.state = slotDone
-			w.ch <- result{err: ErrConnClosed}
+			w.ch <- result{err: m.err}
 		case w.state == slotAbandoned || w.state == slotQuarantine || w.state == slotLeft:
 			w.state = slotFree
 		}

@@ -15,7 +15,7 @@ func BenchmarkMatcherAsyncRoundTrip(b *testing.B) {
 			m := newMatcher(false, 0)
 			m.sweeper = true // none runs: its ticks would be counted too
 			m.clock.Store(1)
-			defer m.close()
+			defer m.close(nil)
 			cb := &callback{msg: func(*Message, error) {}}
 			reply := &Message{Kind: KindReply}
 			take := func() int {

@@ -22,7 +22,7 @@ func testMatcher(t *testing.T, fifo bool, base int64) *matcher {
 	m := newMatcher(fifo, time.Second)
 	m.sweeper = true
 	m.clock.Store(base)
-	t.Cleanup(m.close)
+	t.Cleanup(func() { m.close(nil) })
 	return m
 }
 
@@ -113,7 +113,7 @@ func TestSweeperStopsWhenIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const timeout = time.Second
 		m := newMatcher(false, timeout)
-		defer m.close()
+		defer m.close(nil)
 		for round := range 2 {
 			start := time.Now()
 			key, ch := registerTest(t, m, nil)
@@ -142,7 +142,7 @@ func TestTimedOutNumbersComeBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const timeout = time.Second
 		m := newMatcher(false, timeout)
-		defer m.close()
+		defer m.close(nil)
 		keys := make([]int, 0, MaxInFlightSRMP)
 		chans := make([]chan result, 0, MaxInFlightSRMP)
 		for range MaxInFlightSRMP {
@@ -181,7 +181,7 @@ func TestWaitForANumberIsPartOfTheTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const timeout = time.Second
 		m := newMatcher(false, timeout)
-		defer m.close()
+		defer m.close(nil)
 		fillWithPending(t, m)
 		start := time.Now()
 		if _, err := m.acquire(context.Background()); !errors.Is(err, ErrTimeout) || time.Since(start) != timeout {
@@ -192,7 +192,7 @@ func TestWaitForANumberIsPartOfTheTimeout(t *testing.T) {
 		}
 
 		m = newMatcher(false, timeout)
-		defer m.close()
+		defer m.close(nil)
 		keys := fillWithPending(t, m)
 		go func() {
 			time.Sleep(timeout / 4)
@@ -215,7 +215,7 @@ func TestSweeperStopsSoonAfterTheLastReply(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const timeout = 10 * time.Second
 		m := newMatcher(false, timeout)
-		defer m.close()
+		defer m.close(nil)
 		for round := range 2 {
 			key, ch := registerTest(t, m, nil)
 			m.deliver(key, NewMessage(KindReply, 0, uint8(key), nil))

@@ -13,7 +13,7 @@ import (
 func TestUnregisterAfterAReplyFreesTheSlot(t *testing.T) {
 	for _, fifo := range []bool{false, true} {
 		m := newMatcher(fifo, time.Second)
-		t.Cleanup(m.close)
+		t.Cleanup(func() { m.close(nil) })
 		key, _ := registerTest(t, m, nil)
 		p := packet.Get(1)
 		// a stray reply (its kept copy owns p), then the send fails
