@@ -143,6 +143,20 @@ func (s *Server) Close() error {
 	return s.ts.Close()
 }
 
+// Conn returns the open connection whose transport session has the ID id
+// (see transport.Server.Session), once its OnOpen has run.
+func (s *Server) Conn(id uint64) (*Conn, bool) {
+	sess, ok := s.ts.Session(id)
+	if !ok {
+		return nil, false
+	}
+	h, ok := sess.Handler().(*sessionHandler)
+	if !ok {
+		return nil, false
+	}
+	return (*Conn)(h), true
+}
+
 // Range calls f for each open connection until f returns false. A
 // connection's OnOpen (and its SetState) has run before Range sees it.
 func (s *Server) Range(f func(c *Conn) bool) {

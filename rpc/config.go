@@ -84,6 +84,12 @@ type Config struct {
 	// panic in it is counted and logged as a handler's (Stats.Panics), and
 	// the call is answered as it would have been.
 	OnCallDone func(CallEvent)
+	// OnSessionClose, if set, runs once when an SRMP, WebSocket or UDP
+	// session has ended (NewLife's session events), with why (a
+	// *transport.CloseError): where an application drops what it kept by
+	// [Session.ID]. It runs on the connection's reading goroutine and must
+	// not block; a panic in it is counted and logged as a handler's.
+	OnSessionClose func(s *Session, err error)
 	// Authorize, if set, runs before every action but the built-in Api/All
 	// and Api/Info (an application's own Api/… actions included, and an
 	// action registered in place of a built-in) and Api/Health; an error

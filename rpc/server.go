@@ -224,10 +224,32 @@ func (s *Server) onOpen(c *codec.Conn) {
 	c.SetState(ss)
 }
 
-func (s *Server) onClose(c *codec.Conn, _ error) {
+func (s *Server) onClose(c *codec.Conn, err error) {
 	if ss, ok := c.State().(*Session); ok {
 		ss.cancel()
+		if f := s.cfg.OnSessionClose; f != nil {
+			s.sessionClosed(f, ss, err)
+		}
 	}
+}
+
+// sessionClosed runs Config.OnSessionClose, a panic of it counted and
+// logged as a handler's.
+func (s *Server) sessionClosed(f func(*Session, error), ss *Session, err error) {
+	defer s.recoverHook(ss, nil)
+	f(ss, err)
+}
+
+// Session returns the open SRMP, WebSocket or UDP session whose ID is id
+// (NewLife NetServer.GetSession): what a device gateway pushes to by a
+// device's ID it kept. HTTP sessions last one request and are not found.
+func (s *Server) Session(id uint64) (*Session, bool) {
+	c, ok := s.cs.Conn(id)
+	if !ok {
+		return nil, false
+	}
+	ss, ok := c.State().(*Session)
+	return ss, ok
 }
 
 // handOff gives a connection whose first bytes are HTTP to net/http.

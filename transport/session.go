@@ -150,9 +150,10 @@ type Session struct {
 	drainCause   error // the cause a drain closes with (AbortAfterWrites)
 	items        map[any]any
 
-	handler  SessionHandler // from Hooks.NewHandler; set before the first receive
-	opened   bool           // open has run (receive goroutine, or Dial before it starts)
-	datagram bool           // UDP: each receive is one datagram
+	handler    SessionHandler // from Hooks.NewHandler; set before the first receive
+	opened     bool           // open has run (receive goroutine, or Dial before it starts)
+	openedDone atomic.Bool    // open has set handler: other goroutines may read it (Handler)
+	datagram   bool           // UDP: each receive is one datagram
 
 	reason      atomic.Uint32 // Reason once closing has started
 	draining    atomic.Bool   // Shutdown: stop reading, flush, then close
@@ -185,6 +186,15 @@ func (s *Session) Conn() net.Conn {
 		return nil
 	}
 	return s.conn
+}
+
+// Handler returns the handler Hooks.NewHandler gave the session, or nil
+// (none yet: a server's connection whose first bytes have not come).
+func (s *Session) Handler() SessionHandler {
+	if !s.openedDone.Load() {
+		return nil
+	}
+	return s.handler
 }
 
 // ID returns the session's identifier, unique within its server.
@@ -378,6 +388,7 @@ func (s *Session) open() {
 	if f := s.ep.hooks.NewHandler; f != nil {
 		s.handler = f(s)
 	}
+	s.openedDone.Store(true)
 	if f := s.ep.hooks.OnOpen; f != nil {
 		f(s)
 	}
