@@ -67,8 +67,12 @@ func (s *Session) SendBytesContext(ctx context.Context, parts ...[]byte) error {
 
 func (s *Session) sendBytes(ctx context.Context, parts [][]byte) error {
 	n := 0
-	for _, b := range parts {
-		n += len(b)
+	if len(parts) == 2 { // a header and a body: most messages (the loop costs a fifth of a small reply)
+		n = len(parts[0]) + len(parts[1])
+	} else {
+		for _, b := range parts {
+			n += len(b)
+		}
 	}
 	s.mu.Lock()
 	// The checks of admitLocked, stageLocked and queuedLocked that a reply
@@ -89,8 +93,12 @@ func (s *Session) sendBytes(ctx context.Context, parts [][]byte) error {
 	} else {
 		dst = s.stageLocked(n)
 	}
-	for _, b := range parts {
-		dst = dst[copy(dst, b):]
+	if len(parts) == 2 {
+		copy(dst[copy(dst, parts[0]):], parts[1])
+	} else {
+		for _, b := range parts {
+			dst = dst[copy(dst, b):]
+		}
 	}
 	if s.writing || s.corks > 0 && s.queued+n < corkLimit { // queuedLocked's case of writes held back
 		s.queued += n
