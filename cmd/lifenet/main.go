@@ -3,8 +3,9 @@
 // the plain std-net baseline) and `lifenet matrix` its run-matrix, with
 // md/json/html reports; `serve`, `call` and `rpcload` are the RPC layer's
 // server, shell client and benchmark, which speak to a service registered
-// in etcd too (`serve --register`, etcd:// addresses), and `lifenet etcd` an
-// etcd to try that with on one machine.
+// in etcd too (`serve --register`, etcd:// addresses); the lifenet-etcd
+// command (cmd/lifenet-etcd, a module of its own) is an etcd to try that
+// with on one machine.
 package main
 
 import (
@@ -41,9 +42,9 @@ commands:
            ADDR etcd://HOST:PORT/SERVICE calls one of the servers registered there (--balancer)
   rpcload  RPC load test (--remote --impl --conns --inflight --seconds --call --direct --goroutines);
            --remote etcd://HOST:PORT/SERVICE --balancer NAME spreads it over the registered servers
-  etcd     a one-member etcd in this process, to try the above on one machine (--listen --data)
+           (lifenet-etcd, a command of its own, is a one-member etcd to try these on one machine)
   soak     leak soak of an rpc and a codec server under churn and injected faults (--minutes --seconds
-           --conns --interval --sample --seed); exit 1 on an upward trend, a resource not back to baseline
+           --conns --interval --sample --seed --verbose); exit 1 on an upward trend, a resource not back to baseline
            or an unexplained error
   version  the module version, VCS commit and Go version of this binary
 

@@ -55,6 +55,9 @@ func TestCommands(t *testing.T) {
 		{[]string{"serve", "--port", "0", "--metrics", "127.0.0.1:0", "--traces", "2"}, 2, "--traces 2: want a ratio from 0 to 1"},
 		{[]string{"serve", "--port", "0", "--metrics", "127.0.0.1:0", "--traces", "NaN"}, 2, "--traces NaN: want a ratio from 0 to 1"},
 		{[]string{"serve", "--port", "0", "--metrics-conns", "8"}, 2, "--metrics-conns needs --metrics"},
+		{[]string{"serve", "--port", "0", "--metrics", "127.0.0.1:abc"}, 2, `--metrics "127.0.0.1:abc": want HOST:PORT with a port from 0 to 65535`},
+		{[]string{"serve", "--port", "0", "--metrics", "127.0.0.1:65536"}, 2, "--metrics"},
+		{[]string{"serve", "--port", "0", "--metrics", "127.0.0.1"}, 2, `--metrics "127.0.0.1": want HOST:PORT`},
 	} {
 		var out, errOut bytes.Buffer
 		code := run(context.Background(), c.args, &out, &errOut)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -68,8 +69,10 @@ func (m *metricsServer) check() error {
 	case m.addr == "":
 		return nil
 	}
-	if _, _, err := net.SplitHostPort(m.addr); err != nil {
+	if _, port, err := net.SplitHostPort(m.addr); err != nil {
 		return fmt.Errorf("--metrics %q: want HOST:PORT", m.addr)
+	} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("--metrics %q: want HOST:PORT with a port from 0 to 65535", m.addr)
 	}
 	if err := cliflag.Between("metrics-conns", m.conns, 1, maxSideConns); err != nil {
 		return err
