@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/lifenet/lifenet/cmd/lifenet/internal/cliflag"
@@ -25,6 +26,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		minutes float64
 		seconds float64
 		seed    uint64
+		verbose bool
 	)
 	fs := cliflag.New("soak", "", "  A leak soak of an rpc and a codec server under churn and injected faults: exit 1 if a resource\n"+
 		"  trends upward, does not return to baseline, or an error is not an injected fault, or when interrupted.")
@@ -34,6 +36,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.Interval, "interval", DefaultInterval, "pacing: each connection starts one operation per interval")
 	fs.DurationVar(&o.SampleEvery, "sample", DefaultSampleEvery, "time between samples")
 	fs.Uint64Var(&seed, "seed", 1, "seed of the operations' random choices")
+	fs.BoolVar(&verbose, "verbose", false, "write the servers' log lines (a Warn line per injected fault's close) to stderr")
 	if code, done := fs.Parse(args, stdout, stderr); done {
 		return code
 	}
@@ -47,6 +50,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		o.Duration = time.Duration(minutes * float64(time.Minute))
 	}
 	o.Seed = seed
+	if verbose {
+		o.ServerLog = slog.New(slog.NewTextHandler(stderr, nil))
+	}
 
 	r, err := Run(ctx, o, stderr)
 	if err != nil {

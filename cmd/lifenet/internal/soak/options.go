@@ -2,6 +2,7 @@ package soak
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -23,6 +24,12 @@ type Options struct {
 
 	CallTimeout time.Duration // the short deadline of timeout calls (default 50 ms)
 	SlowFor     time.Duration // how long the slow action holds a call (default 500 ms)
+
+	// ServerLog receives both servers' log lines: among them a Warn line
+	// for each connection closed for an injected fault ("protocol
+	// violation"), hundreds in a passing run. Nil discards them (the
+	// servers' Stats count every close); `lifenet soak --verbose` sets it.
+	ServerLog *slog.Logger
 }
 
 // Defaults.

@@ -43,9 +43,14 @@ type servers struct {
 func startServers(ctx context.Context, o *Options) (*servers, error) {
 	s := &servers{}
 	var err error
-	// Panics are logged with their stack; at hundreds per run that would
-	// drown the progress lines, and Stats().Panics counts them anyway.
-	s.rpc, err = rpc.NewServer(rpc.Config{Log: slog.New(slog.DiscardHandler)})
+	// Panics are logged with their stack and each injected fault's close
+	// with a Warn line; at hundreds per run that would drown the progress
+	// lines, and Stats() counts them anyway: discarded unless asked for.
+	log := o.ServerLog
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s.rpc, err = rpc.NewServer(rpc.Config{Log: log})
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +81,7 @@ func startServers(ctx context.Context, o *Options) (*servers, error) {
 	}
 	s.rpcAddr = a.String()
 
-	s.codec, err = codec.NewServer(transport.Config{}, codec.Options{Pipeline: srmpPipeline(), Handler: s.echo(slow)})
+	s.codec, err = codec.NewServer(transport.Config{Log: log}, codec.Options{Pipeline: srmpPipeline(), Handler: s.echo(slow)})
 	if err == nil {
 		a, err = s.codec.Listen(ctx, "tcp", "127.0.0.1:0")
 	}
