@@ -222,12 +222,11 @@ func (m *CallMetrics) Produce(context.Context) ([]metricdata.ScopeMetrics, error
 		}
 	}
 	for _, s := range *p {
-		what := map[string]string{"server": "incoming", "client": "outgoing"}[s.side]
 		n, sum, b := s.sum(func(sh *seriesShard) *counts { return &sh.dur })
 		if n == 0 {
 			continue
 		}
-		put("rpc."+s.side+".call.duration", "s", "Measures the duration of an "+what+" Remote Procedure Call (RPC).",
+		put("rpc."+s.side+".call.duration", "s", durationDescription[s.side],
 			metricdata.HistogramDataPoint[float64]{Attributes: s.set, StartTime: m.start, Time: now, Count: n,
 				Bounds: s.bounds, BucketCounts: b, Sum: float64(sum) / 1e9})
 		if s.hasReq.Load() {

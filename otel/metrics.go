@@ -65,9 +65,8 @@ func newInstruments(c *config, side string) (*instruments, error) {
 	}
 	m := c.mp.Meter(ScopeName, metric.WithInstrumentationVersion(Version), metric.WithSchemaURL(SchemaURL))
 	var err error
-	what := map[string]string{"server": "incoming", "client": "outgoing"}[side]
 	if in.duration, err = m.Float64Histogram("rpc."+side+".call.duration",
-		metric.WithDescription("Measures the duration of an "+what+" Remote Procedure Call (RPC)."),
+		metric.WithDescription(durationDescription[side]),
 		metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(c.buckets...)); err != nil {
 		return nil, err
 	}
@@ -249,4 +248,14 @@ func protoAttrs(p rpc.Protocol) []attribute.KeyValue {
 		return []attribute.KeyValue{attribute.String("network.transport", "udp"), attribute.String("network.protocol.name", "srmp")}
 	}
 	return nil
+}
+
+// durationDescription is the call duration histograms' description by
+// side, which Prometheus shows as the metric's HELP: the server's is the
+// handler's time, not the whole call its caller waits for.
+var durationDescription = map[string]string{
+	"server": "Measures the duration of an incoming Remote Procedure Call (RPC) in the server: " +
+		"from the routed request to its encoded result (argument binding, interceptors, handler; a stream: to its end). " +
+		"Not in it: reading and decoding the request, waiting to run, writing the reply, the network. rpc.client.call.duration is the caller's whole call.",
+	"client": "Measures the duration of an outgoing Remote Procedure Call (RPC) as the caller saw it, the network and the server's whole handling included.",
 }

@@ -91,6 +91,8 @@ func TestServeMetricsAndStatus(t *testing.T) {
 	text := get(t, metrics[0])
 	for _, want := range []string{
 		`# TYPE rpc_server_call_duration_seconds histogram`,
+		// The HELP says what the histogram times: the handler, not the call.
+		`# HELP rpc_server_call_duration_seconds Measures the duration of an incoming Remote Procedure Call (RPC) in the server: from the routed request to its encoded result`,
 		`rpc_method="Bench/NoArg"`,
 		`rpc_system_name="newlife"`,
 		`rpc_response_status_code="404"`,
@@ -106,12 +108,16 @@ func TestServeMetricsAndStatus(t *testing.T) {
 		t.Errorf("/metrics lacks the call count by protocol")
 	}
 
+	page := get(t, metrics[1])
 	var st Status
-	if err := json.Unmarshal([]byte(get(t, metrics[1])), &st); err != nil {
+	if err := json.Unmarshal([]byte(page), &st); err != nil {
 		t.Fatal(err)
 	}
+	if !strings.Contains(page, `"handler_p99_us"`) || strings.Contains(page, `"p99_us"`) {
+		t.Errorf("/status names its quantiles other than handler_p50_us and handler_p99_us:\n%s", page)
+	}
 	a := st.Actions["Bench/NoArg"]
-	if st.Server != "lifenet" || st.Sessions != 1 || st.ByProtocol["SRMP"] != 1 || a.Calls != 5 || a.Errors != 0 || a.P50Us <= 0 || a.P99Us < a.P50Us || st.Actions["_OTHER"].Errors != 1 || st.UptimeSeconds <= 0 {
+	if st.Server != "lifenet" || st.Sessions != 1 || st.ByProtocol["SRMP"] != 1 || a.Calls != 5 || a.Errors != 0 || a.HandlerP50Us <= 0 || a.HandlerP99Us < a.HandlerP50Us || st.Actions["_OTHER"].Errors != 1 || st.UptimeSeconds <= 0 {
 		t.Errorf("/status: %+v", st)
 	}
 }
