@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"math"
+	"runtime"
 	"time"
 )
 
@@ -26,6 +28,11 @@ const (
 	DefaultMaxSocketSend    = 4 << 20          // SO_SNDBUF growth limit for large messages
 	DefaultUDPReadBatch     = 32               // datagrams per receive system call of a UDP server (Linux)
 )
+
+// NoLimit, as MaxConns or MaxConnsPerIP, lifts that limit: a caller's
+// explicit choice (zero takes the default, and negative counts are
+// invalid).
+const NoLimit = math.MaxInt
 
 // NoDelay selects TCP_NODELAY. The default differs by side: accepted
 // server connections disable Nagle's algorithm, as in NewLife; clients use
@@ -74,10 +81,24 @@ type Config struct {
 	KeepAlive time.Duration
 
 	// MaxConns caps a server's live stream sessions: TCP, Unix and TLS
-	// connections (default 10000). UDP peers do not count: they have
-	// MaxUDPPeers.
+	// connections (default 10000; [NoLimit]: none). UDP peers do not
+	// count: they have MaxUDPPeers. A connection past it is closed at
+	// once ([ReasonLimit]).
+	//
+	// Its last tenth is shared fairly among remote IPs. Once live streams
+	// reach MaxConns − MaxConns/10, a connection from an IP that already
+	// holds n of them is refused (limit "MaxConnsFairShare", [ReasonLimit])
+	// unless n is below the mean the other IPs hold, times the fraction
+	// of that last tenth still free: at the tenth's start an IP may grow
+	// to the others' mean, halfway through to half of it, and the last
+	// slots go only to IPs that hold none or few. So a dozen IPs that hold
+	// most of the server cannot lock out an IP that holds few. An IP that
+	// holds none, and the only IP holding any, are admitted while there is
+	// room; connections without an IP (Unix) are not rationed. Below ten
+	// MaxConns the rule has no room to act and is off.
 	MaxConns int
-	// MaxConnsPerIP caps live sessions from one remote IP (default 1000).
+	// MaxConnsPerIP caps live sessions from one remote IP (default 1000;
+	// [NoLimit]: none).
 	MaxConnsPerIP int
 	// NoSessionRegistry turns off a server's index of sessions by ID, as
 	// NewLife's UseSession=false does for benchmarks: [Server.Session] then
@@ -132,6 +153,17 @@ type Config struct {
 	// connect with it.
 	TLS *tls.Config
 
+	// ReusePort sets SO_REUSEPORT on the TCP and UDP sockets that
+	// [Server.Listen] opens, so that several servers, in one process or
+	// several, listen on one port: Linux spreads new connections and
+	// datagrams over them by a hash of the peer's address and port
+	// (darwin and the BSDs let them bind, but do not promise to spread
+	// the load). Every socket on the port must set it, all of one user.
+	// It is supported where [ReusePortSupported]; elsewhere NewServer
+	// fails with [ErrConfig]. Listeners passed to Serve and ServePacket
+	// are the caller's to set up.
+	ReusePort bool
+
 	// UDPPeerIdle expires a UDP virtual session that receives nothing for
 	// this long (default 5 min; negative: never).
 	UDPPeerIdle time.Duration
@@ -171,8 +203,8 @@ func DefaultConfig() Config {
 	return c
 }
 
-// Validate reports a field out of range: a negative size or count, or an
-// unknown [NoDelay] mode. Zero fields are valid (they take defaults).
+// Validate reports a field out of range: a negative size or count, an
+// unknown [NoDelay] mode, or ReusePort where it is not supported. Zero fields are valid (they take defaults).
 func (c Config) Validate() error {
 	for _, f := range []struct {
 		name string
@@ -190,6 +222,9 @@ func (c Config) Validate() error {
 	}
 	if c.NoDelay > NoDelayAuto {
 		return fmt.Errorf("%w: unknown NoDelay mode %d", ErrConfig, c.NoDelay)
+	}
+	if c.ReusePort && !ReusePortSupported {
+		return fmt.Errorf("%w: ReusePort is not supported on %s", ErrConfig, runtime.GOOS)
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ type Server struct {
 	udp       []*udpServer
 	sessions  sessionSet
 	perIP     map[netip.Addr]int // stream sessions per remote IP
+	ipStreams int                // the sum of perIP: stream sessions with a remote IP
 	streams   int                // live stream sessions (MaxConns); UDP peers have their own budget
 	port      int                // the port shared by listeners asked for port 0
 	closing   bool
@@ -63,13 +64,17 @@ func NewServer(cfg Config, hooks Hooks) (*Server, error) {
 // or "unix" for streams, "udp", "udp4" or "udp6" for datagrams. Port 0
 // picks a free port the first time; later Listen calls with port 0 reuse
 // that port, so one server answers TCP and UDP, IPv4 and IPv6 on one port.
-// It returns the bound address.
+// With Config.ReusePort its TCP and UDP sockets set SO_REUSEPORT. It
+// returns the bound address.
 func (s *Server) Listen(ctx context.Context, network, address string) (net.Addr, error) {
 	address, err := s.sharedPort(network, address)
 	if err != nil {
 		return nil, err
 	}
 	lc := net.ListenConfig{KeepAlive: -1} // accepted conns get their settings in admit
+	if s.ep.cfg.ReusePort && network != "unix" {
+		lc.Control = reusePort
+	}
 	switch network {
 	case "tcp", "tcp4", "tcp6", "unix":
 		l, err := lc.Listen(ctx, network, address)
@@ -206,6 +211,7 @@ func (s *Server) admit(c net.Conn) {
 	}
 	if hasIP {
 		s.perIP[ip]++
+		s.ipStreams++
 	}
 	s.streams++
 	tuneConn(c, cfg)
@@ -254,8 +260,8 @@ func (s *Server) Adopt(c net.Conn) error {
 const closingLimit = "closing"
 
 // refusalLocked names the limit that refuses a connection from ip now
-// ("MaxConns", "MaxConnsPerIP", or closingLimit), or returns "". Called
-// with s.mu held.
+// ("MaxConns", "MaxConnsPerIP", "MaxConnsFairShare", or closingLimit), or
+// returns "". Called with s.mu held.
 func (s *Server) refusalLocked(ip netip.Addr, hasIP bool) string {
 	switch cfg := &s.ep.cfg; {
 	case s.closing:
@@ -264,8 +270,29 @@ func (s *Server) refusalLocked(ip netip.Addr, hasIP bool) string {
 		return "MaxConns"
 	case hasIP && s.perIP[ip] >= cfg.MaxConnsPerIP:
 		return "MaxConnsPerIP"
+	case hasIP && s.overFairShareLocked(s.perIP[ip]):
+		return "MaxConnsFairShare"
 	}
 	return ""
+}
+
+// overFairShareLocked reports whether an IP holding n stream sessions is
+// refused one more by the fair share of MaxConns's last tenth (see
+// [Config.MaxConns]): once that tenth is reached, n must stay below the
+// mean the other IPs hold times the fraction of the tenth still free.
+// It costs the same whatever the number of IPs. Called with s.mu held and
+// s.streams below MaxConns.
+func (s *Server) overFairShareLocked(n int) bool {
+	maxConns := s.ep.cfg.MaxConns
+	tenth := maxConns / 10
+	free := maxConns - s.streams
+	others := len(s.perIP) - 1 // IPs other than this one holding streams (n > 0: it is in perIP)
+	if n == 0 || tenth == 0 || free > tenth || others == 0 {
+		return false
+	}
+	// n ≥ (others' streams / others) × free / tenth, in floating point:
+	// the integer products overflow for a MaxConns near NoLimit.
+	return float64(n)*float64(others)*float64(tenth) >= float64(s.ipStreams-n)*float64(free)
 }
 
 // forget removes an ended session from the server's set and the per-IP counts.
@@ -294,6 +321,7 @@ func (s *Server) releaseSlot(ip netip.Addr, hasIP bool) {
 func (s *Server) releaseSlotLocked(ip netip.Addr, hasIP bool) {
 	s.streams--
 	if hasIP {
+		s.ipStreams--
 		if s.perIP[ip]--; s.perIP[ip] <= 0 {
 			delete(s.perIP, ip)
 		}
