@@ -267,7 +267,7 @@ func (s *Server) onMessage(c *codec.Conn, msg any) {
 	if !ok {
 		return
 	}
-	switch s.place(ss, a) {
+	switch s.place(ss, a, len(m.PayloadBytes())) {
 	case runHere:
 		ss.inline.Add(1) // the session's own counter: not a line every core writes
 		s.serve(ss, m, b, a)
@@ -279,6 +279,10 @@ func (s *Server) onMessage(c *codec.Conn, msg any) {
 		s.refuse(ss, m, b.action, ErrBusy)
 	}
 }
+
+// backlogCheckAbove is the request size from which place looks at the
+// connection's unwritten replies (a lock): smaller calls cannot hold much.
+const backlogCheckAbove = 64 << 10
 
 // Where a request runs.
 const (
@@ -294,13 +298,20 @@ const (
 // own. A stream cannot run on the reading goroutine, nor may a call of a
 // UDP peer, whose listener's one reading goroutine reads for every peer
 // (datagrams carry no order, so Serial does not hold there): past
-// MaxInFlight those are refused. HTTP calls run on their connection's
-// net/http goroutine (web.go).
-func (s *Server) place(ss *Session, a *action) int {
+// MaxInFlight those are refused. A large request (size bytes) on a
+// connection whose peer has not taken its replies (more than
+// SendQueueBytes unwritten) runs on the reading goroutine too: reading
+// stops until its reply is queued, so a peer that does not read gets no
+// more calls run for it (and past twice SendQueueBytes it is closed as a
+// slow consumer) where spawned calls each held a request and a reply.
+// HTTP calls run on their connection's net/http goroutine (web.go).
+func (s *Server) place(ss *Session, a *action, size int) int {
 	shared := ss.proto == ProtoUDP
 	mustSpawn := a != nil && a.stream != nil || shared
 	switch {
 	case a == nil || a.inline:
+		return runHere
+	case size > backlogCheckAbove && !mustSpawn && ss.conn.Session().QueuedBytes() > s.cfg.Transport.SendQueueBytes:
 		return runHere
 	case ss.running.Load() < int32(s.cfg.MaxInFlight) && (mustSpawn || !s.cfg.Serial):
 		return runSpawned
@@ -387,6 +398,9 @@ func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action) {
 	case m.Kind == codec.KindOneWay: // never answered, even on error
 	case s.stopped.Load(): // cut short by Close: it fails with its connection
 	case gone: // past the deadline the caller sent: it stopped waiting, and would drop the reply
+	case !isErr && cap(out) > maxPooledBody:
+		ss.giveReply(m, out) // the pool does not keep it: the queue takes it as it is
+		*bp = nil
 	default:
 		ss.sendReply(m, out, isErr) // a closed connection drops it, as it would any write
 	}
@@ -396,9 +410,12 @@ func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action) {
 // action's invoker escapes, so the serving goroutines share pooled ones.
 var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
+// maxPooledBody is the largest reply-body buffer the pool keeps.
+const maxPooledBody = 64 << 10
+
 // putBody returns a reply-body buffer to the pool, unless it grew large.
 func putBody(bp *[]byte) {
-	if cap(*bp) <= 64<<10 {
+	if cap(*bp) <= maxPooledBody {
 		*bp = (*bp)[:0]
 		bodyPool.Put(bp)
 	}

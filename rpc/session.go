@@ -198,6 +198,15 @@ func (s *Session) sendReply(m *codec.Message, body []byte, isErr bool) error {
 	return s.conn.ReplyError(m, p)
 }
 
+// giveReply is sendReply for a reply's body the caller gives up (a large
+// one, which no pool keeps): queued as it is, not copied.
+func (s *Session) giveReply(m *codec.Message, body []byte) error {
+	if s.proto == ProtoUDP && !s.srv.udpFits(m, len(body)) {
+		return s.sendReply(m, body, false)
+	}
+	return s.conn.Reply(m, packet.Wrap(body))
+}
+
 func (s *Session) pushBody(body []byte) error {
 	if err := tooLarge("push", len(body), s.srv.cfg.Framer.MaxFrame); err != nil {
 		return err

@@ -94,8 +94,12 @@ type Config struct {
 	// slots go only to IPs that hold none or few. So a dozen IPs that hold
 	// most of the server cannot lock out an IP that holds few. An IP that
 	// holds none, and the only IP holding any, are admitted while there is
-	// room; connections without an IP (Unix) are not rationed. Below ten
-	// MaxConns the rule has no room to act and is off.
+	// room; connections without an IP (Unix) are not rationed. With
+	// MaxConns below 10 the last tenth is empty and the rule is off. The
+	// default is sized to stay below a process's file limit (each
+	// connection is a descriptor; past the limit accept fails instead of
+	// refusing cleanly): a gateway holding more raises it along with the
+	// limit, or runs several processes on one port ([Config.ReusePort]).
 	MaxConns int
 	// MaxConnsPerIP caps live sessions from one remote IP (default 1000;
 	// [NoLimit]: none).

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	netrpc "net/rpc"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/lifenet/lifenet/internal/cpustat"
 	"github.com/lifenet/lifenet/internal/rpcbench"
 	"github.com/lifenet/lifenet/rpc"
+	"github.com/lifenet/lifenet/transport"
 )
 
 type serveConfig struct {
@@ -30,6 +32,9 @@ type serveConfig struct {
 	seconds    float64
 	grace      time.Duration
 	cpuProfile string
+	maxConns   int  // --max-conns; 0: no limit
+	maxPerIP   int  // --max-conns-per-ip; 0: no limit
+	reusePort  bool // --reuseport
 	reg        registerConfig
 	spans      spanOut // --traces-out, with hooks that trace
 	spansSet   bool    // the command line set --traces-out
@@ -40,6 +45,7 @@ const (
 	maxServeSeconds = 86400
 	maxGrace        = 10 * time.Minute
 	maxSleep        = time.Minute // Bench/Sleep's longest hold
+	maxServeConns   = 100_000_000 // --max-conns and --max-conns-per-ip
 )
 
 // errGraceOver is Serve's error when calls were still running when the
@@ -102,6 +108,10 @@ func ServeWith(ctx context.Context, args []string, stdout, stderr io.Writer, hoo
 	fs.Float64Var(&c.seconds, "seconds", 0, "shut down after this many seconds (0: run until SIGINT or SIGTERM)")
 	fs.DurationVar(&c.grace, "grace", 10*time.Second, "on shutdown, how long the calls in progress may take to finish before they are cut short")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile here")
+	fs.IntVar(&c.maxConns, "max-conns", transport.DefaultMaxConns,
+		"lifenet: most live TCP connections (0: no limit); near it, addresses holding more than the others get no more (transport.Config.MaxConns)")
+	fs.IntVar(&c.maxPerIP, "max-conns-per-ip", transport.DefaultMaxConnsPerIP, "lifenet: most live TCP connections from one remote address (0: no limit)")
+	fs.BoolVar(&c.reusePort, "reuseport", false, "lifenet: listen with SO_REUSEPORT, so that several serve processes share one --port (Linux spreads connections over them; not supported on Windows)")
 	c.reg.flags(fs)
 	if hooks.Tracer != nil {
 		c.spans.flags(fs)
@@ -120,6 +130,11 @@ func ServeWith(ctx context.Context, args []string, stdout, stderr io.Writer, hoo
 		cliflag.Check(net.ParseIP(c.host) != nil || c.host == "localhost", "--host %q: want an IP address", c.host),
 		c.reg.check(c.impl, c.host, fs.Set()),
 		cliflag.Check(!fs.Set()["traces-out"] || c.impl == "lifenet", "--traces-out: lifenet servers only"),
+		cliflag.Between("max-conns", c.maxConns, 0, maxServeConns),
+		cliflag.Between("max-conns-per-ip", c.maxPerIP, 0, maxServeConns),
+		cliflag.Check(c.impl == "lifenet" || !(fs.Set()["max-conns"] || fs.Set()["max-conns-per-ip"] || c.reusePort),
+			"--max-conns, --max-conns-per-ip and --reuseport: lifenet servers only"),
+		cliflag.Check(!c.reusePort || transport.ReusePortSupported, "--reuseport: not supported on %s", runtime.GOOS),
 		hooks.check(),
 	)
 	c.spansSet = fs.Set()["traces-out"]
@@ -174,6 +189,8 @@ func sleep(ctx context.Context, a sleepArgs) (int, error) {
 
 func serveLifenet(ctx context.Context, c serveConfig, addr string, stdout, stderr io.Writer, hooks ServeHooks) (err error) {
 	cfg := rpc.Config{Serial: c.serial}
+	cfg.Transport.MaxConns, cfg.Transport.MaxConnsPerIP = connLimit(c.maxConns), connLimit(c.maxPerIP)
+	cfg.Transport.ReusePort = c.reusePort
 	if hooks.Config != nil {
 		if err := hooks.Config(&cfg); err != nil {
 			return err
@@ -193,15 +210,18 @@ func serveLifenet(ctx context.Context, c serveConfig, addr string, stdout, stder
 		return err
 	}
 	if err := errors.Join(rpcbench.RegisterBench(srv, !c.spawn), rpc.Handle(srv, "Bench/Sleep", sleep)); err != nil {
+		srv.Close()
 		return err
 	}
 	if c.udp && c.port == 0 {
 		if addr, err = freeForBoth(c.host); err != nil {
+			srv.Close()
 			return err
 		}
 	}
 	a, err := srv.Listen(ctx, "tcp", addr)
 	if err != nil {
+		srv.Close()
 		return err
 	}
 	hp := a.String()
@@ -238,6 +258,16 @@ func serveLifenet(ctx context.Context, c serveConfig, addr string, stdout, stder
 		return err
 	}
 	return nil
+}
+
+// connLimit maps --max-conns and --max-conns-per-ip to the transport's
+// limit: the flag's 0 (no limit) is [transport.NoLimit], whereas a zero
+// in transport.Config takes the default.
+func connLimit(n int) int {
+	if n == 0 {
+		return transport.NoLimit
+	}
+	return n
 }
 
 // serveNetRPC serves net/rpc until ctx ends, then closes the listener and
