@@ -24,7 +24,7 @@ const (
 	Err      = "err"       // error: the cause
 	Panic    = "panic"     // any: a recovered panic's value
 	Stack    = "stack"     // string: the panicking goroutine's stack
-	Limit    = "limit"     // string: the limit that refused a connection ("MaxConns", "MaxConnsPerIP")
+	Limit    = "limit"     // string: the limit that refused a connection ("MaxConns", "MaxConnsPerIP", "MaxConnsFairShare")
 	Retry    = "retry"     // time.Duration: the wait before the next attempt (accept, reconnect)
 	Attempt  = "attempt"   // int: the attempt's number (reconnect)
 
