@@ -183,8 +183,8 @@ func (c *Conn) closed(e *transport.CloseError) {
 	c.chain.Close(e)
 	if c.m != nil {
 		var cause error
-		if e != nil && errors.Is(e.Err, ErrNotSRMP) {
-			cause = e.Err
+		if e != nil && (errors.Is(e.Err, ErrNotSRMP) || errors.Is(e.Err, ErrFrameTooLarge) || errors.Is(e.Err, ErrCorruptFrame)) {
+			cause = e.Err // the pending requests fail naming what the peer sent
 		}
 		c.m.close(cause)
 	}

@@ -666,7 +666,7 @@ func (c *Client) invoke(ctx context.Context, action string, args, result any, iv
 	case errors.Is(err, errStreamReply): // a lifenet server's stream: the rest of it is dropped
 		return fmt.Errorf("rpc: %s: %w", action, ErrStreamAction)
 	}
-	return err
+	return fmt.Errorf("%w (%s): %w", ErrBadReply, action, err) // its body or its result did not decode
 }
 
 // errStreamReply is useReply's error for a stream's reply to a call.

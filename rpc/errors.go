@@ -176,6 +176,10 @@ var (
 	ErrDuplicate = errors.New("rpc: action already registered")
 	// ErrConfig: a configuration value is out of range.
 	ErrConfig = errors.New("rpc: invalid config")
+	// ErrBadReply: a call's reply came, with its sequence number and its
+	// action's name, but its body or its result could not be decoded (into
+	// the caller's result type); the error names the action and the cause.
+	ErrBadReply = errors.New("rpc: a reply that does not decode")
 	// ErrPushHTTP: Session.Push on an HTTP connection, which has nowhere
 	// to put a message the client did not ask for.
 	ErrPushHTTP = errors.New("rpc: cannot push to an HTTP connection")
