@@ -111,7 +111,9 @@ func TestDeclaredLengthsHoldOnlyWhatCame(t *testing.T) {
 			declared := c.unit(t, 700<<10)
 			idle := c.open(t, addr)
 			idle.write(declared[:c.head])
-			waitFor(t, "the declared unit counted", func() bool { return srv.Stats().PartialBytes > 0 })
+			if c.name == "websocket" { // an HTTP body's first 4 KiB are not counted: nothing is, yet
+				waitFor(t, "the declared unit counted", func() bool { return srv.Stats().PartialBytes > 0 })
+			}
 			if got := srv.Stats().PartialBytes; got > 128<<10 {
 				t.Errorf("a head declaring 700 KiB, nothing behind it, holds %d bytes of the cap", got)
 			}

@@ -268,21 +268,27 @@ func refuse(rw http.ResponseWriter, r *http.Request, status int, msg string) {
 }
 
 // readBody reads a request's body, at most limit bytes (a longer one is
-// ErrTooLarge), within the deadline the caller set. The buffer grows as
-// its bytes come (growTowards), never to a length only declared, and each
-// growth is counted in the server's MaxPartialBytes (ErrMemoryCap when it
-// does not fit); release gives the count back.
+// ErrTooLarge), within the deadline the caller set. A body of up to
+// smallBody bytes is read into a buffer of its size, not counted (as an
+// SRMP frame that comes whole in one read is not, nor net/http's own
+// reader); past it the buffer grows as the bytes come (growTowards),
+// never to a length only declared, and each growth is counted in the
+// server's MaxPartialBytes (ErrMemoryCap when it does not fit). release
+// gives the count back.
 func (s *Server) readBody(r io.Reader, size int64, limit int) (body []byte, release func(), err error) {
 	held := 0
 	release = func() { s.cs.Release(held) }
+	if size == 0 {
+		return nil, release, nil // no body: nothing to hold, nothing counted
+	}
 	want := limit
 	if size >= 0 {
 		want = int(size)
 	}
-	buf := make([]byte, 0, min(want, 512))
+	buf := make([]byte, 0, min(want+1, smallBody))
 	for {
-		if cap(buf)-len(buf) < bodyChunk && cap(buf) <= want {
-			nb := growTowards(buf, want+1, len(buf)+min(bodyChunk, want+1-len(buf)))
+		if len(buf) == cap(buf) && cap(buf) <= want {
+			nb := growTowards(buf, want+1, len(buf)+min(bodyChunk, want+1-len(buf))) // what a body past smallBody holds, counted
 			if err := s.cs.Reserve(cap(nb) - cap(buf)); err != nil {
 				return nil, release, err
 			}
@@ -303,6 +309,10 @@ func (s *Server) readBody(r io.Reader, size int64, limit int) (body []byte, rele
 }
 
 var errBodyTooLarge = errors.New("request body too large")
+
+// smallBody is the largest body readBody holds without counting it: what
+// a connection's net/http reader holds anyway.
+const smallBody = 4 << 10
 
 // bodyChunk is the room readBody makes for each read: a read of the
 // socket's size, not of what is left in the buffer.
