@@ -77,8 +77,21 @@ func (w *webServer) handOff(c *transport.HandedConn) { w.l.push(c) }
 
 // shutdown lets the requests in progress finish, then closes the
 // connections (net/http's Shutdown); close closes them at once.
-func (w *webServer) shutdown(ctx context.Context) error { return w.hs.Shutdown(ctx) }
-func (w *webServer) close() error                       { return w.hs.Close() }
+func (w *webServer) shutdown(ctx context.Context) error {
+	err := w.hs.Shutdown(ctx)
+	if err != nil {
+		w.hs.Close()
+	}
+	w.l.Close()
+	w.conns.Wait()
+	return err
+}
+
+func (w *webServer) close() {
+	w.l.Close()
+	w.hs.Close()
+	w.conns.Wait() // the connections' goroutines end with the server, as the transport's do
+}
 
 // ServeHTTP implements http.Handler: a WebSocket upgrade, /healthz, OPTIONS,
 // or a call of the action the path names.
@@ -271,9 +284,10 @@ func refuse(rw http.ResponseWriter, r *http.Request, status int, msg string) {
 // ErrTooLarge), within the deadline the caller set. A body of up to
 // smallBody bytes is read into a buffer of its size, not counted (as an
 // SRMP frame that comes whole in one read is not, nor net/http's own
-// reader); past it the buffer grows as the bytes come (growTowards),
-// never to a length only declared, and each growth is counted in the
-// server's MaxPartialBytes (ErrMemoryCap when it does not fit). release
+// reader); past it the bytes go into chunks of bodyChunk bytes, each
+// counted in the server's MaxPartialBytes when it is made (ErrMemoryCap
+// when it does not fit), so a body held part way holds its bytes and no
+// more, and no buffer it outgrew; a whole one is joined once. release
 // gives the count back.
 func (s *Server) readBody(r io.Reader, size int64, limit int) (body []byte, release func(), err error) {
 	held := 0
@@ -281,31 +295,52 @@ func (s *Server) readBody(r io.Reader, size int64, limit int) (body []byte, rele
 	if size == 0 {
 		return nil, release, nil // no body: nothing to hold, nothing counted
 	}
-	want := limit
+	want := limit + 1 // a body of unknown length may be one byte past the limit, which says it is too long
 	if size >= 0 {
-		want = int(size)
+		want = int(size) + 1 // and one more, to see its end
 	}
-	buf := make([]byte, 0, min(want+1, smallBody))
+	first := make([]byte, min(want, smallBody))
+	n, err := io.ReadFull(r, first)
+	if err != nil {
+		return endBody(first[:n], nil, limit, err, release)
+	}
+	var chunks [][]byte
+	total := n
 	for {
-		if len(buf) == cap(buf) && cap(buf) <= want {
-			nb := growTowards(buf, want+1, len(buf)+min(bodyChunk, want+1-len(buf))) // what a body past smallBody holds, counted
-			if err := s.cs.Reserve(cap(nb) - cap(buf)); err != nil {
-				return nil, release, err
-			}
-			held += cap(nb) - cap(buf)
-			buf = nb
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		switch {
-		case len(buf) > limit:
-			return nil, release, errBodyTooLarge
-		case errors.Is(err, io.EOF):
-			return buf, release, nil
-		case err != nil:
+		c := make([]byte, min(bodyChunk, want-total))
+		if err := s.cs.Reserve(len(c)); err != nil {
 			return nil, release, err
 		}
+		held += len(c)
+		k, err := io.ReadFull(r, c)
+		chunks, total = append(chunks, c[:k]), total+k
+		if err != nil || total > limit {
+			return endBody(first, chunks, limit, err, release)
+		}
 	}
+}
+
+// endBody ends readBody: the body whole (first, then chunks, joined) at
+// its end, ErrTooLarge past limit, or the read's error.
+func endBody(first []byte, chunks [][]byte, limit int, err error, release func()) ([]byte, func(), error) {
+	n := len(first)
+	for _, c := range chunks {
+		n += len(c)
+	}
+	switch {
+	case n > limit:
+		return nil, release, errBodyTooLarge
+	case !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF):
+		return nil, release, err
+	case len(chunks) == 0:
+		return first, release, nil
+	}
+	body := make([]byte, 0, n)
+	body = append(body, first...)
+	for _, c := range chunks {
+		body = append(body, c...)
+	}
+	return body, release, nil
 }
 
 var errBodyTooLarge = errors.New("request body too large")
@@ -314,24 +349,6 @@ var errBodyTooLarge = errors.New("request body too large")
 // a connection's net/http reader holds anyway.
 const smallBody = 4 << 10
 
-// bodyChunk is the room readBody makes for each read: a read of the
-// socket's size, not of what is left in the buffer.
+// bodyChunk is the size of the chunks readBody reads a body past
+// smallBody into.
 const bodyChunk = 32 << 10
-
-// minGrow is the least growTowards grows a buffer by.
-const minGrow = 64 << 10
-
-// growTowards returns b with room for need bytes, and towards a unit of
-// size bytes: at most twice what has come and minGrow more, never past
-// size (unless need is), the capacity exact. So a declared length with
-// nothing behind it holds next to nothing of MaxPartialBytes; a unit that
-// comes is copied a few times, and holds about its size when whole.
-func growTowards(b []byte, size, need int) []byte {
-	want := max(min(size, 2*len(b)+minGrow), need)
-	if want <= cap(b) {
-		return b
-	}
-	nb := make([]byte, len(b), want)
-	copy(nb, b)
-	return nb
-}
