@@ -28,12 +28,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-start=$SECONDS
-last=$SECONDS
-step() {
-  printf '\n== %s   [%ds; total %ds]\n' "$*" $((SECONDS - last)) $((SECONDS - start))
-  last=$SECONDS
-}
+# Each step's header says when it started, in seconds into the run.
+step() { printf '\n== %s   [at %ds]\n' "$*" "$SECONDS"; }
 
 vflag=()
 if [ -n "${LIFENET_VERBOSE:-}" ]; then vflag=(-v); fi
