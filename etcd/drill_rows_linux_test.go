@@ -119,7 +119,7 @@ func (d *drill) sigkillCLI(t *testing.T, r loadRun, victim *drillServer, killed 
 	s := r.Summary
 	share, att, unav := s.share(victim.addr)
 	gone := time.Duration(-1)
-	if e, ok := r.first("endpoint set", "removed", victim.addr, killed); ok {
+	if e, ok := r.first("endpoint set", "removedAddrs", victim.addr, killed); ok {
 		gone = e.At.Sub(killed)
 	}
 	d.figure("sigkill (rpcload): s1's lifenet serve killed 1 s into rpcload --balancer round-robin --inflight 8 --seconds 9 (--attempts 3: only calls never sent are resent): %d calls, %d errors (e.g. %q), exit %d: %s",
@@ -286,7 +286,7 @@ func (d *drill) partitionCLI(t *testing.T, r loadRun, cut, healed time.Time) {
 		partitionShortDown, s.Calls, s.Errors, r.Exit, s.Max/1e6, d.cliShares(s))
 	sh, shielded := r.first("endpoint shielded", "addr", victim, cut)
 	back, isBack := r.first("endpoint back", "addr", victim, healed)
-	_, removed := r.first("endpoint set", "removed", victim, cut)
+	_, removed := r.first("endpoint set", "removedAddrs", victim, cut)
 	switch {
 	case !shielded || !sh.At.Before(healed):
 		t.Errorf("rpcload's cluster client did not shield s2 while it was cut off (events %v)", r.Events)
