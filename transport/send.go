@@ -67,45 +67,17 @@ func (s *Session) SendBytesContext(ctx context.Context, parts ...[]byte) error {
 
 func (s *Session) sendBytes(ctx context.Context, parts [][]byte) error {
 	n := 0
-	if len(parts) == 2 { // a header and a body: most messages (the loop costs a fifth of a small reply)
-		n = len(parts[0]) + len(parts[1])
-	} else {
-		for _, b := range parts {
-			n += len(b)
-		}
+	for _, b := range parts {
+		n += len(b)
 	}
 	s.mu.Lock()
-	// The checks of admitLocked, stageLocked and queuedLocked that a reply
-	// made during a read passes (an open session with room, a staging
-	// buffer with room, writes held back) are made here first, so that it
-	// costs no call of theirs: most of a server's writes are such replies.
-	if s.finished || s.reason.Load() != uint32(ReasonNone) || s.datagram || len(s.waitq) > 0 || !s.fitsLocked(n) {
-		if err := s.admitLocked(ctx, n); err != nil {
-			return err
-		}
+	if err := s.admitLocked(ctx, n); err != nil {
+		return err
 	}
 	if w := s.directLocked(n); w != nil {
 		return s.writeDirect(w, n, parts)
 	}
-	var dst []byte
-	if k := s.stageLen; s.stage != nil && !s.datagram && len(s.stageBuf)-k >= n {
-		dst, s.stageLen = s.stageBuf[k:k+n:k+n], k+n
-	} else {
-		dst = s.stageLocked(n)
-	}
-	if len(parts) == 2 {
-		copy(dst[copy(dst, parts[0]):], parts[1])
-	} else {
-		for _, b := range parts {
-			dst = dst[copy(dst, b):]
-		}
-	}
-	if s.writing || s.corks > 0 && s.queued+n < corkLimit { // queuedLocked's case of writes held back
-		s.queued += n
-		s.queuedMsgs++
-		s.mu.Unlock()
-		return nil
-	}
+	s.stageBytesLocked(n, parts)
 	return s.queuedLocked(ctx, n)
 }
 
