@@ -263,11 +263,12 @@ func (s *Server) onMessage(c *codec.Conn, msg any) {
 		return // servers originate no requests: a stray reply has no taker
 	}
 	ss := c.State().(*Session)
-	b, a, ok := s.routeCall(ss, m.PayloadBytes())
+	payload := m.PayloadBytes()
+	b, a, ok := s.routeCall(ss, payload)
 	if !ok {
 		return
 	}
-	switch s.place(ss, a, len(m.PayloadBytes())) {
+	switch s.place(ss, a, len(payload)) {
 	case runHere:
 		ss.inline.Add(1) // the session's own counter: not a line every core writes
 		s.serve(ss, m, b, a)

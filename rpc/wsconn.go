@@ -59,7 +59,8 @@ type wsConn struct {
 	// start of the unit in progress; the earlier is applied.
 	deadline  time.Time
 	unitSince time.Time
-	unitHit   bool // the applied deadline is the unit's
+	unitHit   bool      // the applied deadline is the unit's
+	applied   time.Time // the read deadline set on the connection last
 
 	// Write side.
 	wmu     sync.Mutex
@@ -108,6 +109,10 @@ func (c *wsConn) applyDeadline() error {
 			d, c.unitHit = u, true
 		}
 	}
+	if d.Equal(c.applied) {
+		return nil // Read applies it at every turn: a system call only when it moves
+	}
+	c.applied = d
 	return c.Conn.SetReadDeadline(d)
 }
 
