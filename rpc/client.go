@@ -528,6 +528,13 @@ type ClientStats struct {
 	TimedOut uint64 // calls that failed with [ErrTimeout]
 	Unknown  uint64 // replies that matched no call (late, duplicated, never asked); dropped
 	Reused   uint64 // calls given a sequence number within about a round trip of its last reply (a duplicate of that reply would be taken for theirs)
+	// BytesIn is the bytes its current connections have read from their
+	// servers, in any protocol, whole frames or not: 0 after a timed-out
+	// call says the server has sent nothing at all (a port that accepts
+	// and never answers: an HTTP server waiting for a line's end, a
+	// listener of some other program), where a slow server has sent part
+	// of a reply or earlier ones.
+	BytesIn uint64
 }
 
 // Stats returns the client's counters. Safe for concurrent use.
@@ -542,6 +549,7 @@ func (c *Client) Stats() ClientStats {
 			st.TimedOut += s.TimedOut
 			st.InFlight += s.InFlight
 			st.Reused += s.Reused
+			st.BytesIn += sl.cc.Transport().Stats().BytesIn
 		}
 		sl.mu.Unlock()
 	}

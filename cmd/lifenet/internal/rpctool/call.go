@@ -74,6 +74,12 @@ func Call(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cliflag.ExitFail
 	}
 	defer cl.Close()
+	if !overHTTP(addr) {
+		if err := probe(ctx, cl, silenceLimit); err != nil {
+			fmt.Fprintf(stderr, "lifenet call: %s: %v\n", addr, err)
+			return cliflag.ExitFail
+		}
+	}
 	var out []byte
 	if err := cl.Invoke(ctx, action, callArgs, &out); err != nil {
 		fmt.Fprintf(stderr, "lifenet call: %v\n", err)
@@ -90,6 +96,14 @@ func callAddr(addr string, useHTTP bool) string {
 		return "http://" + addr
 	}
 	return addr
+}
+
+// overHTTP reports whether rpc.Dial takes addrs (a list) for HTTP
+// servers, which rpc calls with net/http: probe is for SRMP peers.
+func overHTTP(addrs string) bool {
+	first, _, _ := strings.Cut(strings.TrimSpace(addrs), ",")
+	first = strings.ToLower(strings.TrimSpace(first))
+	return strings.HasPrefix(first, "http://") || strings.HasPrefix(first, "https://")
 }
 
 // checkCallAddr checks call's ADDR, unless it is an etcd address

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lifenet/lifenet/cmd/lifenet/internal/cliflag"
@@ -38,6 +39,13 @@ type loadConfig struct {
 	stagger  time.Duration
 	attempts int
 }
+
+// loadGrace is how long after the window's end rpcload waits for the
+// calls still out (their latencies are the window's): a server that stops
+// answering holds the run at most this long past its window, not a call's
+// whole timeout (15 s). A call cut by it is neither a call nor an error of
+// the window.
+const loadGrace = 1500 * time.Millisecond
 
 // Limits that keep a typo from starting a runaway test.
 const (
@@ -122,7 +130,7 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if s.Calls == 0 {
 		first := s.FirstError
 		if first == "" { // no call of the window failed either: they all still waited at its end
-			first = "none recorded: no call started in the window ended within it"
+			first = fmt.Sprintf("none: no call started in the window was answered or failed by %.1f s after its end (a server that stopped answering?)", loadGrace.Seconds())
 		}
 		fmt.Fprintf(stderr, "lifenet rpcload: no call completed (first error: %s)\n", first)
 		return cliflag.ExitFail
@@ -162,13 +170,24 @@ func runLoad(ctx context.Context, c loadConfig, progress io.Writer) (loadSummary
 	if err != nil {
 		return s, err
 	}
-	defer t.Close()
+	closeOnce := sync.OnceFunc(t.Close)
+	defer closeOnce()
 	win := rpcbench.Window{Warmup: c.warmup, Seconds: c.seconds, Remote: c.remote != "", Label: "rpcload"}
-	if counts != nil { // the window Measure is about to time (it reads the clock a moment later)
-		from := time.Now().Add(time.Duration(c.warmup * float64(time.Second)))
-		counts.window(from, from.Add(time.Duration(c.seconds*float64(time.Second))))
+	// The window Measure is about to time (it reads the clock a moment
+	// later), and the end of the run: the calls still out at the window's
+	// end get loadGrace to finish, then their context ends (net/rpc's
+	// calls, which take none, end with their connections).
+	from := time.Now().Add(time.Duration(c.warmup * float64(time.Second)))
+	until := from.Add(time.Duration(c.seconds * float64(time.Second)))
+	if counts != nil {
+		counts.window(from, until)
 	}
-	s.Summary = rpcbench.Measure(ctx, win, t, s.Summary, progress)
+	mctx, cancel := context.WithDeadline(ctx, until.Add(loadGrace))
+	defer cancel()
+	if c.impl == "netrpc" {
+		defer context.AfterFunc(mctx, closeOnce)()
+	}
+	s.Summary = rpcbench.Measure(mctx, win, t, s.Summary, progress)
 	if counts != nil {
 		s.Endpoints = counts.snapshot()
 	}
@@ -197,6 +216,12 @@ func lifenetTarget(ctx context.Context, c loadConfig) (*rpcbench.Target, error) 
 			return nil, err
 		}
 		clients = append(clients, cl)
+		if !overHTTP(addr) {
+			if err := probe(ctx, cl, silenceLimit); err != nil {
+				t.Close()
+				return nil, fmt.Errorf("%s: %w", addr, err)
+			}
+		}
 		for range c.inflight {
 			t.Callers = append(t.Callers, rpcbench.LifenetCaller(cl, sh))
 		}
