@@ -46,6 +46,8 @@ commands:
   soak     leak soak of an rpc and a codec server under churn and injected faults (--minutes --seconds
            --conns --interval --sample --seed --verbose); exit 1 on an upward trend, a resource not back to baseline
            or an unexplained error
+  fleet    hold many connections to one server and measure its memory and CPU per connection
+           (--remote --conns --sources --proto srmp|echo --heartbeat --duration --ramp --burst --server-pid --json)
   version  the module version, VCS commit and Go version of this binary
 
 lifenet help <command> (or lifenet <command> -h) lists a command's flags and their defaults.
@@ -73,6 +75,7 @@ var commands = map[string]func(ctx context.Context, args []string, stdout, stder
 	"call":    rpctool.Call,
 	"rpcload": rpctool.Load,
 	"soak":    soak.Main,
+	"fleet":   fleetCmd,
 	"version": versionCmd,
 }
 
