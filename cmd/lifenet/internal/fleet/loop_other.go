@@ -35,16 +35,14 @@ func startLoops(f *fleet) (stop func(), loops int, err error) {
 		tick := time.NewTicker(5 * time.Millisecond)
 		defer tick.Stop()
 		started := false
-		i := 0
 		for ctx.Err() == nil {
 			if !started && f.burstOn.Load() {
 				close(burstStart)
 				started = true
 			}
-			for ; i < f.cfg.Conns && int64(i) < f.allowed.Load() && f.inflight.Load() < int64(f.cfg.InFlight); i++ {
+			for i := f.next.Load(); i < int64(f.cfg.Conns) && i < f.allowed.Load() && f.inflight.Load() < int64(f.cfg.InFlight); i = f.next.Add(1) {
 				f.inflight.Add(1)
-				j := i
-				wg.Go(func() { runConn(ctx, f, j, burstStart, sem, doneOne) })
+				wg.Go(func() { runConn(ctx, f, int(i), burstStart, sem, doneOne) })
 			}
 			select {
 			case <-ctx.Done():
@@ -54,7 +52,7 @@ func startLoops(f *fleet) (stop func(), loops int, err error) {
 		if !started {
 			close(burstStart)
 		}
-		if notDone.Add(-int64(f.cfg.Conns-i)) == 0 && i < f.cfg.Conns { // connections never opened
+		if i := int(f.next.Load()); i < f.cfg.Conns && notDone.Add(-int64(f.cfg.Conns-i)) == 0 { // connections never opened
 			f.loopsBurstEnd.Add(1)
 		}
 	})
@@ -69,11 +67,12 @@ func runConn(ctx context.Context, f *fleet, i int, burstStart <-chan struct{}, s
 			doneOne()
 		}
 	}()
-	c := &conn{state: stConnecting, sentAt: f.now()}
+	c := &conn{fd: -1, state: stConnecting, sentAt: f.now()} // fd: no raw descriptor here
 	d := net.Dialer{Timeout: f.cfg.Timeout}
 	name := "local"
 	if n := len(f.cfg.Sources); n > 0 {
-		a := f.cfg.Sources[i%n]
+		c.src = uint16(i % n)
+		a := f.cfg.Sources[c.src]
 		name = a.String()
 		d.LocalAddr = &net.TCPAddr{IP: a.AsSlice()}
 	}
@@ -148,7 +147,9 @@ func call(f *fleet, c *conn, nc net.Conn, p []byte, msg uint8, buf []byte) error
 	}
 	deadline := time.Now().Add(f.cfg.Timeout)
 	nc.SetDeadline(deadline)
-	if _, err := nc.Write(p); err != nil {
+	n, err := nc.Write(p)
+	c.wOff = uint32(n)
+	if err != nil {
 		return err
 	}
 	for c.flags&fPending != 0 {

@@ -130,7 +130,7 @@ func (c *conn) feedEcho(p []byte) (complete bool, extra int) {
 // §5.1: name, int32 code, then the message as a data block), or a
 // placeholder when the payload did not arrive whole.
 func errorText(payload []byte) string {
-	if payload == nil || len(payload) < 1 {
+	if len(payload) < 1 {
 		return "an error reply (its text not read)"
 	}
 	n := int(payload[0])
