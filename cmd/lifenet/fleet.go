@@ -151,6 +151,14 @@ func fleetLimits(conns, sources int) error {
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
+// idleRSS is the idle sample of m as text.
+func idleRSS(m fleet.MemReport) string {
+	if m.RSSIdle == 0 {
+		return "after ramp+idle not sampled (the run ended before)"
+	}
+	return fmt.Sprintf("after ramp+idle %s with %d held: %.0f bytes/conn", mib(m.RSSIdle), m.HeldIdle, m.BytesPerConn)
+}
+
 // writeFleetReport prints r for people.
 func writeFleetReport(w io.Writer, r *fleet.Report) {
 	src := "the kernel's source address"
@@ -174,8 +182,7 @@ func writeFleetReport(w io.Writer, r *fleet.Report) {
 		if s.Error != "" {
 			fmt.Fprintf(w, "  server %v: not all measured: %s\n", s.PIDs, s.Error)
 		}
-		fmt.Fprintf(w, "  server RSS %v: before %s, after ramp+idle %s with %d held: %.0f bytes/conn\n",
-			s.PIDs, mib(s.RSSBefore), mib(s.RSSIdle), s.HeldIdle, s.BytesPerConn)
+		fmt.Fprintf(w, "  server RSS %v: before %s, %s\n", s.PIDs, mib(s.RSSBefore), idleRSS(s.MemReport))
 		for _, b := range s.AfterBurst {
 			fmt.Fprintf(w, "    %.0f s after the burst: %s with %d held: %.0f bytes/conn\n", b.AfterSeconds, mib(b.RSS), b.Held, b.BytesPerConn)
 		}
@@ -184,7 +191,7 @@ func writeFleetReport(w io.Writer, r *fleet.Report) {
 	if r.Self.Error != "" {
 		fmt.Fprintf(w, "  fleet RSS: not measured: %s\n", r.Self.Error)
 	} else {
-		fmt.Fprintf(w, "  fleet RSS: before %s, after ramp+idle %s: %.0f bytes/conn\n", mib(r.Self.RSSBefore), mib(r.Self.RSSIdle), r.Self.BytesPerConn)
+		fmt.Fprintf(w, "  fleet RSS: before %s, %s\n", mib(r.Self.RSSBefore), idleRSS(r.Self))
 	}
 	if r.Interrupted {
 		fmt.Fprintln(w, "  interrupted: the figures are of the time that ran")
