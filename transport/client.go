@@ -310,7 +310,7 @@ func (c *Client) run(sess *Session) {
 		}
 	}()
 	for sess != nil {
-		sess.serveStream(0)
+		sess.serveStream() // a client's session never parks
 		sess = c.reconnect()
 	}
 }

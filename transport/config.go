@@ -18,6 +18,7 @@ const (
 	DefaultIdleTimeout      = 20 * time.Minute // NewLife SessionTimeout (1200 s)
 	DefaultFirstByteTimeout = 30 * time.Second // first bytes after accept
 	DefaultHandshakeTimeout = 10 * time.Second // an accepted connection's TLS handshake
+	DefaultParkAfter        = time.Second      // a server connection's quiet time before it parks (Linux)
 	DefaultSendQueueBytes   = 4 << 20          // room of a session's send queue: a send past it waits (or, for Enqueue, counts as full)
 	DefaultSendStallTimeout = 10 * time.Second // a full send queue with no byte written for this long: a slow consumer
 	DefaultWriteTimeout     = 30 * time.Second // one vectored write
@@ -122,6 +123,15 @@ type Config struct {
 	// it is closed (ReasonFirstByte) before it holds its connection for
 	// FirstByteTimeout.
 	HandshakeTimeout time.Duration
+	// ParkAfter is how long a server's TCP or Unix connection has nothing
+	// to read before it parks (default 1 s; negative: never): its receive
+	// goroutine ends and its read buffer goes back to the pool, and the
+	// kernel's readiness (epoll) starts a goroutine again for its next
+	// bytes. An idle connection then holds no goroutine stack and no
+	// buffer. Linux only; TLS connections, adopted ones ([Server.Adopt])
+	// and clients' never park. Handlers see no difference: a session's
+	// receives still come one at a time, in order.
+	ParkAfter time.Duration
 
 	// SendQueueBytes is the room of each session's send queue: the bytes
 	// that may wait to be written (default 4 MiB). It is not a burst
@@ -264,6 +274,7 @@ func (c Config) withDefaults(server bool) (Config, error) {
 	defDur(&c.IdleTimeout, DefaultIdleTimeout)
 	defDur(&c.FirstByteTimeout, DefaultFirstByteTimeout)
 	defDur(&c.HandshakeTimeout, DefaultHandshakeTimeout)
+	defDur(&c.ParkAfter, DefaultParkAfter)
 	defDur(&c.WriteTimeout, DefaultWriteTimeout)
 	defDur(&c.SendStallTimeout, DefaultSendStallTimeout)
 	defDur(&c.UDPPeerIdle, DefaultUDPPeerIdle)

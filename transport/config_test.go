@@ -24,6 +24,7 @@ func TestDefaultConfig(t *testing.T) {
 		IdleTimeout:         transport.DefaultIdleTimeout,
 		FirstByteTimeout:    transport.DefaultFirstByteTimeout,
 		HandshakeTimeout:    transport.DefaultHandshakeTimeout,
+		ParkAfter:           transport.DefaultParkAfter,
 		SendQueueBytes:      transport.DefaultSendQueueBytes,
 		SendStallTimeout:    transport.DefaultSendStallTimeout,
 		WriteTimeout:        transport.DefaultWriteTimeout,

@@ -10,7 +10,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/lifenet/lifenet/internal/mono"
 	"github.com/lifenet/lifenet/packet"
 )
 
@@ -18,20 +17,25 @@ import (
 // read (Shutdown, a cancelled [ReceiveSync]).
 var interrupted = time.Unix(1, 0)
 
-// serveStream runs a stream session on the calling goroutine until it ends:
-// OnOpen, the receive loop, then finish (OnClose).
-func (s *Session) serveStream(firstByte time.Duration) {
-	defer s.finish()
+// serveStream runs a stream session on the calling goroutine until it
+// ends (OnOpen, the receive loop, then finish: OnClose) or parks: it
+// reports true when the session gave its goroutine up, idle, and a wake
+// will serve it again ([Server.runSession]).
+func (s *Session) serveStream() (parked bool) {
 	defer func() {
 		if v := recover(); v != nil {
 			s.logPanic(v)
 			s.closeWith(ReasonError, &PanicError{Value: v})
+			parked = false
+		}
+		if !parked {
+			s.finish()
 		}
 	}()
 	if !s.handshake() {
-		return
+		return false
 	}
-	s.receiveStream(firstByte)
+	return s.receiveStream()
 }
 
 // handshake runs an accepted TLS connection's handshake within
@@ -58,42 +62,39 @@ func (s *Session) handshake() bool {
 // receiveStream reads into one pooled buffer and hands each read to
 // OnReceive. If the handler kept a share of the buffer, the next read goes
 // into a fresh one; otherwise the same buffer is reused, so steady-state
-// reads allocate nothing (NewLife's round-end adjudication).
-func (s *Session) receiveStream(firstByte time.Duration) {
-	cfg := &s.ep.cfg
-	size := cfg.ReadBufferSize
+// reads allocate nothing (NewLife's round-end adjudication). It returns
+// true when the session parked (park.go): the buffer goes back to the
+// pool, and the next goroutine starts with another.
+func (s *Session) receiveStream() (parked bool) {
+	size := s.ep.cfg.ReadBufferSize
 	buf := packet.Get(size)
 	defer func() { buf.Release() }()
 
-	idle := cfg.IdleTimeout
-	gotFirst := false
-	if s.ep.hooks.Route != nil && !s.adopted {
-		n, ok := s.route(buf, firstByte)
-		if !ok {
-			return
-		}
-		s.open()
-		gotFirst = true
-		s.deliver(buf, n)
-		if buf.RefCount() == 1 {
-			buf.Resize(size)
+	if !s.opened {
+		if s.ep.hooks.Route != nil && !s.adopted {
+			n, st := s.route(buf)
+			if st != routeServe {
+				return st == routeParked
+			}
+			s.open()
+			s.gotFirst = true
+			s.deliver(buf, n)
+			buf = nextBuffer(buf, size)
 		} else {
-			buf.Release()
-			buf = packet.Get(size)
-		}
-	} else {
-		s.open()
-		if firstByte > 0 {
-			s.conn.SetReadDeadline(time.Now().Add(firstByte))
+			s.open()
 		}
 	}
-	var deadlineAt int64 // coarse time the idle deadline was last moved
+	// The read deadline moves when a receive moves lastRx (at most once a
+	// clock tick) or the first byte comes: not once per read.
+	armedRx, armedFirst, parkAt := int64(0), false, false
+	fresh := s.resumed
+	s.resumed = false
 	for {
-		if idle > 0 && gotFirst {
-			if t := now(); t != deadlineAt {
-				deadlineAt = t
-				s.conn.SetReadDeadline(mono.Time(t).Add(idle + clockTick))
-			}
+		if rx := s.lastRx.Load(); rx != armedRx || s.gotFirst != armedFirst {
+			armedRx, armedFirst = rx, s.gotFirst
+			var at time.Time
+			at, parkAt = s.readDeadline(fresh)
+			s.conn.SetReadDeadline(at)
 		}
 		// Checked after the deadline moves: a drain started by another
 		// goroutine sets draining before its interrupting deadline, which
@@ -102,33 +103,44 @@ func (s *Session) receiveStream(firstByte time.Duration) {
 		if s.draining.Load() {
 			s.drainSends()
 			s.endDrain()
-			return
+			return false
 		}
 		n, err := s.conn.Read(buf.Bytes())
 		if n > 0 {
-			if !gotFirst {
-				gotFirst = true
-				if firstByte > 0 && idle <= 0 {
-					s.conn.SetReadDeadline(time.Time{})
-				}
-			}
+			s.gotFirst = true
 			s.deliver(buf, n)
-			if buf.RefCount() == 1 {
-				buf.Resize(size)
-			} else {
-				buf.Release()
-				buf = packet.Get(size)
+			buf = nextBuffer(buf, size)
+			if fresh { // the deadline woken with is set again
+				fresh, armedRx = false, 0
 			}
 		}
 		if n == 0 && err == nil { // an empty datagram: the peer ended the session
 			s.closeWith(ReasonPeerClosed, nil)
-			return
+			return false
 		}
 		if err != nil && !s.draining.Load() { // a drain's interrupt is no error: the loop's top drains
-			s.closeWith(s.readReason(err, gotFirst), causeOf(err))
-			return
+			if parkAt && errors.Is(err, os.ErrDeadlineExceeded) {
+				if s.park() {
+					return true
+				}
+				armedRx = 0 // not parked: the deadline is set again
+				continue
+			}
+			s.closeWith(s.readReason(err, s.gotFirst), causeOf(err))
+			return false
 		}
 	}
+}
+
+// nextBuffer returns buf for the next read, or a fresh buffer when the
+// handler kept a share of buf.
+func nextBuffer(buf *packet.Packet, size int) *packet.Packet {
+	if buf.RefCount() == 1 {
+		buf.Resize(size)
+		return buf
+	}
+	buf.Release()
+	return packet.Get(size)
 }
 
 // drainSends waits until everything queued has been written, writing it

@@ -73,42 +73,63 @@ func (c *HandedConn) NetConn() net.Conn { return c.Conn }
 // decide its route within Hooks.RouteTimeout.
 var errRouteTimeout = errors.New("transport: the first bytes did not show the protocol in time")
 
+// routeState is how route ended.
+type routeState uint8
+
+const (
+	routeServe  routeState = iota // Route chose RouteServe: the session is served here
+	routeEnded                    // the session ended, or was handed off
+	routeParked                   // nothing came for Config.ParkAfter: the session parked
+)
+
 // route reads a stream session's first bytes into buf until Hooks.Route
 // decides, and returns how many were read when it decides RouteServe.
-// ok is false when the session ended, or was handed off, meanwhile.
-func (s *Session) route(buf *packet.Packet, firstByte time.Duration) (n int, ok bool) {
+func (s *Session) route(buf *packet.Packet) (n int, st routeState) {
 	hooks := &s.ep.hooks
-	if firstByte > 0 {
-		s.conn.SetReadDeadline(time.Now().Add(firstByte))
-	}
+	at, parkAt := s.readDeadline(s.resumed)
+	s.resumed = false
+	s.conn.SetReadDeadline(at)
 	b := buf.Bytes()
 	for {
 		if s.draining.Load() {
 			s.closeWith(ReasonShutdown, nil)
-			return 0, false
+			return 0, routeEnded
 		}
 		m, err := s.conn.Read(b[n:])
-		if m > 0 && n == 0 && hooks.RouteTimeout > 0 {
-			s.conn.SetReadDeadline(time.Now().Add(hooks.RouteTimeout)) // from the first byte on
+		if m > 0 && n == 0 { // from the first byte on: RouteTimeout, and no parking
+			parkAt = false
+			if hooks.RouteTimeout > 0 {
+				s.conn.SetReadDeadline(time.Now().Add(hooks.RouteTimeout))
+			} else {
+				s.conn.SetReadDeadline(s.endOfWait())
+			}
 		}
 		n += m
 		if n > 0 {
 			switch r := hooks.Route(b[:n], n == len(b)); {
 			case r == RouteHandOff:
 				s.handOff(b[:n])
-				return 0, false
+				return 0, routeEnded
 			case r == RouteServe || n == len(b):
 				s.conn.SetReadDeadline(time.Time{})
-				return n, true
+				return n, routeServe
 			}
 		}
 		if err != nil && !s.draining.Load() {
+			if parkAt && errors.Is(err, os.ErrDeadlineExceeded) {
+				if s.park() {
+					return 0, routeParked
+				}
+				at, parkAt = s.readDeadline(false)
+				s.conn.SetReadDeadline(at)
+				continue
+			}
 			r, cause := s.readReason(err, false), causeOf(err)
 			if n > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
 				r, cause = ReasonProtocol, errRouteTimeout
 			}
 			s.closeWith(r, cause)
-			return 0, false
+			return 0, routeEnded
 		}
 	}
 }

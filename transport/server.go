@@ -37,6 +37,9 @@ type Server struct {
 	closed  sync.Once      // releasing the clock
 
 	slotSize int // size of UDP receive buffers; 0: datagramBuffer (tests set less)
+
+	poll    *poller // watches parked sessions (park.go); made on first use
+	pollErr error   // why the poller could not be made: sessions do not park
 }
 
 // NewServer returns a server with the given settings and hooks. It listens
@@ -223,10 +226,7 @@ func (s *Server) admit(c net.Conn) {
 	s.ep.stats.opened()
 	s.wg.Add(1)
 	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
-		sess.serveStream(cfg.FirstByteTimeout)
-	}()
+	go s.runSession(sess)
 }
 
 // Adopt serves c as a stream session of the server, with no Route: a
@@ -249,10 +249,7 @@ func (s *Server) Adopt(c net.Conn) error {
 	s.ep.stats.opened()
 	s.wg.Add(1)
 	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
-		sess.serveStream(0)
-	}()
+	go s.runSession(sess)
 	return nil
 }
 
@@ -354,8 +351,9 @@ func (s *Server) Stats() Stats {
 		sess.io.addTo(&st)
 	}
 	st.UDPPeers = int64(s.sessions.len() - s.streams)
+	st.Parked = s.poll.parkedCount()
 	if !s.closing {
-		st.ReadBufferBytes = int64(s.streams) * int64(s.ep.cfg.ReadBufferSize)
+		st.ReadBufferBytes = (int64(s.streams) - st.Parked) * int64(s.ep.cfg.ReadBufferSize)
 		for _, u := range s.udp {
 			st.ReadBufferBytes += int64(len(u.slots)) * int64(u.slotBytes)
 		}
@@ -453,6 +451,9 @@ func (s *Server) Close() error {
 		sess.closeWith(ReasonShutdown, nil)
 	}
 	s.wg.Wait()
+	if s.poll != nil { // every session has ended: none is parked
+		s.poll.stop()
+	}
 	s.ep.limits.Stop() // the lines held back are reported now
 	s.closed.Do(releaseClock)
 	return nil
@@ -467,7 +468,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, sess := range s.snapshot() {
 		sess.draining.Store(true)
 		if sess.conn != nil {
-			sess.conn.SetReadDeadline(interrupted)
+			sess.interruptRead()
 		} else {
 			sess.closeWith(ReasonShutdown, nil)
 		}

@@ -162,6 +162,15 @@ type Session struct {
 	onEnd       func(*Session) // owner's bookkeeping (it must retire io), run before OnClose
 	owner       *Server        // the server of an accepted connection; nil otherwise
 	adopted     bool           // served by Server.Adopt: it holds no place in MaxConns of its own
+
+	// Parking (park.go): the receive goroutine's state, owned by whichever
+	// goroutine serves the session.
+	parkState atomic.Uint32 // parkRunning, parkParked or parkWoken
+	gotFirst  bool          // a byte has been received
+	resumed   bool          // woken from parking: the next read is the first since
+	polled    bool          // the connection is on the poller's watch list
+	noPark    bool          // parking failed once: the session keeps its goroutine
+	pollSlot  int32         // the session's slot in the poller, plus one (0: none)
 }
 
 // sender writes batches of packets for a session: a stream connection, or
@@ -307,8 +316,15 @@ func (s *Session) startDrain(r Reason, cause error) {
 	}
 	s.drainReason.Store(uint32(r))
 	s.draining.Store(true)
+	s.interruptRead()
+}
+
+// interruptRead makes the receive loop look at the session's state now: it
+// ends a blocked read, and starts a goroutine for a parked session.
+func (s *Session) interruptRead() {
 	if s.conn != nil {
 		s.conn.SetReadDeadline(interrupted)
+		s.wake()
 	}
 }
 
@@ -335,6 +351,9 @@ func (s *Session) closeWith(r Reason, cause error) bool {
 	s.wakeLocked() // senders waiting for room fail now
 	s.mu.Unlock()
 	s.out.close()
+	if s.conn != nil && !s.datagram {
+		s.wake() // a parked session reads the close and finishes
+	}
 	return true
 }
 
@@ -363,6 +382,9 @@ func (s *Session) finish() {
 	cause := s.cause
 	s.mu.Unlock()
 
+	if s.pollSlot != 0 {
+		s.owner.poll.release(s)
+	}
 	r := s.Reason()
 	s.ep.stats.ended(r)
 	if s.onEnd != nil {

@@ -22,7 +22,8 @@ type Stats struct {
 
 	// Servers only (a client's are 0):
 	UDPPeers        int64 // UDP virtual sessions open now (counted in Active too)
-	ReadBufferBytes int64 // pooled receive buffers held now: ReadBufferSize per stream session, UDPReadBatch × 64 KiB per UDP socket
+	ReadBufferBytes int64 // pooled receive buffers held now: ReadBufferSize per stream session not parked, UDPReadBatch × 64 KiB per UDP socket
+	Parked          int64 // stream sessions parked now: idle, with no goroutine or read buffer (Config.ParkAfter)
 }
 
 // QueueStats is the state of send queues at one moment: of one session

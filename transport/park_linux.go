@@ -1,0 +1,181 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lifenet/lifenet/internal/mono"
+)
+
+const parkSupported = true
+
+// poller watches the connections of a server's parked sessions with one
+// epoll instance (one-shot: an event disarms its connection until it
+// parks again) and wakes each when it has bytes, or when its idle or
+// first-byte deadline is due (a sweep each second). One goroutine, made
+// with the first parked session, ended by Server.Close.
+type poller struct {
+	epfd, evfd int // the epoll instance; an eventfd that stops it
+	parked     parkCounter
+
+	mu    sync.Mutex
+	slots []pollSlot // by index, the epoll event's Fd field
+	free  []int32
+	done  chan struct{}
+}
+
+// pollSlot is one session's place in the poller.
+type pollSlot struct {
+	s      *Session
+	wakeAt int64  // mono reading at which a parked session must run to end its wait (0: never)
+	gen    uint32 // bumped when the slot is freed: events of its last session are stale
+}
+
+// sweepEvery is how often the poller wakes parked sessions whose wait has
+// ended: the idle and first-byte timeouts of a parked session are kept to
+// within it.
+const sweepEvery = 1000 // milliseconds
+
+func newPoller() (*poller, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("transport: epoll: %w", err)
+	}
+	evfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		unix.Close(epfd)
+		return nil, fmt.Errorf("transport: eventfd: %w", err)
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: -1}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, evfd, &ev); err != nil {
+		unix.Close(epfd)
+		unix.Close(evfd)
+		return nil, fmt.Errorf("transport: epoll: %w", err)
+	}
+	p := &poller{epfd: epfd, evfd: evfd, done: make(chan struct{})}
+	go p.run()
+	return p, nil
+}
+
+// arm registers the session's connection for one readiness event, with
+// the deadline at which the sweep wakes it (mono reading; 0: none). It
+// reports false when the connection cannot be watched (it is closed).
+func (p *poller) arm(s *Session, wakeAt int64) bool {
+	sc, ok := s.conn.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	p.mu.Lock()
+	if s.pollSlot == 0 {
+		p.take(s)
+	}
+	i := s.pollSlot - 1
+	p.slots[i].wakeAt = wakeAt
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLONESHOT, Fd: i, Pad: int32(p.slots[i].gen)}
+	p.mu.Unlock()
+	op := unix.EPOLL_CTL_MOD
+	if !s.polled {
+		op = unix.EPOLL_CTL_ADD
+	}
+	var ctlErr error
+	if err := rc.Control(func(fd uintptr) { ctlErr = unix.EpollCtl(p.epfd, op, int(fd), &ev) }); err != nil {
+		return false
+	}
+	if ctlErr != nil {
+		return false
+	}
+	s.polled = true
+	return true
+}
+
+// take gives s a slot. Called with p.mu held.
+func (p *poller) take(s *Session) {
+	var i int32
+	if n := len(p.free); n > 0 {
+		i, p.free = p.free[n-1], p.free[:n-1]
+	} else {
+		p.slots = append(p.slots, pollSlot{})
+		i = int32(len(p.slots) - 1)
+	}
+	p.slots[i].s = s
+	s.pollSlot = i + 1
+}
+
+// release frees an ended session's slot and takes its connection off the
+// watch list (a connection handed off stays open).
+func (p *poller) release(s *Session) {
+	if s.polled {
+		if sc, ok := s.conn.(syscall.Conn); ok {
+			if rc, err := sc.SyscallConn(); err == nil {
+				rc.Control(func(fd uintptr) { unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, int(fd), nil) })
+			}
+		}
+		s.polled = false
+	}
+	p.mu.Lock()
+	i := s.pollSlot - 1
+	p.slots[i] = pollSlot{gen: p.slots[i].gen + 1}
+	p.free = append(p.free, i)
+	p.mu.Unlock()
+	s.pollSlot = 0
+}
+
+// run waits for events and sweeps deadlines until stop.
+func (p *poller) run() {
+	defer close(p.done)
+	events := make([]unix.EpollEvent, 256)
+	var due []*Session
+	lastSweep := mono.Now()
+	for {
+		n, err := unix.EpollWait(p.epfd, events, sweepEvery)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return // the epoll instance is gone: nothing can wake a parked session but its deadline
+		}
+		stop := false
+		due = due[:0]
+		p.mu.Lock()
+		for _, ev := range events[:max(n, 0)] {
+			if ev.Fd < 0 {
+				stop = true
+				continue
+			}
+			if sl := &p.slots[ev.Fd]; sl.s != nil && sl.gen == uint32(ev.Pad) {
+				due = append(due, sl.s)
+			}
+		}
+		if t := mono.Now(); t-lastSweep >= sweepEvery*1e6 {
+			lastSweep = t
+			for i := range p.slots {
+				if sl := &p.slots[i]; sl.s != nil && sl.wakeAt != 0 && sl.wakeAt <= t && sl.s.parkState.Load() == parkParked {
+					due = append(due, sl.s)
+				}
+			}
+		}
+		p.mu.Unlock()
+		for i, s := range due {
+			s.wake()
+			due[i] = nil
+		}
+		if stop {
+			return
+		}
+	}
+}
+
+// stop ends the poller once no session is parked (after the server's
+// sessions have ended) and closes its descriptors.
+func (p *poller) stop() {
+	one := [8]byte{1}
+	unix.Write(p.evfd, one[:])
+	<-p.done
+	unix.Close(p.epfd)
+	unix.Close(p.evfd)
+}

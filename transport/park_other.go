@@ -1,0 +1,16 @@
+//go:build !linux
+
+package transport
+
+import "errors"
+
+const parkSupported = false
+
+// poller is Linux's (park_linux.go): elsewhere no session parks.
+type poller struct{ parked parkCounter }
+
+func newPoller() (*poller, error) { return nil, errors.New("transport: no poller on this OS") }
+
+func (p *poller) arm(*Session, int64) bool { return false }
+func (p *poller) release(*Session)         {}
+func (p *poller) stop()                    {}
