@@ -74,14 +74,17 @@ func Call(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cliflag.ExitFail
 	}
 	defer cl.Close()
-	if !overHTTP(addr) {
-		if err := probe(ctx, cl, silenceLimit); err != nil {
-			fmt.Fprintf(stderr, "lifenet call: %s: %v\n", addr, err)
-			return cliflag.ExitFail
-		}
-	}
 	var out []byte
-	if err := cl.Invoke(ctx, action, callArgs, &out); err != nil {
+	if overHTTP(addr) {
+		err = cl.Invoke(ctx, action, callArgs, &out)
+	} else {
+		err = callWatched(ctx, addr, rpc.ClientConfig{Timeout: *timeout, Token: *token}, cl, action, callArgs, &out)
+	}
+	if errors.Is(err, ErrSilentPeer) {
+		fmt.Fprintf(stderr, "lifenet call: %s: %v\n", addr, err)
+		return cliflag.ExitFail
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "lifenet call: %v\n", err)
 		return cliflag.ExitFail
 	}

@@ -85,7 +85,7 @@ func TestProbeOfASilentPeer(t *testing.T) {
 	}
 	defer cl.Close()
 	start := time.Now()
-	err = probe(context.Background(), cl, silenceLimit)
+	err = probe(context.Background(), cl, silenceLimit, start)
 	if took := time.Since(start); !errors.Is(err, ErrSilentPeer) || !strings.Contains(err.Error(), "SRMP") || took > soonEnough {
 		t.Fatalf("probe: %v after %v; want ErrSilentPeer naming SRMP within %v", err, took, soonEnough)
 	}
@@ -106,7 +106,7 @@ func TestCallNamesASilentPeerAndWaitsForASlowAction(t *testing.T) {
 	addr := serveForTest(t)
 	out.Reset()
 	errOut.Reset()
-	ms := silenceLimit.Milliseconds() + 1000 // longer than the probe may take
+	ms := (silenceWait + silenceProbe).Milliseconds() + 1000 // longer than the watch
 	if code := Call(ctx, []string{addr, "Bench/Sleep", "ms=" + itoa(ms)}, &out, &errOut); code != 0 || strings.TrimSpace(out.String()) != itoa(ms) {
 		t.Errorf("call of Bench/Sleep ms=%d: exit %d, out %q, stderr %q; want its answer", ms, code, out.String(), errOut.String())
 	}

@@ -217,7 +217,7 @@ func lifenetTarget(ctx context.Context, c loadConfig) (*rpcbench.Target, error) 
 		}
 		clients = append(clients, cl)
 		if !overHTTP(addr) {
-			if err := probe(ctx, cl, silenceLimit); err != nil {
+			if err := probe(ctx, cl, silenceLimit, time.Now()); err != nil {
 				t.Close()
 				return nil, fmt.Errorf("%s: %w", addr, err)
 			}
