@@ -77,7 +77,7 @@ type Config struct {
 	// one-way calls included, the first outermost (see [Interceptor]).
 	Interceptors []Interceptor
 	// OnCallDone, when set, is called after every call the server runs
-	// (see [CallEvent]): a hook for metrics that costs two clock reads and
+	// (see [CallEvent]): a hook for metrics that costs three clock reads and
 	// a function call, where an interceptor costs the call's Invocation and
 	// its chain. It runs where the call ran, before the reply is written;
 	// it must not block, nor keep the event's Session past its return. A

@@ -24,6 +24,7 @@ import (
 // client that leaves cancels the call's context (net/http's), as the
 // server's Close does. The call counts as a running one for Shutdown.
 func (s *Server) serveHTTPCall(rw http.ResponseWriter, r *http.Request, ss *Session) {
+	recv := s.received() // CallEvent.Wait's start: net/http has read the head, not the body
 	action := strings.TrimPrefix(r.URL.Path, "/")
 	if len(r.TransferEncoding) > 0 {
 		// A chunked body: read, but the connection ends after the answer
@@ -70,7 +71,7 @@ func (s *Server) serveHTTPCall(rw http.ResponseWriter, r *http.Request, ss *Sess
 	}
 	s.begin(ss)
 	defer s.end(ss)
-	out, k, err := s.exec(r.Context(), ss, name, a, KindUnary, data, r.Header.Get("traceparent"), nil)
+	out, k, err := s.exec(r.Context(), ss, name, a, KindUnary, data, r.Header.Get("traceparent"), nil, recv)
 	if s.stopped.Load() {
 		panic(http.ErrAbortHandler) // cut short by Close: it fails with its connection
 	}

@@ -262,6 +262,7 @@ func (s *Server) onMessage(c *codec.Conn, msg any) {
 	if !ok || m.IsReply() {
 		return // servers originate no requests: a stray reply has no taker
 	}
+	recv := s.received() // CallEvent.Wait's start
 	ss := c.State().(*Session)
 	payload := m.PayloadBytes()
 	b, a, ok := s.routeCall(ss, payload)
@@ -271,11 +272,11 @@ func (s *Server) onMessage(c *codec.Conn, msg any) {
 	switch s.place(ss, a, len(payload)) {
 	case runHere:
 		ss.inline.Add(1) // the session's own counter: not a line every core writes
-		s.serve(ss, m, b, a)
+		s.serve(ss, m, b, a, recv)
 		ss.inline.Add(-1)
 	case runSpawned:
 		s.begin(ss)
-		go s.serveSpawned(ss, m.Keep())
+		go s.serveSpawned(ss, m.Keep(), recv)
 	default:
 		s.refuse(ss, m, b.action, ErrBusy)
 	}
@@ -368,8 +369,9 @@ func (s *Server) routeCall(ss *Session, payload []byte) (body, *action, bool) {
 }
 
 // serveSpawned runs an owned request on its own goroutine (routed again:
-// the same bytes, routed as onMessage did).
-func (s *Server) serveSpawned(ss *Session, m *codec.Message) {
+// the same bytes, routed as onMessage did); recv is when onMessage got
+// it (see received).
+func (s *Server) serveSpawned(ss *Session, m *codec.Message, recv int64) {
 	defer s.end(ss)
 	defer m.Release()
 	b, a, _ := s.routeCall(ss, m.PayloadBytes())
@@ -377,11 +379,12 @@ func (s *Server) serveSpawned(ss *Session, m *codec.Message) {
 		s.serveStream(ss, m, b, a)
 		return
 	}
-	s.serve(ss, m, b, a)
+	s.serve(ss, m, b, a, recv)
 }
 
-// serve runs one routed request and writes its reply.
-func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action) {
+// serve runs one routed request and writes its reply; recv is when the
+// server got it (see received).
+func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action, recv int64) {
 	if m.Flag&flagStream != 0 && a != nil && m.Kind != codec.KindOneWay {
 		// A lifenet client's Stream: it would wait for an end a call never sends.
 		replyError(ss, m, b.action, CodeBadRequest, ErrUnaryAction.Error()+" ("+clipName(string(b.action))+")")
@@ -393,7 +396,7 @@ func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action) {
 	}
 	bp := bodyPool.Get().(*[]byte)
 	defer putBody(bp)
-	out, isErr, gone := s.reply(ss.ctx, ss, b, a, kind, (*bp)[:0])
+	out, isErr, gone := s.reply(ss.ctx, ss, b, a, kind, (*bp)[:0], recv)
 	*bp = out
 	switch {
 	case m.Kind == codec.KindOneWay: // never answered, even on error
@@ -435,7 +438,7 @@ func (s *Server) Process(ctx context.Context, body, dst []byte) (reply []byte, i
 	if !ok {
 		return dst, false, false
 	}
-	reply, isErr, gone := s.reply(ctx, nil, b, a, KindUnary, dst)
+	reply, isErr, gone := s.reply(ctx, nil, b, a, KindUnary, dst, 0)
 	return reply, isErr, !gone
 }
 
@@ -443,12 +446,13 @@ func (s *Server) Process(ctx context.Context, body, dst []byte) (reply []byte, i
 // appends its SRMP reply body to dst: the action's name, then its result
 // or its error; gone says the call ended past the deadline its caller
 // sent, who no longer waits for the reply. A result past Framer.MaxFrame
-// is answered 413: the caller's framer would end the connection.
-func (s *Server) reply(ctx context.Context, ss *Session, b body, a *action, kind CallKind, dst []byte) (out []byte, isErr, gone bool) {
+// is answered 413: the caller's framer would end the connection. recv is
+// when the server got the request (see received; 0: not known).
+func (s *Server) reply(ctx context.Context, ss *Session, b body, a *action, kind CallKind, dst []byte, recv int64) (out []byte, isErr, gone bool) {
 	dst = appendNameBytes(dst, b.action)
 	off := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
-	out, k, err := s.exec(ctx, ss, b.action, a, kind, b.data, "", dst)
+	out, k, err := s.exec(ctx, ss, b.action, a, kind, b.data, "", dst, recv)
 	switch {
 	case err == errCallerGone:
 		return dst[:off], true, true
@@ -486,9 +490,10 @@ var errStreamHere = &APIError{Code: 501, Message: "a streaming action needs an S
 // too many keys, an unknown action without interceptors and a stream here;
 // a panic of the handler or of an interceptor is a 500, a call that ended
 // past the deadline its caller sent is errCallerGone, an APIError of code
-// 200 a success (success200). OnCallDone sees every call. traceHeader is
-// an HTTP request's traceparent header.
-func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *action, kind CallKind, data []byte, traceHeader string, dst []byte) (out []byte, k kind, err error) {
+// 200 a success (success200). OnCallDone sees every call, with recv (when
+// the server got the request, see received; 0: not known) as its Wait's
+// start. traceHeader is an HTTP request's traceparent header.
+func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *action, kind CallKind, data []byte, traceHeader string, dst []byte, recv int64) (out []byte, k kind, err error) {
 	var start int64
 	if s.cfg.OnCallDone != nil {
 		start = mono.Now()
@@ -502,7 +507,7 @@ func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *actio
 			if err == nil && k != kindNull {
 				resp = len(out) - len(dst)
 			}
-			s.observe(ss, a, kind, start, err, len(data), resp)
+			s.observe(ss, a, kind, recv, start, err, len(data), resp)
 		}
 	}()
 	switch {

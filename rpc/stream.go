@@ -118,7 +118,7 @@ func (s *Server) runStream(ss *Session, name []byte, a *action, data []byte, tra
 	}
 	start := mono.Now()
 	err = s.streamCall(ss, name, a, data, traceHeader, send)
-	s.observe(ss, a, KindStream, start, err, len(data), -1)
+	s.observe(ss, a, KindStream, 0, start, err, len(data), -1)
 	return err
 }
 

@@ -55,6 +55,9 @@ type metricsServer struct {
 	mp     *sdkmetric.MeterProvider
 	tp     *sdktrace.TracerProvider // --traces; nil without
 	status *statusRecorder
+	// received is the server's time per call from the request to its
+	// result (servertime.go), beside the handler's time in calls.
+	received *receivedToResult
 }
 
 // check validates --metrics and --traces.
@@ -102,15 +105,20 @@ func (m *metricsServer) config(cfg *rpc.Config) error {
 	}
 	m.reg = prometheus.NewRegistry()
 	calls := lnotel.NewCallMetrics() // the call histograms at a few hundred instructions a call, not the SDK's thousands
-	exp, err := otelprom.New(otelprom.WithRegisterer(m.reg), otelprom.WithProducer(calls))
+	m.received = newReceivedToResult()
+	exp, err := otelprom.New(otelprom.WithRegisterer(m.reg), otelprom.WithProducer(calls), otelprom.WithProducer(m.received))
 	if err != nil {
 		return err
 	}
 	m.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
-	m.status = newStatusRecorder(calls)
+	m.status = newStatusRecorder(calls, m.received)
 	// The call metrics from the server's OnCallDone hook, not an
 	// interceptor: a third of the cost (docs/perf/observability.md).
-	cfg.OnCallDone = lnotel.ServerCallDone(lnotel.WithMeterProvider(m.mp), lnotel.WithCallMetrics(calls))
+	done := lnotel.ServerCallDone(lnotel.WithMeterProvider(m.mp), lnotel.WithCallMetrics(calls))
+	cfg.OnCallDone = func(ev rpc.CallEvent) {
+		done(ev)
+		m.received.record(ev)
+	}
 	if m.traces > 0 {
 		// The interceptor samples (parent-based at the ratio) before the
 		// tracer sees a call; the provider's default sampler,

@@ -29,16 +29,20 @@ type statusRecorder struct {
 	start time.Time
 	srv   *rpc.Server
 	calls *lnotel.CallMetrics
-	side  *capListener // the metrics port's listener, set before it serves
+	recv  *receivedToResult // the server's time from the request to its result
+	side  *capListener      // the metrics port's listener, set before it serves
 
 	mu    sync.Mutex
 	snaps []callSnapshot // oldest first; none older than the window's start and a second
 }
 
-// callSnapshot is the cumulative call histograms by action at one time.
+// callSnapshot is the cumulative call histograms by action at one time:
+// the handler's time (rpc.server.call.duration) in actions, the server's
+// from the request to its result in received.
 type callSnapshot struct {
-	at      time.Time
-	actions map[string]actionTotals
+	at       time.Time
+	actions  map[string]actionTotals
+	received map[string]actionTotals
 }
 
 // actionTotals is one action's cumulative calls, failed calls and
@@ -49,8 +53,8 @@ type actionTotals struct {
 	buckets       []uint64
 }
 
-func newStatusRecorder(calls *lnotel.CallMetrics) *statusRecorder {
-	return &statusRecorder{start: time.Now(), calls: calls}
+func newStatusRecorder(calls *lnotel.CallMetrics, recv *receivedToResult) *statusRecorder {
+	return &statusRecorder{start: time.Now(), calls: calls, recv: recv}
 }
 
 // run snapshots the histograms every second until ctx ends.
@@ -75,31 +79,37 @@ func (r *statusRecorder) run(ctx context.Context) {
 
 // snapshot reads the server's call duration histograms now.
 func (r *statusRecorder) snapshot(now time.Time) callSnapshot {
-	s := callSnapshot{at: now, actions: map[string]actionTotals{}}
+	s := callSnapshot{at: now, actions: map[string]actionTotals{}, received: map[string]actionTotals{}}
 	sms, _ := r.calls.Produce(context.Background())
+	if r.recv != nil {
+		more, _ := r.recv.Produce(context.Background())
+		sms = append(sms, more...)
+	}
 	for _, sm := range sms {
 		for _, m := range sm.Metrics {
 			h, ok := m.Data.(metricdata.Histogram[float64])
-			if !ok || m.Name != "rpc.server.call.duration" {
+			into := map[string]map[string]actionTotals{"rpc.server.call.duration": s.actions, receivedName: s.received}[m.Name]
+			if !ok || into == nil {
 				continue
 			}
 			for _, dp := range h.DataPoints {
-				s.add(dp)
+				add(into, dp)
 			}
 		}
 	}
 	return s
 }
 
-func (s *callSnapshot) add(dp metricdata.HistogramDataPoint[float64]) {
+// add sums dp into its action's totals in to.
+func add(to map[string]actionTotals, dp metricdata.HistogramDataPoint[float64]) {
 	name, _ := dp.Attributes.Value(attribute.Key("rpc.method"))
-	code, _ := dp.Attributes.Value(attribute.Key("rpc.response.status_code"))
-	a := s.actions[name.AsString()]
+	code, hasCode := dp.Attributes.Value(attribute.Key("rpc.response.status_code"))
+	a := to[name.AsString()]
 	if a.buckets == nil {
 		a.bounds, a.buckets = dp.Bounds, make([]uint64, len(dp.BucketCounts))
 	}
 	a.calls += dp.Count
-	if code.AsString() != okCode {
+	if hasCode && code.AsString() != okCode {
 		a.errors += dp.Count
 	}
 	for i, n := range dp.BucketCounts {
@@ -107,7 +117,7 @@ func (s *callSnapshot) add(dp metricdata.HistogramDataPoint[float64]) {
 			a.buckets[i] += n
 		}
 	}
-	s.actions[name.AsString()] = a
+	to[name.AsString()] = a
 }
 
 // okCode is a successful call's rpc.response.status_code.
@@ -203,17 +213,22 @@ type SidePortStatus struct {
 	Evicted  uint64 `json:"evicted"`
 }
 
-// ActionStatus is one action's last minute. Its quantiles are of the
-// handler's time (rpc.server.call.duration: from the routed request to its
-// encoded result), not of the call a client waits for, which adds the
-// read, the wait to run, the write and the network (over loopback,
-// many times the handler's time for a small action).
+// ActionStatus is one action's last minute. The handler quantiles are of
+// the handler's time (rpc.server.call.duration: from the routed request to
+// its encoded result); the received-to-result ones of the server's time
+// from the request's arrival in the rpc package to the same end
+// (lifenet.rpc.server.received_to_result.duration: the wait to run added,
+// and over HTTP the body's read). Neither is the call a client waits for,
+// which adds the socket read, the reply's write and the network (over
+// loopback, many times the handler's time for a small action).
 type ActionStatus struct {
-	Calls        uint64  `json:"calls"`
-	Errors       uint64  `json:"errors"`
-	CallsPerSec  float64 `json:"calls_per_sec"`
-	HandlerP50Us float64 `json:"handler_p50_us"`
-	HandlerP99Us float64 `json:"handler_p99_us"`
+	Calls                 uint64  `json:"calls"`
+	Errors                uint64  `json:"errors"`
+	CallsPerSec           float64 `json:"calls_per_sec"`
+	HandlerP50Us          float64 `json:"handler_p50_us"`
+	HandlerP99Us          float64 `json:"handler_p99_us"`
+	ReceivedToResultP50Us float64 `json:"received_to_result_p50_us"`
+	ReceivedToResultP99Us float64 `json:"received_to_result_p99_us"`
 }
 
 func (r *statusRecorder) status(now time.Time) Status {
@@ -230,6 +245,9 @@ func (r *statusRecorder) status(now time.Time) Status {
 			continue
 		}
 		a := ActionStatus{Calls: d.calls, Errors: d.errors, HandlerP50Us: round(d.quantile(0.50), 1), HandlerP99Us: round(d.quantile(0.99), 1)}
+		if rt := cur.received[name].since(base.received[name]); rt.calls > 0 {
+			a.ReceivedToResultP50Us, a.ReceivedToResultP99Us = round(rt.quantile(0.50), 1), round(rt.quantile(0.99), 1)
+		}
 		if win > 0 {
 			a.CallsPerSec = round(float64(d.calls)/win, 2)
 		}
