@@ -18,3 +18,6 @@ func UDPReads(s *Server) uint64 {
 	}
 	return n
 }
+
+// ParkWave is parkWave, for its table test.
+var ParkWave = parkWave

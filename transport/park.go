@@ -2,6 +2,9 @@ package transport
 
 import (
 	"net"
+	"runtime"
+	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -114,7 +117,7 @@ func (s *Session) wake() {
 			}
 		case parkParked:
 			if s.parkState.CompareAndSwap(parkParked, parkRunning) {
-				s.owner.poll.parked.Add(-1)
+				s.owner.poll.unparked()
 				s.resumed = true
 				go s.owner.runSession(s)
 				return
@@ -140,12 +143,24 @@ func (srv *Server) poller() *poller {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	if srv.poll == nil && !srv.closing && srv.pollErr == nil {
-		srv.poll, srv.pollErr = newPoller()
+		srv.poll, srv.pollErr = newPoller(srv)
 		if srv.pollErr != nil {
 			srv.ep.reportError(srv.pollErr)
 		}
 	}
 	return srv.poll
+}
+
+// unparked counts a session leaving the parked state, and the low-water
+// mark of parked sessions that the memory watch compares with.
+func (p *poller) unparked() {
+	n := p.parked.Add(-1)
+	for {
+		low := p.lowParked.Load()
+		if n >= low || p.lowParked.CompareAndSwap(low, n) {
+			return
+		}
+	}
 }
 
 // parkedCount is the number of sessions parked now.
@@ -158,3 +173,47 @@ func (p *poller) parkedCount() int64 {
 
 // parkCounter is the poller's count of parked sessions.
 type parkCounter = atomic.Int64
+
+// Giving memory back. The goroutine stacks and buffers of sessions that
+// parked go back to Go's heap, which keeps them (and the pools their
+// buffers went to) until later collections, and returns the pages to the
+// OS over minutes. A gateway's memory would then stay at its peak after a
+// burst. So when the sessions running at once fall far (see
+// [Config.KeepFreedMemory]), the poller has the runtime collect and return
+// what is free.
+
+// parkWave reports whether sessions parking, from low parked at once
+// since the last return to now, is the end of a burst worth a
+// collection: at least memoryWaveMin of them, and a quarter of those
+// parked now. Heartbeats, which wake and park a steady trickle, never are.
+func parkWave(low, now int64) bool {
+	return now-low >= max(memoryWaveMin, now/4)
+}
+
+const (
+	memoryWaveMin   = 1024            // sessions
+	memoryReturnGap = 5 * time.Second // at most one return per process per gap
+)
+
+var lastReturn struct {
+	sync.Mutex
+	at time.Time
+}
+
+// returnFreedMemory collects twice (the buffer pools drop what they hold
+// over two collections) and returns the free pages to the OS, unless that
+// happened less than memoryReturnGap ago in this process.
+func returnFreedMemory() {
+	lastReturn.Lock()
+	if !lastReturn.at.IsZero() && time.Since(lastReturn.at) < memoryReturnGap {
+		lastReturn.Unlock()
+		return
+	}
+	lastReturn.at = time.Now()
+	lastReturn.Unlock()
+	runtime.GC()
+	debug.FreeOSMemory()
+}
+
+// returnWait is the poller's count of memory returns in progress.
+type returnWait = sync.WaitGroup

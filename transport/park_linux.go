@@ -20,7 +20,11 @@ const parkSupported = true
 // with the first parked session, ended by Server.Close.
 type poller struct {
 	epfd, evfd int // the epoll instance; an eventfd that stops it
+	srv        *Server
 	parked     parkCounter
+
+	lowParked parkCounter // fewest sessions parked at once since the last memory return
+	returning returnWait  // memory returns in progress
 
 	mu    sync.Mutex
 	slots []pollSlot // by index, the epoll event's Fd field
@@ -40,7 +44,7 @@ type pollSlot struct {
 // within it.
 const sweepEvery = 1000 // milliseconds
 
-func newPoller() (*poller, error) {
+func newPoller(srv *Server) (*poller, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("transport: epoll: %w", err)
@@ -56,7 +60,7 @@ func newPoller() (*poller, error) {
 		unix.Close(evfd)
 		return nil, fmt.Errorf("transport: epoll: %w", err)
 	}
-	p := &poller{epfd: epfd, evfd: evfd, done: make(chan struct{})}
+	p := &poller{epfd: epfd, evfd: evfd, srv: srv, done: make(chan struct{})}
 	go p.run()
 	return p, nil
 }
@@ -151,8 +155,9 @@ func (p *poller) run() {
 				due = append(due, sl.s)
 			}
 		}
+		swept := false
 		if t := mono.Now(); t-lastSweep >= sweepEvery*1e6 {
-			lastSweep = t
+			lastSweep, swept = t, true
 			for i := range p.slots {
 				if sl := &p.slots[i]; sl.s != nil && sl.wakeAt != 0 && sl.wakeAt <= t && sl.s.parkState.Load() == parkParked {
 					due = append(due, sl.s)
@@ -160,6 +165,9 @@ func (p *poller) run() {
 			}
 		}
 		p.mu.Unlock()
+		if swept {
+			p.watchMemory(p.srv)
+		}
 		for i, s := range due {
 			s.wake()
 			due[i] = nil
@@ -176,6 +184,25 @@ func (p *poller) stop() {
 	one := [8]byte{1}
 	unix.Write(p.evfd, one[:])
 	<-p.done
+	p.returning.Wait()
 	unix.Close(p.epfd)
 	unix.Close(p.evfd)
+}
+
+// watchMemory runs at each sweep: it starts a return of freed memory when
+// a wave of sessions parked since the last one (parkWave).
+func (p *poller) watchMemory(srv *Server) {
+	if srv.ep.cfg.KeepFreedMemory {
+		return
+	}
+	now := p.parked.Load()
+	if !parkWave(p.lowParked.Load(), now) {
+		return
+	}
+	p.lowParked.Store(now)
+	p.returning.Add(1)
+	go func() {
+		defer p.returning.Done()
+		returnFreedMemory()
+	}()
 }

@@ -7,9 +7,9 @@ import "errors"
 const parkSupported = false
 
 // poller is Linux's (park_linux.go): elsewhere no session parks.
-type poller struct{ parked parkCounter }
+type poller struct{ parked, lowParked parkCounter }
 
-func newPoller() (*poller, error) { return nil, errors.New("transport: no poller on this OS") }
+func newPoller(*Server) (*poller, error) { return nil, errors.New("transport: no poller on this OS") }
 
 func (p *poller) arm(*Session, int64) bool { return false }
 func (p *poller) release(*Session)         {}

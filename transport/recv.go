@@ -66,9 +66,9 @@ func (s *Session) handshake() bool {
 // true when the session parked (park.go): the buffer goes back to the
 // pool, and the next goroutine starts with another.
 func (s *Session) receiveStream() (parked bool) {
-	size := s.ep.cfg.ReadBufferSize
-	buf := packet.Get(size)
-	defer func() { buf.Release() }()
+	size := min(s.ep.cfg.ReadBufferSize, FirstReadSize)
+	buf := s.getReadBuffer(size)
+	defer func() { s.putReadBuffer(buf, size) }()
 
 	if !s.opened {
 		if s.ep.hooks.Route != nil && !s.adopted {
@@ -79,7 +79,7 @@ func (s *Session) receiveStream() (parked bool) {
 			s.open()
 			s.gotFirst = true
 			s.deliver(buf, n)
-			buf = nextBuffer(buf, size)
+			buf, size = s.nextBuffer(buf, n, size)
 		} else {
 			s.open()
 		}
@@ -109,7 +109,7 @@ func (s *Session) receiveStream() (parked bool) {
 		if n > 0 {
 			s.gotFirst = true
 			s.deliver(buf, n)
-			buf = nextBuffer(buf, size)
+			buf, size = s.nextBuffer(buf, n, size)
 			if fresh { // the deadline woken with is set again
 				fresh, armedRx = false, 0
 			}
@@ -132,15 +132,42 @@ func (s *Session) receiveStream() (parked bool) {
 	}
 }
 
-// nextBuffer returns buf for the next read, or a fresh buffer when the
-// handler kept a share of buf.
-func nextBuffer(buf *packet.Packet, size int) *packet.Packet {
+// FirstReadSize is the receive buffer a stream session's read loop starts
+// with (or Config.ReadBufferSize, if smaller); the first read that fills it
+// moves the loop to ReadBufferSize. A session that sends a little now and
+// then (a device's heartbeat) never takes more, and a burst of connections
+// takes 4 KiB each, not 64.
+const FirstReadSize = 4 << 10
+
+// nextBuffer returns the buffer for the read after one of n bytes into buf
+// (of size bytes), and its size: buf again, unless the handler kept a share
+// of it, or the read filled it and a larger one is allowed.
+func (s *Session) nextBuffer(buf *packet.Packet, n, size int) (*packet.Packet, int) {
+	if n == size && size < s.ep.cfg.ReadBufferSize {
+		s.putReadBuffer(buf, size)
+		size = s.ep.cfg.ReadBufferSize
+		return s.getReadBuffer(size), size
+	}
 	if buf.RefCount() == 1 {
 		buf.Resize(size)
-		return buf
+		return buf, size
 	}
-	buf.Release()
+	s.putReadBuffer(buf, size)
+	return s.getReadBuffer(size), size
+}
+
+// getReadBuffer takes a receive buffer of size bytes, counted in
+// Stats.ReadBufferBytes until putReadBuffer.
+func (s *Session) getReadBuffer(size int) *packet.Packet {
+	s.ep.stats.readBuffers.Add(int64(size))
 	return packet.Get(size)
+}
+
+// putReadBuffer gives a receive buffer of size bytes back (a share the
+// handler kept keeps its bytes alive; the session no longer counts them).
+func (s *Session) putReadBuffer(buf *packet.Packet, size int) {
+	s.ep.stats.readBuffers.Add(-int64(size))
+	buf.Release()
 }
 
 // drainSends waits until everything queued has been written, writing it

@@ -353,7 +353,7 @@ func (s *Server) Stats() Stats {
 	st.UDPPeers = int64(s.sessions.len() - s.streams)
 	st.Parked = s.poll.parkedCount()
 	if !s.closing {
-		st.ReadBufferBytes = (int64(s.streams) - st.Parked) * int64(s.ep.cfg.ReadBufferSize)
+		st.ReadBufferBytes = s.ep.stats.readBuffers.Load()
 		for _, u := range s.udp {
 			st.ReadBufferBytes += int64(len(u.slots)) * int64(u.slotBytes)
 		}

@@ -22,7 +22,7 @@ type Stats struct {
 
 	// Servers only (a client's are 0):
 	UDPPeers        int64 // UDP virtual sessions open now (counted in Active too)
-	ReadBufferBytes int64 // pooled receive buffers held now: ReadBufferSize per stream session not parked, UDPReadBatch × 64 KiB per UDP socket
+	ReadBufferBytes int64 // pooled receive buffers held now: by stream sessions (parked ones hold none; a read loop starts with FirstReadSize, ReadBufferSize once a read fills that), and UDPReadBatch × 64 KiB per UDP socket
 	Parked          int64 // stream sessions parked now: idle, with no goroutine or read buffer (Config.ParkAfter)
 }
 
@@ -60,6 +60,7 @@ func (t *traffic) absorb(o *traffic) {
 type counters struct {
 	accepted, droppedDatagrams, overflows atomic.Uint64
 	active, maxActive                     atomic.Int64
+	readBuffers                           atomic.Int64 // bytes of the receive buffers stream sessions hold now
 	closed                                [numReasons]atomic.Uint64
 	retired                               traffic // traffic of ended sessions
 }

@@ -61,8 +61,8 @@ func TestSendQueues(t *testing.T) {
 }
 
 // Stats counts UDP peers apart, and the receive buffers the server holds:
-// ReadBufferSize per stream session and a batch of 64 KiB slots per UDP
-// socket.
+// FirstReadSize per stream session that has not filled it yet, and a batch
+// of 64 KiB slots per UDP socket.
 func TestStatsUDPPeersAndReadBuffers(t *testing.T) {
 	leakcheck.Check(t)
 	const readBuf = 16 << 10
@@ -96,7 +96,14 @@ func TestStatsUDPPeersAndReadBuffers(t *testing.T) {
 		u.Write([]byte("x"))
 	}
 	testwait.For(t, 10*time.Second, "a connection and two UDP peers", func() bool { return srv.Stats().Active == 3 })
-	if st := srv.Stats(); st.UDPPeers != 2 || st.ReadBufferBytes != readBuf+64<<10 {
-		t.Fatalf("%d UDP peers, %d receive buffer bytes, want 2 and %d", st.UDPPeers, st.ReadBufferBytes, readBuf+64<<10)
+	if st := srv.Stats(); st.UDPPeers != 2 || st.ReadBufferBytes != transport.FirstReadSize+64<<10 {
+		t.Fatalf("%d UDP peers, %d receive buffer bytes, want 2 and %d", st.UDPPeers, st.ReadBufferBytes, transport.FirstReadSize+64<<10)
 	}
+	// A read that fills the first buffer moves the session to ReadBufferSize.
+	if _, err := c.Write(make([]byte, 3*transport.FirstReadSize)); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 10*time.Second, "the session's buffer to grow", func() bool {
+		return srv.Stats().ReadBufferBytes == readBuf+64<<10
+	})
 }
