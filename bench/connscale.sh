@@ -6,8 +6,8 @@
 #   std                goroutine per connection, 64 KiB buffer (cmd/connserve)
 #   gnet               gnet v2's echo example (cmd/connserve, Linux)
 #   nbio               nbio's echo example (cmd/connserve, Linux)
-#   lifenet-transport  lifenet load --server --impl lifenet --codec none
-#   lifenet-codec      lifenet load --server --impl lifenet --codec srmp
+#   lifenet-transport  lifenet's transport echo (cmd/connserve --impl lifenet)
+#   lifenet-codec      lifenet's codec echo over SRMP (cmd/connserve --impl lifenet-codec)
 #   lifenet-serve      lifenet serve --max-conns 0 --max-conns-per-ip 0
 # The echo servers are driven with --proto echo, the SRMP ones with
 # --proto srmp. Each client's JSON report is kept in --out; the script
@@ -99,11 +99,8 @@ bound=$((timeout + 60))
 server() {
 	case "$1" in
 	std | gnet | nbio) cmd=("$tmp/connserve" --impl "$1" --host 127.0.0.1 --port 0 --seconds "$bound") proto=echo ;;
-	lifenet-transport | lifenet-codec)
-		local codec=none
-		proto=echo
-		if [ "$1" = lifenet-codec ]; then codec=srmp proto=srmp; fi
-		cmd=("$tmp/lifenet" load --server --impl lifenet --codec "$codec" --host 127.0.0.1 --port 0 --idle-exit 60 --first-client 60) ;;
+	lifenet-transport) cmd=("$tmp/connserve" --impl lifenet --host 127.0.0.1 --port 0 --seconds "$bound") proto=echo ;;
+	lifenet-codec) cmd=("$tmp/connserve" --impl lifenet-codec --host 127.0.0.1 --port 0 --seconds "$bound") proto=srmp ;;
 	lifenet-serve)
 		cmd=("$tmp/lifenet" serve --host 127.0.0.1 --port 0 --max-conns 0 --max-conns-per-ip 0 --seconds "$bound") proto=srmp ;;
 	esac

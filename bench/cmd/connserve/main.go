@@ -8,7 +8,10 @@
 //   - gnet: github.com/panjf2000/gnet/v2 as in its echo example (OnTraffic
 //     writes c.Next(-1) back), multicore, so one event loop per CPU;
 //   - nbio: github.com/lesismal/nbio as in its echo example (OnData writes a
-//     copy of the bytes back), its default of one poller per CPU.
+//     copy of the bytes back), its default of one poller per CPU;
+//   - lifenet: lifenet's transport echo (each read sent back), and
+//     lifenet-codec its codec echo over SRMP frames, with no connection
+//     limit and every other setting at its default.
 //
 // It prints "READY tcp://HOST:PORT pid=PID" on stdout once listening,
 // echoes every byte back, and exits 0 after --seconds or on SIGTERM or
@@ -17,7 +20,7 @@
 // one --port; it is not supported on Windows. A bad flag is one line on
 // stderr and exit code 2; a server that cannot start exits 1.
 //
-//	connserve [--impl std|gnet|nbio] [--host 127.0.0.1] [--port 0] [--reuseport] [--seconds 600]
+//	connserve [--impl std|gnet|nbio|lifenet|lifenet-codec] [--host 127.0.0.1] [--port 0] [--reuseport] [--seconds 600]
 package main
 
 import (
@@ -51,6 +54,10 @@ var servers = map[string]func(ctx context.Context, cfg config, ready func(addr s
 	"std":  serveStd,
 	"gnet": serveGnet,
 	"nbio": serveNbio,
+	// lifenet's own, for the same table: its transport echo, and its codec
+	// echo over SRMP frames.
+	"lifenet":       serveLifenet,
+	"lifenet-codec": serveLifenetCodec,
 }
 
 func main() {
@@ -62,7 +69,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("connserve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg config
-	fs.StringVar(&cfg.Impl, "impl", "std", "std, gnet or nbio")
+	fs.StringVar(&cfg.Impl, "impl", "std", "std, gnet, nbio, lifenet or lifenet-codec")
 	fs.StringVar(&cfg.Host, "host", "127.0.0.1", "address to listen on")
 	fs.IntVar(&cfg.Port, "port", 0, "port (0 picks a free one)")
 	fs.BoolVar(&cfg.ReusePort, "reuseport", false, "listen with SO_REUSEPORT, so that several processes share one --port (not on Windows)")
@@ -76,7 +83,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "connserve: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	case !ok:
-		fmt.Fprintf(stderr, "connserve: --impl %q: want std, gnet or nbio\n", cfg.Impl)
+		fmt.Fprintf(stderr, "connserve: --impl %q: want std, gnet, nbio, lifenet or lifenet-codec\n", cfg.Impl)
 		return 2
 	case cfg.Port < 0 || cfg.Port > 65535:
 		fmt.Fprintf(stderr, "connserve: --port %d: want 0 to 65535\n", cfg.Port)

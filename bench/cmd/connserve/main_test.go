@@ -121,7 +121,7 @@ func firstDiff(a, b []byte) int {
 // on one connection come back whole, then stops the server and checks it
 // returns nil.
 func TestEcho(t *testing.T) {
-	for _, impl := range []string{"std", "gnet", "nbio"} {
+	for _, impl := range []string{"std", "gnet", "nbio", "lifenet"} {
 		t.Run(impl, func(t *testing.T) {
 			if !engineOS(impl) {
 				t.Skipf("%s runs on Linux only", impl)
@@ -264,7 +264,7 @@ func TestReusePort(t *testing.T) {
 	if !reusePortOS() {
 		t.Skip("no SO_REUSEPORT here")
 	}
-	for _, impl := range []string{"std", "gnet", "nbio"} {
+	for _, impl := range []string{"std", "gnet", "nbio", "lifenet"} {
 		t.Run(impl, func(t *testing.T) {
 			t.Parallel()
 			if !engineOS(impl) {
