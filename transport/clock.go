@@ -15,7 +15,8 @@ const clockTick = 250 * time.Millisecond
 // coarse is a process-wide clock that ticks while at least one server or
 // client holds it, and stops (with its goroutine) when the last one lets go.
 var coarse struct {
-	now   atomic.Int64 // mono reading, updated every clockTick
+	now   atomic.Int64         // mono reading, updated every clockTick
+	tick  atomic.Pointer[tick] // the same instant as a time.Time (timeOf)
 	mu    sync.Mutex
 	users int
 	stop  chan struct{}
@@ -30,7 +31,7 @@ func acquireClock() {
 	if coarse.users > 1 {
 		return
 	}
-	coarse.now.Store(mono.Now())
+	storeTick(time.Now())
 	stop, done := make(chan struct{}), make(chan struct{})
 	coarse.stop, coarse.done = stop, done
 	go func() {
@@ -40,7 +41,7 @@ func acquireClock() {
 		for {
 			select {
 			case now := <-t.C:
-				coarse.now.Store(mono.Of(now))
+				storeTick(now)
 			case <-stop:
 				return
 			}
@@ -61,5 +62,29 @@ func releaseClock() {
 }
 
 // now returns the coarse time, a mono reading (deadlines from it go through
-// mono.Time, so they too are kept on the monotonic clock).
+// timeOf, so they too are kept on the monotonic clock).
 func now() int64 { return coarse.now.Load() }
+
+// tick is one instant of the coarse clock, as a mono reading and a
+// time.Time that carries a monotonic reading.
+type tick struct {
+	reading int64
+	at      time.Time
+}
+
+// storeTick moves the coarse clock to t (its tick first: a reader of now
+// finds timeOf's base no older than the reading).
+func storeTick(t time.Time) {
+	r := mono.Of(t)
+	coarse.tick.Store(&tick{reading: r, at: t})
+	coarse.now.Store(r)
+}
+
+// timeOf returns the instant of a mono reading as a time.Time without
+// reading the clock (mono.Time does, and a deadline set from its result
+// reads it once more: a system call on some virtual machines). Deadlines
+// are set from it.
+func timeOf(reading int64) time.Time {
+	tk := coarse.tick.Load()
+	return tk.at.Add(time.Duration(reading - tk.reading))
+}

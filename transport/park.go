@@ -2,13 +2,16 @@ package transport
 
 import (
 	"net"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/lifenet/lifenet/internal/mono"
+	"github.com/lifenet/lifenet/packet"
 )
 
 // Parking: a server's stream session that has had nothing to read for
@@ -45,7 +48,7 @@ func (s *Session) endOfWait() time.Time {
 	cfg := &s.ep.cfg
 	if s.gotFirst {
 		if cfg.IdleTimeout > 0 {
-			return mono.Time(s.lastRx.Load()).Add(cfg.IdleTimeout + clockTick)
+			return timeOf(s.lastRx.Load()).Add(cfg.IdleTimeout + clockTick)
 		}
 		return time.Time{}
 	}
@@ -56,10 +59,11 @@ func (s *Session) endOfWait() time.Time {
 }
 
 // readDeadline returns the deadline of the next read, and whether it is
-// the one to park at (Config.ParkAfter from now) rather than the end of
-// the wait. fresh is for the first read of a session woken from parking:
-// it gets a clock tick more, so that it reads the bytes that woke it even
-// if its goroutine starts late (a read past its deadline reads nothing).
+// the one to park at (Config.ParkAfter from now, on the coarse clock, so
+// up to a tick less) rather than the end of the wait. fresh is for the
+// first read of a session woken from parking: it gets a clock tick more,
+// so that it reads the bytes that woke it (a read past its deadline reads
+// nothing), and that deadline serves its next reads too.
 func (s *Session) readDeadline(fresh bool) (at time.Time, park bool) {
 	end := s.endOfWait()
 	if !s.parkable() {
@@ -69,7 +73,7 @@ func (s *Session) readDeadline(fresh bool) (at time.Time, park bool) {
 	if fresh {
 		wait += clockTick
 	}
-	if p := time.Now().Add(wait); end.IsZero() || p.Before(end) {
+	if p := timeOf(now()).Add(wait); end.IsZero() || p.Before(end) {
 		return p, true
 	}
 	return end, false
@@ -105,6 +109,57 @@ func (s *Session) park() bool {
 	return false
 }
 
+// How readAvailable ended.
+const (
+	wokeParked  = iota // the session parked again
+	wokeEnded          // the session ended
+	wokeRunning        // it could not park (a wake came meanwhile): read on, waiting
+)
+
+// readAvailable serves a session woken after a quiet spell (nothing
+// received for ParkAfter before the wake: a device's heartbeat, say):
+// it reads and delivers what has come, without waiting, and parks again as
+// soon as nothing is left, with no read deadline, timer or wait in
+// between. A session that gets bytes again within ParkAfter of these
+// is woken into the waiting loop instead (receiveStream), which keeps it
+// off the poller while it is busy.
+func (s *Session) readAvailable(buf **packet.Packet, size *int) int {
+	rc, err := s.conn.(syscall.Conn).SyscallConn()
+	if err != nil {
+		return wokeRunning
+	}
+	s.conn.SetReadDeadline(time.Time{}) // a parking deadline may be left, expired: it would fail the reads
+	for {
+		if s.draining.Load() {
+			s.drainSends()
+			s.endDrain()
+			return wokeEnded
+		}
+		n, wouldBlock, err := readNow(rc, (*buf).Bytes())
+		switch {
+		case n > 0:
+			s.gotFirst = true
+			s.deliver(*buf, n)
+			*buf, *size = s.nextBuffer(*buf, n, *size)
+		case wouldBlock:
+			if end := s.endOfWait(); !end.IsZero() && !timeOf(now()).Before(end) { // the sweep woke it: the wait is over
+				s.closeWith(s.readReason(os.ErrDeadlineExceeded, s.gotFirst), nil)
+				return wokeEnded
+			}
+			if s.park() {
+				return wokeParked
+			}
+			return wokeRunning
+		default:
+			if s.draining.Load() {
+				continue // a drain's interrupt: the loop's top drains
+			}
+			s.closeWith(s.readReason(err, s.gotFirst), causeOf(err))
+			return wokeEnded
+		}
+	}
+}
+
 // wake makes sure a goroutine serves the session: it starts one for a
 // parked session, and tells a running one not to park at its next try. For
 // events a parked session must see: readiness, Close, a drain, a deadline.
@@ -119,7 +174,7 @@ func (s *Session) wake() {
 			if s.parkState.CompareAndSwap(parkParked, parkRunning) {
 				s.owner.poll.unparked()
 				s.resumed = true
-				go s.owner.runSession(s)
+				s.owner.serve(s)
 				return
 			}
 		default:
@@ -132,9 +187,60 @@ func (s *Session) wake() {
 // ends or parks; the server's WaitGroup counts it until it ends.
 func (srv *Server) runSession(s *Session) {
 	if s.serveStream() {
-		return // parked: its wake runs runSession again
+		return // parked: its wake serves it again
 	}
 	srv.wg.Done()
+}
+
+// Workers. A session that starts, or wakes from parking, is served by a
+// goroutine that served one before, when one is waiting for work: a new
+// goroutine would start with a small stack and grow it (copying it) on
+// the way to the handler, once per wake. At most maxIdleWorkers wait, each
+// for workerIdle.
+const (
+	maxIdleWorkers = 256
+	workerIdle     = 2 * time.Second
+)
+
+// serve runs s on a waiting worker, or on a new one.
+func (srv *Server) serve(s *Session) {
+	select {
+	case srv.handoff <- s:
+	default:
+		srv.workers.Add(1)
+		go srv.work(s)
+	}
+}
+
+// work serves s, then the sessions handed to it while it waits, until it
+// has waited workerIdle, too many wait, or the server stops.
+func (srv *Server) work(s *Session) {
+	defer srv.workers.Done()
+	var idle *time.Timer
+	for {
+		srv.runSession(s)
+		if srv.idleWorkers.Add(1) > maxIdleWorkers {
+			srv.idleWorkers.Add(-1)
+			return
+		}
+		if idle == nil {
+			idle = time.NewTimer(workerIdle)
+		} else {
+			idle.Reset(workerIdle)
+		}
+		select {
+		case s = <-srv.handoff:
+			srv.idleWorkers.Add(-1)
+			idle.Stop()
+		case <-idle.C:
+			srv.idleWorkers.Add(-1)
+			return
+		case <-srv.stopped:
+			srv.idleWorkers.Add(-1)
+			idle.Stop()
+			return
+		}
+	}
 }
 
 // poller returns the server's poller, made on first use; nil when it
@@ -182,12 +288,17 @@ type parkCounter = atomic.Int64
 // [Config.KeepFreedMemory]), the poller has the runtime collect and return
 // what is free.
 
-// parkWave reports whether sessions parking, from low parked at once
-// since the last return to now, is the end of a burst worth a
-// collection: at least memoryWaveMin of them, and a quarter of those
-// parked now. Heartbeats, which wake and park a steady trickle, never are.
-func parkWave(low, now int64) bool {
-	return now-low >= max(memoryWaveMin, now/4)
+// parkWave reports whether sessions parking is the end of a burst worth a
+// collection, from the fewest parked at once since the last return (low),
+// the number parked at the sweep before (prev) and now: at least
+// memoryWaveMin more are parked than at the low, and a quarter of those
+// parked now, and the wave has settled (it grew by less than an eighth of
+// its rise since the sweep before), so that one collection finds its
+// memory free. Heartbeats, which wake and park a steady trickle, never
+// make one.
+func parkWave(low, prev, now int64) bool {
+	rise := now - low
+	return rise >= max(memoryWaveMin, now/4) && now-prev <= rise/8
 }
 
 const (

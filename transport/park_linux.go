@@ -3,8 +3,11 @@ package transport
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -16,15 +19,20 @@ const parkSupported = true
 // poller watches the connections of a server's parked sessions with one
 // epoll instance (one-shot: an event disarms its connection until it
 // parks again) and wakes each when it has bytes, or when its idle or
-// first-byte deadline is due (a sweep each second). One goroutine, made
-// with the first parked session, ended by Server.Close.
+// first-byte deadline is due (a sweep each second). Its goroutine waits on
+// the epoll instance through the runtime's own poller, as on a socket: no
+// thread sits blocked in epoll_wait. Made with the first parked session,
+// ended by Server.Close.
 type poller struct {
-	epfd, evfd int // the epoll instance; an eventfd that stops it
-	srv        *Server
-	parked     parkCounter
+	epfd   int      // the epoll instance, owned by file
+	file   *os.File // epfd, for the runtime's poller
+	raw    syscall.RawConn
+	srv    *Server
+	parked parkCounter
 
-	lowParked parkCounter // fewest sessions parked at once since the last memory return
-	returning returnWait  // memory returns in progress
+	lowParked   parkCounter // fewest sessions parked at once since the last memory return
+	sweptParked int64       // sessions parked at the last sweep (the sweep's)
+	returning   returnWait  // memory returns in progress
 
 	mu    sync.Mutex
 	slots []pollSlot // by index, the epoll event's Fd field
@@ -42,25 +50,24 @@ type pollSlot struct {
 // sweepEvery is how often the poller wakes parked sessions whose wait has
 // ended: the idle and first-byte timeouts of a parked session are kept to
 // within it.
-const sweepEvery = 1000 // milliseconds
+const sweepEvery = time.Second
 
 func newPoller(srv *Server) (*poller, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("transport: epoll: %w", err)
 	}
-	evfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
+	if err := unix.SetNonblock(epfd, true); err != nil {
 		unix.Close(epfd)
-		return nil, fmt.Errorf("transport: eventfd: %w", err)
-	}
-	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: -1}
-	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, evfd, &ev); err != nil {
-		unix.Close(epfd)
-		unix.Close(evfd)
 		return nil, fmt.Errorf("transport: epoll: %w", err)
 	}
-	p := &poller{epfd: epfd, evfd: evfd, srv: srv, done: make(chan struct{})}
+	f := os.NewFile(uintptr(epfd), "transport-poller") // non-blocking: the runtime polls it
+	raw, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("transport: epoll: %w", err)
+	}
+	p := &poller{epfd: epfd, file: f, raw: raw, srv: srv, done: make(chan struct{})}
 	go p.run()
 	return p, nil
 }
@@ -137,29 +144,27 @@ func (p *poller) run() {
 	defer close(p.done)
 	events := make([]unix.EpollEvent, 256)
 	var due []*Session
-	lastSweep := mono.Now()
+	nextSweep := time.Now().Add(sweepEvery)
+	p.file.SetReadDeadline(nextSweep)
 	for {
-		n, err := unix.EpollWait(p.epfd, events, sweepEvery)
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			return // the epoll instance is gone: nothing can wake a parked session but its deadline
+		n, err := p.wait(events)
+		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			return // closed (stop), or the epoll instance failed: nothing can wake a parked session but its deadline
 		}
-		stop := false
 		due = due[:0]
 		p.mu.Lock()
-		for _, ev := range events[:max(n, 0)] {
-			if ev.Fd < 0 {
-				stop = true
-				continue
-			}
+		for _, ev := range events[:n] {
 			if sl := &p.slots[ev.Fd]; sl.s != nil && sl.gen == uint32(ev.Pad) {
 				due = append(due, sl.s)
 			}
 		}
 		swept := false
-		if t := mono.Now(); t-lastSweep >= sweepEvery*1e6 {
-			lastSweep, swept = t, true
+		if t := time.Now(); !t.Before(nextSweep) {
+			nextSweep, swept = t.Add(sweepEvery), true
+			p.file.SetReadDeadline(nextSweep)
+			now := mono.Of(t)
 			for i := range p.slots {
-				if sl := &p.slots[i]; sl.s != nil && sl.wakeAt != 0 && sl.wakeAt <= t && sl.s.parkState.Load() == parkParked {
+				if sl := &p.slots[i]; sl.s != nil && sl.wakeAt != 0 && sl.wakeAt <= now && sl.s.parkState.Load() == parkParked {
 					due = append(due, sl.s)
 				}
 			}
@@ -172,21 +177,29 @@ func (p *poller) run() {
 			s.wake()
 			due[i] = nil
 		}
-		if stop {
-			return
-		}
 	}
 }
 
+// wait returns the ready events, waiting in the runtime's poller while
+// there are none, until the sweep's deadline.
+func (p *poller) wait(events []unix.EpollEvent) (n int, err error) {
+	var werr error
+	err = p.raw.Read(func(fd uintptr) bool {
+		n, werr = unix.EpollWait(int(fd), events, 0)
+		return n > 0 || (werr != nil && werr != unix.EINTR)
+	})
+	if err == nil {
+		err = werr
+	}
+	return max(n, 0), err
+}
+
 // stop ends the poller once no session is parked (after the server's
-// sessions have ended) and closes its descriptors.
+// sessions have ended) and closes the epoll instance.
 func (p *poller) stop() {
-	one := [8]byte{1}
-	unix.Write(p.evfd, one[:])
+	p.file.Close()
 	<-p.done
 	p.returning.Wait()
-	unix.Close(p.epfd)
-	unix.Close(p.evfd)
 }
 
 // watchMemory runs at each sweep: it starts a return of freed memory when
@@ -195,8 +208,9 @@ func (p *poller) watchMemory(srv *Server) {
 	if srv.ep.cfg.KeepFreedMemory {
 		return
 	}
-	now := p.parked.Load()
-	if !parkWave(p.lowParked.Load(), now) {
+	now, prev := p.parked.Load(), p.sweptParked
+	p.sweptParked = now
+	if !parkWave(p.lowParked.Load(), prev, now) {
 		return
 	}
 	p.lowParked.Store(now)
@@ -205,4 +219,30 @@ func (p *poller) watchMemory(srv *Server) {
 		defer p.returning.Done()
 		returnFreedMemory()
 	}()
+}
+
+// readNow reads what the connection holds without waiting for more: n > 0
+// bytes, or wouldBlock (nothing there), or an error (io.EOF when the peer
+// has closed).
+func readNow(rc syscall.RawConn, b []byte) (n int, wouldBlock bool, err error) {
+	var rerr error
+	err = rc.Read(func(fd uintptr) bool {
+		for {
+			n, rerr = unix.Read(int(fd), b)
+			if rerr != unix.EINTR {
+				return true // never wait in the runtime's poller
+			}
+		}
+	})
+	switch {
+	case err != nil:
+		return 0, false, err
+	case rerr == unix.EAGAIN:
+		return 0, true, nil
+	case rerr != nil:
+		return 0, false, os.NewSyscallError("read", rerr)
+	case n == 0:
+		return 0, false, io.EOF
+	}
+	return n, false, nil
 }

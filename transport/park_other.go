@@ -2,7 +2,10 @@
 
 package transport
 
-import "errors"
+import (
+	"errors"
+	"syscall"
+)
 
 const parkSupported = false
 
@@ -14,3 +17,5 @@ func newPoller(*Server) (*poller, error) { return nil, errors.New("transport: no
 func (p *poller) arm(*Session, int64) bool { return false }
 func (p *poller) release(*Session)         {}
 func (p *poller) stop()                    {}
+
+func readNow(syscall.RawConn, []byte) (int, bool, error) { return 0, false, errors.ErrUnsupported }

@@ -89,6 +89,14 @@ func (s *Session) receiveStream() (parked bool) {
 	armedRx, armedFirst, parkAt := int64(0), false, false
 	fresh := s.resumed
 	s.resumed = false
+	if fresh && now()-s.lastRx.Load() >= int64(s.ep.cfg.ParkAfter) {
+		switch s.readAvailable(&buf, &size) {
+		case wokeParked:
+			return true
+		case wokeEnded:
+			return false
+		}
+	}
 	for {
 		if rx := s.lastRx.Load(); rx != armedRx || s.gotFirst != armedFirst {
 			armedRx, armedFirst = rx, s.gotFirst
@@ -110,8 +118,11 @@ func (s *Session) receiveStream() (parked bool) {
 			s.gotFirst = true
 			s.deliver(buf, n)
 			buf, size = s.nextBuffer(buf, n, size)
-			if fresh { // the deadline woken with is set again
-				fresh, armedRx = false, 0
+			if fresh {
+				fresh = false
+				if parkAt { // the deadline woken with lies ParkAfter past this receive: it stays
+					armedRx, armedFirst = s.lastRx.Load(), s.gotFirst
+				}
 			}
 		}
 		if n == 0 && err == nil { // an empty datagram: the peer ended the session

@@ -717,7 +717,7 @@ func (w *streamSender) armDeadline() error {
 	if w.timeout > 0 {
 		if t := now(); t != w.deadlineAt {
 			w.deadlineAt = t
-			return w.conn.SetWriteDeadline(mono.Time(t).Add(w.timeout + clockTick))
+			return w.conn.SetWriteDeadline(timeOf(t).Add(w.timeout + clockTick))
 		}
 	}
 	return nil

@@ -40,6 +40,10 @@ type Server struct {
 
 	poll    *poller // watches parked sessions (park.go); made on first use
 	pollErr error   // why the poller could not be made: sessions do not park
+
+	handoff     chan *Session  // to a worker waiting for a session to serve (park.go)
+	idleWorkers atomic.Int32   // workers waiting
+	workers     sync.WaitGroup // worker goroutines
 }
 
 // NewServer returns a server with the given settings and hooks. It listens
@@ -58,6 +62,7 @@ func NewServer(cfg Config, hooks Hooks) (*Server, error) {
 		sessions: newSessionSet(!cfg.NoSessionRegistry),
 		perIP:    make(map[netip.Addr]int),
 		stopped:  make(chan struct{}),
+		handoff:  make(chan *Session),
 	}
 	s.ep.initLog()
 	return s, nil
@@ -226,7 +231,7 @@ func (s *Server) admit(c net.Conn) {
 	s.ep.stats.opened()
 	s.wg.Add(1)
 	s.mu.Unlock()
-	go s.runSession(sess)
+	s.serve(sess)
 }
 
 // Adopt serves c as a stream session of the server, with no Route: a
@@ -249,7 +254,7 @@ func (s *Server) Adopt(c net.Conn) error {
 	s.ep.stats.opened()
 	s.wg.Add(1)
 	s.mu.Unlock()
-	go s.runSession(sess)
+	s.serve(sess)
 	return nil
 }
 
@@ -451,6 +456,7 @@ func (s *Server) Close() error {
 		sess.closeWith(ReasonShutdown, nil)
 	}
 	s.wg.Wait()
+	s.workers.Wait()   // stop made the waiting ones return
 	if s.poll != nil { // every session has ended: none is parked
 		s.poll.stop()
 	}

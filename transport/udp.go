@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lifenet/lifenet/internal/mono"
 	"github.com/lifenet/lifenet/packet"
 )
 
@@ -151,7 +150,7 @@ func (u *udpServer) loop() {
 		if t := now(); t >= nextSweep {
 			nextSweep = t + int64(udpHousekeeping)
 			u.sweep(t)
-			u.pc.SetReadDeadline(mono.Time(t).Add(udpHousekeeping + clockTick))
+			u.pc.SetReadDeadline(timeOf(t).Add(udpHousekeeping + clockTick))
 		}
 		k, err := u.reader.read(u.slots)
 		if err != nil {
