@@ -185,11 +185,12 @@ func (s *Session) wake() {
 
 // runSession serves a stream session on the calling goroutine until it
 // ends or parks; the server's WaitGroup counts it until it ends.
-func (srv *Server) runSession(s *Session) {
+func (srv *Server) runSession(s *Session) (parked bool) {
 	if s.serveStream() {
-		return // parked: its wake serves it again
+		return true // its wake serves it again
 	}
 	srv.wg.Done()
+	return false
 }
 
 // Workers. A session that starts, or wakes from parking, is served by a
@@ -213,12 +214,16 @@ func (srv *Server) serve(s *Session) {
 }
 
 // work serves s, then the sessions handed to it while it waits, until it
-// has waited workerIdle, too many wait, or the server stops.
+// has waited workerIdle, too many wait, or the server stops. It waits only
+// after a session parked: one whose session ended returns, as the
+// session's own goroutine did before there were parked sessions to wake.
 func (srv *Server) work(s *Session) {
 	defer srv.workers.Done()
 	var idle *time.Timer
 	for {
-		srv.runSession(s)
+		if !srv.runSession(s) {
+			return
+		}
 		if srv.idleWorkers.Add(1) > maxIdleWorkers {
 			srv.idleWorkers.Add(-1)
 			return

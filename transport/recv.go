@@ -72,7 +72,7 @@ func (s *Session) receiveStream() (parked bool) {
 
 	if !s.opened {
 		if s.ep.hooks.Route != nil && !s.adopted {
-			n, st := s.route(buf)
+			n, st := s.route(&buf, &size)
 			if st != routeServe {
 				return st == routeParked
 			}

@@ -84,12 +84,14 @@ const (
 
 // route reads a stream session's first bytes into buf until Hooks.Route
 // decides, and returns how many were read when it decides RouteServe.
-func (s *Session) route(buf *packet.Packet) (n int, st routeState) {
+// It reads into *buf (of *size bytes), and moves the bytes into a buffer
+// of ReadBufferSize when they fill a smaller one before Route decides.
+func (s *Session) route(buf **packet.Packet, size *int) (n int, st routeState) {
 	hooks := &s.ep.hooks
 	at, parkAt := s.readDeadline(s.resumed)
 	s.resumed = false
 	s.conn.SetReadDeadline(at)
-	b := buf.Bytes()
+	b := (*buf).Bytes()
 	for {
 		if s.draining.Load() {
 			s.closeWith(ReasonShutdown, nil)
@@ -106,13 +108,21 @@ func (s *Session) route(buf *packet.Packet) (n int, st routeState) {
 		}
 		n += m
 		if n > 0 {
-			switch r := hooks.Route(b[:n], n == len(b)); {
+			full := n == len(b) && *size >= s.ep.cfg.ReadBufferSize
+			switch r := hooks.Route(b[:n], full); {
 			case r == RouteHandOff:
 				s.handOff(b[:n])
 				return 0, routeEnded
-			case r == RouteServe || n == len(b):
+			case r == RouteServe || full:
 				s.conn.SetReadDeadline(time.Time{})
 				return n, routeServe
+			}
+			if n == len(b) { // more is wanted than the first buffer holds
+				bigger := s.getReadBuffer(s.ep.cfg.ReadBufferSize)
+				copy(bigger.Bytes(), b[:n])
+				s.putReadBuffer(*buf, *size)
+				*buf, *size = bigger, s.ep.cfg.ReadBufferSize
+				b = bigger.Bytes()
 			}
 		}
 		if err != nil && !s.draining.Load() {
