@@ -31,6 +31,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 )
@@ -74,6 +75,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Port, "port", 0, "port (0 picks a free one)")
 	fs.BoolVar(&cfg.ReusePort, "reuseport", false, "listen with SO_REUSEPORT, so that several processes share one --port (not on Windows)")
 	fs.Float64Var(&cfg.Seconds, "seconds", 600, "exit after this many seconds (at most 86400)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run here")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -99,6 +101,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(cfg.Seconds*float64(time.Second)))
 	defer cancel()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "connserve: --cpuprofile: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "connserve: --cpuprofile: %v\n", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
 	pid := os.Getpid()
 	err := serve(ctx, cfg, func(addr string) {
 		fmt.Fprintf(stdout, "READY tcp://%s pid=%d\n", addr, pid)
