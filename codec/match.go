@@ -120,7 +120,7 @@ type result struct {
 type matcher struct {
 	fifo    bool
 	timeout time.Duration
-	stop    chan struct{}
+	stop    chan struct{} // closed by close; made with slots, as is freed
 	freed   chan struct{} // a slot was freed while requests waited for one
 
 	mu      sync.Mutex
@@ -183,7 +183,7 @@ func newMatcher(fifo bool, timeout time.Duration) *matcher {
 		timeout = DefaultRequestTimeout
 	}
 	timeout = min(timeout, maxRequestTimeout)
-	return &matcher{fifo: fifo, timeout: timeout, free: n, cap: n, stop: make(chan struct{}), freed: make(chan struct{}, 1), due: math.MaxInt64, self: -1}
+	return &matcher{fifo: fifo, timeout: timeout, free: n, cap: n, due: math.MaxInt64, self: -1}
 }
 
 // acquire takes a free in-flight slot, waiting for one while all are in
@@ -203,6 +203,7 @@ func (m *matcher) acquire(ctx context.Context) (waited time.Duration, err error)
 		return 0, m.err
 	}
 	if m.slots == nil {
+		m.stop, m.freed = make(chan struct{}), make(chan struct{}, 1)
 		m.slots = new([256]waiter)
 		m.ring = new([256]uint8)
 		for i := range m.ring {
@@ -809,7 +810,9 @@ func (m *matcher) close(cause error) {
 	if cause != nil {
 		m.err = fmt.Errorf("%w: %w", ErrConnClosed, cause)
 	}
-	close(m.stop)
+	if m.stop != nil {
+		close(m.stop)
+	}
 	if m.slots != nil { // nil: no request was ever sent, none can be pending
 		pending = m.failPending()
 	}

@@ -155,10 +155,11 @@ type Session struct {
 	openedDone atomic.Bool    // open has set handler: other goroutines may read it (Handler)
 	datagram   bool           // UDP: each receive is one datagram
 
-	reason      atomic.Uint32 // Reason once closing has started
-	draining    atomic.Bool   // Shutdown: stop reading, flush, then close
-	drainReason atomic.Uint32 // the Reason a drain closes with (0: ReasonShutdown)
-	done        chan struct{}
+	reason      atomic.Uint32  // Reason once closing has started
+	draining    atomic.Bool    // Shutdown: stop reading, flush, then close
+	drainReason atomic.Uint32  // the Reason a drain closes with (0: ReasonShutdown)
+	done        chan struct{}  // made by the first Done (mu): most sessions are never asked
+	ended       bool           // finish has run OnClose (mu): Done is closed
 	onEnd       func(*Session) // owner's bookkeeping (it must retire io), run before OnClose
 	owner       *Server        // the server of an accepted connection; nil otherwise
 	adopted     bool           // served by Server.Adopt: it holds no place in MaxConns of its own
@@ -182,7 +183,7 @@ type sender interface {
 
 func newSession(ep *endpoint, id uint64, conn net.Conn, out sender, local, remote net.Addr) *Session {
 	s := &Session{id: id, conn: conn, ep: ep, out: out, local: local, remote: remote,
-		created: time.Now(), done: make(chan struct{})}
+		created: time.Now()}
 	s.lastRx.Store(now())
 	return s
 }
@@ -223,7 +224,17 @@ func (s *Session) Created() time.Time { return s.created }
 func (s *Session) LastActive() time.Time { return mono.Time(s.lastRx.Load()) }
 
 // Done is closed when the session has ended and OnClose has run.
-func (s *Session) Done() <-chan struct{} { return s.done }
+func (s *Session) Done() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done == nil {
+		s.done = make(chan struct{})
+		if s.ended {
+			close(s.done)
+		}
+	}
+	return s.done
+}
 
 // Reason returns why the session ended, or [ReasonNone] while it is open.
 func (s *Session) Reason() Reason { return Reason(s.reason.Load()) }
@@ -396,7 +407,12 @@ func (s *Session) finish() {
 	} else if f := s.ep.hooks.OnClose; f != nil {
 		f(s, &CloseError{Reason: r, Err: cause})
 	}
-	close(s.done)
+	s.mu.Lock()
+	s.ended = true
+	if s.done != nil {
+		close(s.done)
+	}
+	s.mu.Unlock()
 }
 
 // open runs when the session starts, on its receive goroutine: it makes
