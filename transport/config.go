@@ -132,15 +132,16 @@ type Config struct {
 	// and clients' never park. Handlers see no difference: a session's
 	// receives still come one at a time, in order.
 	ParkAfter time.Duration
-	// KeepFreedMemory leaves the memory that parked sessions freed to Go's
-	// runtime, which hands it back to the OS over minutes. By default,
-	// when a server's running sessions (open and not parked) fall by a
-	// quarter of their peak and at least 1,024 — the end of a burst, or of
-	// a ramp of new connections — it has the runtime collect and return
-	// the free memory at once (runtime.GC and debug.FreeOSMemory, at most
-	// once per 5 s in a process), so that a gateway's memory is back at
-	// its idle size within seconds of a burst. Set it where a process
-	// runs collections of its own.
+	// KeepFreedMemory leaves the memory that a burst freed to Go's
+	// runtime, which hands it back to the OS over minutes. By default a
+	// server with parked sessions looks at the heap each second, and when
+	// much was allocated since its last trim (64 MiB and half the heap)
+	// and allocation has since all but stopped — the end of a burst of
+	// large messages, or of a ramp of new connections — it has the runtime
+	// collect and return the free memory at once (runtime.GC and
+	// debug.FreeOSMemory, at most once per 5 s in a process), so that a
+	// gateway's memory is back at its idle size within seconds of a
+	// burst. Set it where a process runs collections of its own.
 	KeepFreedMemory bool
 
 	// SendQueueBytes is the room of each session's send queue: the bytes

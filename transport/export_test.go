@@ -19,5 +19,5 @@ func UDPReads(s *Server) uint64 {
 	return n
 }
 
-// ParkWave is parkWave, for its table test.
-var ParkWave = parkWave
+// BurstEnded is burstEnded, for its table test.
+var BurstEnded = burstEnded

@@ -6,28 +6,27 @@ import (
 	"github.com/lifenet/lifenet/transport"
 )
 
-// A return of freed memory follows the end of a burst: a wave of sessions
-// parking (at least 1,024, and a quarter of those parked) that has
-// settled; not the trickle of heartbeats, nor a wave still rising.
+// A trim of the heap follows the end of a burst: much allocated since the
+// last trim (64 MiB and half the heap), and allocation all but stopped;
+// not a burst still going, nor a small server.
 func TestMemoryReturnFollowsTheEndOfABurst(t *testing.T) {
+	const mib = 1 << 20
 	for _, c := range []struct {
-		low, prev, now int64
-		want           bool
+		name                        string
+		sinceTrim, lastSecond, heap uint64
+		want                        bool
 	}{
-		{0, 19500, 19800, true},      // a ramp, or a burst, has ended
-		{0, 5000, 19000, false},      // still parking
-		{0, 1000, 1024, true},        // a wave of 1,024
-		{0, 0, 1024, false},          // seen rising: a later sweep decides
-		{0, 1023, 1023, false},       // a small server never collects
-		{17800, 17800, 19800, false}, // heartbeats: 2,000 of 19,800 woke and parked
-		{7500, 10000, 10000, true},   // a quarter
-		{7501, 10000, 10000, false},  // one short
-		{100000, 101000, 101000, false},
-		{10000, 10000, 10000, false}, // steady
-		{0, 0, 0, false},
+		{"a ramp of connections has ended", 120 * mib, 1 * mib, 110 * mib, true},
+		{"a burst of large messages has ended", 3000 * mib, 5 * mib, 700 * mib, true},
+		{"the burst goes on", 3000 * mib, 400 * mib, 700 * mib, false},
+		{"a minute of heartbeats at 1 MB/s", 64 * mib, 1 * mib, 100 * mib, true},
+		{"half a minute of them", 32 * mib, 1 * mib, 100 * mib, false},
+		{"a large heap, little allocated", 100 * mib, 1 * mib, 1000 * mib, false},
+		{"allocation at a sixteenth", 64 * mib, 4 * mib, 64 * mib, false},
+		{"just under it", 64 * mib, 4*mib - 1, 64 * mib, true},
 	} {
-		if got := transport.ParkWave(c.low, c.prev, c.now); got != c.want {
-			t.Errorf("parkWave(%d, %d, %d) = %v, want %v", c.low, c.prev, c.now, got, c.want)
+		if got := transport.BurstEnded(c.sinceTrim, c.lastSecond, c.heap); got != c.want {
+			t.Errorf("%s: burstEnded(%d, %d, %d) = %v, want %v", c.name, c.sinceTrim, c.lastSecond, c.heap, got, c.want)
 		}
 	}
 }

@@ -3,9 +3,6 @@ package transport
 import (
 	"net"
 	"os"
-	"runtime"
-	"runtime/debug"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -172,7 +169,7 @@ func (s *Session) wake() {
 			}
 		case parkParked:
 			if s.parkState.CompareAndSwap(parkParked, parkRunning) {
-				s.owner.poll.unparked()
+				s.owner.poll.parked.Add(-1)
 				s.resumed = true
 				s.owner.serve(s)
 				return
@@ -262,18 +259,6 @@ func (srv *Server) poller() *poller {
 	return srv.poll
 }
 
-// unparked counts a session leaving the parked state, and the low-water
-// mark of parked sessions that the memory watch compares with.
-func (p *poller) unparked() {
-	n := p.parked.Add(-1)
-	for {
-		low := p.lowParked.Load()
-		if n >= low || p.lowParked.CompareAndSwap(low, n) {
-			return
-		}
-	}
-}
-
 // parkedCount is the number of sessions parked now.
 func (p *poller) parkedCount() int64 {
 	if p == nil {
@@ -284,52 +269,3 @@ func (p *poller) parkedCount() int64 {
 
 // parkCounter is the poller's count of parked sessions.
 type parkCounter = atomic.Int64
-
-// Giving memory back. The goroutine stacks and buffers of sessions that
-// parked go back to Go's heap, which keeps them (and the pools their
-// buffers went to) until later collections, and returns the pages to the
-// OS over minutes. A gateway's memory would then stay at its peak after a
-// burst. So when the sessions running at once fall far (see
-// [Config.KeepFreedMemory]), the poller has the runtime collect and return
-// what is free.
-
-// parkWave reports whether sessions parking is the end of a burst worth a
-// collection, from the fewest parked at once since the last return (low),
-// the number parked at the sweep before (prev) and now: at least
-// memoryWaveMin more are parked than at the low, and a quarter of those
-// parked now, and the wave has settled (it grew by less than an eighth of
-// its rise since the sweep before), so that one collection finds its
-// memory free. Heartbeats, which wake and park a steady trickle, never
-// make one.
-func parkWave(low, prev, now int64) bool {
-	rise := now - low
-	return rise >= max(memoryWaveMin, now/4) && now-prev <= rise/8
-}
-
-const (
-	memoryWaveMin   = 1024            // sessions
-	memoryReturnGap = 5 * time.Second // at most one return per process per gap
-)
-
-var lastReturn struct {
-	sync.Mutex
-	at time.Time
-}
-
-// returnFreedMemory collects twice (the buffer pools drop what they hold
-// over two collections) and returns the free pages to the OS, unless that
-// happened less than memoryReturnGap ago in this process.
-func returnFreedMemory() {
-	lastReturn.Lock()
-	if !lastReturn.at.IsZero() && time.Since(lastReturn.at) < memoryReturnGap {
-		lastReturn.Unlock()
-		return
-	}
-	lastReturn.at = time.Now()
-	lastReturn.Unlock()
-	runtime.GC()
-	debug.FreeOSMemory()
-}
-
-// returnWait is the poller's count of memory returns in progress.
-type returnWait = sync.WaitGroup

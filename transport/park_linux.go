@@ -30,9 +30,7 @@ type poller struct {
 	srv    *Server
 	parked parkCounter
 
-	lowParked   parkCounter // fewest sessions parked at once since the last memory return
-	sweptParked int64       // sessions parked at the last sweep (the sweep's)
-	returning   returnWait  // memory returns in progress
+	returning sync.WaitGroup // memory returns in progress
 
 	mu    sync.Mutex
 	slots []pollSlot // by index, the epoll event's Fd field
@@ -170,8 +168,8 @@ func (p *poller) run() {
 			}
 		}
 		p.mu.Unlock()
-		if swept {
-			p.watchMemory(p.srv)
+		if swept && !p.srv.ep.cfg.KeepFreedMemory && memoryBurstEnded() {
+			p.returning.Go(returnFreedMemory)
 		}
 		for i, s := range due {
 			s.wake()
@@ -200,25 +198,6 @@ func (p *poller) stop() {
 	p.file.Close()
 	<-p.done
 	p.returning.Wait()
-}
-
-// watchMemory runs at each sweep: it starts a return of freed memory when
-// a wave of sessions parked since the last one (parkWave).
-func (p *poller) watchMemory(srv *Server) {
-	if srv.ep.cfg.KeepFreedMemory {
-		return
-	}
-	now, prev := p.parked.Load(), p.sweptParked
-	p.sweptParked = now
-	if !parkWave(p.lowParked.Load(), prev, now) {
-		return
-	}
-	p.lowParked.Store(now)
-	p.returning.Add(1)
-	go func() {
-		defer p.returning.Done()
-		returnFreedMemory()
-	}()
 }
 
 // readNow reads what the connection holds without waiting for more: n > 0

@@ -10,7 +10,7 @@ import (
 const parkSupported = false
 
 // poller is Linux's (park_linux.go): elsewhere no session parks.
-type poller struct{ parked, lowParked parkCounter }
+type poller struct{ parked parkCounter }
 
 func newPoller(*Server) (*poller, error) { return nil, errors.New("transport: no poller on this OS") }
 
