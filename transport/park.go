@@ -89,13 +89,20 @@ func (s *Session) firstByteTimeout() time.Duration {
 // without finishing the session. It reports false when the session cannot
 // park now (a wake came meanwhile, or the poller failed): read on.
 func (s *Session) park() bool {
-	p := s.owner.poller()
+	p := s.poll
+	if p == nil {
+		if p = s.owner.acquirePoller(); p == nil {
+			s.noPark = true // no poller: this session stays on its goroutine
+			return false
+		}
+		s.poll = p
+	}
 	var wakeAt int64
 	if end := s.endOfWait(); !end.IsZero() {
 		wakeAt = mono.Of(end)
 	}
-	if p == nil || !p.arm(s, wakeAt) {
-		s.noPark = true // no poller, or a connection it cannot watch: this session stays on its goroutine
+	if !p.arm(s, wakeAt) {
+		s.noPark = true // a connection the poller cannot watch: this session stays on its goroutine
 		return false
 	}
 	if s.parkState.CompareAndSwap(parkRunning, parkParked) {
@@ -169,7 +176,7 @@ func (s *Session) wake() {
 			}
 		case parkParked:
 			if s.parkState.CompareAndSwap(parkParked, parkRunning) {
-				s.owner.poll.parked.Add(-1)
+				s.poll.parked.Add(-1)
 				s.resumed = true
 				s.owner.serve(s)
 				return
@@ -245,9 +252,12 @@ func (srv *Server) work(s *Session) {
 	}
 }
 
-// poller returns the server's poller, made on first use; nil when it
-// cannot be made or the server is closing.
-func (srv *Server) poller() *poller {
+// acquirePoller returns the server's poller, made on first use, for a
+// session that will park: the poller lasts while sessions that used it
+// last (releasePoller), so that a server whose parked connections have all
+// gone holds neither its goroutine nor its descriptor. It returns nil when
+// the poller cannot be made or the server is closing.
+func (srv *Server) acquirePoller() *poller {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	if srv.poll == nil && !srv.closing && srv.pollErr == nil {
@@ -256,7 +266,31 @@ func (srv *Server) poller() *poller {
 			srv.ep.reportError(srv.pollErr)
 		}
 	}
+	if srv.poll != nil {
+		srv.pollUsers++
+	}
 	return srv.poll
+}
+
+// releasePoller is an ended session's release of the poller it acquired;
+// the last one stops it.
+func (srv *Server) releasePoller(p *poller) {
+	srv.mu.Lock()
+	srv.pollUsers--
+	last := srv.pollUsers == 0
+	if last {
+		srv.poll = nil
+	}
+	srv.mu.Unlock()
+	if last {
+		p.stop()
+	}
+}
+
+// parkedCountLocked is the number of sessions parked now. Called with
+// srv.mu held.
+func (srv *Server) parkedCountLocked() int64 {
+	return srv.poll.parkedCount()
 }
 
 // parkedCount is the number of sessions parked now.

@@ -235,3 +235,23 @@ func TestParkingKeepsEachSessionsBytesInOrder(t *testing.T) {
 		}
 	}
 }
+
+// The poller lasts as long as sessions that parked: once they have all
+// ended, a running server holds no goroutine for it (nor its descriptor),
+// and the next session to park makes a new one.
+func TestPollerEndsWithItsLastSession(t *testing.T) {
+	leakcheck.Check(t)
+	srv, a := startServer(t, parkConfig(), echoHooks(), "tcp", "127.0.0.1:0")
+	base := runtime.NumGoroutine()
+	for round := range 2 {
+		c, err := net.Dial("tcp", a.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		roundTrip(t, c, fmt.Sprintf("round %d", round))
+		waitUntil(t, "the session to park", func() bool { return srv.Stats().Parked == 1 })
+		c.Close()
+		waitUntil(t, "the session to end", func() bool { return srv.Stats().Active == 0 })
+		waitUntil(t, "the poller and workers to end", func() bool { return runtime.NumGoroutine() <= base })
+	}
+}

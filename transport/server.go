@@ -38,8 +38,9 @@ type Server struct {
 
 	slotSize int // size of UDP receive buffers; 0: datagramBuffer (tests set less)
 
-	poll    *poller // watches parked sessions (park.go); made on first use
-	pollErr error   // why the poller could not be made: sessions do not park
+	poll      *poller // watches parked sessions (park.go); made on first use, ended with its last user
+	pollUsers int     // sessions that acquired poll and have not ended
+	pollErr   error   // why the poller could not be made: sessions do not park
 
 	handoff     chan *Session  // to a worker waiting for a session to serve (park.go)
 	idleWorkers atomic.Int32   // workers waiting
@@ -356,7 +357,7 @@ func (s *Server) Stats() Stats {
 		sess.io.addTo(&st)
 	}
 	st.UDPPeers = int64(s.sessions.len() - s.streams)
-	st.Parked = s.poll.parkedCount()
+	st.Parked = s.parkedCountLocked()
 	if !s.closing {
 		st.ReadBufferBytes = s.ep.stats.readBuffers.Load()
 		for _, u := range s.udp {

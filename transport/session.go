@@ -172,6 +172,7 @@ type Session struct {
 	polled    bool          // the connection is on the poller's watch list
 	noPark    bool          // parking failed once: the session keeps its goroutine
 	pollSlot  int32         // the session's slot in the poller, plus one (0: none)
+	poll      *poller       // the poller the session acquired when it first parked (released at finish)
 }
 
 // sender writes batches of packets for a session: a stream connection, or
@@ -393,8 +394,11 @@ func (s *Session) finish() {
 	cause := s.cause
 	s.mu.Unlock()
 
-	if s.pollSlot != 0 {
-		s.owner.poll.release(s)
+	if p := s.poll; p != nil {
+		if s.pollSlot != 0 {
+			p.release(s)
+		}
+		s.owner.releasePoller(p)
 	}
 	r := s.Reason()
 	s.ep.stats.ended(r)

@@ -259,10 +259,7 @@ func TestHalfFrameHold(t *testing.T) {
 		heap = liveHeap()
 		fds, _ = openFDs()
 		bufs, _ = pooled(mark)
-		// One descriptor more may stay: the epoll instance the server
-		// makes when a connection first parks (transport/park_linux.go),
-		// kept until it closes: the server's, not a connection's.
-		return heap <= heap0+2<<20 && bufs == 0 && (!haveFDs || fds <= fd0+1)
+		return heap <= heap0+2<<20 && bufs == 0 && (!haveFDs || fds <= fd0)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for !back() && time.Now().Before(deadline) {
