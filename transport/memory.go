@@ -14,8 +14,8 @@ import (
 // after the burst no collection comes to find them free for minutes (the
 // burst set the goal), so a gateway's RSS would stay at its peak. So at
 // each sweep a server with parked sessions asks whether much was allocated
-// since the heap was last trimmed and allocation has since all but
-// stopped; if so, it has the runtime collect and return the free pages
+// since the heap was last trimmed and allocation has since fallen far from
+// its peak; if so, it has the runtime collect and return the free pages
 // (Config.KeepFreedMemory turns it off).
 
 // memoryGrowthMin is the least allocation since the last trim worth one.
@@ -25,19 +25,21 @@ const memoryGrowthMin = 64 << 20
 const memoryReturnGap = 5 * time.Second
 
 // burstEnded reports whether, with sinceTrim bytes allocated since the
-// last trim, lastSecond of them since the look before, and a heap of heap
+// last trim, lastSecond of them since the look before, peak the most
+// allocated between two looks since the last trim, and a heap of heap
 // bytes (objects, free and unused spans, stacks), a burst has ended: at
 // least memoryGrowthMin and half the heap were allocated, and allocation
-// has fallen under a sixteenth of that a second. A steady load
-// (heartbeats) makes one now and then (a minute apart at 1 MB/s), a burst
-// still going none.
-func burstEnded(sinceTrim, lastSecond, heap uint64) bool {
-	return sinceTrim >= max(memoryGrowthMin, heap/2) && lastSecond < sinceTrim/16
+// has fallen under a sixteenth of its peak. A steady load (heartbeats),
+// whose allocation never falls from its peak, makes none; nor does a burst
+// still going.
+func burstEnded(sinceTrim, lastSecond, peak, heap uint64) bool {
+	return sinceTrim >= max(memoryGrowthMin, heap/2) && lastSecond < peak/16
 }
 
 var memWatch struct {
 	sync.Mutex
 	allocs, atTrim uint64    // allocations at the last look, and at the last trim
+	peak           uint64    // the most allocated between two looks since the last trim
 	seen, trim     time.Time // the last look; the last trim
 	samples        []metrics.Sample
 }
@@ -79,10 +81,15 @@ func memoryBurstEnded() bool {
 	allocs := w.samples[4].Value.Uint64()
 	last := w.allocs
 	w.allocs = allocs
-	if last == 0 || !burstEnded(allocs-w.atTrim, allocs-last, heap) || now.Sub(w.trim) < memoryReturnGap {
+	if last == 0 { // the first look: what came before it (a ramp of connections, say) counts as one burst
+		w.peak = allocs - w.atTrim
 		return false
 	}
-	w.trim, w.atTrim = now, allocs
+	w.peak = max(w.peak, allocs-last)
+	if !burstEnded(allocs-w.atTrim, allocs-last, w.peak, heap) || now.Sub(w.trim) < memoryReturnGap {
+		return false
+	}
+	w.trim, w.atTrim, w.peak = now, allocs, 0
 	return true
 }
 
