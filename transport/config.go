@@ -130,7 +130,9 @@ type Config struct {
 	// bytes. An idle connection then holds no goroutine stack and no
 	// buffer. Linux only; TLS connections, adopted ones ([Server.Adopt])
 	// and clients' never park. Handlers see no difference: a session's
-	// receives still come one at a time, in order.
+	// receives still come one at a time, in order. A parked session's
+	// IdleTimeout and FirstByteTimeout are kept by a sweep each second, so
+	// they may end it up to a second late.
 	ParkAfter time.Duration
 	// KeepFreedMemory leaves the memory that a burst freed to Go's
 	// runtime, which hands it back to the OS over minutes. By default a
