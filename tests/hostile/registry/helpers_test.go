@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lifenet/lifenet/internal/testutil/tcpserver"
 	"github.com/lifenet/lifenet/rpc"
 	"github.com/lifenet/lifenet/rpc/balance"
 	"github.com/lifenet/lifenet/rpc/cluster"
@@ -69,33 +70,7 @@ func neverAccepts(t testing.TB) string {
 // everything and never answers (a hung process).
 func acceptsSilently(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() { io.Copy(io.Discard, c) })
-		}
-	})
-	return l.Addr().String()
+	return tcpserver.Start(t, func(c net.Conn) { io.Copy(io.Discard, c) })
 }
 
 func failover(t testing.TB) rpc.Balancer {

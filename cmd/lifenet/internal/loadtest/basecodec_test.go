@@ -7,13 +7,13 @@ import (
 	"errors"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/lifenet/lifenet/internal/baseline"
 	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
+	"github.com/lifenet/lifenet/internal/testutil/tcpserver"
 )
 
 // wrongSeqServer answers every SRMP request with a reply whose sequence
@@ -21,42 +21,14 @@ import (
 // It stops when the test ends.
 func wrongSeqServer(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
+	return tcpserver.Start(t, func(c net.Conn) {
+		baseline.ServeConn(c, baseline.SRMP, func(w *bufio.Writer, frame []byte) {
+			w.WriteByte(baseline.KindReply<<6 | frame[0]&0x3F)
+			w.WriteByte(frame[1] + 1)
+			w.Write(frame[2:])
+		}, nil)
+		c.Close()
 	})
-	wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() {
-				baseline.ServeConn(c, baseline.SRMP, func(w *bufio.Writer, frame []byte) {
-					w.WriteByte(baseline.KindReply<<6 | frame[0]&0x3F)
-					w.WriteByte(frame[1] + 1)
-					w.Write(frame[2:])
-				}, nil)
-				c.Close()
-			})
-		}
-	})
-	return l.Addr().String()
 }
 
 // The baseline's codec client matches every reply to its request by

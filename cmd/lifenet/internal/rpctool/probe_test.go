@@ -5,16 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/lifenet/lifenet/internal/rpcbench"
+	"github.com/lifenet/lifenet/internal/testutil/tcpserver"
 	"github.com/lifenet/lifenet/rpc"
 )
 
@@ -23,42 +24,7 @@ import (
 // server waiting for a line's end), until the test ends.
 func silentPeer(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() {
-				buf := make([]byte, 4096)
-				for {
-					if _, err := c.Read(buf); err != nil {
-						return
-					}
-				}
-			})
-		}
-	})
-	return l.Addr().String()
+	return tcpserver.Start(t, func(c net.Conn) { io.Copy(io.Discard, c) })
 }
 
 // The bound for an answer that must come at the first contact, not
