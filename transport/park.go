@@ -3,7 +3,6 @@ package transport
 import (
 	"net"
 	"os"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -14,8 +13,8 @@ import (
 // Parking: a server's stream session that has had nothing to read for
 // Config.ParkAfter gives its receive goroutine and read buffer up. The
 // kernel's readiness (epoll, park_linux.go) or a wake (Close, a drain, a
-// deadline due) starts a goroutine for it again, which reads on where the
-// last one stopped. An idle connection then costs its structs alone.
+// deadline due) hands it to a worker goroutine again, which reads on where
+// the last one stopped. An idle connection then costs its structs alone.
 // docs/design/parking.md says why and what it costs.
 
 // Park states of a session (Session.parkState).
@@ -86,9 +85,10 @@ func (s *Session) firstByteTimeout() time.Duration {
 }
 
 // park gives up the session's receive goroutine, which must then return
-// without finishing the session. It reports false when the session cannot
-// park now (a wake came meanwhile, or the poller failed): read on.
-func (s *Session) park() bool {
+// without finishing the session; end is the end of its wait (endOfWait),
+// when the sweep wakes it. It reports false when the session cannot park
+// now (a wake came meanwhile, or the poller failed): read on.
+func (s *Session) park(end time.Time) bool {
 	p := s.poll
 	if p == nil {
 		if p = s.owner.acquirePoller(); p == nil {
@@ -98,7 +98,7 @@ func (s *Session) park() bool {
 		s.poll = p
 	}
 	var wakeAt int64
-	if end := s.endOfWait(); !end.IsZero() {
+	if !end.IsZero() {
 		wakeAt = mono.Of(end)
 	}
 	if !p.arm(s, wakeAt) {
@@ -146,11 +146,12 @@ func (s *Session) readAvailable(buf **packet.Packet, size *int) int {
 			s.deliver(*buf, n)
 			*buf, *size = s.nextBuffer(*buf, n, *size)
 		case wouldBlock:
-			if end := s.endOfWait(); !end.IsZero() && !timeOf(now()).Before(end) { // the sweep woke it: the wait is over
+			end := s.endOfWait()
+			if !end.IsZero() && !timeOf(now()).Before(end) { // the sweep woke it: the wait is over
 				s.closeWith(s.readReason(os.ErrDeadlineExceeded, s.gotFirst), nil)
 				return wokeEnded
 			}
-			if s.park() {
+			if s.park(end) {
 				return wokeParked
 			}
 			return wokeRunning
@@ -287,12 +288,6 @@ func (srv *Server) releasePoller(p *poller) {
 	}
 }
 
-// parkedCountLocked is the number of sessions parked now. Called with
-// srv.mu held.
-func (srv *Server) parkedCountLocked() int64 {
-	return srv.poll.parkedCount()
-}
-
 // parkedCount is the number of sessions parked now.
 func (p *poller) parkedCount() int64 {
 	if p == nil {
@@ -300,6 +295,3 @@ func (p *poller) parkedCount() int64 {
 	}
 	return p.parked.Load()
 }
-
-// parkCounter is the poller's count of parked sessions.
-type parkCounter = atomic.Int64

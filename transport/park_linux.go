@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -28,7 +29,7 @@ type poller struct {
 	file   *os.File // epfd, for the runtime's poller
 	raw    syscall.RawConn
 	srv    *Server
-	parked parkCounter
+	parked atomic.Int64
 
 	returning sync.WaitGroup // memory returns in progress
 

@@ -4,13 +4,14 @@ package transport
 
 import (
 	"errors"
+	"sync/atomic"
 	"syscall"
 )
 
 const parkSupported = false
 
 // poller is Linux's (park_linux.go): elsewhere no session parks.
-type poller struct{ parked parkCounter }
+type poller struct{ parked atomic.Int64 }
 
 func newPoller(*Server) (*poller, error) { return nil, errors.New("transport: no poller on this OS") }
 

@@ -131,7 +131,7 @@ func (s *Session) receiveStream() (parked bool) {
 		}
 		if err != nil && !s.draining.Load() { // a drain's interrupt is no error: the loop's top drains
 			if parkAt && errors.Is(err, os.ErrDeadlineExceeded) {
-				if s.park() {
+				if s.park(s.endOfWait()) {
 					return true
 				}
 				armedRx = 0 // not parked: the deadline is set again

@@ -127,7 +127,7 @@ func (s *Session) route(buf **packet.Packet, size *int) (n int, st routeState) {
 		}
 		if err != nil && !s.draining.Load() {
 			if parkAt && errors.Is(err, os.ErrDeadlineExceeded) {
-				if s.park() {
+				if s.park(s.endOfWait()) {
 					return 0, routeParked
 				}
 				at, parkAt = s.readDeadline(false)

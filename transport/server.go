@@ -357,7 +357,7 @@ func (s *Server) Stats() Stats {
 		sess.io.addTo(&st)
 	}
 	st.UDPPeers = int64(s.sessions.len() - s.streams)
-	st.Parked = s.parkedCountLocked()
+	st.Parked = s.poll.parkedCount()
 	if !s.closing {
 		st.ReadBufferBytes = s.ep.stats.readBuffers.Load()
 		for _, u := range s.udp {
