@@ -343,10 +343,6 @@ func (c *Client) eachServer(try func(k int) (done bool, err error)) error {
 // ended reports whether a connection is closing or closed.
 func ended(cn *codec.Conn) bool { return cn.Session().Reason() != transport.ReasonNone }
 
-// unsent reports whether a request failed because its connection had
-// already ended when it was written: it never left.
-func unsent(err error) bool { return err != nil && errors.Is(err, codec.ErrNotSent) }
-
 // dial connects to one server address.
 func (c *Client) dial(ctx context.Context, u *url.URL) (*codec.Client, error) {
 	opts := c.opts
@@ -394,15 +390,6 @@ func (c *Client) pick(ctx context.Context) (*codec.Conn, error) {
 	i := 0
 	if n := len(c.slots); n > 1 {
 		i = int(c.turn.Add(1)) % n
-	}
-	sl := &c.slots[i]
-	sl.mu.Lock()
-	cc := sl.cc
-	sl.mu.Unlock()
-	if cc != nil {
-		if cn := cc.Conn(); !ended(cn) {
-			return cn, nil
-		}
 	}
 	return c.conn(ctx, i)
 }
@@ -460,7 +447,7 @@ func (c *Client) runCall(ctx context.Context, iv *Invocation) error {
 	case KindOneWay:
 		return c.oneWay(ctx, iv.info.action, iv.argv, iv)
 	case KindStream:
-		return c.runStream(ctx, iv)
+		return c.runStream(ctx, iv.info.action, iv.argv, iv, iv.item)
 	case KindPush:
 		if iv.onPush != nil {
 			iv.onPush(iv.info.action, iv.raw)
@@ -636,20 +623,9 @@ func (c *Client) invoke(ctx context.Context, action string, args, result any, iv
 		return c.invokeHTTP(ctx, action, args, result, iv)
 	}
 	var stack [256]byte
-	var xs extras
-	body, carried, err := appendRequest(stack[:0], action, args, c.Token(), c.cfg.Headers, c.extrasOf(ctx, &xs, false))
-	if err == nil {
-		err = c.fits(action, body)
-	}
+	body, cn, err := c.request(ctx, stack[:0], action, args, iv, false)
 	if err != nil {
 		return err
-	}
-	cn, err := c.pick(ctx)
-	if err == nil {
-		err = c.showToken(ctx, cn, carried)
-	}
-	if err != nil {
-		return localError(action, err)
 	}
 	// The reply repeats the action name: one that does not is an earlier
 	// call's late reply on a reused sequence number, and is dropped.
@@ -658,9 +634,8 @@ func (c *Client) invoke(ctx context.Context, action string, args, result any, iv
 	if iv != nil {
 		dst = iv // the interceptors see the reply: useReply keeps it
 	}
-	iv.wentOut(cn, action, body)
 	used, err := cn.RequestBytesInto(ctx, FlagRPC, body, named, useReply, dst)
-	if unsent(err) { // the connection had ended: the call never left, so a new one may carry it
+	if err != nil && errors.Is(err, codec.ErrNotSent) { // the connection had ended: the call never left, so a new one may carry it
 		if cn, err = c.pick(ctx); err == nil {
 			iv.wentOut(cn, action, body)
 			used, err = cn.RequestBytesInto(ctx, FlagRPC, body, named, useReply, dst)
@@ -670,7 +645,7 @@ func (c *Client) invoke(ctx context.Context, action string, args, result any, iv
 	case err == nil:
 		return nil
 	case !used:
-		return failedCall(action, err, result)
+		return callError(action, err, result)
 	case errors.Is(err, errStreamReply): // a lifenet server's stream: the rest of it is dropped
 		return fmt.Errorf("rpc: %s: %w", action, ErrStreamAction)
 	}
@@ -706,16 +681,6 @@ func useReply(dst any, reply *codec.Message) error {
 	return decodeResult(b.data, iv.res)
 }
 
-// failedCall is the outcome of a call whose request failed: a success
-// after all for NewLife's ApiException(200, msg), whose msg is decoded
-// into result, else the call's error (see callError).
-func failedCall(action string, err error, result any) error {
-	if data, ok := success200Data(err); ok {
-		return decodeResult(data, result)
-	}
-	return callError(action, err)
-}
-
 // Call is the generic form of Invoke: it returns the result as an R.
 func Call[R any](ctx context.Context, c *Client, action string, args any) (R, error) {
 	var r R
@@ -734,28 +699,43 @@ func (c *Client) InvokeOneWay(ctx context.Context, action string, args any) erro
 
 // oneWay sends a one-way call; iv, when not nil, records where it went.
 func (c *Client) oneWay(ctx context.Context, action string, args any, iv *Invocation) error {
+	if c.web != nil {
+		return fmt.Errorf("%w: one-way calls need a socket server", ErrAddress)
+	}
+	body, cn, err := c.request(ctx, nil, action, args, iv, false)
+	if err != nil {
+		return err
+	}
+	p := packet.Get(len(body))
+	copy(p.Bytes(), body)
+	return cn.Write(codec.NewMessage(codec.KindOneWay, FlagRPC, 0, p))
+}
+
+// request appends the body of a call of action with args to dst and
+// picks the connection it goes out on, showing the token there first when
+// the body cannot carry it; a stream's connection gets a receive goroutine
+// (receiving). iv, when not nil, records where the call went.
+func (c *Client) request(ctx context.Context, dst []byte, action string, args any, iv *Invocation, stream bool) ([]byte, *codec.Conn, error) {
 	var xs extras
-	body, carried, err := appendRequest(nil, action, args, c.Token(), c.cfg.Headers, c.extrasOf(ctx, &xs, false))
+	body, carried, err := appendRequest(dst, action, args, c.Token(), c.cfg.Headers, c.extrasOf(ctx, &xs, stream))
 	if err == nil {
 		err = c.fits(action, body)
 	}
 	if err != nil {
-		return err
-	}
-	if c.web != nil {
-		return fmt.Errorf("%w: one-way calls need a socket server", ErrAddress)
+		return nil, nil, err
 	}
 	cn, err := c.pick(ctx)
+	if err == nil && stream {
+		cn, err = c.receiving(ctx, cn)
+	}
 	if err == nil {
 		err = c.showToken(ctx, cn, carried)
 	}
 	if err != nil {
-		return localError(action, err)
+		return nil, nil, localError(action, err)
 	}
 	iv.wentOut(cn, action, body)
-	p := packet.Get(len(body))
-	copy(p.Bytes(), body)
-	return cn.Write(codec.NewMessage(codec.KindOneWay, FlagRPC, 0, p))
+	return body, cn, nil
 }
 
 // decodeReply turns a reply into result or an *APIError.
@@ -767,11 +747,11 @@ func decodeReply(reply *codec.Message, result any) error {
 	return decodeResult(b.data, result)
 }
 
-// callError turns a request's error into the call's: an error reply into
-// its *APIError (a code of 0 or 200 is a success with no data).
-// A timeout, of the call's context or of ClientConfig.Timeout, wraps
-// ErrTimeout (and the error that told of it).
-func callError(action string, err error) error {
+// callError is the outcome of a call whose request failed with err: an
+// error reply is its *APIError, but for codes 0 and 200, a success after
+// all (NewLife's ApiException(200, msg), whose msg is decoded into
+// result); an error without a reply is localError's.
+func callError(action string, err error, result any) error {
 	var re *codec.ReplyError
 	if !errors.As(err, &re) {
 		return localError(action, err)
@@ -781,24 +761,9 @@ func callError(action string, err error) error {
 	case perr != nil:
 		return perr
 	case b.code == CodeOK || b.code == codeOK200:
-		return nil
+		return decodeResult(b.data, result)
 	}
 	return apiErrorOf(action, int(b.code), strings.Trim(string(b.data), `"`))
-}
-
-// success200Data is the data of an error reply whose code is 0 or 200,
-// which NewLife's ApiClient takes as a success (ok false for any other
-// error).
-func success200Data(err error) ([]byte, bool) {
-	var re *codec.ReplyError
-	if !errors.As(err, &re) {
-		return nil, false
-	}
-	b, perr := parseBody(re.Payload, true)
-	if perr != nil || b.code != CodeOK && b.code != codeOK200 {
-		return nil, false
-	}
-	return b.data, true
 }
 
 // localError is the error of a call of action that got no reply: err with

@@ -166,43 +166,25 @@ const MaxStreamBufferBytes = 64 << 20
 // abandons the stream: later items are dropped.
 func Stream[T any](ctx context.Context, c *Client, action string, args any) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
-		var zero T
+		stopped := false // yield returned false, or got an error
+		item := func(m *codec.Message) (bool, error) {
+			var v T
+			err := decodeReply(m, &v)
+			if !yield(v, err) || err != nil {
+				stopped = true
+				return false, err
+			}
+			return true, nil
+		}
+		var err error
 		if c.chain != nil {
-			stopped := false // yield returned false, or got an error
-			err := c.intercept(ctx, KindStream, action, args, nil, func(m *codec.Message) (bool, error) {
-				var item T
-				err := decodeReply(m, &item)
-				if !yield(item, err) || err != nil {
-					stopped = true
-					return false, err
-				}
-				return true, nil
-			})
-			if err != nil && !stopped {
-				yield(zero, err)
-			}
-			return
+			err = c.intercept(ctx, KindStream, action, args, nil, item)
+		} else {
+			err = c.runStream(ctx, action, args, nil, item)
 		}
-		q, err := c.openStream(ctx, action, args, nil)
-		if err != nil {
+		if err != nil && !stopped {
+			var zero T
 			yield(zero, err)
-			return
-		}
-		defer q.abandon()
-		for {
-			m, err := q.next(ctx)
-			if err != nil {
-				if !errors.Is(err, errStreamEnd) {
-					yield(zero, err)
-				}
-				return
-			}
-			var item T
-			err = decodeReply(m, &item)
-			m.Release()
-			if !yield(item, err) || err != nil {
-				return
-			}
 		}
 	}
 }
@@ -221,11 +203,19 @@ type streamQueue struct {
 	dropped bool // the consumer left
 }
 
-// runStream is a stream itself, after the client's interceptors: it hands
-// each item to iv.item until the stream ends or the consumer stops.
-func (c *Client) runStream(ctx context.Context, iv *Invocation) error {
-	q, err := c.openStream(ctx, iv.info.action, iv.argv, iv)
+// runStream is a stream itself, after the client's interceptors (iv;
+// nil: none): it hands each item to item until the stream ends or the
+// consumer stops.
+func (c *Client) runStream(ctx context.Context, action string, args any, iv *Invocation, item func(*codec.Message) (bool, error)) error {
+	if c.web != nil {
+		return fmt.Errorf("%w: streams need a socket server", ErrAddress)
+	}
+	body, cn, err := c.request(ctx, nil, action, args, iv, true)
 	if err != nil {
+		return err
+	}
+	q := &streamQueue{action: action, ready: make(chan struct{}, 1)}
+	if err := cn.RequestStream(ctx, FlagRPC|flagStream, body, nameLen(action), q.push); err != nil {
 		return err
 	}
 	defer q.abandon()
@@ -237,45 +227,15 @@ func (c *Client) runStream(ctx context.Context, iv *Invocation) error {
 		if err != nil {
 			return err
 		}
-		if iv.onItem != nil {
+		if iv != nil && iv.onItem != nil {
 			iv.onItem(false, itemSize(m))
 		}
-		more, err := iv.item(m)
+		more, err := item(m)
 		m.Release()
 		if !more {
 			return err
 		}
 	}
-}
-
-// openStream sends a stream's request; iv, when not nil, records where it
-// went.
-func (c *Client) openStream(ctx context.Context, action string, args any, iv *Invocation) (*streamQueue, error) {
-	if c.web != nil {
-		return nil, fmt.Errorf("%w: streams need a socket server", ErrAddress)
-	}
-	var xs extras
-	body, carried, err := appendRequest(nil, action, args, c.Token(), c.cfg.Headers, c.extrasOf(ctx, &xs, true))
-	if err == nil {
-		err = c.fits(action, body)
-	}
-	if err != nil {
-		return nil, err
-	}
-	cn, err := c.pick(ctx)
-	if err == nil {
-		cn, err = c.receiving(ctx, cn)
-	}
-	if err == nil {
-		err = c.showToken(ctx, cn, carried)
-	}
-	if err != nil {
-		return nil, localError(action, err)
-	}
-	iv.wentOut(cn, action, body)
-	q := &streamQueue{action: action, ready: make(chan struct{}, 1)}
-	err = cn.RequestStream(ctx, FlagRPC|flagStream, body, nameLen(action), q.push)
-	return q, err
 }
 
 // receiving returns cn, or the connection that replaced it, with a
@@ -308,7 +268,7 @@ func (q *streamQueue) push(m *codec.Message, err error) codec.StreamStep {
 	case q.dropped:
 		return codec.StreamLeave
 	case err != nil:
-		q.err, step = callError(q.action, err), codec.StreamDone
+		q.err, step = callError(q.action, err, nil), codec.StreamDone
 		if q.err == nil {
 			q.err = errStreamEnd
 		}
