@@ -180,7 +180,7 @@ func (s *Server) callContext(parent context.Context, ss *Session, name []byte, a
 	if d.onlyReserved() && (a == nil || (len(a.params) == 0 && !a.fields)) { // a named parameter, or a field, may be a reserved key (Token)
 		data = nil
 	}
-	if !d.extra() && traceHeader == "" {
+	if d.md == 0 && traceHeader == "" { // no trace, deadline or metadata: nothing of the call's own
 		switch {
 		case ss != nil && a != nil && string(name) == a.name:
 			return ss.calls.get(ss, a, kind), data, nil
@@ -201,7 +201,7 @@ func (s *Server) callContext(parent context.Context, ss *Session, name []byte, a
 		c.info.token, c.info.hasToken = textOf(d.token), true
 	}
 	if d.trace != nil {
-		c.info.trace, c.info.hasTrace = traceFrom(d.traceRank, textOf(d.trace))
+		c.info.trace, c.info.hasTrace = traceFrom(d.traceKey, textOf(d.trace))
 	} else if traceHeader != "" {
 		c.info.trace, c.info.hasTrace = ParseTraceContext(traceHeader)
 	}

@@ -25,14 +25,17 @@ const (
 	keyTimeout     = "Timeout-Ms"       // lifenet: the caller's remaining time, in ms
 )
 
-// Which reserved key a key is (0: none).
+// Which reserved key a key is (0: none). The trace keys come first, in
+// the order NewLife's SpanExtension.Detach ranks them (the first found of
+// traceparent, Request-Id, Eagleeye-Traceid and TraceId): a higher kind
+// wins.
 const (
 	rkNone = iota
-	rkToken
-	rkTraceparent
 	rkTraceID
-	rkRequestID
 	rkEagleeye
+	rkRequestID
+	rkTraceparent
+	rkToken
 	rkTimeout
 	rkMetadata // one of the server's Config.MetadataKeys
 )
@@ -242,17 +245,26 @@ func skipString(b []byte, i int) int {
 	if end := plainStringEnd(b, i+1); end >= 0 {
 		return end + 1
 	}
-	j := i + 1
-	for j < len(b) && b[j] != '"' {
-		if b[j] == '\\' {
-			j++
-		}
-		j++
-	}
+	j := stringEnd(b, i)
 	if j >= len(b) || !json.Valid(b[i:j+1]) {
 		return -1
 	}
 	return j + 1
+}
+
+// stringEnd returns the index of the quote that ends the JSON string whose
+// quote is at b[i] (escapes skipped, not checked), or len(b) when none
+// does.
+func stringEnd(b []byte, i int) int {
+	if end := plainStringEnd(b, i+1); end >= 0 {
+		return end
+	}
+	for i++; i < len(b) && b[i] != '"'; i++ {
+		if b[i] == '\\' {
+			i++
+		}
+	}
+	return min(i, len(b))
 }
 
 // countKeys counts the keys of the JSON document b at every depth (the
@@ -263,15 +275,7 @@ func countKeys(b []byte, limit int) int {
 	for i := 0; i < len(b) && n <= limit; i++ {
 		switch b[i] {
 		case '"':
-			if end := plainStringEnd(b, i+1); end >= 0 {
-				i = end
-				continue
-			}
-			for i++; i < len(b) && b[i] != '"'; i++ {
-				if b[i] == '\\' {
-					i++
-				}
-			}
+			i = stringEnd(b, i)
 		case ':':
 			n++
 		}
@@ -283,29 +287,19 @@ func countKeys(b []byte, limit int) int {
 // (strings inside skipped as strings), or -1 when it does not end.
 func skipNested(b []byte, i int) int {
 	depth := 0
-	for i < len(b) {
+	for ; i < len(b); i++ {
 		switch b[i] {
 		case '"':
-			j := i + 1
-			for j < len(b) && b[j] != '"' {
-				if b[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			if j >= len(b) {
+			if i = stringEnd(b, i); i >= len(b) {
 				return -1
 			}
-			i = j
 		case '{', '[':
 			depth++
 		case '}', ']':
-			depth--
-			if depth == 0 {
+			if depth--; depth == 0 {
 				return i + 1
 			}
 		}
-		i++
 	}
 	return -1
 }
@@ -317,41 +311,20 @@ type callData struct {
 	token    []byte
 	hasToken bool
 	// trace is the raw value of the trace key of highest rank found
-	// (traceRank: traceparent, Request-Id, Eagleeye-Traceid, TraceId, as
-	// NewLife's Detach looks them up).
-	trace     []byte
-	traceRank int
+	// (traceKey, its kind: traceparent, Request-Id, Eagleeye-Traceid,
+	// TraceId, as NewLife's Detach looks them up).
+	trace    []byte
+	traceKey int
 	timeout   []byte
 	md        int  // entries that are reserved (but Token) or metadata keys: what Metadata shows
 	others    int  // entries that are neither reserved nor metadata keys: the arguments
 	object    bool // data is an object that was read
 }
 
-// extra reports whether the call carries more than a token: a trace, a
-// deadline or metadata, which make a call context of its own.
-func (d *callData) extra() bool { return d.md > 0 }
-
 // onlyReserved reports whether the data is an object of reserved keys and
 // metadata alone: the call has no arguments (a lifenet client's call
 // without arguments that carries a token, metadata or a deadline).
 func (d *callData) onlyReserved() bool { return d.object && d.others == 0 && (d.md > 0 || d.hasToken) }
-
-// traceRank orders the trace keys as NewLife's SpanExtension.Detach reads
-// them: the first found of traceparent, Request-Id, Eagleeye-Traceid and
-// TraceId.
-func traceRank(rk int) int {
-	switch rk {
-	case rkTraceparent:
-		return 4
-	case rkRequestID:
-		return 3
-	case rkEagleeye:
-		return 2
-	case rkTraceID:
-		return 1
-	}
-	return 0
-}
 
 // scanCall finds the reserved keys and metadata of a request's data (keys
 // adds the server's metadata keys) in one walk over its top-level keys,
@@ -376,8 +349,8 @@ func scanCall(data []byte, keys *keySet) (d callData) {
 			d.token, d.hasToken = v, true
 		default:
 			d.md++
-			if r := traceRank(rk); r > d.traceRank {
-				d.trace, d.traceRank = v, r
+			if rk <= rkTraceparent && rk > d.traceKey {
+				d.trace, d.traceKey = v, rk
 			} else if rk == rkTimeout {
 				d.timeout = v
 			}
@@ -465,14 +438,38 @@ func appendTraceparent(dst []byte, tc TraceContext) []byte {
 // ASCII characters or longer than 128 (a call carries its caller's trace
 // context on, in an HTTP header too, where a control character would fail
 // every call).
-func ParseTraceContext(s string) (tc TraceContext, ok bool) {
-	return checkTrace(parseTraceparent(s))
-}
+func ParseTraceContext(s string) (tc TraceContext, ok bool) { return traceFrom(rkTraceID, s) }
 
-func parseTraceparent(s string) (tc TraceContext, ok bool) {
-	parts := strings.Split(strings.TrimSpace(s), "-")
-	switch len(parts) {
-	case 1:
+// maxTraceID is the longest trace or span ID kept.
+const maxTraceID = 128
+
+// traceFrom reads the trace context of a request's trace key of kind rk,
+// as NewLife's Detach2 does: traceparent and TraceId as
+// ParseTraceContext (a traceparent without '-' gives nothing); Request-Id
+// as "|{trace}.{…}.{span}_" (the last part is the parent);
+// Eagleeye-Traceid as "{trace}-{span}". Its IDs are held to visible
+// ASCII, 1 to maxTraceID characters (a span ID may be empty).
+func traceFrom(rk int, s string) (TraceContext, bool) {
+	var tc TraceContext
+	switch parts := strings.Split(strings.TrimSpace(s), "-"); {
+	case rk == rkRequestID:
+		parts := strings.FieldsFunc(s, func(c rune) bool { return c == '.' || c == '_' })
+		if len(parts) == 0 {
+			return tc, false
+		}
+		tc.TraceID = strings.TrimLeft(parts[0], "|")
+		if len(parts) > 1 {
+			tc.SpanID = parts[len(parts)-1]
+		}
+	case rk == rkEagleeye:
+		tc.TraceID = parts[0]
+		if len(parts) > 1 {
+			tc.SpanID = parts[1]
+		}
+	case len(parts) == 1:
+		if rk == rkTraceparent {
+			return tc, false
+		}
 		tc.TraceID = parts[0]
 	default:
 		tc.TraceID = parts[1]
@@ -485,25 +482,7 @@ func parseTraceparent(s string) (tc TraceContext, ok bool) {
 			}
 		}
 	}
-	return tc, tc.TraceID != ""
-}
-
-// traceFrom reads the trace context of a request's trace key of rank r
-// (traceRank), as NewLife's Detach2 does: traceparent and TraceId as
-// ParseTraceContext; Request-Id as "|{trace}.{…}.{span}_" (the last part
-// is the parent); Eagleeye-Traceid as "{trace}-{span}". Its IDs are held
-// to ParseTraceContext's characters and length.
-func traceFrom(r int, s string) (TraceContext, bool) {
-	return checkTrace(traceOfRank(r, s))
-}
-
-// maxTraceID is the longest trace or span ID kept.
-const maxTraceID = 128
-
-// checkTrace passes tc on when its IDs are of visible ASCII, 1 to
-// maxTraceID characters (a span ID may be empty).
-func checkTrace(tc TraceContext, ok bool) (TraceContext, bool) {
-	if !ok || !traceChars(tc.TraceID) || (tc.SpanID != "" && !traceChars(tc.SpanID)) {
+	if !traceChars(tc.TraceID) || (tc.SpanID != "" && !traceChars(tc.SpanID)) {
 		return TraceContext{}, false
 	}
 	return tc, true
@@ -519,28 +498,4 @@ func traceChars(id string) bool {
 		}
 	}
 	return true
-}
-
-func traceOfRank(r int, s string) (TraceContext, bool) {
-	switch r {
-	case 3: // Request-Id
-		parts := strings.FieldsFunc(s, func(c rune) bool { return c == '.' || c == '_' })
-		if len(parts) == 0 {
-			return TraceContext{}, false
-		}
-		tc := TraceContext{TraceID: strings.TrimLeft(parts[0], "|")}
-		if len(parts) > 1 {
-			tc.SpanID = parts[len(parts)-1]
-		}
-		return tc, tc.TraceID != ""
-	case 2: // Eagleeye-Traceid
-		trace, span, _ := strings.Cut(strings.TrimSpace(s), "-")
-		span, _, _ = strings.Cut(span, "-")
-		return TraceContext{TraceID: trace, SpanID: span}, trace != ""
-	case 4: // traceparent: a value without '-' gives nothing
-		if !strings.Contains(s, "-") {
-			return TraceContext{}, false
-		}
-	}
-	return parseTraceparent(s)
 }
