@@ -215,41 +215,35 @@ func typedInvoker[A, R any](fn func(context.Context, A) (R, error), keys *keySet
 	if raw, ok := any(fn).(func(context.Context, []byte) (R, error)); ok {
 		return func(ctx context.Context, data, dst []byte) ([]byte, kind, error) {
 			r, err := raw(ctx, data)
-			if err != nil {
-				return dst, kindNull, err
-			}
-			return appendResult(dst, r)
+			return resultOf(dst, r, err)
 		}
 	}
 	if str, ok := any(fn).(func(context.Context, string) (R, error)); ok {
 		return func(ctx context.Context, data, dst []byte) ([]byte, kind, error) {
-			var a string // bound here, not through reflection: nothing escapes
-			if len(data) > 0 {
-				var err error
-				if a, err = bindStringKeys(data, keys); err != nil {
-					return dst, kindNull, err
-				}
-			}
-			r, err := str(ctx, a)
+			v, err := oneValue(data, keys) // bound here, not through reflection: nothing escapes
 			if err != nil {
 				return dst, kindNull, err
 			}
-			return appendResult(dst, r)
+			r, err := str(ctx, stringText(v))
+			return resultOf(dst, r, err)
 		}
 	}
 	return func(ctx context.Context, data, dst []byte) ([]byte, kind, error) {
 		var a A
-		if len(data) > 0 {
-			if err := bindArgKeys(data, keys, &a); err != nil {
-				return dst, kindNull, err
-			}
-		}
-		r, err := fn(ctx, a)
-		if err != nil {
+		if err := bindArg(data, keys, &a); err != nil {
 			return dst, kindNull, err
 		}
-		return appendResult(dst, r)
+		r, err := fn(ctx, a)
+		return resultOf(dst, r, err)
 	}
+}
+
+// resultOf is a typed handler's reply: its error, or its result encoded.
+func resultOf[R any](dst []byte, r R, err error) ([]byte, kind, error) {
+	if err != nil {
+		return dst, kindNull, err
+	}
+	return appendResult(dst, r)
 }
 
 // appendResult encodes a typed result; the common primitive results are

@@ -12,14 +12,13 @@ import (
 // bindArg stores a request's data into dst (a pointer to the handler's
 // argument) as NewLife's ApiHandler binds parameters: a JSON object binds a
 // struct by field name (case-insensitively, numbers may come as strings, as
-// from a query string) and a primitive from its one entry; raw text binds a
-// primitive; bytes bind as they are (aliasing data: valid during the call).
-// Empty data leaves dst at its zero value. The reserved keys (Token,
-// traceparent, …; reserved.go) are not counted when a primitive binds
-// from an object's one entry; keys adds the server's Config.MetadataKeys.
-func bindArg(data []byte, dst any) error { return bindArgKeys(data, nil, dst) }
-
-func bindArgKeys(data []byte, keys *keySet, dst any) error {
+// from a query string) and a primitive or a time from its one entry; raw
+// text binds a primitive or a time (parseTime's forms); bytes bind as they
+// are (aliasing data: valid during the call). Empty data leaves dst at its
+// zero value. The reserved keys (Token, traceparent, …; reserved.go) are
+// not counted when a primitive binds from an object's one entry; keys adds
+// the server's Config.MetadataKeys.
+func bindArg(data []byte, keys *keySet, dst any) error {
 	if len(data) == 0 {
 		return nil
 	}
@@ -27,48 +26,49 @@ func bindArgKeys(data []byte, keys *keySet, dst any) error {
 		*d = data
 		return nil
 	}
-	if d, ok := dst.(*time.Time); ok {
-		return bindTime(data, keys, d)
-	}
+	tm, isTime := dst.(*time.Time)
 	rv := reflect.ValueOf(dst).Elem()
-	if isPrimitive(rv.Kind()) {
-		if isJSON(data) {
-			one, err := singleEntry(data, keys)
-			if err != nil {
-				return err
-			}
-			data = one
+	if !isTime && !isPrimitive(rv.Kind()) {
+		if !isJSON(data) {
+			return decodeText(data, dst)
 		}
-		if len(data) == 0 {
-			return nil // an object of reserved keys alone: no value
+		return unmarshalLenient(data, dst)
+	}
+	v, err := oneValue(data, keys)
+	switch {
+	case err != nil || len(v) == 0:
+		return err // len 0: an object of reserved keys alone: no value
+	case isTime:
+		t, err := timeOfJSON(v)
+		if err == nil {
+			*tm = t
 		}
-		text := string(data)
-		if rv.Kind() != reflect.String {
-			text = trimText(data)
-		} else if len(data) > 0 && data[0] == '"' {
-			text = trimText(data)
-		}
-		_, err := setPrimitive(rv, text)
 		return err
+	case rv.Kind() == reflect.String:
+		rv.SetString(stringText(v))
+		return nil
 	}
-	if !isJSON(data) {
-		return decodeText(data, dst)
-	}
-	return unmarshalLenient(data, dst)
+	_, err = setScalar(rv, []byte(trimText(v)))
+	return err
 }
 
-func bindStringKeys(data []byte, keys *keySet) (string, error) {
-	if isJSON(data) {
-		one, err := singleEntry(data, keys)
-		if err != nil {
-			return "", err
-		}
-		return trimText(one), nil
+// oneValue is the value a primitive or a time binds from: data, or the
+// one entry of a JSON object (singleEntry; nil when it has reserved keys
+// alone).
+func oneValue(data []byte, keys *keySet) ([]byte, error) {
+	if !isJSON(data) {
+		return data, nil
 	}
-	if data[0] == '"' {
-		return trimText(data), nil
+	return singleEntry(data, keys)
+}
+
+// stringText is the string a value binds: a JSON string's text, anything
+// else as it is.
+func stringText(v []byte) string {
+	if len(v) > 0 && v[0] == '"' {
+		return trimText(v)
 	}
-	return string(data), nil
+	return string(v)
 }
 
 func isPrimitive(k reflect.Kind) bool {
@@ -78,23 +78,6 @@ func isPrimitive(k reflect.Kind) bool {
 // isScalar reports whether a parameter of type t is one NewLife binds as
 // a base type (its TypeCode is not Object): a primitive or a time.
 func isScalar(t reflect.Type) bool { return isPrimitive(t.Kind()) || t == timeType }
-
-// bindTime binds a time parameter as a primitive binds: from raw text, a
-// JSON string or number, or an object's one entry (parseTime's forms).
-func bindTime(data []byte, keys *keySet, dst *time.Time) error {
-	if isJSON(data) {
-		one, err := singleEntry(data, keys)
-		if err != nil || len(one) == 0 {
-			return err
-		}
-		data = one
-	}
-	t, err := timeOfJSON(data)
-	if err == nil {
-		*dst = t
-	}
-	return err
-}
 
 // singleEntry returns the value of a JSON object's one entry, the
 // reserved keys and the server's metadata keys aside (nil when it has no

@@ -29,18 +29,18 @@ func TestBatteryBindArgStruct(t *testing.T) {
 	}
 	for _, c := range cases {
 		var got bindPair
-		if err := bindArg([]byte(c.in), &got); err != nil || got != c.want {
+		if err := bindArg([]byte(c.in), nil, &got); err != nil || got != c.want {
 			t.Errorf("%s: got %+v, %v; want %+v", c.in, got, err, c.want)
 		}
 	}
 	for _, bad := range []string{`{"a":"x"}`, `{"a":1.5}`, `[1,2]`, `{"a":`, `{"f":"maybe"}`} {
 		var got bindPair
-		if err := bindArg([]byte(bad), &got); !errors.Is(err, ErrArgs) {
+		if err := bindArg([]byte(bad), nil, &got); !errors.Is(err, ErrArgs) {
 			t.Errorf("%s: error %v, want ErrArgs", bad, err)
 		}
 	}
 	var zero bindPair
-	if err := bindArg(nil, &zero); err != nil || zero != (bindPair{}) {
+	if err := bindArg(nil, nil, &zero); err != nil || zero != (bindPair{}) {
 		t.Errorf("empty data: %+v, %v; want the zero value", zero, err)
 	}
 }
@@ -49,39 +49,39 @@ func TestBatteryBindArgPrimitive(t *testing.T) {
 	var n int
 	for in, want := range map[string]int{"5": 5, " 7 ": 7, `{"input":8}`: 8, `{"x":"9"}`: 9, `{"Token":"t","v":10}`: 10, `"11"`: 11} {
 		n = 0
-		if err := bindArg([]byte(in), &n); err != nil || n != want {
+		if err := bindArg([]byte(in), nil, &n); err != nil || n != want {
 			t.Errorf("int from %s: %d, %v; want %d", in, n, err, want)
 		}
 	}
 	var s string
 	for in, want := range map[string]string{"x y": "x y", `{"input":"x"}`: "x", `{"Token":"t","input":"y"}`: "y", `{"n":5}`: "5", " pad ": " pad "} {
 		s = ""
-		if err := bindArg([]byte(in), &s); err != nil || s != want {
+		if err := bindArg([]byte(in), nil, &s); err != nil || s != want {
 			t.Errorf("string from %s: %q, %v; want %q", in, s, err, want)
 		}
 	}
 	var f float64
-	if err := bindArg([]byte("2.5"), &f); err != nil || f != 2.5 {
+	if err := bindArg([]byte("2.5"), nil, &f); err != nil || f != 2.5 {
 		t.Errorf("float: %v, %v", f, err)
 	}
 	var b bool
-	if err := bindArg([]byte("True"), &b); err != nil || !b {
+	if err := bindArg([]byte("True"), nil, &b); err != nil || !b {
 		t.Errorf("bool from True (as .NET writes it): %v, %v", b, err)
 	}
 	for _, none := range []string{`{"Token":"t"}`, `{"traceparent":"00-a-b-01","TraceId":"x"}`} {
 		n = 7
-		if err := bindArg([]byte(none), &n); err != nil || n != 7 {
+		if err := bindArg([]byte(none), nil, &n); err != nil || n != 7 {
 			t.Errorf("int from %s (reserved keys alone: no value): %d, %v", none, n, err)
 		}
 	}
 	for _, bad := range []string{"abc", `{"a":1,"b":2}`, `{}`, "99999999999999999999", `{"a":`} {
 		n = 0
-		if err := bindArg([]byte(bad), &n); !errors.Is(err, ErrArgs) {
+		if err := bindArg([]byte(bad), nil, &n); !errors.Is(err, ErrArgs) {
 			t.Errorf("int from %s: %v, want ErrArgs", bad, err)
 		}
 	}
 	var u uint8
-	if err := bindArg([]byte("256"), &u); !errors.Is(err, ErrArgs) {
+	if err := bindArg([]byte("256"), nil, &u); !errors.Is(err, ErrArgs) {
 		t.Errorf("uint8 from 256: %v, want ErrArgs", err)
 	}
 }
@@ -89,7 +89,7 @@ func TestBatteryBindArgPrimitive(t *testing.T) {
 func TestBatteryBindArgBytes(t *testing.T) {
 	data := []byte(`{"a":1}`)
 	var b []byte
-	if err := bindArg(data, &b); err != nil || !bytes.Equal(b, data) {
+	if err := bindArg(data, nil, &b); err != nil || !bytes.Equal(b, data) {
 		t.Fatalf("bytes: %q, %v", b, err)
 	}
 	if &b[0] != &data[0] {

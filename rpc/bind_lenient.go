@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 )
 
@@ -239,11 +240,11 @@ func structFields(t reflect.Type) fieldList {
 	var fs fieldList
 	for _, f := range reflect.VisibleFields(t) {
 		tag, tagged := f.Tag.Lookup("json")
-		name, _, _ := cutComma(tag)
+		name, _, _ := strings.Cut(tag, ",")
 		switch {
 		case !f.IsExported() && !f.Anonymous, name == "-":
 			continue
-		case f.Anonymous && !tagged && indirect(f.Type).Kind() == reflect.Struct:
+		case f.Anonymous && !tagged && (f.Type.Kind() == reflect.Struct || f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct):
 			continue // its fields are promoted: VisibleFields lists them
 		case !f.IsExported():
 			continue
@@ -255,20 +256,4 @@ func structFields(t reflect.Type) fieldList {
 	}
 	fieldCache.Store(t, fs)
 	return fs
-}
-
-func cutComma(s string) (string, string, bool) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == ',' {
-			return s[:i], s[i+1:], true
-		}
-	}
-	return s, "", false
-}
-
-func indirect(t reflect.Type) reflect.Type {
-	if t.Kind() == reflect.Pointer {
-		return t.Elem()
-	}
-	return t
 }

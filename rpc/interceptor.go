@@ -143,7 +143,7 @@ func (c *Invocation) DecodeArgs(v any) error {
 	if c.client {
 		data = c.Args()
 	}
-	return bindArgKeys(data, c.keys, v)
+	return bindArg(data, c.keys, v)
 }
 
 // Result returns the call's result as it goes on the wire (borrowed:

@@ -145,7 +145,7 @@ func methodAction(fn reflect.Value, method string, reg registration, keys *keySe
 		}
 		if argType != nil {
 			p := reflect.New(argType)
-			if err := bindArgKeys(data, keys, p.Interface()); err != nil {
+			if err := bindArg(data, keys, p.Interface()); err != nil {
 				return dst, kindNull, err
 			}
 			args = append(args, p.Elem())

@@ -32,10 +32,8 @@ func HandleStream[A, T any](s *Server, name string, fn func(ctx context.Context,
 	keys := s.keys
 	st := func(ctx context.Context, data []byte, send func([]byte, kind) error) error {
 		var a A
-		if len(data) > 0 {
-			if err := bindArgKeys(data, keys, &a); err != nil {
-				return err
-			}
+		if err := bindArg(data, keys, &a); err != nil {
+			return err
 		}
 		var buf []byte
 		for item, err := range fn(ctx, a) {
