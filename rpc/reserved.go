@@ -315,10 +315,10 @@ type callData struct {
 	// TraceId, as NewLife's Detach looks them up).
 	trace    []byte
 	traceKey int
-	timeout   []byte
-	md        int  // entries that are reserved (but Token) or metadata keys: what Metadata shows
-	others    int  // entries that are neither reserved nor metadata keys: the arguments
-	object    bool // data is an object that was read
+	timeout  []byte
+	md       int  // entries that are reserved (but Token) or metadata keys: what Metadata shows
+	others   int  // entries that are neither reserved nor metadata keys: the arguments
+	object   bool // data is an object that was read
 }
 
 // onlyReserved reports whether the data is an object of reserved keys and
