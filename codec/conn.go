@@ -91,8 +91,7 @@ type Conn struct {
 	fifoMu sync.Mutex // FIFO: register and write in one step, so wire order is queue order
 	lead   *lead      // a ReceiveSync client's read turn; nil when a receive goroutine reads (see syncLead)
 
-	srmp    srmpHandler     // the pipeline's tail when it is the SRMP stage: replies skip making a Message
-	srmpCtx *HandlerContext // its context; nil when the tail is something else
+	srmpCtx *HandlerContext // the SRMP stage's context when it is the pipeline's tail (writeSRMP), else nil
 
 	server  *Server      // the server whose connection this is (nil for a client)
 	heard   bool         // the first bytes were read (the reading goroutine's)
@@ -125,8 +124,8 @@ func newConn(s *transport.Session, o *Options, srv *Server) *Conn {
 		}
 	}
 	if n := len(c.chain.handlers); n > 0 {
-		if h, ok := c.chain.handlers[n-1].(srmpHandler); ok {
-			c.srmp, c.srmpCtx = h, &c.chain.ctxs[n-1]
+		if _, ok := c.chain.handlers[n-1].(srmpHandler); ok {
+			c.srmpCtx = &c.chain.ctxs[n-1]
 		}
 	}
 	if n := len(c.chain.handlers); n > 0 {
@@ -265,52 +264,63 @@ func (c *Conn) Enqueue(msg any) error {
 // Reply answers an SRMP request with payload (reply kind, the request's
 // flag and sequence). It takes ownership of payload, which may be nil or
 // borrowed (a borrowed payload, such as req.Payload itself, is copied or
-// kept); req stays the caller's. A small reply to the request the handler
-// was lent takes no lock (see the package's Cost and Order).
+// kept); req stays the caller's.
 func (c *Conn) Reply(req *Message, payload *packet.Packet) error {
-	return c.reply(KindReply, req, payload)
+	return c.writeSRMP(context.Background(), KindReply, req.Flag, req.Seq, nil, payload)
 }
 
 // ReplyBytes answers an SRMP request with a copy of b.
 func (c *Conn) ReplyBytes(req *Message, b []byte) error {
-	if ctx := c.srmpCtx; ctx != nil && len(b) < copyBelow {
-		var hdr [srmpHeaderLen]byte
-		putSRMPHeader(hdr[:], KindReply, req.Flag, req.Seq, len(b))
-		return ctx.WriteBytes(hdr[:], b)
-	} else if ctx != nil {
-		p := packet.GetWithHeadroom(srmpExtHeaderLen, len(b))
-		copy(p.Bytes(), b)
-		return c.srmp.writeMessage(ctx, KindReply, req.Flag, req.Seq, p)
-	}
-	p := packet.Get(len(b))
-	copy(p.Bytes(), b)
-	return c.chain.Write(NewMessage(KindReply, req.Flag, req.Seq, p))
+	return c.writeSRMP(context.Background(), KindReply, req.Flag, req.Seq, b, nil)
 }
 
 // ReplyError answers an SRMP request with an error reply; see Reply.
 func (c *Conn) ReplyError(req *Message, payload *packet.Packet) error {
-	return c.reply(KindError, req, payload)
+	return c.writeSRMP(context.Background(), KindError, req.Flag, req.Seq, nil, payload)
 }
 
-// reply writes a reply: a small one copied into the session's send
-// buffer when the SRMP stage is the pipeline's only one (no [Message] is
-// made), else through the pipeline.
-func (c *Conn) reply(kind Kind, req *Message, payload *packet.Packet) error {
-	if c.srmpDirect() && small(payload) {
+// writeSRMP is the one way an SRMP message of this package's making leaves
+// the connection (a reply, an error reply, a request). Its payload is p
+// (taken: nil, borrowed or owned) or, when p is nil, a copy of body. A
+// small payload is copied with its header into the session's send queue
+// (no [Message], no packet); a large one is framed in place. When the
+// SRMP stage is the pipeline's head the frame goes straight to the
+// session, waiting for room in a full send queue no longer than ctx;
+// behind other stages it passes through them (their wait is not bounded
+// by ctx); on a pipeline whose tail is not the SRMP stage it is written
+// as a [Message] through the tail.
+func (c *Conn) writeSRMP(ctx context.Context, kind Kind, flag, seq uint8, body []byte, p *packet.Packet) error {
+	sc := c.srmpCtx
+	if p != nil && small(p) {
+		body = p.Bytes()
+	}
+	if sc != nil && (p == nil || small(p)) && len(body) < copyBelow {
 		var hdr [srmpHeaderLen]byte
-		var b []byte
-		if payload != nil {
-			b = payload.Bytes()
+		putSRMPHeader(hdr[:], kind, flag, seq, len(body))
+		var err error
+		if c.srmpDirect() {
+			err = c.sess.SendBytesContext(ctx, hdr[:], body)
+		} else {
+			err = sc.WriteBytes(hdr[:], body)
 		}
-		putSRMPHeader(hdr[:], kind, req.Flag, req.Seq, len(b))
-		err := c.sess.SendBytes(hdr[:], b)
-		payload.Release() // nothing for a borrowed view or nil
+		p.Release() // nothing for nil or a borrowed view
 		return err
 	}
-	if ctx := c.srmpCtx; ctx != nil {
-		return c.srmp.writeMessage(ctx, kind, req.Flag, req.Seq, payload)
+	if p == nil {
+		p = packet.GetWithHeadroom(srmpExtHeaderLen, len(body))
+		copy(p.Bytes(), body)
 	}
-	return c.chain.Write(NewMessage(kind, req.Flag, req.Seq, payload))
+	if sc == nil {
+		return c.chain.Write(NewMessage(kind, flag, seq, p))
+	}
+	frame, err := EncodeSRMP(kind, flag, seq, p.Keep())
+	if err != nil {
+		return err
+	}
+	if c.srmpDirect() {
+		return c.sess.SendContext(ctx, frame)
+	}
+	return sc.FireWrite(frame)
 }
 
 // Request sends an SRMP request and waits for its reply, which the caller
@@ -530,14 +540,10 @@ func (c *Conn) startMessage(ctx context.Context, m *Message, cb *callback) (int,
 	given := false
 	key, ch, err := c.start(ctx, MatchSRMP, cb, nil, func(key int) error {
 		given = true
-		if c.srmpDirect() {
-			flag, payload := m.Flag, m.Payload
-			m.Payload = nil
-			m.Release()
-			return c.sendSRMP(ctx, flag, uint8(key), payload)
-		}
-		m.Seq = uint8(key)
-		return c.chain.Write(m)
+		flag, payload := m.Flag, m.Payload
+		m.Payload = nil
+		m.Release()
+		return c.writeSRMP(ctx, KindRequest, flag, uint8(key), nil, payload)
 	})
 	if err != nil && !given {
 		m.Release()
@@ -545,58 +551,18 @@ func (c *Conn) startMessage(ctx context.Context, m *Message, cb *callback) (int,
 	return key, ch, err
 }
 
-// startBytes starts an SRMP request with a copy of payload: straight into
-// the send buffer when the SRMP stage is the pipeline's tail.
+// startBytes starts an SRMP request with a copy of payload.
 func (c *Conn) startBytes(ctx context.Context, flag uint8, payload []byte, cb *callback, echo []byte) (int, chan result, error) {
 	return c.start(ctx, MatchSRMP, cb, echo, func(key int) error {
-		if sc := c.srmpCtx; sc != nil && len(payload) < copyBelow {
-			var hdr [srmpHeaderLen]byte
-			putSRMPHeader(hdr[:], KindRequest, flag, uint8(key), len(payload))
-			if c.srmpDirect() {
-				return c.sess.SendBytesContext(ctx, hdr[:], payload)
-			}
-			return sc.WriteBytes(hdr[:], payload)
-		}
-		p := packet.GetWithHeadroom(srmpExtHeaderLen, len(payload))
-		copy(p.Bytes(), payload)
-		if c.srmpDirect() {
-			return c.sendSRMP(ctx, flag, uint8(key), p)
-		}
-		return c.chain.Write(NewMessage(KindRequest, flag, uint8(key), p))
+		return c.writeSRMP(ctx, KindRequest, flag, uint8(key), payload, nil)
 	})
 }
 
 // srmpDirect reports whether the SRMP stage's writes go straight to the
-// session (it is the pipeline's tail, behind nothing but a transparent
-// detector), so a request can skip the pipeline and wait for room in the
-// send queue bounded by its context (transport.Session.SendContext).
-// Through other stages a full queue is waited for as by Write.
+// session: it is the pipeline's head and tail.
 func (c *Conn) srmpDirect() bool {
 	sc := c.srmpCtx
 	return sc != nil && c.chain.sess != nil && sc.index == 0
-}
-
-// sendSRMP writes an SRMP request as the SRMP stage would (a small payload
-// copied into the send buffer, a large one framed in place), straight to
-// the session, waiting for room no longer than ctx. It takes ownership of
-// payload (nil, borrowed or owned).
-func (c *Conn) sendSRMP(ctx context.Context, flag, seq uint8, payload *packet.Packet) error {
-	if small(payload) {
-		var hdr [srmpHeaderLen]byte
-		if payload == nil {
-			putSRMPHeader(hdr[:], KindRequest, flag, seq, 0)
-			return c.sess.SendBytesContext(ctx, hdr[:])
-		}
-		putSRMPHeader(hdr[:], KindRequest, flag, seq, payload.Len())
-		err := c.sess.SendBytesContext(ctx, hdr[:], payload.Bytes())
-		payload.Release() // nothing for a borrowed view
-		return err
-	}
-	frame, err := EncodeSRMP(KindRequest, flag, seq, payload.Keep())
-	if err != nil {
-		return err
-	}
-	return c.sess.SendContext(ctx, frame)
 }
 
 // startPacket starts a FIFO request carried by p (owned by the call).
