@@ -113,13 +113,7 @@ func writeAccessLine(ctx context.Context, l *slog.Logger, level slog.Level, c *I
 // connection the call last went out on, or the HTTP server it went to.
 func (c *Invocation) appendPeer(a []slog.Attr) []slog.Attr {
 	if !c.client {
-		ss := c.info.ss
-		if ss == nil {
-			return a
-		}
-		return append(a, slog.Uint64(logattr.Session, ss.ID()),
-			slog.String(logattr.Remote, addrText(ss.RemoteAddr())),
-			slog.String(logattr.Protocol, ss.Protocol().logName()))
+		return sessionAttrs(a, c.info.ss)
 	}
 	if c.conn != nil {
 		a = append(a, slog.Uint64(logattr.Session, c.conn.Session().ID()),

@@ -309,7 +309,7 @@ func (s *Server) errorReply(ss *Session, action []byte, err error) (int32, strin
 	case !errors.As(err, &pe) && !errors.Is(err, transport.ErrClosed) && !errors.Is(err, context.Canceled):
 		// (a panic was logged with its stack already; a stream whose
 		// connection ended has no one to tell)
-		s.logHidden(ss, action, code, err)
+		s.logLine(kindHidden, ss, action, code, err)
 	}
 	return int32(code), genericText(code)
 }

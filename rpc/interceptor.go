@@ -257,13 +257,7 @@ func getCall() *Invocation { return callPool.Get().(*Invocation) }
 
 // putCall returns c to the pool, emptied (the reply it held released).
 // Under lifenet_debug it only empties c: a kept one panics when used.
-func putCall(c *Invocation) {
-	c.dropReply()
-	*c = Invocation{}
-	if !debugCalls {
-		callPool.Put(c)
-	}
-}
+func putCall(c *Invocation) { endSessionCall(nil, c) }
 
 // sessionCall returns an empty Invocation for a call of ss (nil: a call
 // through Server.Process): the session's spare, when no other call of
@@ -280,15 +274,11 @@ func sessionCall(ss *Session) *Invocation {
 }
 
 // endSessionCall empties c and keeps it as ss's spare, or returns it to
-// the pool when the session has one already.
+// the pool when the session has one already (or ss is nil).
 func endSessionCall(ss *Session, c *Invocation) {
-	if ss == nil || debugCalls {
-		putCall(c)
-		return
-	}
 	c.dropReply()
 	*c = Invocation{}
-	if !ss.spare.CompareAndSwap(nil, c) {
+	if !debugCalls && (ss == nil || !ss.spare.CompareAndSwap(nil, c)) {
 		callPool.Put(c)
 	}
 }

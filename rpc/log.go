@@ -19,12 +19,14 @@ const (
 	msgSuppressed = "rpc: log lines suppressed"
 )
 
-// Rate-limited kinds of lines: a caller can cause each, once per call.
+// Kinds of lines a caller can cause, once per call: the first three are
+// rate-limited; kindDropped is written at Debug, every line.
 const (
 	kindPanic    = iota // a handler's or interceptor's panic (Error)
 	kindHidden          // a handler error whose text the caller does not get (Warn)
 	kindTooLarge        // a reply past MaxFrame (Warn)
 	numKinds
+	kindDropped = numKinds // a request dropped unanswered (Debug)
 )
 
 var bg = context.Background()
@@ -36,6 +38,8 @@ func kindLine(kind int) (slog.Level, string) {
 		return slog.LevelError, msgPanic
 	case kindHidden:
 		return slog.LevelWarn, msgHidden
+	case kindDropped:
+		return slog.LevelDebug, msgDropped
 	}
 	return slog.LevelWarn, msgTooLarge
 }
@@ -67,14 +71,18 @@ func (s *Server) logSuppressed(kind int, n uint64) {
 // ss (nil: through Process, which has no peer): action, session, remote
 // and protocol, in a, which it returns sliced.
 func callAttrs(a *[8]slog.Attr, ss *Session, action string) []slog.Attr {
-	a[0] = slog.String(logattr.Action, action)
+	return sessionAttrs(append(a[:0], slog.String(logattr.Action, action)), ss)
+}
+
+// sessionAttrs appends the session, remote and protocol attributes of ss
+// (nil: none) to a.
+func sessionAttrs(a []slog.Attr, ss *Session) []slog.Attr {
 	if ss == nil {
-		return a[:1]
+		return a
 	}
-	a[1] = slog.Uint64(logattr.Session, ss.ID())
-	a[2] = slog.String(logattr.Remote, addrText(ss.RemoteAddr()))
-	a[3] = slog.String(logattr.Protocol, ss.Protocol().logName())
-	return a[:4]
+	return append(a, slog.Uint64(logattr.Session, ss.ID()),
+		slog.String(logattr.Remote, addrText(ss.RemoteAddr())),
+		slog.String(logattr.Protocol, ss.Protocol().logName()))
 }
 
 // logPanic writes the Error line (rate-limited) of a handler's or an
@@ -94,39 +102,26 @@ func (s *Server) logPanic(ctx context.Context, ss *Session, a *action, v any) {
 	s.cfg.Log.LogAttrs(ctx, level, msgPanic, attrs...)
 }
 
-// logHidden writes the Warn line (rate-limited) of a handler's error err
-// answered with its code's generic text.
-func (s *Server) logHidden(ss *Session, action []byte, code int, err error) {
-	level, ok := s.limited(bg, kindHidden, slog.LevelWarn)
+// logLine writes the line of kind (kindHidden: a handler's error err
+// answered with its code's generic text; kindTooLarge: a reply past
+// MaxFrame, answered 413; both rate-limited; kindDropped: a request
+// dropped unanswered) about a call of action by ss; code, when not 0, is
+// the reply's.
+func (s *Server) logLine(kind int, ss *Session, action []byte, code int, err error) {
+	level, msg := kindLine(kind)
+	ok := s.cfg.Log.Enabled(bg, level) // kindDropped: Debug, every line
+	if kind != kindDropped {
+		level, ok = s.limited(bg, kind, level)
+	}
 	if !ok {
 		return
 	}
 	var buf [8]slog.Attr
-	attrs := append(callAttrs(&buf, ss, clipName(string(action))), slog.Int(logattr.Code, code), slog.Any(logattr.Err, err))
-	s.cfg.Log.LogAttrs(bg, level, msgHidden, attrs...)
-}
-
-// logTooLarge writes the Warn line (rate-limited) of a reply past
-// MaxFrame, answered with a 413.
-func (s *Server) logTooLarge(ss *Session, action []byte, err error) {
-	level, ok := s.limited(bg, kindTooLarge, slog.LevelWarn)
-	if !ok {
-		return
+	attrs := callAttrs(&buf, ss, clipName(string(action)))
+	if code != 0 {
+		attrs = append(attrs, slog.Int(logattr.Code, code))
 	}
-	var buf [8]slog.Attr
-	attrs := append(callAttrs(&buf, ss, clipName(string(action))), slog.Any(logattr.Err, err))
-	s.cfg.Log.LogAttrs(bg, level, msgTooLarge, attrs...)
-}
-
-// logDropped writes the Debug line of a request dropped unanswered (not
-// rate-limited: Debug shows every line).
-func (s *Server) logDropped(ss *Session, action []byte, err error) {
-	if !s.cfg.Log.Enabled(bg, slog.LevelDebug) {
-		return
-	}
-	var buf [8]slog.Attr
-	attrs := append(callAttrs(&buf, ss, clipName(string(action))), slog.Any(logattr.Err, err))
-	s.cfg.Log.LogAttrs(bg, slog.LevelDebug, msgDropped, attrs...)
+	s.cfg.Log.LogAttrs(bg, level, msg, append(attrs, slog.Any(logattr.Err, err))...)
 }
 
 // logName is p's name in log lines (logattr.Protocol): SRMP in datagrams

@@ -452,7 +452,7 @@ func (s *Server) reply(ctx context.Context, ss *Session, b body, a *action, kind
 	dst = appendNameBytes(dst, b.action)
 	off := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
-	out, k, err := s.exec(ctx, ss, b.action, a, kind, b.data, "", dst, recv)
+	out, k, err := s.exec(ctx, ss, b.action, a, kind, b.data, "", dst, recv, nil)
 	switch {
 	case err == errCallerGone:
 		return dst[:off], true, true
@@ -463,7 +463,7 @@ func (s *Server) reply(ctx context.Context, ss *Session, b body, a *action, kind
 		if err = tooLarge("reply", len(out), s.cfg.Framer.MaxFrame); err == nil {
 			return out, false, false
 		}
-		s.logTooLarge(ss, b.action, err)
+		s.logLine(kindTooLarge, ss, b.action, 0, err)
 	}
 	code, msg := s.errorReply(ss, b.action, err)
 	return appendError(dst[:off], code, msg), true, false
@@ -486,20 +486,23 @@ var errStreamHere = &APIError{Code: 501, Message: "a streaming action needs an S
 // exec runs action a (nil: unknown name), called as name with data, in a
 // context made by callContext from parent (Process's, an HTTP request's)
 // or the session's, through the interceptors, and appends its encoded
-// result to dst. It refuses a call while shutting down, a name too long,
-// too many keys, an unknown action without interceptors and a stream here;
-// a panic of the handler or of an interceptor is a 500, a call that ended
-// past the deadline its caller sent is errCallerGone, an APIError of code
-// 200 a success (success200). OnCallDone sees every call, with recv (when
-// the server got the request, see received; 0: not known) as its Wait's
+// result to dst. A stream (kind KindStream) hands its items to send
+// instead and ends with its error. It refuses a call while shutting down,
+// a name too long, too many keys, an unknown action without interceptors
+// and a streaming action called as a call here; a panic of the handler or
+// of an interceptor is a 500, a call (not a stream) that ended past the
+// deadline its caller sent is errCallerGone, an APIError of code 200 a
+// success (success200). OnCallDone sees every call, with recv (when the
+// server got the request, see received; 0: not known) as its Wait's
 // start. traceHeader is an HTTP request's traceparent header.
-func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *action, kind CallKind, data []byte, traceHeader string, dst []byte, recv int64) (out []byte, k kind, err error) {
+func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *action, kind CallKind, data []byte, traceHeader string, dst []byte, recv int64, send func([]byte, kind) error) (out []byte, k kind, err error) {
 	var start int64
 	if s.cfg.OnCallDone != nil {
 		start = mono.Now()
 	}
+	stream := kind == KindStream
 	defer func() {
-		if err != nil && err != errCallerGone { // after a panic's 500 and the deadline's check
+		if err != nil && err != errCallerGone && !stream { // after a panic's 500 and the deadline's check
 			out, k, err = success200(dst, err, out, k)
 		}
 		if s.cfg.OnCallDone != nil {
@@ -526,26 +529,30 @@ func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *actio
 			ss.noteToken(d.token) // NewLife reads it before it looks the action up
 		}
 		return dst, kindNull, notFound(name)
-	case a != nil && a.stream != nil:
+	case a != nil && a.stream != nil && !stream:
 		return dst, kindNull, errStreamHere
 	}
 	raw := data
 	ctx, data, cancel := s.callContext(parent, ss, name, a, kind, data, traceHeader)
 	if cancel != nil {
 		defer func() {
-			if ctx.Err() == context.DeadlineExceeded {
+			if ctx.Err() == context.DeadlineExceeded && !stream {
 				err = errCallerGone
 			}
 			cancel()
 		}()
 	}
 	defer s.recoverCall(ctx, ss, a, &err) // interceptors are the application's code too: a panic in one is a 500
-	if s.chain == nil {
+	switch {
+	case s.chain != nil:
+	case stream:
+		return dst, kindNull, a.stream(ctx, data, send)
+	default:
 		return a.invoke(ctx, data, dst)
 	}
 	c := sessionCall(ss)
 	c.info, c.raw, c.data, c.keys = CallInfoFrom(ctx), raw, data, s.keys
-	c.a, c.name, c.dst, c.off = a, name, dst, len(dst)
+	c.a, c.name, c.dst, c.off, c.send = a, name, dst, len(dst), send
 	err = s.chain(ctx, c)
 	out, k = c.dst, c.k
 	endSessionCall(ss, c)
@@ -604,7 +611,7 @@ func (s *Server) drop(ss *Session, action []byte, err error) {
 	if err == nil {
 		err = errBadAction
 	}
-	s.logDropped(ss, action, err)
+	s.logLine(kindDropped, ss, action, 0, err)
 }
 
 var errBadAction = errors.New("empty or non-ASCII action name")

@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/lifenet/lifenet/codec"
-	"github.com/lifenet/lifenet/internal/mono"
 )
 
 // streamer runs one call of a streaming action: it binds data, then hands
@@ -95,7 +94,7 @@ func (s *Server) serveStream(ss *Session, req *codec.Message, b body, a *action)
 		}
 		return ss.sendReply(&m, out, false)
 	}
-	err := s.runStream(ss, b.action, a, b.data, "", send)
+	_, _, err := s.exec(ss.ctx, ss, b.action, a, KindStream, b.data, "", nil, 0, send)
 	if oneWay || s.stopped.Load() { // a stream cut short by Close fails with its connection
 		return
 	}
@@ -105,47 +104,6 @@ func (s *Server) serveStream(ss *Session, req *codec.Message, b body, a *action)
 		return
 	}
 	ss.sendReply(&m, appendNameBytes(out[:0], b.action), false)
-}
-
-// runStream runs a stream of session ss through the interceptors,
-// turning a panic of theirs or of the action into a 500. traceHeader is an
-// HTTP request's traceparent header.
-func (s *Server) runStream(ss *Session, name []byte, a *action, data []byte, traceHeader string, send func([]byte, kind) error) (err error) {
-	if s.cfg.OnCallDone == nil {
-		return s.streamCall(ss, name, a, data, traceHeader, send)
-	}
-	start := mono.Now()
-	err = s.streamCall(ss, name, a, data, traceHeader, send)
-	s.observe(ss, a, KindStream, 0, start, err, len(data), -1)
-	return err
-}
-
-// streamCall is runStream without Config.OnCallDone: ErrShutdown once
-// the server is shutting down, as exec refuses a call.
-func (s *Server) streamCall(ss *Session, name []byte, a *action, data []byte, traceHeader string, send func([]byte, kind) error) (err error) {
-	if s.closing.Load() {
-		return ErrShutdown
-	}
-	if !a.raw && len(data) > 4*s.cfg.MaxArgKeys {
-		if err := s.checkKeys(data); err != nil {
-			return err
-		}
-	}
-	raw := data
-	ctx, data, cancel := s.callContext(ss.ctx, ss, name, a, KindStream, data, traceHeader)
-	if cancel != nil {
-		defer cancel()
-	}
-	defer s.recoverCall(ctx, ss, a, &err)
-	if s.chain == nil {
-		return a.stream(ctx, data, send)
-	}
-	c := getCall()
-	c.info, c.raw, c.data, c.keys = CallInfoFrom(ctx), raw, data, s.keys
-	c.a, c.name, c.send = a, name, send
-	err = s.chain(ctx, c)
-	putCall(c)
-	return err
 }
 
 // MaxStreamBuffer is how many replies of a stream a client holds for a
