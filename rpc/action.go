@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -258,11 +259,11 @@ func appendResult[R any](dst []byte, r R) ([]byte, kind, error) {
 		}
 		return append(dst, v...), kindRaw, nil
 	case int32:
-		return appendInt(dst, int64(v)), kindNumber, nil
+		return strconv.AppendInt(dst, int64(v), 10), kindNumber, nil
 	case int64:
-		return appendInt(dst, v), kindNumber, nil
+		return strconv.AppendInt(dst, v, 10), kindNumber, nil
 	case int:
-		return appendInt(dst, int64(v)), kindNumber, nil
+		return strconv.AppendInt(dst, int64(v), 10), kindNumber, nil
 	case struct{}:
 		return dst, kindNull, nil
 	}

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/lifenet/lifenet/codec"
 	"github.com/lifenet/lifenet/transport"
@@ -241,11 +240,7 @@ func clipTo(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
-	n := max
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return cutUTF8(s, max) + "…"
 }
 
 // notFoundText is NewLife's message for an unknown action.
@@ -288,7 +283,7 @@ func (p panicError) Error() string { return "rpc: handler panic: " + fmt.Sprint(
 func (s *Server) errorReply(ss *Session, action []byte, err error) (int32, string) {
 	var ae *APIError
 	if errors.As(err, &ae) {
-		if refusedReply(ae) {
+		if errors.Is(ae, ErrShutdown) || errors.Is(ae, ErrNotServing) {
 			// Another server's refusal, which the handler passed on: it
 			// ran, so its reply must not read as this server's refusal of
 			// a call it did not run (a caller may send that again
@@ -312,12 +307,6 @@ func (s *Server) errorReply(ss *Session, action []byte, err error) (int32, strin
 		s.logLine(kindHidden, ss, action, code, err)
 	}
 	return int32(code), genericText(code)
-}
-
-// refusedReply reports a reply by which a server refused a call it did
-// not run ([ErrShutdown], [ErrNotServing]).
-func refusedReply(ae *APIError) bool {
-	return errors.Is(ae, ErrShutdown) || errors.Is(ae, ErrNotServing)
 }
 
 // refusedDownstream starts the message of a refusal a handler passed on.

@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 )
 
@@ -81,21 +80,14 @@ func OutgoingMetadata(ctx context.Context) Metadata {
 }
 
 // metadataOf collects the entries of data under reserved keys but Token
-// and under keys: n of them, which scanCall counted.
+// and under keys: n of them, which scanCall counted (walking the same
+// object).
 func metadataOf(data []byte, keys *keySet, n int) Metadata {
 	md := make(Metadata, min(n, 16)) // n counts repeated keys too: a hint, not a size
-	add := func(k, v []byte) {
+	eachEntry(data, false, func(k, v []byte) {
 		if rk := keys.kind(k); rk != rkNone && rk != rkToken {
 			md[string(k)] = textOf(v)
 		}
-	}
-	if eachEntry(data, false, add) {
-		return md
-	}
-	var m map[string]json.RawMessage
-	json.Unmarshal(data, &m)
-	for k, v := range m {
-		add([]byte(k), v)
-	}
+	})
 	return md
 }

@@ -116,9 +116,9 @@ func TestBatteryParseBodyCodeOnlyWithCode(t *testing.T) {
 
 // encodeBody re-encodes a parsed body with the package's own writers.
 func encodeBody(m body, withCode bool) []byte {
-	out := appendNameBytes(nil, m.action)
+	out := appendName(nil, m.action)
 	if withCode {
-		out = appendCode(out, m.code)
+		out = binary.LittleEndian.AppendUint32(out, uint32(m.code))
 	}
 	if m.hasData {
 		out = appendDataLen(out, len(m.data))

@@ -79,7 +79,7 @@ func NewServer(cfg Config) (*Server, error) {
 		MaxPartialBytes: cfg.MaxPartialBytes,
 	}
 	if !cfg.NoHTTP || !cfg.NoWebSocket {
-		opts.Route, opts.RouteTimeout, opts.HandOff = s.routeConn, cfg.Framer.Expire, s.handOff
+		opts.Route, opts.RouteTimeout, opts.HandOff = s.routeConn, cfg.Framer.Expire, func(c *transport.HandedConn) { s.web.l.push(c) }
 	}
 	cs, err := codec.NewServer(cfg.Transport, opts)
 	if err != nil {
@@ -228,16 +228,10 @@ func (s *Server) onClose(c *codec.Conn, err error) {
 	if ss, ok := c.State().(*Session); ok {
 		ss.cancel()
 		if f := s.cfg.OnSessionClose; f != nil {
-			s.sessionClosed(f, ss, err)
+			defer s.recoverHook(ss, nil) // a panic of it counted and logged as a handler's
+			f(ss, err)
 		}
 	}
-}
-
-// sessionClosed runs Config.OnSessionClose, a panic of it counted and
-// logged as a handler's.
-func (s *Server) sessionClosed(f func(*Session, error), ss *Session, err error) {
-	defer s.recoverHook(ss, nil)
-	f(ss, err)
 }
 
 // Session returns the open SRMP, WebSocket or UDP session whose ID is id
@@ -251,9 +245,6 @@ func (s *Server) Session(id uint64) (*Session, bool) {
 	ss, ok := c.State().(*Session)
 	return ss, ok
 }
-
-// handOff gives a connection whose first bytes are HTTP to net/http.
-func (s *Server) handOff(c *transport.HandedConn) { s.web.handOff(c) }
 
 // onMessage takes a connection's inbound SRMP message (borrowed), routes
 // it and runs it where place says.
@@ -335,7 +326,7 @@ func (s *Server) refuse(ss *Session, m *codec.Message, action []byte, err error)
 
 // replyError answers m with an error reply: action, code and msg.
 func replyError(ss *Session, m *codec.Message, action []byte, code int32, msg string) {
-	ss.sendReply(m, appendError(appendNameBytes(nil, action), code, msg), true)
+	ss.sendReply(m, appendError(appendName(nil, action), code, msg), true)
 }
 
 // begin counts a call or stream about to run on a goroutine of its own
@@ -449,7 +440,7 @@ func (s *Server) Process(ctx context.Context, body, dst []byte) (reply []byte, i
 // is answered 413: the caller's framer would end the connection. recv is
 // when the server got the request (see received; 0: not known).
 func (s *Server) reply(ctx context.Context, ss *Session, b body, a *action, kind CallKind, dst []byte, recv int64) (out []byte, isErr, gone bool) {
-	dst = appendNameBytes(dst, b.action)
+	dst = appendName(dst, b.action)
 	off := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
 	out, k, err := s.exec(ctx, ss, b.action, a, kind, b.data, "", dst, recv, nil)

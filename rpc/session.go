@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -255,8 +254,6 @@ func (s *Session) noteToken(raw []byte) {
 		s.SetToken(t)
 	}
 }
-
-func appendInt(dst []byte, v int64) []byte { return strconv.AppendInt(dst, v, 10) }
 
 // tokenHead is how a lifenet client's object of a token alone starts.
 const tokenHead = `{"Token":"`

@@ -84,7 +84,7 @@ func (s *Server) serveStream(ss *Session, req *codec.Message, b body, a *action)
 		if oneWay {
 			return nil
 		}
-		out = appendNameBytes(out[:0], b.action)
+		out = appendName(out[:0], b.action)
 		if k != kindNull {
 			out = appendDataLen(out, len(item))
 			out = append(out, item...)
@@ -103,7 +103,7 @@ func (s *Server) serveStream(ss *Session, req *codec.Message, b body, a *action)
 		replyError(ss, req, b.action, code, msg)
 		return
 	}
-	ss.sendReply(&m, appendNameBytes(out[:0], b.action), false)
+	ss.sendReply(&m, appendName(out[:0], b.action), false)
 }
 
 // MaxStreamBuffer is how many replies of a stream a client holds for a

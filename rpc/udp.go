@@ -43,13 +43,13 @@ func (s *Server) udpRefusal(ss *Session, m *codec.Message, body []byte, isErr bo
 	if isErr && len(rest) >= 8 {
 		code, msg = int32(binary.LittleEndian.Uint32(rest)), string(rest[8:])
 	}
-	short := appendError(appendNameBytes(nil, action), code, "")
+	short := appendError(appendName(nil, action), code, "")
 	room := s.cfg.UDPReplyFactor*(udpHeader+m.Payload.Total()) - udpHeader - len(short)
 	if room < 0 {
 		s.drop(ss, action, fmt.Errorf("%w: a reply of %d bytes to a request of %d", errUDPTooLarge, len(body), m.Payload.Total()))
 		return nil
 	}
-	return appendError(appendNameBytes(nil, action), code, cutUTF8(msg, room))
+	return appendError(appendName(nil, action), code, cutUTF8(msg, room))
 }
 
 // cutUTF8 returns s cut to at most n bytes, on a UTF-8 boundary.

@@ -72,9 +72,6 @@ func (w *webServer) connState(c net.Conn, st http.ConnState) {
 	}
 }
 
-// handOff takes a connection the transport routed to HTTP.
-func (w *webServer) handOff(c *transport.HandedConn) { w.l.push(c) }
-
 // shutdown lets the requests in progress finish, then closes the
 // connections (net/http's Shutdown); close closes them at once.
 func (w *webServer) shutdown(ctx context.Context) error {

@@ -75,8 +75,12 @@ func parseBody(b []byte, withCode bool) (body, error) {
 	return m, nil
 }
 
-// appendName appends an action name with its varint length.
-func appendName(dst []byte, action string) []byte {
+// appendName appends an action name with its varint length, cut to
+// maxReplyName bytes: a server's reply repeats the request's name (it never
+// grows with a hostile name; NewLife's client matches replies by
+// sequence), and every name a client sends fits.
+func appendName[S string | []byte](dst []byte, action S) []byte {
+	action = action[:min(len(action), maxReplyName)]
 	dst = binary.AppendUvarint(dst, uint64(len(action)))
 	return append(dst, action...)
 }
@@ -87,30 +91,15 @@ func nameLen(action string) int {
 	return binary.PutUvarint(b[:], uint64(len(action))) + len(action)
 }
 
-// appendNameBytes is appendName for a name held in bytes: the server's
-// replies, which repeat the request's name cut to maxReplyName bytes (a
-// reply never grows with a hostile name; NewLife's client matches replies
-// by sequence).
-func appendNameBytes(dst, action []byte) []byte {
-	action = action[:min(len(action), maxReplyName)]
-	dst = binary.AppendUvarint(dst, uint64(len(action)))
-	return append(dst, action...)
-}
-
 // appendDataLen appends a data length field.
 func appendDataLen(dst []byte, n int) []byte {
 	return binary.LittleEndian.AppendUint32(dst, uint32(n))
 }
 
-// appendCode appends an error reply's code.
-func appendCode(dst []byte, code int32) []byte {
-	return binary.LittleEndian.AppendUint32(dst, uint32(code))
-}
-
 // appendError appends an error reply's code and message (after its action
 // name).
 func appendError(dst []byte, code int32, msg string) []byte {
-	dst = appendDataLen(appendCode(dst, code), len(msg))
+	dst = appendDataLen(binary.LittleEndian.AppendUint32(dst, uint32(code)), len(msg))
 	return append(dst, msg...)
 }
 
