@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -103,15 +104,9 @@ func DefaultClientConfig() ClientConfig {
 }
 
 func (c *ClientConfig) fill() {
-	if c.Framer.MaxFrame == 0 {
-		c.Framer.MaxFrame = codec.DefaultMaxFrame
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.Conns == 0 {
-		c.Conns = 1
-	}
+	c.Framer.MaxFrame = cmp.Or(c.Framer.MaxFrame, codec.DefaultMaxFrame)
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
+	c.Conns = cmp.Or(c.Conns, 1)
 }
 
 // Validate reports the first setting out of range.

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -169,33 +170,17 @@ const (
 )
 
 func (c *Config) fill() {
-	if c.Framer.MaxFrame == 0 {
-		c.Framer.MaxFrame = codec.DefaultMaxFrame
-	}
-	if c.Transport.SendQueueBytes == 0 {
-		c.Transport.SendQueueBytes = max(transport.DefaultSendQueueBytes, 2*c.Framer.MaxFrame)
-	}
-	if c.Framer.Expire == 0 {
-		c.Framer.Expire = codec.DefaultExpire // the gateway's partial requests expire too
-	}
-	if c.MaxInFlight == 0 {
-		c.MaxInFlight = defaultMaxInFlight
-	}
-	if c.UDPReplyFactor == 0 {
-		c.UDPReplyFactor = defaultUDPReplyFactor
-	}
-	if c.MaxHTTPHeader == 0 {
-		c.MaxHTTPHeader = defaultMaxHTTPHeader
-	}
-	if c.MaxArgKeys == 0 {
-		c.MaxArgKeys = defaultMaxArgKeys
-	}
+	c.Framer.MaxFrame = cmp.Or(c.Framer.MaxFrame, codec.DefaultMaxFrame)
+	c.Transport.SendQueueBytes = cmp.Or(c.Transport.SendQueueBytes, max(transport.DefaultSendQueueBytes, 2*c.Framer.MaxFrame))
+	c.Framer.Expire = cmp.Or(c.Framer.Expire, codec.DefaultExpire) // the gateway's partial requests expire too
+	c.MaxInFlight = cmp.Or(c.MaxInFlight, defaultMaxInFlight)
+	c.UDPReplyFactor = cmp.Or(c.UDPReplyFactor, defaultUDPReplyFactor)
+	c.MaxHTTPHeader = cmp.Or(c.MaxHTTPHeader, defaultMaxHTTPHeader)
+	c.MaxArgKeys = cmp.Or(c.MaxArgKeys, defaultMaxArgKeys)
 	if c.Log == nil {
 		c.Log = slog.Default()
 	}
-	if c.PushTimeout == 0 {
-		c.PushTimeout = DefaultTimeout
-	}
+	c.PushTimeout = cmp.Or(c.PushTimeout, DefaultTimeout)
 }
 
 // Validate reports the first setting out of range.

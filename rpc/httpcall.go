@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -98,10 +99,7 @@ func (s *Server) writeDeadline(rw http.ResponseWriter) {
 
 // writeTimeout is Transport.WriteTimeout, its default for zero.
 func (s *Server) writeTimeout() time.Duration {
-	if d := s.cfg.Transport.WriteTimeout; d != 0 {
-		return d
-	}
-	return transport.DefaultWriteTimeout
+	return cmp.Or(s.cfg.Transport.WriteTimeout, transport.DefaultWriteTimeout)
 }
 
 // bodyFailed answers a request whose body could not be read, and ends the

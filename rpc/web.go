@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -32,10 +33,7 @@ type webServer struct {
 
 func newWebServer(s *Server) *webServer {
 	w := &webServer{s: s, l: newHandOffListener()}
-	idle := s.cfg.Transport.IdleTimeout
-	if idle == 0 {
-		idle = transport.DefaultIdleTimeout
-	}
+	idle := cmp.Or(s.cfg.Transport.IdleTimeout, transport.DefaultIdleTimeout)
 	w.hs = &http.Server{
 		Handler:           w,
 		ReadHeaderTimeout: s.cfg.Framer.Expire,

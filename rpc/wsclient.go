@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -32,15 +33,8 @@ func wsUpgrade(u *url.URL, cfg ClientConfig) func(context.Context, net.Conn) (ne
 		if br == nil { // nothing came after the 101
 			br = bufio.NewReaderSize(c, wsReadBuffer)
 		}
-		wt := cfg.Transport.WriteTimeout
-		if wt == 0 {
-			wt = transport.DefaultWriteTimeout
-		}
-		expire := cfg.Framer.Expire
-		if expire == 0 {
-			expire = codec.DefaultExpire
-		}
-		return newWSConn(c, br, true, cfg.Framer.MaxFrame, expire, wt), nil
+		wt := cmp.Or(cfg.Transport.WriteTimeout, transport.DefaultWriteTimeout)
+		return newWSConn(c, br, true, cfg.Framer.MaxFrame, cmp.Or(cfg.Framer.Expire, codec.DefaultExpire), wt), nil
 	}
 }
 
