@@ -222,7 +222,7 @@ func (c *wsConn) control(op ws.OpCode, payload []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.out.Reset()
-	c.frameTo(&c.out, op, payload)
+	c.put(payload, c.header(op, int64(len(payload))), 0)
 	if c.remain > 0 || c.hn > 0 {
 		c.pending = append(c.pending, c.out.Bytes()...)
 		return nil
@@ -237,18 +237,24 @@ func (c *wsConn) control(op ws.OpCode, payload []byte) error {
 	return nil
 }
 
-// frameTo appends a whole frame of op and payload to w, masked on the
-// client end.
-func (c *wsConn) frameTo(w *bytes.Buffer, op ws.OpCode, payload []byte) {
-	h := ws.Header{Fin: true, OpCode: op, Length: int64(len(payload)), Masked: c.client}
+// header appends to c.out the header of a whole frame of op and n payload
+// bytes, and returns its mask (the client end masks its frames).
+func (c *wsConn) header(op ws.OpCode, n int64) [4]byte {
+	h := ws.Header{Fin: true, OpCode: op, Length: n, Masked: c.client}
 	if c.client {
 		h.Mask = ws.NewMask()
 	}
-	ws.WriteHeader(w, h)
-	start := w.Len()
-	w.Write(payload)
+	ws.WriteHeader(&c.out, h)
+	return h.Mask
+}
+
+// put appends payload bytes p to c.out, masked with mask from offset off
+// of the frame's payload on the client end.
+func (c *wsConn) put(p []byte, mask [4]byte, off int) {
+	start := c.out.Len()
+	c.out.Write(p)
 	if c.client {
-		ws.Cipher(w.Bytes()[start:], h.Mask, 0)
+		ws.Cipher(c.out.Bytes()[start:], mask, off)
 	}
 }
 
@@ -265,12 +271,8 @@ func (c *wsConn) Write(b []byte) (int, error) {
 			continue
 		}
 		n := int(min(int64(len(b)), c.remain))
-		start := c.out.Len()
-		c.out.Write(b[:n])
-		if c.client {
-			ws.Cipher(c.out.Bytes()[start:], c.wmask, c.woff)
-			c.woff += n
-		}
+		c.put(b[:n], c.wmask, c.woff)
+		c.woff += n
 		b = b[n:]
 		if c.remain -= int64(n); c.remain == 0 {
 			c.flushPending()
@@ -310,19 +312,9 @@ func (c *wsConn) takeHeader(b []byte) int {
 	if need == 8 {
 		payload = int64(binary.LittleEndian.Uint32(c.hdr[4:8]))
 	}
-	h := ws.Header{Fin: true, OpCode: ws.OpBinary, Length: int64(need) + payload, Masked: c.client}
-	if c.client {
-		h.Mask = ws.NewMask()
-		c.wmask = h.Mask
-	}
-	ws.WriteHeader(&c.out, h)
-	start := c.out.Len()
-	c.out.Write(c.hdr[:need])
-	if c.client {
-		ws.Cipher(c.out.Bytes()[start:], c.wmask, 0)
-		c.woff = need
-	}
-	c.hn, c.remain = 0, payload
+	c.wmask = c.header(ws.OpBinary, int64(need)+payload)
+	c.put(c.hdr[:need], c.wmask, 0)
+	c.hn, c.remain, c.woff = 0, payload, need
 	if payload == 0 {
 		c.flushPending()
 	}
