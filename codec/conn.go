@@ -92,6 +92,7 @@ type Conn struct {
 	lead   *lead      // a ReceiveSync client's read turn; nil when a receive goroutine reads (see syncLead)
 
 	srmpCtx *HandlerContext // the SRMP stage's context when it is the pipeline's tail (writeSRMP), else nil
+	head    *framing        // the pipeline's head when it is a framing stage of this package: reads go straight to it
 
 	server  *Server      // the server whose connection this is (nil for a client)
 	heard   bool         // the first bytes were read (the reading goroutine's)
@@ -132,6 +133,7 @@ func newConn(s *transport.Session, o *Options, srv *Server) *Conn {
 		if f := framingOf(c.chain.handlers[n-1]); f != nil {
 			f.tail = c // the tail stage hands its messages straight to the sink
 		}
+		c.head = framingOf(c.chain.handlers[0])
 	}
 	switch o.Pipeline.match {
 	case MatchSRMP:
@@ -152,14 +154,11 @@ func newConn(s *transport.Session, o *Options, srv *Server) *Conn {
 // kept out of Conn's method set: only the transport calls it.
 type sessionHandler Conn
 
-func (h *sessionHandler) Receive(_ *transport.Session, p *packet.Packet) { (*Conn)(h).receive(p) }
+func (h *sessionHandler) Receive(_ *transport.Session, p *packet.Packet) { (*Conn)(h).read(p) }
 
 func (h *sessionHandler) Closed(_ *transport.Session, e *transport.CloseError) {
 	(*Conn)(h).closed(e)
 }
-
-// receive runs received bytes through the pipeline.
-func (c *Conn) receive(p *packet.Packet) { c.read(p) }
 
 // frameExpired reports whether a framing stage of the connection has held
 // an incomplete frame past its Expire at now, a mono reading (any
@@ -205,7 +204,13 @@ func (c *Conn) read(p *packet.Packet) {
 			}
 		}
 	}
-	if err := c.chain.Read(p); err != nil {
+	var err error
+	if f := c.head; f != nil {
+		err = f.read(&c.chain.ctxs[0], p)
+	} else {
+		err = c.chain.Read(p)
+	}
+	if err != nil {
 		c.sess.AbortAfterWrites(err) // the answers to the frames before the bad one still go out
 	}
 }

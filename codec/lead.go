@@ -126,7 +126,7 @@ func (l *lead) readOnce(ctx context.Context, c *Conn, ch chan result) {
 	if err != nil {
 		return
 	}
-	c.receive(p)
+	c.read(p)
 }
 
 // drainReads bounds how many reads drain makes, so a peer that keeps
@@ -151,7 +151,7 @@ func (l *lead) drain(c *Conn) {
 		if p == nil {
 			return
 		}
-		c.receive(p)
+		c.read(p)
 		p.Release()
 	}
 }
