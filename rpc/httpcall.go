@@ -192,15 +192,7 @@ func httpArgs(req *http.Request, body []byte, maxKeys int) (data []byte, code in
 		if req.URL.RawQuery == "" {
 			return nil, 0, nil
 		}
-		if err := formFields(req.URL.RawQuery, maxKeys); err != nil {
-			return nil, CodeBadRequest, err
-		}
-		form, err := url.ParseQuery(req.URL.RawQuery)
-		if err != nil {
-			return nil, CodeBadRequest, fmt.Errorf("%w: query string: %v", ErrArgs, err)
-		}
-		data, err = formJSON(form)
-		return data, CodeBadRequest, err
+		return formArgs(req.URL.RawQuery, "query string", maxKeys)
 	}
 	ctype := req.Header.Get("Content-Type")
 	mt := ""
@@ -216,10 +208,7 @@ func httpArgs(req *http.Request, body []byte, maxKeys int) (data []byte, code in
 		if isJSON(body) {
 			return nil, CodeBadRequest, fmt.Errorf("%w: the body is JSON but its Content-Type is %s: send Content-Type: application/json", ErrArgs, mt)
 		}
-		if err := formFields(string(body), maxKeys); err != nil {
-			return nil, CodeBadRequest, err
-		}
-		return formArgs(body)
+		return formArgs(string(body), "form", maxKeys)
 	case mt == "text/plain", mt == "application/octet-stream":
 		return body, 0, nil
 	}
@@ -261,37 +250,32 @@ func jsonArgs(body []byte) ([]byte, int, error) {
 	return v, 0, nil // a number or bool: its literal
 }
 
-// formFields refuses a form of more than maxKeys fields.
-func formFields(form string, maxKeys int) error {
+// formArgs is the data of a form (what: "form", a body, or "query
+// string"): a JSON object of its fields' last values, as strings. A form
+// of more than maxKeys fields is a 400 before it is parsed (its map would
+// hold them all), and so is a body's field without '=' (a query string's
+// items need none).
+func formArgs(form, what string, maxKeys int) ([]byte, int, error) {
 	if len(form) > 2*maxKeys && strings.Count(form, "&") >= maxKeys {
-		return fmt.Errorf("%w: a form of more than %d fields (Config.MaxArgKeys)", ErrArgs, maxKeys)
+		return nil, CodeBadRequest, fmt.Errorf("%w: a form of more than %d fields (Config.MaxArgKeys)", ErrArgs, maxKeys)
 	}
-	return nil
-}
-
-// formArgs is the data of a form body.
-func formArgs(body []byte) ([]byte, int, error) {
-	for f := range strings.SplitSeq(string(body), "&") {
-		if f != "" && !strings.Contains(f, "=") {
+	for f := range strings.SplitSeq(form, "&") {
+		if what == "form" && f != "" && !strings.Contains(f, "=") {
 			return nil, CodeBadRequest, fmt.Errorf("%w: form field %q has no '=' (a JSON body needs Content-Type: application/json)", ErrArgs, clip(f))
 		}
 	}
-	form, err := url.ParseQuery(string(body))
+	values, err := url.ParseQuery(form)
 	if err != nil {
-		return nil, CodeBadRequest, fmt.Errorf("%w: form: %v", ErrArgs, err)
+		return nil, CodeBadRequest, fmt.Errorf("%w: %s: %v", ErrArgs, what, err)
 	}
-	data, err := formJSON(form)
-	return data, CodeBadRequest, err
-}
-
-func formJSON(form url.Values) ([]byte, error) {
-	m := make(map[string]string, len(form))
-	for k, v := range form {
+	m := make(map[string]string, len(values))
+	for k, v := range values {
 		if len(v) > 0 {
 			m[k] = v[len(v)-1]
 		}
 	}
-	return json.Marshal(m)
+	data, err := json.Marshal(m)
+	return data, CodeBadRequest, err
 }
 
 // httpToken is the token of an x-token or Authorization: Bearer header.
@@ -332,6 +316,12 @@ func respond(rw http.ResponseWriter, r *http.Request, useStatus bool, action str
 	default:
 		body = appendEnvelope(body, action, code, k, value)
 	}
+	writeAnswer(rw, r, status, ctype, body)
+}
+
+// writeAnswer writes an answer: status, Content-Type ctype, body (the head
+// alone for HEAD: net/http sends no body).
+func writeAnswer(rw http.ResponseWriter, r *http.Request, status int, ctype string, body []byte) {
 	h := rw.Header()
 	h.Set("Content-Type", ctype)
 	h.Set("Content-Length", strconv.Itoa(len(body)))

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -266,13 +265,7 @@ func (handOffAddr) String() string  { return "HTTP connections handed off" }
 // read.
 func refuse(rw http.ResponseWriter, r *http.Request, status int, msg string) {
 	rw.Header().Set("Connection", "close")
-	body := appendEnvelope(nil, strings.TrimPrefix(r.URL.Path, "/"), status, kindText, []byte(msg))
-	rw.Header().Set("Content-Type", "application/json")
-	rw.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	rw.WriteHeader(status)
-	if r.Method != http.MethodHead {
-		rw.Write(body)
-	}
+	writeAnswer(rw, r, status, "application/json", appendEnvelope(nil, strings.TrimPrefix(r.URL.Path, "/"), status, kindText, []byte(msg)))
 }
 
 // readBody reads a request's body, at most limit bytes (a longer one is
