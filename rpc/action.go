@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"sort"
 	"strconv"
@@ -102,12 +103,7 @@ func (r *registry) add(acts ...*action) error {
 	old := r.snap.Load()
 	next := &actions{exact: map[string]*action{}, fold: map[string]*action{}}
 	if old != nil {
-		for k, v := range old.exact {
-			next.exact[k] = v
-		}
-		for k, v := range old.fold {
-			next.fold[k] = v
-		}
+		next.exact, next.fold = maps.Clone(old.exact), maps.Clone(old.fold)
 	}
 	for _, a := range acts {
 		low := strings.ToLower(a.name)
@@ -203,9 +199,7 @@ func Handle[A, R any](s *Server, name string, fn func(ctx context.Context, args 
 	for _, o := range opts {
 		o(a)
 	}
-	a.sig = signature[A, R](name, a.params)
-	a.raw, a.fields = reflect.TypeFor[A]() == bytesType, bindsFields(reflect.TypeFor[A]())
-	a.invoke = byName(typedInvoker(fn, s.keys), reflect.TypeFor[A](), a.params)
+	a.typed(reflect.TypeFor[A](), reflect.TypeFor[R](), typedInvoker(fn, s.keys))
 	return s.reg.add(a)
 }
 
@@ -268,10 +262,6 @@ func appendResult[R any](dst []byte, r R) ([]byte, kind, error) {
 		return dst, kindNull, nil
 	}
 	return appendValue(dst, any(r))
-}
-
-func signature[A, R any](name string, params []string) string {
-	return sigOf(name, reflect.TypeFor[R](), reflect.TypeFor[A](), params)
 }
 
 // sigOf is an action's line in Api/All in NewLife's form (its
@@ -371,16 +361,18 @@ func netTypeName(t reflect.Type) string {
 	return "Object"
 }
 
-// byName wraps the invoker of an action whose one parameter is a
-// primitive or a time (isScalar) of type t named params[0] (WithParams,
-// WithParam) so that it binds from that entry of an argument object
-// (paramByName). Other actions keep inv.
-func byName(inv invoker, t reflect.Type, params []string) invoker {
-	if len(params) == 0 || t == nil || !isScalar(t) {
-		return inv
-	}
-	name := params[0]
-	return func(ctx context.Context, data, dst []byte) ([]byte, kind, error) {
-		return inv(ctx, paramByName(data, name), dst)
+// typed fills in what a's argument type arg and result type ret tell
+// (its line in Api/All, how its argument binds) and its invoker inv. An
+// action whose one parameter is a primitive or a time (isScalar) named by
+// WithParams or WithParam binds it from that entry of an argument object
+// (paramByName).
+func (a *action) typed(arg, ret reflect.Type, inv invoker) {
+	a.sig = sigOf(a.name, ret, arg, a.params)
+	a.raw, a.fields, a.invoke = arg == bytesType, bindsFields(arg), inv
+	if len(a.params) > 0 && arg != nil && isScalar(arg) && inv != nil {
+		name := a.params[0]
+		a.invoke = func(ctx context.Context, data, dst []byte) ([]byte, kind, error) {
+			return inv(ctx, paramByName(data, name), dst)
+		}
 	}
 }

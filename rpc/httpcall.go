@@ -338,7 +338,7 @@ func isHTTPStatus(code int) bool { return code == http.StatusOK || code >= 400 &
 // appendEnvelope appends NewLife's HTTP answer {"action","code","data"}.
 func appendEnvelope(dst []byte, action string, code int, k kind, value []byte) []byte {
 	dst = append(dst, `{"action":`...)
-	dst = appendJSONString(dst, clipName(action))
+	dst = appendJSONText(dst, clipName(action))
 	dst = append(dst, `,"code":`...)
 	dst = strconv.AppendInt(dst, int64(code), 10)
 	dst = append(dst, `,"data":`...)
@@ -361,10 +361,5 @@ func appendJSONValue(dst []byte, k kind, v []byte) []byte {
 	case kindTime, kindTimeUTC:
 		return appendTimeJSON(dst, v, k == kindTimeUTC)
 	}
-	return appendJSONString(dst, string(v))
-}
-
-func appendJSONString(dst []byte, s string) []byte {
-	b, _ := json.Marshal(s)
-	return append(dst, b...)
+	return appendJSONText(dst, string(v))
 }

@@ -44,11 +44,6 @@ func kindLine(kind int) (slog.Level, string) {
 	return slog.LevelWarn, msgTooLarge
 }
 
-// initLog sets the server's rate limits (Config.Log is filled in).
-func (s *Server) initLog() {
-	s.limits = logattr.NewLimiter(numKinds, logattr.Burst, logattr.Interval, s.logSuppressed)
-}
-
 // limited returns the level to write a rate-limited line of kind at: level
 // while the kind's budget lasts, then Debug (if enabled: Debug shows every
 // line), or false for no line.

@@ -137,8 +137,8 @@ func methodAction(fn reflect.Value, method string, reg registration, keys *keySe
 	if results == 1 {
 		ret = ft.Out(0)
 	}
-	a := &action{name: name, sig: sigOf(name, ret, argType, reg.params[method]), params: reg.params[method], raw: argType == bytesType, fields: bindsFields(argType)}
-	a.invoke = byName(func(ctx context.Context, data, dst []byte) ([]byte, kind, error) {
+	a := &action{name: name, params: reg.params[method]}
+	a.typed(argType, ret, func(ctx context.Context, data, dst []byte) ([]byte, kind, error) {
 		args := make([]reflect.Value, 0, 2)
 		if withCtx {
 			args = append(args, reflect.ValueOf(ctx))
@@ -160,6 +160,6 @@ func methodAction(fn reflect.Value, method string, reg registration, keys *keySe
 			return dst, kindNull, nil
 		}
 		return appendValue(dst, out[0].Interface())
-	}, argType, a.params)
+	})
 	return a, nil
 }

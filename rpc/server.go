@@ -61,7 +61,7 @@ func NewServer(cfg Config) (*Server, error) {
 	cfg.fill()
 	s := &Server{cfg: cfg, started: time.Now(), keys: newKeySet(cfg.MetadataKeys)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.initLog()
+	s.limits = logattr.NewLimiter(numKinds, logattr.Burst, logattr.Interval, s.logSuppressed)
 	ics := append([]Interceptor(nil), cfg.Interceptors...)
 	if cfg.Authorize != nil {
 		ics = append(ics, s.authorize) // innermost: the others see the calls it refuses

@@ -49,7 +49,10 @@ func HandleStream[A, T any](s *Server, name string, fn func(ctx context.Context,
 		}
 		return nil
 	}
-	return s.reg.add(&action{name: name, stream: st, sig: signature[A, T](name, nil) + " stream", raw: reflect.TypeFor[A]() == bytesType, fields: bindsFields(reflect.TypeFor[A]())})
+	a := &action{name: name, stream: st}
+	a.typed(reflect.TypeFor[A](), reflect.TypeFor[T](), nil)
+	a.sig += " stream"
+	return s.reg.add(a)
 }
 
 // sendItem is a stream's send when an interceptor registered OnItem: each

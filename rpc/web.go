@@ -31,7 +31,7 @@ type webServer struct {
 }
 
 func newWebServer(s *Server) *webServer {
-	w := &webServer{s: s, l: newHandOffListener()}
+	w := &webServer{s: s, l: &handOffListener{conns: make(chan net.Conn), done: make(chan struct{})}}
 	idle := cmp.Or(s.cfg.Transport.IdleTimeout, transport.DefaultIdleTimeout)
 	w.hs = &http.Server{
 		Handler:           w,
@@ -220,10 +220,6 @@ type handOffListener struct {
 	conns chan net.Conn
 	done  chan struct{}
 	once  sync.Once
-}
-
-func newHandOffListener() *handOffListener {
-	return &handOffListener{conns: make(chan net.Conn), done: make(chan struct{})}
 }
 
 // push gives c to Accept, or closes it once the listener is closed.
