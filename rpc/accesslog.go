@@ -62,15 +62,9 @@ func logCall(ctx context.Context, l *slog.Logger, level slog.Level, c *Invocatio
 		items = new(itemBytes)
 		c.OnItem(items.add)
 	}
-	ended := false
-	defer func() {
-		if !ended {
-			writeAccessLine(ctx, l, level, c, errPanicked, time.Since(start), items)
-		}
-	}()
-	err := next(ctx, c)
-	ended = true
-	writeAccessLine(ctx, l, level, c, err, time.Since(start), items)
+	err := error(errPanicked) // the line's err when next panics
+	defer func() { writeAccessLine(ctx, l, level, c, err, time.Since(start), items) }()
+	err = next(ctx, c)
 	return err
 }
 
@@ -79,7 +73,6 @@ var errPanicked = panicError{"the call panicked"}
 
 // writeAccessLine writes the access line of c, which ended with err after d.
 func writeAccessLine(ctx context.Context, l *slog.Logger, level slog.Level, c *Invocation, err error, d time.Duration, items *itemBytes) {
-
 	res := 0 // the result's data: a unary call's, or a stream's items
 	switch {
 	case items != nil:

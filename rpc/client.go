@@ -251,7 +251,7 @@ func (c *Client) conn(ctx context.Context, i int) (*codec.Conn, error) {
 			return nil, ErrClosed
 		}
 		if sl.cc != nil {
-			if cn := sl.cc.Conn(); !ended(cn) {
+			if cn := sl.cc.Conn(); cn.Session().Reason() == transport.ReasonNone { // not closing or closed
 				sl.mu.Unlock()
 				return cn, nil
 			}
@@ -335,19 +335,13 @@ func (c *Client) eachServer(try func(k int) (done bool, err error)) error {
 	return fmt.Errorf("%w: %w", ErrNoServer, last)
 }
 
-// ended reports whether a connection is closing or closed.
-func ended(cn *codec.Conn) bool { return cn.Session().Reason() != transport.ReasonNone }
-
 // dial connects to one server address.
 func (c *Client) dial(ctx context.Context, u *url.URL) (*codec.Client, error) {
 	opts := c.opts
+	opts.Pipeline = codec.NewPipeline(codec.SRMPFraming(c.cfg.Framer))
 	network := "tcp"
-	switch u.Scheme {
-	case "udp":
+	if u.Scheme == "udp" {
 		network = "udp"
-		opts.Pipeline = codec.NewPipeline(codec.SRMPFraming(c.cfg.Framer))
-	default:
-		opts.Pipeline = codec.NewPipeline(codec.SRMPFraming(c.cfg.Framer))
 	}
 	tcfg := c.cfg.Transport
 	if u.Scheme == "ws" || u.Scheme == "wss" {

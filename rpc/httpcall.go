@@ -241,9 +241,7 @@ func jsonArgs(body []byte) ([]byte, int, error) {
 	case '{', '[':
 		return v, 0, nil
 	case '"':
-		var s string
-		json.Unmarshal(v, &s)
-		return []byte(s), 0, nil
+		return []byte(trimText(v)), 0, nil
 	case 'n':
 		return nil, 0, nil
 	}

@@ -268,8 +268,12 @@ func (s *Server) onMessage(c *codec.Conn, msg any) {
 	case runSpawned:
 		s.begin(ss)
 		go s.serveSpawned(ss, m.Keep(), recv)
-	default:
-		s.refuse(ss, m, b.action, ErrBusy)
+	case runRefused:
+		if m.Kind == codec.KindOneWay {
+			s.drop(ss, b.action, ErrBusy) // dropped, counted
+		} else {
+			replyError(ss, m, b.action, CodeUnavailable, ErrBusy.Error())
+		}
 	}
 }
 
@@ -312,16 +316,6 @@ func (s *Server) place(ss *Session, a *action, size int) int {
 		return runRefused
 	}
 	return runHere
-}
-
-// refuse answers a request with a 503 error reply naming err, or drops a
-// one-way request (counted), without running it.
-func (s *Server) refuse(ss *Session, m *codec.Message, action []byte, err error) {
-	if m.Kind == codec.KindOneWay {
-		s.drop(ss, action, err)
-		return
-	}
-	replyError(ss, m, action, CodeUnavailable, err.Error())
 }
 
 // replyError answers m with an error reply: action, code and msg.

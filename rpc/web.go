@@ -178,40 +178,29 @@ func (w *webServer) upgrade(rw http.ResponseWriter, r *http.Request) {
 // handshake whose 101 names a subprotocol it did not offer (RFC 6455
 // §4.1).
 func wsSubprotocol(req *http.Request) string {
-	offers := req.Header.Values("Sec-WebSocket-Protocol")
-	if len(offers) == 0 {
-		if req.Header.Get("Origin") == "" {
-			return "SRMP"
-		}
-		return ""
+	if len(req.Header.Values("Sec-WebSocket-Protocol")) == 0 && req.Header.Get("Origin") == "" {
+		return "SRMP"
 	}
-	for _, v := range offers {
-		for p := range strings.SplitSeq(v, ",") {
-			if p = strings.TrimSpace(p); strings.EqualFold(p, "SRMP") {
-				return p
-			}
-		}
-	}
-	return ""
+	return headerToken(req.Header, "Sec-WebSocket-Protocol", "SRMP")
 }
 
 // isUpgrade reports whether r asks for a WebSocket (RFC 6455 §4.2.1:
 // Upgrade: websocket and a Connection header naming upgrade).
 func isUpgrade(r *http.Request) bool {
-	return headerHasToken(r.Header, "Upgrade", "websocket") && headerHasToken(r.Header, "Connection", "upgrade")
+	return headerToken(r.Header, "Upgrade", "websocket") != "" && headerToken(r.Header, "Connection", "upgrade") != ""
 }
 
-// headerHasToken reports whether a comma-separated header of h holds token
-// (in any case).
-func headerHasToken(h http.Header, name, token string) bool {
+// headerToken returns token as a comma-separated header of h spells it
+// (in any case), or "" when the header does not hold it.
+func headerToken(h http.Header, name, token string) string {
 	for _, v := range h.Values(name) {
 		for t := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(t), token) {
-				return true
+			if t = strings.TrimSpace(t); strings.EqualFold(t, token) {
+				return t
 			}
 		}
 	}
-	return false
+	return ""
 }
 
 // handOffListener is the net.Listener of the connections the transport
