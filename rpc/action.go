@@ -306,6 +306,14 @@ func sigOf(name string, ret, arg reflect.Type, params []string) string {
 
 var timeType = reflect.TypeFor[time.Time]()
 
+// netKindNames are the .NET names of the primitive kinds (the array has
+// a place for every kind: t.Kind() indexes it).
+var netKindNames = [...]string{reflect.String: "String", reflect.Bool: "Boolean", reflect.Int8: "SByte",
+	reflect.Int16: "Int16", reflect.Int32: "Int32", reflect.Int: "Int64", reflect.Int64: "Int64",
+	reflect.Uint8: "Byte", reflect.Uint16: "UInt16", reflect.Uint32: "UInt32", reflect.Uint: "UInt64",
+	reflect.Uint64: "UInt64", reflect.Uintptr: "UInt64", reflect.Float32: "Single", reflect.Float64: "Double",
+	reflect.UnsafePointer: ""}
+
 // netTypeName is the .NET Type.Name NewLife would print for a Go type:
 // String, Int32, Int64 (int too), Boolean, Double, Single, Byte, DateTime,
 // TimeSpan, IPacket for []byte (the raw data, NewLife's packet
@@ -321,31 +329,10 @@ func netTypeName(t reflect.Type) string {
 	case reflect.TypeFor[time.Duration]():
 		return "TimeSpan"
 	}
+	if n := netKindNames[t.Kind()]; n != "" {
+		return n
+	}
 	switch t.Kind() {
-	case reflect.String:
-		return "String"
-	case reflect.Bool:
-		return "Boolean"
-	case reflect.Int8:
-		return "SByte"
-	case reflect.Int16:
-		return "Int16"
-	case reflect.Int32:
-		return "Int32"
-	case reflect.Int, reflect.Int64:
-		return "Int64"
-	case reflect.Uint8:
-		return "Byte"
-	case reflect.Uint16:
-		return "UInt16"
-	case reflect.Uint32:
-		return "UInt32"
-	case reflect.Uint, reflect.Uint64, reflect.Uintptr:
-		return "UInt64"
-	case reflect.Float32:
-		return "Single"
-	case reflect.Float64:
-		return "Double"
 	case reflect.Pointer:
 		return netTypeName(t.Elem())
 	case reflect.Slice, reflect.Array:

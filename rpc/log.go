@@ -122,15 +122,7 @@ func (s *Server) logLine(kind int, ss *Session, action []byte, code int, err err
 // logName is p's name in log lines (logattr.Protocol): SRMP in datagrams
 // is "srmp" too (the transport's lines name the network).
 func (p Protocol) logName() string {
-	switch p {
-	case ProtoSRMP, ProtoUDP:
-		return "srmp"
-	case ProtoHTTP:
-		return "http"
-	case ProtoWebSocket:
-		return "websocket"
-	}
-	return ""
+	return [...]string{ProtoSRMP: "srmp", ProtoHTTP: "http", ProtoWebSocket: "websocket", ProtoUDP: "srmp"}[p]
 }
 
 // addrText is a's text, or "" for none.

@@ -83,42 +83,23 @@ func mergeKeys(b []byte, from int, token string, headers map[string]string, x *e
 	if len(obj) < 2 || obj[0] != '{' || obj[len(obj)-1] != '}' {
 		return b, false
 	}
-	// The object's keys, as offsets into b from from (read with
-	// nextEntry: slices of b given to a function or kept here would make a
-	// caller's stack buffer escape), and those added.
-	var seen [16][2]int
+	// A key is fresh when neither the object (read with nextEntry: slices
+	// of b given to a function or kept here would make a caller's stack
+	// buffer escape) nor the keys added have it.
 	var put [16]string
-	have, added := seen[:0], put[:0]
-	end := len(b)
-	if len(obj) > 2 {
-		for i, st := openObject(obj); st == entryMore; {
-			var ks, ke int
-			ks, ke, _, _, i, st = nextEntry(obj, i, false)
-			if st != entryBad && len(have) < len(seen) {
-				have = append(have, [2]int{from + ks, from + ke})
-			}
-		}
-	}
-	many := len(have) == len(seen) // there may be more: look again for each key
+	added, end := put[:0], len(b)
 	fresh := func(k string) bool {
-		for _, h := range have {
-			if foldEq(b[h[0]:h[1]], k) {
-				return false
-			}
-		}
 		for _, a := range added {
 			if strings.EqualFold(a, k) {
 				return false
 			}
 		}
-		if many {
-			o := b[from:end]
-			for i, st := openObject(o); st == entryMore; {
-				var ks, ke int
-				ks, ke, _, _, i, st = nextEntry(o, i, false)
-				if st != entryBad && foldEq(o[ks:ke], k) {
-					return false
-				}
+		o := b[from:end]
+		for i, st := openObject(o); st == entryMore; {
+			var ks, ke int
+			ks, ke, _, _, i, st = nextEntry(o, i, false)
+			if st != entryBad && foldEq(o[ks:ke], k) {
+				return false
 			}
 		}
 		return true

@@ -40,31 +40,15 @@ const (
 	rkMetadata // one of the server's Config.MetadataKeys
 )
 
+// reservedKeys are the reserved keys by kind.
+var reservedKeys = [...]string{rkTraceID: keyTraceID, rkEagleeye: keyEagleeye, rkRequestID: keyRequestID,
+	rkTraceparent: keyTraceparent, rkToken: keyToken, rkTimeout: keyTimeout}
+
 // reservedKind says which reserved key k is, in any case.
 func reservedKind(k []byte) int {
-	switch len(k) {
-	case 5:
-		if foldEq(k, keyToken) {
-			return rkToken
-		}
-	case 7:
-		if foldEq(k, keyTraceID) {
-			return rkTraceID
-		}
-	case 10:
-		if foldEq(k, keyRequestID) {
-			return rkRequestID
-		}
-		if foldEq(k, keyTimeout) {
-			return rkTimeout
-		}
-	case 11:
-		if foldEq(k, keyTraceparent) {
-			return rkTraceparent
-		}
-	case 16:
-		if foldEq(k, keyEagleeye) {
-			return rkEagleeye
+	for rk, name := range reservedKeys {
+		if foldEq(k, name) { // "" (rkNone) for an empty key
+			return rk
 		}
 	}
 	return rkNone

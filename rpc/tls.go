@@ -42,10 +42,8 @@ func clientTLS(base *tls.Config, u *url.URL) *tls.Config {
 	if base != nil && (base.ServerName != "" || base.InsecureSkipVerify) {
 		return base
 	}
-	var c *tls.Config
-	if base == nil {
-		c = &tls.Config{}
-	} else {
+	c := &tls.Config{}
+	if base != nil {
 		c = base.Clone()
 	}
 	c.ServerName = u.Hostname()
