@@ -18,15 +18,8 @@ const (
 )
 
 func (k CallKind) String() string {
-	switch k {
-	case KindUnary:
-		return "unary"
-	case KindOneWay:
-		return "one-way"
-	case KindStream:
-		return "stream"
-	case KindPush:
-		return "push"
+	if k >= KindUnary && k <= KindPush {
+		return [...]string{"unary", "one-way", "stream", "push"}[k-KindUnary]
 	}
 	return "unknown"
 }

@@ -111,10 +111,7 @@ func (c *ClientConfig) fill() {
 
 // Validate reports the first setting out of range.
 func (c ClientConfig) Validate() error {
-	if err := c.Transport.Validate(); err != nil {
-		return err
-	}
-	if err := c.Framer.Validate(); err != nil {
+	if err := cmp.Or(c.Transport.Validate(), c.Framer.Validate()); err != nil {
 		return err
 	}
 	switch {

@@ -185,10 +185,7 @@ func (c *Config) fill() {
 
 // Validate reports the first setting out of range.
 func (c Config) Validate() error {
-	if err := c.Transport.Validate(); err != nil {
-		return err
-	}
-	if err := c.Framer.Validate(); err != nil {
+	if err := cmp.Or(c.Transport.Validate(), c.Framer.Validate()); err != nil {
 		return err
 	}
 	switch {

@@ -44,15 +44,8 @@ const (
 )
 
 func (p Protocol) String() string {
-	switch p {
-	case ProtoSRMP:
-		return "SRMP"
-	case ProtoHTTP:
-		return "HTTP"
-	case ProtoWebSocket:
-		return "WebSocket"
-	case ProtoUDP:
-		return "UDP"
+	if p >= ProtoSRMP && p <= ProtoUDP {
+		return [...]string{"SRMP", "HTTP", "WebSocket", "UDP"}[p-ProtoSRMP]
 	}
 	return "undecided"
 }

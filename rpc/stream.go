@@ -68,15 +68,6 @@ func (c *Invocation) sendItem(item []byte, k kind) error {
 	return nil
 }
 
-// itemSize is the data size of a stream's reply m.
-func itemSize(m *codec.Message) int {
-	b, err := parseBody(m.PayloadBytes(), false)
-	if err != nil {
-		return 0
-	}
-	return len(b.data)
-}
-
 // serveStream runs a streaming action: a reply per item, then the end.
 func (s *Server) serveStream(ss *Session, req *codec.Message, b body, a *action) {
 	oneWay := req.Kind == codec.KindOneWay
@@ -187,7 +178,8 @@ func (c *Client) runStream(ctx context.Context, action string, args any, iv *Inv
 			return err
 		}
 		if iv != nil && iv.onItem != nil {
-			iv.onItem(false, itemSize(m))
+			b, _ := parseBody(m.PayloadBytes(), false) // no data when it does not parse
+			iv.onItem(false, len(b.data))
 		}
 		more, err := item(m)
 		m.Release()

@@ -208,7 +208,10 @@ func decodeBuiltin(data []byte, dst any) (ok bool, err error) {
 	case *uint64:
 		return true, decodeUint(d, data, 64, "uint64")
 	case *float64:
-		return true, decodeFloat(d, data, 64, "float64")
+		t := scalarText(data)
+		f, err := strconv.ParseFloat(string(t), 64)
+		*d = f
+		return true, scalarError(t, "float64", err)
 	case *bool:
 		t := scalarText(data)
 		x, err := strconv.ParseBool(string(t))
@@ -218,7 +221,7 @@ func decodeBuiltin(data []byte, dst any) (ok bool, err error) {
 	return false, nil
 }
 
-// decodeInt, decodeUint and decodeFloat parse a scalar's text into *d as
+// decodeInt and decodeUint parse a scalar's text into *d as
 // setScalar does: the value strconv returns is stored even on an error
 // (0, or the range's bound), and the error wraps ErrArgs.
 func decodeInt[T int | int8 | int16 | int32 | int64](d *T, data []byte, bits int, typ string) error {
@@ -240,13 +243,6 @@ func decodeUint[T uint | uint8 | uint16 | uint32 | uint64](d *T, data []byte, bi
 	t := scalarText(data)
 	n, err := strconv.ParseUint(string(t), 10, bits)
 	*d = T(n)
-	return scalarError(t, typ, err)
-}
-
-func decodeFloat[T float32 | float64](d *T, data []byte, bits int, typ string) error {
-	t := scalarText(data)
-	f, err := strconv.ParseFloat(string(t), bits)
-	*d = T(f)
 	return scalarError(t, typ, err)
 }
 
