@@ -248,12 +248,6 @@ func notFoundText(action []byte) string {
 	return "无法找到名为[" + clipName(string(action)) + "]的服务！"
 }
 
-// nameTooLong is the 400 of a request whose action name is longer than
-// maxCallName bytes.
-func nameTooLong(n int) *APIError {
-	return &APIError{Code: CodeBadRequest, Message: fmt.Sprintf("rpc: action name of %d bytes, limit %d", n, maxCallName)}
-}
-
 // notFound is NewLife's 404 for an unknown action, as a server sends it.
 func notFound(action []byte) *APIError {
 	return &APIError{Code: CodeNotFound, Message: notFoundText(action)}
@@ -306,17 +300,11 @@ func (s *Server) errorReply(ss *Session, action []byte, err error) (int32, strin
 		// connection ended has no one to tell)
 		s.logLine(kindHidden, ss, action, code, err)
 	}
-	return int32(code), genericText(code)
+	if t := http.StatusText(code); t != "" { // a hidden error's message: its code's HTTP status text
+		return int32(code), t
+	}
+	return int32(code), "error " + strconv.Itoa(code)
 }
 
 // refusedDownstream starts the message of a refusal a handler passed on.
 const refusedDownstream = "rpc: a server this call depends on refused it: "
-
-// genericText is the message of a hidden error: its code's HTTP status
-// text.
-func genericText(code int) string {
-	if t := http.StatusText(code); t != "" {
-		return t
-	}
-	return "error " + strconv.Itoa(code)
-}

@@ -48,14 +48,23 @@ func (s *Server) serveHTTPCall(rw http.ResponseWriter, r *http.Request, ss *Sess
 	name := []byte(action)
 	a := s.reg.findValid(name)
 	var data []byte
-	if a != nil && a.raw {
-		data = rawArgs(r, body)
-	} else {
+	switch {
+	case a == nil || !a.raw:
 		var code int
 		if data, code, err = httpArgs(r, body, s.cfg.MaxArgKeys); err != nil {
 			respond(rw, r, s.cfg.UseHTTPStatus, action, code, kindText, []byte(err.Error()))
 			return
 		}
+	// An action whose one argument is []byte (NewLife's IPacket parameter,
+	// ApiHandler.Prepare's fast path) gets the body as it is whatever its
+	// Content-Type (NewLife's ApiHttpClient posts byte[] as
+	// application/octet-stream, its HttpEncoder as application/json), or,
+	// without a body, the query string as it is, not decoded (what
+	// NewLife's HttpEncoder.Decode hands such an action).
+	case len(body) > 0:
+		data = body
+	case r.URL.RawQuery != "":
+		data = []byte(r.URL.RawQuery)
 	}
 	// A request's token is its own (HTTP is stateless: a proxy reuses one
 	// connection for many users' requests), where NewLife's session kept
@@ -180,8 +189,8 @@ func (s *Server) streamSSE(rw http.ResponseWriter, r *http.Request, ss *Session,
 // form or query string of more than maxKeys fields is a 400 before it is
 // parsed (its map would hold them all).
 //
-// An action whose one argument is []byte takes none of these: rawArgs
-// hands it the request as it is.
+// An action whose one argument is []byte takes none of these: it gets the
+// request as it is (serveHTTPCall).
 func httpArgs(req *http.Request, body []byte, maxKeys int) (data []byte, code int, err error) {
 	if ce := req.Header.Get("Content-Encoding"); len(body) > 0 && ce != "" && !strings.EqualFold(ce, "identity") {
 		// gzip and the like: read as it came, it was a 400 "not JSON", or
@@ -213,22 +222,6 @@ func httpArgs(req *http.Request, body []byte, maxKeys int) (data []byte, code in
 		return body, 0, nil
 	}
 	return nil, http.StatusUnsupportedMediaType, fmt.Errorf("rpc: Content-Type %q: send application/json, a form, text/plain or application/octet-stream", clip(mt))
-}
-
-// rawArgs is the data of a call to an action whose one argument is []byte
-// (NewLife's IPacket parameter, ApiHandler.Prepare's fast path): the body
-// as it is whatever its Content-Type (NewLife's ApiHttpClient posts
-// byte[] as application/octet-stream, its HttpEncoder as
-// application/json), or, without a body, the query string as it is, not
-// decoded (what NewLife's HttpEncoder.Decode hands such an action).
-func rawArgs(req *http.Request, body []byte) []byte {
-	if len(body) > 0 {
-		return body
-	}
-	if req.URL.RawQuery != "" {
-		return []byte(req.URL.RawQuery)
-	}
-	return nil
 }
 
 // jsonArgs is the data of a JSON body.

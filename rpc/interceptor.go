@@ -182,8 +182,8 @@ func (c *Invocation) SetResult(v any) error {
 		if err != nil {
 			return err
 		}
-		if c.result != nil {
-			zeroResult(c.res) // the reply was decoded into it: v replaces it, fields and all
+		if rv := reflect.ValueOf(c.res); c.result != nil && rv.Kind() == reflect.Pointer && !rv.IsNil() {
+			rv.Elem().SetZero() // the reply was decoded into it: v replaces it, fields and all
 		}
 		c.dropReply()
 		c.result = b
@@ -201,14 +201,6 @@ func (c *Invocation) SetResult(v any) error {
 }
 
 var errNoResult = errors.New("rpc: SetResult: only a call with a reply has a result")
-
-// zeroResult sets what the caller's result pointer res points to to its
-// zero value (nil, or not a pointer: nothing).
-func zeroResult(res any) {
-	if v := reflect.ValueOf(res); v.Kind() == reflect.Pointer && !v.IsNil() {
-		v.Elem().SetZero()
-	}
-}
 
 // wentOut records, for a client's call, the connection its request (the
 // body of action) was sent on. A nil c records nothing.

@@ -454,16 +454,6 @@ func (s *Server) reply(ctx context.Context, ss *Session, b body, a *action, kind
 	return appendError(dst[:off], code, msg), true, false
 }
 
-// checkKeys refuses arguments of more than Config.MaxArgKeys keys (a
-// document of n keys has at least 4n bytes: exec counts only longer
-// ones).
-func (s *Server) checkKeys(data []byte) error {
-	if countKeys(data, s.cfg.MaxArgKeys) > s.cfg.MaxArgKeys {
-		return fmt.Errorf("%w: more than %d keys (Config.MaxArgKeys)", ErrArgs, s.cfg.MaxArgKeys)
-	}
-	return nil
-}
-
 // errStreamHere: a streaming action called where replies cannot stream
 // (the direct path).
 var errStreamHere = &APIError{Code: 501, Message: "a streaming action needs an SRMP, WebSocket or HTTP call"}
@@ -502,11 +492,11 @@ func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *actio
 	case s.closing.Load():
 		return dst, kindNull, ErrShutdown
 	case len(name) > maxCallName:
-		return dst, kindNull, nameTooLong(len(name))
-	case a != nil && !a.raw && len(data) > 4*s.cfg.MaxArgKeys:
-		if err := s.checkKeys(data); err != nil {
-			return dst, kindNull, err
-		}
+		return dst, kindNull, &APIError{Code: CodeBadRequest, Message: fmt.Sprintf("rpc: action name of %d bytes, limit %d", len(name), maxCallName)}
+	case a != nil && !a.raw && len(data) > 4*s.cfg.MaxArgKeys && countKeys(data, s.cfg.MaxArgKeys) > s.cfg.MaxArgKeys:
+		// (a document of n keys has at least 4n bytes: only longer ones
+		// are counted)
+		return dst, kindNull, fmt.Errorf("%w: more than %d keys (Config.MaxArgKeys)", ErrArgs, s.cfg.MaxArgKeys)
 	}
 	switch {
 	case a == nil && s.chain == nil:

@@ -158,8 +158,8 @@ func (s *Session) Close() error {
 // consumer by the transport's limits (Config.Transport: SendQueueBytes and
 // SendStallTimeout), never waited for.
 func (s *Session) Push(action string, args any) error {
-	if !s.pushable() {
-		return ErrPushHTTP // a session reaches the application (SessionFrom) only once its protocol is known
+	if s.web != nil {
+		return ErrPushHTTP // an HTTP connection has nowhere to put a push; a session reaches the application (SessionFrom) only once its protocol is known
 	}
 	body, _, err := appendRequest(nil, action, args, "", nil, nil)
 	if err != nil {
@@ -221,16 +221,12 @@ func (s *Server) PushAll(action string, args any) (int, error) {
 	}
 	n := 0
 	s.eachSession(func(ss *Session) {
-		if ss.pushable() && ss.pushBody(body) == nil {
+		if ss.web == nil && ss.pushBody(body) == nil { // SRMP: raw, in WebSocket messages or UDP datagrams
 			n++
 		}
 	})
 	return n, nil
 }
-
-// pushable reports whether the session speaks SRMP (raw, in WebSocket
-// messages or UDP datagrams): an HTTP connection has nowhere to put a push.
-func (s *Session) pushable() bool { return s.web == nil }
 
 // noteToken sets the session's token from the raw value of an argument
 // object's Token entry (NewLife's ApiHandler reads it into the session the

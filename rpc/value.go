@@ -206,7 +206,14 @@ func decodeBuiltin(data []byte, dst any) (ok bool, err error) {
 	case *int64:
 		return true, decodeInt(d, data, 64, "int64")
 	case *uint64:
-		return true, decodeUint(d, data, 64, "uint64")
+		if n, ok := plainDecimal(data); ok && data[0] != '-' {
+			*d = uint64(n)
+			return true, nil
+		}
+		t := scalarText(data)
+		n, err := strconv.ParseUint(string(t), 10, 64)
+		*d = n
+		return true, scalarError(t, "uint64", err)
 	case *float64:
 		t := scalarText(data)
 		f, err := strconv.ParseFloat(string(t), 64)
@@ -221,8 +228,8 @@ func decodeBuiltin(data []byte, dst any) (ok bool, err error) {
 	return false, nil
 }
 
-// decodeInt and decodeUint parse a scalar's text into *d as
-// setScalar does: the value strconv returns is stored even on an error
+// decodeInt parses a scalar's text into *d as setScalar does (as the
+// cases of decodeBuiltin do): the value strconv returns is stored even on an error
 // (0, or the range's bound), and the error wraps ErrArgs.
 func decodeInt[T int | int8 | int16 | int32 | int64](d *T, data []byte, bits int, typ string) error {
 	if n, ok := plainDecimal(data); ok && n>>(bits-1) == n>>63 { // n fits in bits
@@ -231,17 +238,6 @@ func decodeInt[T int | int8 | int16 | int32 | int64](d *T, data []byte, bits int
 	}
 	t := scalarText(data)
 	n, err := strconv.ParseInt(string(t), 10, bits)
-	*d = T(n)
-	return scalarError(t, typ, err)
-}
-
-func decodeUint[T uint | uint8 | uint16 | uint32 | uint64](d *T, data []byte, bits int, typ string) error {
-	if n, ok := plainDecimal(data); ok && data[0] != '-' && n>>bits == 0 { // n fits in bits
-		*d = T(n)
-		return nil
-	}
-	t := scalarText(data)
-	n, err := strconv.ParseUint(string(t), 10, bits)
 	*d = T(n)
 	return scalarError(t, typ, err)
 }
