@@ -71,14 +71,26 @@ func (s *Session) sendBytes(ctx context.Context, parts [][]byte) error {
 		n += len(b)
 	}
 	s.mu.Lock()
-	if err := s.admitLocked(ctx, n); err != nil {
-		return err
+	if !s.admitsLocked(n) {
+		if err := s.admitLocked(ctx, n); err != nil {
+			return err
+		}
 	}
 	if w := s.directLocked(n); w != nil {
 		return s.writeDirect(w, n, parts)
 	}
 	s.stageBytesLocked(n, parts)
 	return s.queuedLocked(ctx, n)
+}
+
+// admitsLocked reports that n more bytes of a stream session may be
+// queued at once, in either send mode, with nothing to check further: the
+// session is open, no sender waits for room and the queue has room (room
+// for admitLocked's bound in both modes). It is the common case, decided
+// inline; admitLocked decides the rest. Called with s.mu held.
+func (s *Session) admitsLocked(n int) bool {
+	return !s.datagram && !s.finished && len(s.waitq) == 0 && s.reason.Load() == 0 &&
+		s.queued+s.inflight+n <= s.ep.cfg.SendQueueBytes
 }
 
 // directMax bounds the messages writeDirect takes: small enough that no
@@ -179,7 +191,13 @@ func (s *Session) EnqueueBytes(parts ...[]byte) error {
 
 // stageBytesLocked copies the n bytes of parts into the send queue.
 func (s *Session) stageBytesLocked(n int, parts [][]byte) {
-	dst := s.stageLocked(n)
+	var dst []byte
+	if k := s.stageLen; s.stage != nil && len(s.stageBuf)-k >= n { // room in the staging buffer: stageLocked's common case, inline
+		s.stageLen = k + n
+		dst = s.stageBuf[k : k+n]
+	} else {
+		dst = s.stageLocked(n)
+	}
 	for _, b := range parts {
 		dst = dst[copy(dst, b):]
 	}
@@ -450,6 +468,13 @@ func (s *Session) queuedLocked(ctx context.Context, n int) error {
 		s.mu.Unlock()
 		return nil
 	}
+	return s.writeQueueLocked(ctx, n)
+}
+
+// writeQueueLocked takes the write turn and writes the queue, for a
+// sender whose message of n bytes is in it (see queuedLocked). It unlocks
+// s.mu.
+func (s *Session) writeQueueLocked(ctx context.Context, n int) error {
 	s.writing = true
 	s.mu.Unlock()
 	if n >= abandonAt && ctx.Done() != nil {
