@@ -93,6 +93,7 @@ type Conn struct {
 
 	srmpCtx *HandlerContext // the SRMP stage's context when it is the pipeline's tail (writeSRMP), else nil
 	head    *framing        // the pipeline's head when it is a framing stage of this package: reads go straight to it
+	direct  bool            // the SRMP stage is the pipeline's head and tail over a session: its writes go straight to the session
 
 	server  *Server      // the server whose connection this is (nil for a client)
 	heard   bool         // the first bytes were read (the reading goroutine's)
@@ -134,6 +135,7 @@ func newConn(s *transport.Session, o *Options, srv *Server) *Conn {
 			f.tail = c // the tail stage hands its messages straight to the sink
 		}
 		c.head = framingOf(c.chain.handlers[0])
+		c.direct = c.srmpCtx != nil && c.chain.sess != nil && c.srmpCtx.index == 0
 	}
 	switch o.Pipeline.match {
 	case MatchSRMP:
@@ -298,34 +300,45 @@ func (c *Conn) writeSRMP(ctx context.Context, kind Kind, flag, seq uint8, body [
 	sc := c.srmpCtx
 	if p != nil && small(p) {
 		body = p.Bytes()
+	} else if p != nil || len(body) >= copyBelow {
+		return c.writeSRMPFrame(ctx, kind, flag, seq, body, p)
 	}
-	if sc != nil && (p == nil || small(p)) && len(body) < copyBelow {
-		var hdr [srmpHeaderLen]byte
-		putSRMPHeader(hdr[:], kind, flag, seq, len(body))
-		var err error
-		if c.srmpDirect() {
-			err = c.sess.SendBytesContext(ctx, hdr[:], body)
-		} else {
-			err = sc.WriteBytes(hdr[:], body)
-		}
-		p.Release() // nothing for nil or a borrowed view
-		return err
+	if sc == nil {
+		return c.writeSRMPFrame(ctx, kind, flag, seq, body, p)
 	}
+	var hdr [srmpHeaderLen]byte
+	putSRMPHeader(hdr[:], kind, flag, seq, len(body))
+	var err error
+	if c.direct {
+		err = c.sess.SendBytesContext(ctx, hdr[:], body)
+	} else {
+		err = sc.WriteBytes(hdr[:], body)
+	}
+	if p != nil {
+		p.Release() // nothing for a borrowed view
+	}
+	return err
+}
+
+// writeSRMPFrame is writeSRMP for a message that does not go by copy: a
+// large or chained payload is framed in place; on a pipeline whose tail
+// is not the SRMP stage the message goes through the tail.
+func (c *Conn) writeSRMPFrame(ctx context.Context, kind Kind, flag, seq uint8, body []byte, p *packet.Packet) error {
 	if p == nil {
 		p = packet.GetWithHeadroom(srmpExtHeaderLen, len(body))
 		copy(p.Bytes(), body)
 	}
-	if sc == nil {
+	if c.srmpCtx == nil {
 		return c.chain.Write(NewMessage(kind, flag, seq, p))
 	}
 	frame, err := EncodeSRMP(kind, flag, seq, p.Keep())
 	if err != nil {
 		return err
 	}
-	if c.srmpDirect() {
+	if c.direct {
 		return c.sess.SendContext(ctx, frame)
 	}
-	return sc.FireWrite(frame)
+	return c.srmpCtx.FireWrite(frame)
 }
 
 // Request sends an SRMP request and waits for its reply, which the caller
@@ -561,13 +574,6 @@ func (c *Conn) startBytes(ctx context.Context, flag uint8, payload []byte, cb *c
 	return c.start(ctx, MatchSRMP, cb, echo, func(key int) error {
 		return c.writeSRMP(ctx, KindRequest, flag, uint8(key), payload, nil)
 	})
-}
-
-// srmpDirect reports whether the SRMP stage's writes go straight to the
-// session: it is the pipeline's head and tail.
-func (c *Conn) srmpDirect() bool {
-	sc := c.srmpCtx
-	return sc != nil && c.chain.sess != nil && sc.index == 0
 }
 
 // startPacket starts a FIFO request carried by p (owned by the call).
