@@ -210,7 +210,10 @@ func typedInvoker[A, R any](fn func(context.Context, A) (R, error), keys *keySet
 	if raw, ok := any(fn).(func(context.Context, []byte) (R, error)); ok {
 		return func(ctx context.Context, data, dst []byte) ([]byte, kind, error) {
 			r, err := raw(ctx, data)
-			return resultOf(dst, r, err)
+			if err != nil {
+				return dst, kindNull, err
+			}
+			return appendResult(dst, r)
 		}
 	}
 	if str, ok := any(fn).(func(context.Context, string) (R, error)); ok {
@@ -220,25 +223,25 @@ func typedInvoker[A, R any](fn func(context.Context, A) (R, error), keys *keySet
 				return dst, kindNull, err
 			}
 			r, err := str(ctx, stringText(v))
-			return resultOf(dst, r, err)
+			if err != nil {
+				return dst, kindNull, err
+			}
+			return appendResult(dst, r)
 		}
 	}
 	return func(ctx context.Context, data, dst []byte) ([]byte, kind, error) {
 		var a A
-		if err := bindArg(data, keys, &a); err != nil {
-			return dst, kindNull, err
+		if len(data) > 0 {
+			if err := bindArg(data, keys, &a); err != nil {
+				return dst, kindNull, err
+			}
 		}
 		r, err := fn(ctx, a)
-		return resultOf(dst, r, err)
+		if err != nil {
+			return dst, kindNull, err
+		}
+		return appendResult(dst, r)
 	}
-}
-
-// resultOf is a typed handler's reply: its error, or its result encoded.
-func resultOf[R any](dst []byte, r R, err error) ([]byte, kind, error) {
-	if err != nil {
-		return dst, kindNull, err
-	}
-	return appendResult(dst, r)
 }
 
 // appendResult encodes a typed result; the common primitive results are

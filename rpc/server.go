@@ -475,9 +475,8 @@ func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *actio
 	if s.cfg.OnCallDone != nil {
 		start = mono.Now()
 	}
-	stream := kind == KindStream
 	defer func() {
-		if err != nil && err != errCallerGone && !stream { // after a panic's 500 and the deadline's check
+		if err != nil && err != errCallerGone && kind != KindStream { // after a panic's 500 and the deadline's check
 			out, k, err = success200(dst, err, out, k)
 		}
 		if s.cfg.OnCallDone != nil {
@@ -504,25 +503,24 @@ func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *actio
 			ss.noteToken(d.token) // NewLife reads it before it looks the action up
 		}
 		return dst, kindNull, notFound(name)
-	case a != nil && a.stream != nil && !stream:
+	case a != nil && a.stream != nil && kind != KindStream:
 		return dst, kindNull, errStreamHere
 	}
 	raw := data
 	ctx, data, cancel := s.callContext(parent, ss, name, a, kind, data, traceHeader)
 	if cancel != nil {
 		defer func() {
-			if ctx.Err() == context.DeadlineExceeded && !stream {
+			if ctx.Err() == context.DeadlineExceeded && kind != KindStream {
 				err = errCallerGone
 			}
 			cancel()
 		}()
 	}
 	defer s.recoverCall(ctx, ss, a, &err) // interceptors are the application's code too: a panic in one is a 500
-	switch {
-	case s.chain != nil:
-	case stream:
-		return dst, kindNull, a.stream(ctx, data, send)
-	default:
+	if s.chain == nil {
+		if kind == KindStream {
+			return dst, kindNull, a.stream(ctx, data, send)
+		}
 		return a.invoke(ctx, data, dst)
 	}
 	c := sessionCall(ss)
