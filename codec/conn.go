@@ -220,24 +220,35 @@ func (c *Conn) read(p *packet.Packet) {
 // sink is the tail of the inbound pipeline: replies go to their requests,
 // everything else to the handler. msg is borrowed.
 func (c *Conn) sink(msg any) error {
-	if c.m != nil {
-		switch v := msg.(type) {
-		case *Message:
-			if c.opts.Pipeline.match == MatchSRMP && v.IsReply() {
-				c.m.deliver(int(v.Seq), v)
-				return nil
-			}
-		case *packet.Packet:
-			if c.opts.Pipeline.match == MatchFIFO && c.m.pending() {
-				c.m.deliver(0, v)
-				return nil
-			}
+	switch v := msg.(type) {
+	case *Message:
+		return c.sinkMessage(v)
+	case *packet.Packet:
+		if c.m != nil && c.opts.Pipeline.match == MatchFIFO && c.m.pending() {
+			c.m.deliver(0, v)
+			return nil
 		}
 	}
+	c.handle(msg)
+	return nil
+}
+
+// sinkMessage is sink for a message, which an SRMP tail stage passes
+// straight (no interface value to unpack).
+func (c *Conn) sinkMessage(m *Message) error {
+	if m.IsReply() && c.m != nil && c.opts.Pipeline.match == MatchSRMP {
+		c.m.deliver(int(m.Seq), m)
+		return nil
+	}
+	c.handle(m)
+	return nil
+}
+
+// handle gives an inbound message that is not a reply to Options.Handler.
+func (c *Conn) handle(msg any) {
 	if h := c.opts.Handler; h != nil {
 		h(c, msg)
 	}
-	return nil
 }
 
 // Close ends the connection once what was written through it so far has

@@ -36,7 +36,12 @@ func (f *framing) receiveFrame(frame *packet.Packet) error {
 	switch f.decode {
 	case decodeSRMP:
 		f.in.lend(frame)
-		err := f.next(&f.in)
+		var err error
+		if f.tail != nil {
+			err = f.tail.sinkMessage(&f.in)
+		} else {
+			err = f.ctx.FireRead(&f.in)
+		}
 		f.in = Message{}
 		return err
 	case decodeHeader:
