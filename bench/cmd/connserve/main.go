@@ -20,7 +20,7 @@
 // one --port; it is not supported on Windows. A bad flag is one line on
 // stderr and exit code 2; a server that cannot start exits 1.
 //
-//	connserve [--impl std|gnet|nbio|lifenet|lifenet-codec] [--host 127.0.0.1] [--port 0] [--reuseport] [--seconds 600]
+//	connserve [--impl std|gnet|nbio|lifenet|lifenet-codec] [--host 127.0.0.1] [--port 0] [--reuseport] [--seconds 600] [--memstats 5s]
 package main
 
 import (
@@ -76,6 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.ReusePort, "reuseport", false, "listen with SO_REUSEPORT, so that several processes share one --port (not on Windows)")
 	fs.Float64Var(&cfg.Seconds, "seconds", 600, "exit after this many seconds (at most 86400)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run here")
+	memStats := fs.Duration("memstats", 0, "print the Go runtime's memory classes and the RSS to stderr this often (0: never)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -113,6 +114,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *memStats > 0 {
+		mctx, mstop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { printMemStats(mctx, stderr, *memStats); close(done) }()
+		defer func() { mstop(); <-done }()
 	}
 	pid := os.Getpid()
 	err := serve(ctx, cfg, func(addr string) {
