@@ -225,7 +225,7 @@ func (c *Client) connect(ctx context.Context) (*Session, error) {
 	id := c.nextID
 	c.mu.Unlock()
 	c.ep.stats.opened()
-	sess := newSession(&c.ep, id, conn, out, conn.LocalAddr(), conn.RemoteAddr())
+	sess := newSession(&c.ep, id, conn, out)
 	sess.onEnd = c.retire
 	sess.keepStage = true // one staging buffer per client connection, reused
 	_, sess.datagram = out.(*datagramSender)

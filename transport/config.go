@@ -128,7 +128,9 @@ type Config struct {
 	// goroutine ends and its read buffer goes back to the pool, and the
 	// kernel's readiness (epoll) starts a goroutine again for its next
 	// bytes. An idle connection then holds no goroutine stack and no
-	// buffer. Linux only; TLS connections, adopted ones ([Server.Adopt])
+	// buffer. A new connection, and one woken after ParkAfter or more
+	// without bytes, does not wait: it reads what has come and parks again
+	// at once; one that sends again within ParkAfter keeps its goroutine. Linux only; TLS connections, adopted ones ([Server.Adopt])
 	// and clients' never park. Handlers see no difference: a session's
 	// receives still come one at a time, in order. A parked session's
 	// IdleTimeout and FirstByteTimeout are kept by a sweep each second, so
@@ -137,7 +139,7 @@ type Config struct {
 	// KeepFreedMemory leaves the memory that a burst freed to Go's
 	// runtime, which hands it back to the OS over minutes. By default a
 	// server with parked sessions looks at the heap each second, and when
-	// much was allocated since its last trim (64 MiB and half the heap)
+	// much was allocated since its last trim (16 MiB and half the heap)
 	// and allocation has since all but stopped — the end of a burst of
 	// large messages, or of a ramp of new connections — it has the runtime
 	// collect and return the free memory at once (runtime.GC and

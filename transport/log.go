@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/internal/logattr"
+	"github.com/lifenet/lifenet/internal/mono"
 )
 
 // The transport's log lines. Each checks that its level is enabled before
@@ -128,8 +129,8 @@ func (s *Session) logOpened() {
 		return
 	}
 	s.ep.log.LogAttrs(bg, slog.LevelDebug, msgOpened,
-		slog.Uint64(logattr.Session, s.id), slog.String(logattr.Remote, addrText(s.remote)),
-		slog.String(logattr.Network, networkOf(s.local)), slog.String(logattr.Local, addrText(s.local)))
+		slog.Uint64(logattr.Session, s.id), slog.String(logattr.Remote, addrText(s.RemoteAddr())),
+		slog.String(logattr.Network, networkOf(s.LocalAddr())), slog.String(logattr.Local, addrText(s.LocalAddr())))
 }
 
 // logClosed writes the line of a session that ended with r: Warn
@@ -145,9 +146,9 @@ func (s *Session) logClosed(r Reason, cause error) {
 		return
 	}
 	a := [...]slog.Attr{
-		slog.Uint64(logattr.Session, s.id), slog.String(logattr.Remote, addrText(s.remote)),
-		slog.String(logattr.Network, networkOf(s.local)), slog.String(logattr.Reason, r.String()),
-		slog.Duration(logattr.Duration, time.Since(s.created)),
+		slog.Uint64(logattr.Session, s.id), slog.String(logattr.Remote, addrText(s.RemoteAddr())),
+		slog.String(logattr.Network, networkOf(s.LocalAddr())), slog.String(logattr.Reason, r.String()),
+		slog.Duration(logattr.Duration, time.Duration(mono.Now()-s.created)),
 		slog.Uint64(logattr.BytesIn, s.io.bytesIn.Load()), slog.Uint64(logattr.BytesOut, s.io.bytesOut.Load()),
 		slog.Any(logattr.Err, cause),
 	}
@@ -166,8 +167,8 @@ func (s *Session) logPanic(v any) {
 		return
 	}
 	s.ep.log.LogAttrs(bg, level, msgPanic,
-		slog.Uint64(logattr.Session, s.id), slog.String(logattr.Remote, addrText(s.remote)),
-		slog.String(logattr.Network, networkOf(s.local)),
+		slog.Uint64(logattr.Session, s.id), slog.String(logattr.Remote, addrText(s.RemoteAddr())),
+		slog.String(logattr.Network, networkOf(s.LocalAddr())),
 		slog.Any(logattr.Panic, v), slog.String(logattr.Stack, string(debug.Stack())))
 }
 

@@ -18,8 +18,17 @@ func testEndpoint(t *testing.T, level slog.Level) (*endpoint, *Session) {
 	t.Cleanup(ep.limits.Stop)
 	local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}
 	remote := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 2}
-	return ep, newSession(ep, 7, nil, nil, local, remote)
+	return ep, newSession(ep, 7, &addrConn{local: local, remote: remote}, nil)
 }
+
+// addrConn is a connection that has its addresses and nothing else.
+type addrConn struct {
+	net.Conn
+	local, remote net.Addr
+}
+
+func (c *addrConn) LocalAddr() net.Addr  { return c.local }
+func (c *addrConn) RemoteAddr() net.Addr { return c.remote }
 
 // lines are every line the transport writes, as a test runs them.
 func lines(ep *endpoint, s *Session) []struct {
@@ -28,7 +37,7 @@ func lines(ep *endpoint, s *Session) []struct {
 } {
 	var c net.TCPConn // its addresses are nil
 	var pc net.UDPConn
-	l := &stubListener{addr: s.local}
+	l := &stubListener{addr: s.LocalAddr()}
 	cause := errors.New("cause")
 	return []struct {
 		name string
@@ -66,7 +75,7 @@ func TestLogDisabledAllocs(t *testing.T) {
 	ep := &endpoint{}
 	ep.initLog() // slog.Default()
 	defer ep.limits.Stop()
-	s := newSession(ep, 1, nil, nil, &net.TCPAddr{}, &net.TCPAddr{})
+	s := newSession(ep, 1, &addrConn{local: &net.TCPAddr{}, remote: &net.TCPAddr{}}, nil)
 	for _, f := range []func(){s.logOpened, func() { s.logClosed(ReasonPeerClosed, nil) }} {
 		if n := testing.AllocsPerRun(1000, f); n != 0 {
 			t.Errorf("a Debug line on the default logger: %v allocations", n)

@@ -18,8 +18,9 @@ import (
 // its peak; if so, it has the runtime collect and return the free pages
 // (Config.KeepFreedMemory turns it off).
 
-// memoryGrowthMin is the least allocation since the last trim worth one.
-const memoryGrowthMin = 64 << 20
+// memoryGrowthMin is the least allocation since the last trim worth one:
+// a ramp of 20,000 connections that park at once allocates about 40 MiB.
+const memoryGrowthMin = 16 << 20
 
 // memoryReturnGap is the least time between two trims in a process.
 const memoryReturnGap = 5 * time.Second

@@ -7,7 +7,7 @@ import (
 )
 
 // A trim of the heap follows the end of a burst: much allocated since the
-// last trim (64 MiB and half the heap), and allocation fallen to a
+// last trim (16 MiB and half the heap), and allocation fallen to a
 // sixteenth of its peak; not a steady load, a burst still going, nor a
 // small server.
 func TestMemoryReturnFollowsTheEndOfABurst(t *testing.T) {
@@ -21,7 +21,9 @@ func TestMemoryReturnFollowsTheEndOfABurst(t *testing.T) {
 		{"a burst of large messages has ended", 3000 * mib, 5 * mib, 900 * mib, 700 * mib, true},
 		{"the burst goes on", 3000 * mib, 400 * mib, 900 * mib, 700 * mib, false},
 		{"steady heartbeats, however long", 6400 * mib, 4 * mib, 5 * mib, 100 * mib, false},
+		{"a ramp of connections that park at once has ended", 40 * mib, 0, 35 * mib, 50 * mib, true},
 		{"too little since the last trim", 32 * mib, 0, 30 * mib, 100 * mib, false},
+		{"a small server, little allocated", 12 * mib, 0, 12 * mib, 10 * mib, false},
 		{"a large heap, little allocated", 100 * mib, 0, 90 * mib, 1000 * mib, false},
 		{"at a sixteenth of the peak", 64 * mib, 4 * mib, 64 * mib, 64 * mib, false},
 		{"just under it", 64 * mib, 4*mib - 1, 64 * mib, 64 * mib, true},

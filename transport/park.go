@@ -3,6 +3,7 @@ package transport
 import (
 	"net"
 	"os"
+	"slices"
 	"syscall"
 	"time"
 
@@ -49,7 +50,7 @@ func (s *Session) endOfWait() time.Time {
 		return time.Time{}
 	}
 	if fb := s.firstByteTimeout(); fb > 0 {
-		return s.created.Add(fb)
+		return mono.Time(s.created).Add(fb)
 	}
 	return time.Time{}
 }
@@ -201,36 +202,53 @@ func (srv *Server) runSession(s *Session) (parked bool) {
 // Workers. A session that starts, or wakes from parking, is served by a
 // goroutine that served one before, when one is waiting for work: a new
 // goroutine would start with a small stack and grow it (copying it) on
-// the way to the handler, once per wake. At most maxIdleWorkers wait, each
-// for workerIdle.
+// the way to the handler, once per wake. The worker that waited last is
+// given the next session (a stack, not a queue), so that a server whose
+// wakes a few workers keep up with lets the others end: each waits at
+// most workerIdle, and at most maxIdleWorkers wait. Each holds a stack of
+// a few KiB, which a server holding many idle connections counts.
 const (
 	maxIdleWorkers = 256
 	workerIdle     = 2 * time.Second
 )
 
-// serve runs s on a waiting worker, or on a new one.
-func (srv *Server) serve(s *Session) {
-	select {
-	case srv.handoff <- s:
-	default:
-		srv.workers.Add(1)
-		go srv.work(s)
-	}
+// worker is a goroutine of Server.work waiting for a session (Server.idle).
+type worker struct {
+	next chan *Session // the session to serve (buffered: the giver never waits)
 }
 
-// work serves s, then the sessions handed to it while it waits, until it
+// serve runs s on the worker that waited last, or on a new one.
+func (srv *Server) serve(s *Session) {
+	srv.idleMu.Lock()
+	if n := len(srv.idle); n > 0 {
+		w := srv.idle[n-1]
+		srv.idle[n-1] = nil
+		srv.idle = srv.idle[:n-1]
+		srv.idleMu.Unlock()
+		w.next <- s
+		return
+	}
+	srv.idleMu.Unlock()
+	srv.workers.Add(1)
+	go srv.work(s)
+}
+
+// work serves s, then the sessions given to it while it waits, until it
 // has waited workerIdle, too many wait, or the server stops. It waits only
 // after a session parked: one whose session ended returns, as the
 // session's own goroutine did before there were parked sessions to wake.
 func (srv *Server) work(s *Session) {
 	defer srv.workers.Done()
+	var w *worker
 	var idle *time.Timer
 	for {
 		if !srv.runSession(s) {
 			return
 		}
-		if srv.idleWorkers.Add(1) > maxIdleWorkers {
-			srv.idleWorkers.Add(-1)
+		if w == nil {
+			w = &worker{next: make(chan *Session, 1)}
+		}
+		if !srv.waitIdle(w) {
 			return
 		}
 		if idle == nil {
@@ -239,18 +257,42 @@ func (srv *Server) work(s *Session) {
 			idle.Reset(workerIdle)
 		}
 		select {
-		case s = <-srv.handoff:
-			srv.idleWorkers.Add(-1)
+		case s = <-w.next:
 			idle.Stop()
+			continue
 		case <-idle.C:
-			srv.idleWorkers.Add(-1)
-			return
 		case <-srv.stopped:
-			srv.idleWorkers.Add(-1)
 			idle.Stop()
+		}
+		if srv.leaveIdle(w) {
 			return
 		}
+		s = <-w.next // given a session as it stopped waiting: serve it
 	}
+}
+
+// waitIdle puts w on the idle stack, unless maxIdleWorkers wait already.
+func (srv *Server) waitIdle(w *worker) bool {
+	srv.idleMu.Lock()
+	defer srv.idleMu.Unlock()
+	if len(srv.idle) >= maxIdleWorkers {
+		return false
+	}
+	srv.idle = append(srv.idle, w)
+	return true
+}
+
+// leaveIdle takes w off the idle stack; false when it was no longer on it
+// (serve took it: a session is on its way).
+func (srv *Server) leaveIdle(w *worker) bool {
+	srv.idleMu.Lock()
+	defer srv.idleMu.Unlock()
+	i := slices.Index(srv.idle, w)
+	if i < 0 {
+		return false
+	}
+	srv.idle = slices.Delete(srv.idle, i, i+1)
+	return true
 }
 
 // acquirePoller returns the server's poller, made on first use, for a

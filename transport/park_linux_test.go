@@ -255,3 +255,60 @@ func TestPollerEndsWithItsLastSession(t *testing.T) {
 		waitUntil(t, "the poller and workers to end", func() bool { return runtime.NumGoroutine() <= base })
 	}
 }
+
+// A server's new connection waits for its first bytes with no goroutine:
+// it parks at once (whatever ParkAfter), reads its first message without
+// waiting and parks again; only a connection that sends again within
+// ParkAfter keeps its goroutine between reads.
+func TestNewSessionParksAtOnce(t *testing.T) {
+	leakcheck.Check(t)
+	for _, routed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("routed=%v", routed), func(t *testing.T) {
+			hooks := echoHooks()
+			if routed {
+				hooks.Route = func([]byte, bool) transport.Route { return transport.RouteServe }
+				hooks.HandOff = func(c *transport.HandedConn) { c.Close() }
+			}
+			srv, a := startServer(t, transport.Config{ParkAfter: time.Hour}, hooks, "tcp", "127.0.0.1:0")
+			c := dial(t, "tcp", a)
+			waitUntil(t, "the silent connection to park", func() bool { return srv.Stats().Parked == 1 })
+			roundTrip(t, c, "first")
+			waitUntil(t, "the session to park after its first message", func() bool { return srv.Stats().Parked == 1 })
+			roundTrip(t, c, "second") // within ParkAfter of the first: the session keeps its goroutine
+			if st := srv.Stats(); st.Parked != 0 || st.Active != 1 {
+				t.Fatalf("after a second message within ParkAfter: %d parked, %d active; want 0 and 1", st.Parked, st.Active)
+			}
+		})
+	}
+}
+
+// Workers a burst of wakes started end once the wakes that follow are
+// few: the worker that waited last serves the next wake, and the others
+// time out.
+func TestSurplusWorkersEnd(t *testing.T) {
+	leakcheck.Check(t)
+	const conns = 64
+	srv, a := startServer(t, parkConfig(), echoHooks(), "tcp", "127.0.0.1:0")
+	base := runtime.NumGoroutine()
+	cs := make([]net.Conn, conns)
+	for i := range cs {
+		cs[i] = dial(t, "tcp", a)
+	}
+	waitUntil(t, "every connection to park", func() bool { return srv.Stats().Parked == conns })
+	var wg sync.WaitGroup
+	for i, c := range cs { // a burst: many wakes at once start many workers
+		wg.Go(func() { roundTrip(t, c, fmt.Sprintf("burst %d", i)) })
+	}
+	wg.Wait()
+	// One quiet wake every 30 ms (more often than a worker's idle limit
+	// divided by conns): were the waiting workers served in turn, none
+	// would wait long enough to end.
+	deadline := time.Now().Add(20 * time.Second)
+	for i := 0; runtime.NumGoroutine() > base+3; i++ { // the poller and a worker or two
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines after 20 s of single wakes, want at most %d", runtime.NumGoroutine(), base+3)
+		}
+		time.Sleep(30 * time.Millisecond)
+		roundTrip(t, cs[i%conns], "ping")
+	}
+}

@@ -20,7 +20,7 @@ func newSessionSet(index bool) sessionSet {
 func (set *sessionSet) len() int { return len(set.list) }
 
 func (set *sessionSet) add(s *Session) {
-	s.slot = len(set.list)
+	s.slot = int32(len(set.list)) // (a process holds far fewer than 2³¹ sessions: each has a descriptor or a UDP peer's slot)
 	set.list = append(set.list, s)
 	if set.byID != nil {
 		set.byID[s.id] = s
@@ -30,7 +30,7 @@ func (set *sessionSet) add(s *Session) {
 // remove takes s out in constant time by moving the last session into its
 // slot. Removing a session that is not in the set does nothing.
 func (set *sessionSet) remove(s *Session) {
-	if s.slot < 0 || s.slot >= len(set.list) || set.list[s.slot] != s {
+	if s.slot < 0 || int(s.slot) >= len(set.list) || set.list[s.slot] != s {
 		return
 	}
 	last := len(set.list) - 1

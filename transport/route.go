@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/lifenet/lifenet/packet"
@@ -88,16 +89,26 @@ const (
 // of ReadBufferSize when they fill a smaller one before Route decides.
 func (s *Session) route(buf **packet.Packet, size *int) (n int, st routeState) {
 	hooks := &s.ep.hooks
+	b := (*buf).Bytes()
+	pre, st, waited := s.readFirstNow(b) // before the first byte: no goroutine waits for it
+	if waited {
+		return 0, st
+	}
 	at, parkAt := s.readDeadline(s.resumed)
 	s.resumed = false
 	s.conn.SetReadDeadline(at)
-	b := (*buf).Bytes()
 	for {
 		if s.draining.Load() {
 			s.closeWith(ReasonShutdown, nil)
 			return 0, routeEnded
 		}
-		m, err := s.conn.Read(b[n:])
+		var m int
+		var err error
+		if pre > 0 {
+			m, pre = pre, 0
+		} else {
+			m, err = s.conn.Read(b[n:])
+		}
 		if m > 0 && n == 0 { // from the first byte on: RouteTimeout, and no parking
 			parkAt = false
 			if hooks.RouteTimeout > 0 {
@@ -144,6 +155,42 @@ func (s *Session) route(buf **packet.Packet, size *int) (n int, st routeState) {
 	}
 }
 
+// readFirstNow reads a parkable session's first bytes into b without
+// waiting: n > 0 of them; or none yet, and the session parked (done, with
+// routeParked) or ended (done, routeEnded); or done false and n == 0 when
+// it cannot park now (read on, waiting).
+func (s *Session) readFirstNow(b []byte) (n int, st routeState, done bool) {
+	if !s.parkable() {
+		return 0, routeServe, false
+	}
+	rc, err := s.conn.(syscall.Conn).SyscallConn()
+	if err != nil {
+		return 0, routeServe, false
+	}
+	if s.resumed {
+		s.conn.SetReadDeadline(time.Time{}) // a parking deadline may be left, expired: it would fail the read
+	}
+	m, wouldBlock, err := readNow(rc, b)
+	switch {
+	case m > 0:
+		return m, routeServe, false
+	case wouldBlock:
+		end := s.endOfWait()
+		if !end.IsZero() && !timeOf(now()).Before(end) { // the sweep woke it: the wait is over
+			s.closeWith(ReasonFirstByte, nil)
+			return 0, routeEnded, true
+		}
+		if s.park(end) {
+			return 0, routeParked, true
+		}
+		return 0, routeServe, false
+	case s.draining.Load():
+		return 0, routeServe, false // the loop's top drains
+	}
+	s.closeWith(s.readReason(err, false), causeOf(err))
+	return 0, routeEnded, true
+}
+
 // handOff ends the session without closing its connection, which goes to
 // Hooks.HandOff with the bytes read so far (copied: buf is reused).
 func (s *Session) handOff(first []byte) {
@@ -153,7 +200,7 @@ func (s *Session) handOff(first []byte) {
 	s.conn.SetReadDeadline(time.Time{})
 	hc := &HandedConn{Conn: s.conn, id: s.id, first: append([]byte(nil), first...), release: func() {}}
 	if srv := s.owner; srv != nil {
-		ip, hasIP := remoteIP(s.remote)
+		ip, hasIP := remoteIP(s.RemoteAddr())
 		hc.release = func() { srv.releaseSlot(ip, hasIP) }
 	}
 	s.ep.hooks.HandOff(hc)

@@ -89,7 +89,7 @@ func (s *Session) sendBytes(ctx context.Context, parts [][]byte) error {
 // for admitLocked's bound in both modes). It is the common case, decided
 // inline; admitLocked decides the rest. Called with s.mu held.
 func (s *Session) admitsLocked(n int) bool {
-	return !s.datagram && !s.finished && len(s.waitq) == 0 && s.reason.Load() == 0 &&
+	return !s.datagram && !s.finished && (s.waits == nil || len(s.waits.waitq) == 0) && s.reason.Load() == 0 &&
 		s.queued+s.inflight+n <= s.ep.cfg.SendQueueBytes
 }
 
@@ -234,7 +234,7 @@ func (s *Session) admitLocked(ctx context.Context, n int) error {
 	if err := s.openLocked(n); err != nil {
 		return err
 	}
-	if len(s.waitq) == 0 && s.fitsLocked(n) {
+	if s.waitingLocked() == 0 && s.fitsLocked(n) {
 		return nil
 	}
 	return s.waitRoomLocked(ctx, n)
@@ -272,9 +272,10 @@ func (s *Session) slowConsumer() {
 // back by a cork), it writes the queue itself. Called with s.mu held; it
 // returns with s.mu held on success, unlocked on failure.
 func (s *Session) waitRoomLocked(ctx context.Context, n int) error {
-	s.tickets++
-	me := s.tickets
-	s.waitq = append(s.waitq, me)
+	w := s.waitsLocked()
+	w.tickets++
+	me := w.tickets
+	w.waitq = append(w.waitq, me)
 	s.watchStallLocked()
 	done := ctx.Done() // nil for Send's context.Background: the wait ends with room or the session
 	for {
@@ -283,7 +284,7 @@ func (s *Session) waitRoomLocked(ctx context.Context, n int) error {
 			s.mu.Unlock()
 			return notWritten{s.closedErr()}
 		}
-		if s.waitq[0] == me && s.fitsLocked(n) {
+		if w.waitq[0] == me && s.fitsLocked(n) {
 			s.leaveWaitLocked(me)
 			return nil
 		}
@@ -294,10 +295,10 @@ func (s *Session) waitRoomLocked(ctx context.Context, n int) error {
 			s.mu.Lock()
 			continue
 		}
-		if s.room == nil {
-			s.room = make(chan struct{})
+		if w.room == nil {
+			w.room = make(chan struct{})
 		}
-		room := s.room
+		room := w.room
 		s.mu.Unlock()
 		select {
 		case <-room:
@@ -314,9 +315,10 @@ func (s *Session) waitRoomLocked(ctx context.Context, n int) error {
 // leaveWaitLocked takes ticket me off the wait queue and wakes the
 // others: the next may now be first. Called with s.mu held.
 func (s *Session) leaveWaitLocked(me uint64) {
-	for i, t := range s.waitq {
+	w := s.waits
+	for i, t := range w.waitq {
 		if t == me {
-			s.waitq = append(s.waitq[:i], s.waitq[i+1:]...)
+			w.waitq = append(w.waitq[:i], w.waitq[i+1:]...)
 			break
 		}
 	}
@@ -325,9 +327,9 @@ func (s *Session) leaveWaitLocked(me uint64) {
 
 // wakeLocked wakes the senders waiting for room. Called with s.mu held.
 func (s *Session) wakeLocked() {
-	if s.room != nil {
-		close(s.room)
-		s.room = nil
+	if w := s.waits; w != nil && w.room != nil {
+		close(w.room)
+		w.room = nil
 	}
 }
 
@@ -335,7 +337,7 @@ func (s *Session) wakeLocked() {
 // (queued, and left of the write in progress) past SendQueueBytes, or a
 // sender waiting for room. Called with s.mu held.
 func (s *Session) fullLocked() bool {
-	return s.unwrittenLocked() > s.ep.cfg.SendQueueBytes || len(s.waitq) > 0
+	return s.unwrittenLocked() > s.ep.cfg.SendQueueBytes || s.waitingLocked() > 0
 }
 
 // unwrittenLocked returns the bytes queued and those of the write in
@@ -354,15 +356,19 @@ func (s *Session) unwrittenLocked() int {
 // full for SendStallTimeout with no byte written. Called with s.mu held.
 func (s *Session) watchStallLocked() {
 	d := s.ep.cfg.SendStallTimeout
-	if d <= 0 || s.watching {
+	if d <= 0 {
 		return
 	}
-	s.watching = true
-	s.stallOut, s.stallAt = s.io.bytesOut.Load(), mono.Now()
-	if s.stall == nil {
-		s.stall = time.AfterFunc(stallLook(d), s.lookForStall)
+	w := s.waitsLocked()
+	if w.watching {
+		return
+	}
+	w.watching = true
+	w.stallOut, w.stallAt = s.io.bytesOut.Load(), mono.Now()
+	if w.stall == nil {
+		w.stall = time.AfterFunc(stallLook(d), s.lookForStall)
 	} else {
-		s.stall.Reset(stallLook(d))
+		w.stall.Reset(stallLook(d))
 	}
 }
 
@@ -377,25 +383,26 @@ func stallLook(d time.Duration) time.Duration { return max(d/4, time.Millisecond
 func (s *Session) lookForStall() {
 	d := s.ep.cfg.SendStallTimeout
 	s.mu.Lock()
-	if !s.watching {
+	w := s.waits // made before the watch started
+	if !w.watching {
 		s.mu.Unlock()
 		return
 	}
 	if s.finished || s.Reason() != ReasonNone || !s.fullLocked() {
-		s.watching = false
+		w.watching = false
 		s.mu.Unlock()
 		return
 	}
 	now := mono.Now()
-	if out := s.io.bytesOut.Load(); out != s.stallOut {
-		s.stallOut, s.stallAt = out, now
+	if out := s.io.bytesOut.Load(); out != w.stallOut {
+		w.stallOut, w.stallAt = out, now
 	}
-	if left := time.Duration(s.stallAt + int64(d) - now); left > 0 {
-		s.stall.Reset(min(stallLook(d), left))
+	if left := time.Duration(w.stallAt + int64(d) - now); left > 0 {
+		w.stall.Reset(min(stallLook(d), left))
 		s.mu.Unlock()
 		return
 	}
-	s.watching = false
+	w.watching = false
 	s.mu.Unlock()
 	s.slowConsumer()
 }
@@ -403,7 +410,7 @@ func (s *Session) lookForStall() {
 // maxDatagram is the largest message one datagram to this session's peer
 // carries: [MaxDatagram], or 65527 bytes to an IPv6 peer.
 func (s *Session) maxDatagram() int {
-	if u, ok := s.remote.(*net.UDPAddr); ok && u.IP.To4() == nil {
+	if u, ok := s.RemoteAddr().(*net.UDPAddr); ok && u.IP.To4() == nil {
 		return maxDatagram6
 	}
 	return MaxDatagram
@@ -566,7 +573,7 @@ func (s *Session) uncork() error {
 func (s *Session) SendQueue() QueueStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return QueueStats{Messages: s.queuedMsgs, Bytes: int64(s.unwrittenLocked()), Waiting: len(s.waitq)}
+	return QueueStats{Messages: s.queuedMsgs, Bytes: int64(s.unwrittenLocked()), Waiting: s.waitingLocked()}
 }
 
 // QueuedBytes returns the bytes waiting to be written: a view of the

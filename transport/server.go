@@ -42,9 +42,9 @@ type Server struct {
 	pollUsers int     // sessions that acquired poll and have not ended
 	pollErr   error   // why the poller could not be made: sessions do not park
 
-	handoff     chan *Session  // to a worker waiting for a session to serve (park.go)
-	idleWorkers atomic.Int32   // workers waiting
-	workers     sync.WaitGroup // worker goroutines
+	idleMu  sync.Mutex     // idle
+	idle    []*worker      // workers waiting for a session to serve, the last to wait last (park.go)
+	workers sync.WaitGroup // worker goroutines
 }
 
 // NewServer returns a server with the given settings and hooks. It listens
@@ -63,7 +63,6 @@ func NewServer(cfg Config, hooks Hooks) (*Server, error) {
 		sessions: newSessionSet(!cfg.NoSessionRegistry),
 		perIP:    make(map[netip.Addr]int),
 		stopped:  make(chan struct{}),
-		handoff:  make(chan *Session),
 	}
 	s.ep.initLog()
 	return s, nil
@@ -225,7 +224,7 @@ func (s *Server) admit(c net.Conn) {
 	s.streams++
 	tuneConn(c, cfg)
 	id := s.nextID.Add(1)
-	sess := newSession(&s.ep, id, c, newStreamSender(c, cfg), c.LocalAddr(), c.RemoteAddr())
+	sess := newSession(&s.ep, id, c, newStreamSender(c, cfg))
 	sess.onEnd = s.forget
 	sess.owner = s
 	s.sessions.add(sess)
@@ -249,7 +248,7 @@ func (s *Server) Adopt(c net.Conn) error {
 	}
 	cfg := &s.ep.cfg
 	id := s.nextID.Add(1)
-	sess := newSession(&s.ep, id, c, newStreamSender(c, cfg), c.LocalAddr(), c.RemoteAddr())
+	sess := newSession(&s.ep, id, c, newStreamSender(c, cfg))
 	sess.onEnd, sess.owner, sess.adopted = s.forget, s, true
 	s.sessions.add(sess)
 	s.ep.stats.opened()
@@ -300,7 +299,7 @@ func (s *Server) overFairShareLocked(n int) bool {
 
 // forget removes an ended session from the server's set and the per-IP counts.
 func (s *Server) forget(sess *Session) {
-	ip, hasIP := remoteIP(sess.remote)
+	ip, hasIP := remoteIP(sess.RemoteAddr())
 	s.mu.Lock()
 	s.sessions.remove(sess)
 	s.ep.stats.retired.absorb(&sess.io)

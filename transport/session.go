@@ -113,13 +113,9 @@ type Session struct {
 	id      uint64
 	conn    net.Conn // nil for UDP virtual sessions
 	ep      *endpoint
-	local   net.Addr
-	remote  net.Addr
-	created time.Time
+	created int64        // mono reading of the start
 	lastRx  atomic.Int64 // coarse mono reading of the last receive
 	io      traffic      // this session's bytes and messages
-	retired bool         // io has been added to the owner's totals (owner's lock)
-	slot    int          // index in the server's session list (owner's lock)
 
 	out sender // the write side; for UDP peers, writes go through the server socket
 
@@ -129,50 +125,81 @@ type Session struct {
 	stageBuf     []byte           // stage's storage, written up to stageLen
 	stageLen     int
 	spare        []*packet.Packet // the previous batch's slice, reused
-	keepStage    bool             // a client's session: a written staging buffer is kept for the next SendBytes (spareStage)
 	ownStage     *packet.Packet   // the staging buffer made last (keepStage)
 	spareStage   *packet.Packet   // a written staging buffer kept for reuse (keepStage)
 	queued       int              // bytes in queue
 	queuedMsgs   int              // messages in queue (Send and SendBytes calls)
-	writing      bool             // some goroutine is flushing the queue
 	inflight     int              // bytes of the batch being written
 	inflightFrom uint64           // bytesOut when its write began
 	corks        int              // OnReceive (BatchSends) or Batch is running: queue sends, write them after it
-	waitq        []uint64         // tickets of the senders waiting for room, in arrival order
-	tickets      uint64           // the last ticket given
-	room         chan struct{}    // closed when room may have come (made by a waiting sender)
-	stall        *time.Timer      // the stall watch (made the first time the queue is full)
-	watching     bool             // the stall watch runs
-	stallOut     uint64           // bytes written when the watch last saw progress
-	stallAt      int64            // mono reading of then
-	finished     bool             // the receive side has ended; no more sends
+	waits        *sendWaits       // senders waiting for room, the stall watch: made the first time the queue is full
 	cause        error
 	drainCause   error // the cause a drain closes with (AbortAfterWrites)
 	items        map[any]any
 
-	handler    SessionHandler // from Hooks.NewHandler; set before the first receive
-	opened     bool           // open has run (receive goroutine, or Dial before it starts)
-	openedDone atomic.Bool    // open has set handler: other goroutines may read it (Handler)
-	datagram   bool           // UDP: each receive is one datagram
+	handler SessionHandler // from Hooks.NewHandler; set before the first receive
 
-	reason      atomic.Uint32  // Reason once closing has started
-	draining    atomic.Bool    // Shutdown: stop reading, flush, then close
-	drainReason atomic.Uint32  // the Reason a drain closes with (0: ReasonShutdown)
-	done        chan struct{}  // made by the first Done (mu): most sessions are never asked
-	ended       bool           // finish has run OnClose (mu): Done is closed
-	onEnd       func(*Session) // owner's bookkeeping (it must retire io), run before OnClose
-	owner       *Server        // the server of an accepted connection; nil otherwise
-	adopted     bool           // served by Server.Adopt: it holds no place in MaxConns of its own
+	done  chan struct{}  // made by the first Done (mu): most sessions are never asked
+	onEnd func(*Session) // owner's bookkeeping (it must retire io), run before OnClose
+	owner *Server        // the server of an accepted connection; nil otherwise
+	poll  *poller        // the poller the session acquired when it first parked (released at finish; park.go)
+
+	// The small fields, together (a Session's size class counts for every
+	// idle connection a server holds).
+	slot        int32         // index in the server's session list (owner's lock)
+	reason      atomic.Uint32 // Reason once closing has started
+	drainReason atomic.Uint32 // the Reason a drain closes with (0: ReasonShutdown)
+	openedDone  atomic.Bool   // open has set handler: other goroutines may read it (Handler)
+	draining    atomic.Bool   // Shutdown: stop reading, flush, then close
+	retired     bool          // io has been added to the owner's totals (owner's lock)
+	keepStage   bool          // a client's session: a written staging buffer is kept for the next SendBytes (spareStage; mu)
+	writing     bool          // some goroutine is flushing the queue (mu)
+	finished    bool          // the receive side has ended; no more sends (mu)
+	opened      bool          // open has run (receive goroutine, or Dial before it starts)
+	datagram    bool          // UDP: each receive is one datagram
+	ended       bool          // finish has run OnClose (mu): Done is closed
+	adopted     bool          // served by Server.Adopt: it holds no place in MaxConns of its own
 
 	// Parking (park.go): the receive goroutine's state, owned by whichever
 	// goroutine serves the session.
 	parkState atomic.Uint32 // parkRunning, parkParked or parkWoken
+	pollSlot  int32         // the session's slot in the poller, plus one (0: none)
 	gotFirst  bool          // a byte has been received
 	resumed   bool          // woken from parking: the next read is the first since
 	polled    bool          // the connection is on the poller's watch list
 	noPark    bool          // parking failed once: the session keeps its goroutine
-	pollSlot  int32         // the session's slot in the poller, plus one (0: none)
-	poll      *poller       // the poller the session acquired when it first parked (released at finish)
+}
+
+// sendWaits is the state of a session whose send queue has been full:
+// the senders waiting for room and the stall watch (send.go). Guarded by
+// the session's mu. Apart from the Session, which most sessions (a few
+// bytes now and then) never need it in.
+type sendWaits struct {
+	waitq    []uint64      // tickets of the senders waiting for room, in arrival order
+	tickets  uint64        // the last ticket given
+	room     chan struct{} // closed when room may have come (made by a waiting sender)
+	stall    *time.Timer   // the stall watch
+	watching bool          // the stall watch runs
+	stallOut uint64        // bytes written when the watch last saw progress
+	stallAt  int64         // mono reading of then
+}
+
+// waitsLocked returns the session's sendWaits, made on first use. Called
+// with s.mu held.
+func (s *Session) waitsLocked() *sendWaits {
+	if s.waits == nil {
+		s.waits = new(sendWaits)
+	}
+	return s.waits
+}
+
+// waitingLocked is the number of senders waiting for room. Called with
+// s.mu held.
+func (s *Session) waitingLocked() int {
+	if s.waits == nil {
+		return 0
+	}
+	return len(s.waits.waitq)
 }
 
 // sender writes batches of packets for a session: a stream connection, or
@@ -182,9 +209,10 @@ type sender interface {
 	close() error
 }
 
-func newSession(ep *endpoint, id uint64, conn net.Conn, out sender, local, remote net.Addr) *Session {
-	s := &Session{id: id, conn: conn, ep: ep, out: out, local: local, remote: remote,
-		created: time.Now()}
+// newSession returns a session of conn, or of a UDP peer (conn nil, out
+// its *udpSender). The addresses are conn's, or out's: not kept apart.
+func newSession(ep *endpoint, id uint64, conn net.Conn, out sender) *Session {
+	s := &Session{id: id, conn: conn, ep: ep, out: out, created: mono.Now()}
 	s.lastRx.Store(now())
 	return s
 }
@@ -212,13 +240,23 @@ func (s *Session) Handler() SessionHandler {
 func (s *Session) ID() uint64 { return s.id }
 
 // LocalAddr returns the local address.
-func (s *Session) LocalAddr() net.Addr { return s.local }
+func (s *Session) LocalAddr() net.Addr {
+	if s.conn == nil {
+		return s.out.(*udpSender).u.pc.LocalAddr()
+	}
+	return s.conn.LocalAddr()
+}
 
 // RemoteAddr returns the peer's address.
-func (s *Session) RemoteAddr() net.Addr { return s.remote }
+func (s *Session) RemoteAddr() net.Addr {
+	if s.conn == nil {
+		return s.out.(*udpSender).to
+	}
+	return s.conn.RemoteAddr()
+}
 
 // Created returns when the session started.
-func (s *Session) Created() time.Time { return s.created }
+func (s *Session) Created() time.Time { return mono.Time(s.created) }
 
 // LastActive returns when the session last received bytes (to the
 // resolution of the coarse clock, 250 ms).
@@ -387,9 +425,9 @@ func (s *Session) finish() {
 	}
 	s.ownStage = nil
 	s.wakeLocked()
-	if s.stall != nil {
-		s.stall.Stop()
-		s.watching = false
+	if w := s.waits; w != nil && w.stall != nil {
+		w.stall.Stop()
+		w.watching = false
 	}
 	cause := s.cause
 	s.mu.Unlock()

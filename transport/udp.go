@@ -267,7 +267,7 @@ func (u *udpServer) open(sl *udpSlot) *Session {
 		return nil
 	}
 	id := s.nextID.Add(1)
-	sess := newSession(&s.ep, id, nil, out, u.pc.LocalAddr(), out.to)
+	sess := newSession(&s.ep, id, nil, out)
 	out.sess = sess
 	sess.datagram = true
 	sess.onEnd = s.forget
