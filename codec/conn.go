@@ -93,6 +93,7 @@ type Conn struct {
 
 	srmpCtx *HandlerContext // the SRMP stage's context when it is the pipeline's tail (writeSRMP), else nil
 	head    *framing        // the pipeline's head when it is a framing stage of this package: reads go straight to it
+	match   MatchMode       // the pipeline's (Pipeline.Match)
 	direct  bool            // the SRMP stage is the pipeline's head and tail over a session: its writes go straight to the session
 
 	server  *Server      // the server whose connection this is (nil for a client)
@@ -114,7 +115,7 @@ func (c *Conn) State() any { return c.state }
 // newConn builds the codec state of a session and opens its handlers;
 // srv is the server whose connection it is, nil for a client's.
 func newConn(s *transport.Session, o *Options, srv *Server) *Conn {
-	c := &Conn{sess: s, opts: o, server: srv}
+	c := &Conn{sess: s, opts: o, server: srv, match: o.Pipeline.match}
 	c.chain = o.Pipeline.NewChain(s, c.sink)
 	c.chain.conn = c
 	c.chain.Datagram = s.Datagram()
@@ -198,7 +199,7 @@ func (c *Conn) closed(e *transport.CloseError) {
 func (c *Conn) read(p *packet.Packet) {
 	if !c.heard {
 		c.heard = true
-		if c.server == nil && c.opts.Pipeline.match == MatchSRMP {
+		if c.server == nil && c.match == MatchSRMP {
 			if err := foreignProtocol(p.Bytes()); err != nil {
 				c.m.close(err) // its pending requests fail naming it, not after their timeout
 				c.sess.Abort(err)
@@ -224,7 +225,7 @@ func (c *Conn) sink(msg any) error {
 	case *Message:
 		return c.sinkMessage(v)
 	case *packet.Packet:
-		if c.m != nil && c.opts.Pipeline.match == MatchFIFO && c.m.pending() {
+		if c.m != nil && c.match == MatchFIFO && c.m.pending() {
 			c.m.deliver(0, v)
 			return nil
 		}
@@ -236,7 +237,7 @@ func (c *Conn) sink(msg any) error {
 // sinkMessage is sink for a message, which an SRMP tail stage passes
 // straight (no interface value to unpack).
 func (c *Conn) sinkMessage(m *Message) error {
-	if m.IsReply() && c.m != nil && c.opts.Pipeline.match == MatchSRMP {
+	if m.IsReply() && c.m != nil && c.match == MatchSRMP {
 		c.m.deliver(int(m.Seq), m)
 		return nil
 	}
@@ -560,61 +561,56 @@ func (c *Conn) RequestPacketAsync(ctx context.Context, p *packet.Packet, cb func
 	return err
 }
 
+// outbound is what a started request sends: an SRMP request with flag
+// carrying p (taken) or, when p is nil, a copy of body; or, for fifo, the
+// packet p.
+type outbound struct {
+	fifo bool
+	flag uint8
+	body []byte
+	p    *packet.Packet
+}
+
 // startMessage starts an SRMP request carried by m (owned by the call).
 func (c *Conn) startMessage(ctx context.Context, m *Message, cb *callback) (int, chan result, error) {
 	if m.Kind != KindRequest {
 		m.Release()
 		return 0, nil, fmt.Errorf("%w (kind %d)", ErrNotRequest, m.Kind)
 	}
-	given := false
-	key, ch, err := c.start(ctx, MatchSRMP, cb, nil, func(key int) error {
-		given = true
-		flag, payload := m.Flag, m.Payload
-		m.Payload = nil
-		m.Release()
-		return c.writeSRMP(ctx, KindRequest, flag, uint8(key), nil, payload)
-	})
-	if err != nil && !given {
-		m.Release()
-	}
-	return key, ch, err
+	o := outbound{flag: m.Flag, p: m.Payload}
+	m.Payload = nil
+	m.Release()
+	return c.start(ctx, cb, nil, &o)
 }
 
 // startBytes starts an SRMP request with a copy of payload.
 func (c *Conn) startBytes(ctx context.Context, flag uint8, payload []byte, cb *callback, echo []byte) (int, chan result, error) {
-	return c.start(ctx, MatchSRMP, cb, echo, func(key int) error {
-		return c.writeSRMP(ctx, KindRequest, flag, uint8(key), payload, nil)
-	})
+	return c.start(ctx, cb, echo, &outbound{flag: flag, body: payload})
 }
 
 // startPacket starts a FIFO request carried by p (owned by the call).
 func (c *Conn) startPacket(ctx context.Context, p *packet.Packet, cb *callback) (int, chan result, error) {
-	given := false
-	key, ch, err := c.start(ctx, MatchFIFO, cb, nil, func(int) error {
-		given = true
-		return c.chain.Write(p)
-	})
-	if err != nil && !given {
-		p.Release()
-	}
-	return key, ch, err
+	return c.start(ctx, cb, nil, &outbound{fifo: true, p: p})
 }
 
-// start registers a request and sends it with send, which gets the
-// request's key (for SRMP its sequence number).
-func (c *Conn) start(ctx context.Context, want MatchMode, cb *callback, echo []byte, send func(key int) error) (int, chan result, error) {
-	if err := c.checkFormat(want); err != nil {
+// start registers a request and sends o, which it takes (o.p is released
+// if the request fails before it is sent), with the request's key (for
+// SRMP its sequence number).
+func (c *Conn) start(ctx context.Context, cb *callback, echo []byte, o *outbound) (int, chan result, error) {
+	if err := c.checkFormat(o.fifo); err != nil {
+		o.p.Release()
 		return 0, nil, err
 	}
 	if l := c.syncLead(); l != nil { // before acquire, which holds the matcher's lock until register
 		l.drain(c)
 	}
-	if want == MatchFIFO { // before acquire: its lock is held until register
+	if o.fifo { // before acquire: its lock is held until register
 		c.fifoMu.Lock()
 		defer c.fifoMu.Unlock()
 	}
 	waited, err := c.m.acquire(ctx)
 	if err != nil {
+		o.p.Release()
 		if errors.Is(err, ErrConnClosed) {
 			err = fmt.Errorf("%w (%w)", err, ErrNotSent) // err may name why (ErrNotSRMP)
 		}
@@ -622,15 +618,24 @@ func (c *Conn) start(ctx context.Context, want MatchMode, cb *callback, echo []b
 	}
 	key, ch, err := c.m.register(cb, echo, waited)
 	if err != nil {
+		o.p.Release()
 		return 0, nil, err
 	}
-	if err := c.sendCoalesced(key, cb == nil, send); err != nil {
+	if err := c.sendCoalesced(ctx, key, cb == nil, o); err != nil {
 		if !c.m.unregister(key, cb != nil) {
 			return key, ch, nil // its callback has had the outcome (a stray reply, a timeout, the close): reported once
 		}
 		return 0, nil, sendError(err)
 	}
 	return key, ch, nil
+}
+
+// send writes a started request with its key; it takes o.p.
+func (c *Conn) send(ctx context.Context, key int, o *outbound) error {
+	if o.fifo {
+		return c.chain.Write(o.p)
+	}
+	return c.writeSRMP(ctx, KindRequest, o.flag, uint8(key), o.body, o.p)
 }
 
 // sendError classifies a request's failed send: on a connection that
@@ -655,13 +660,13 @@ func sendError(err error) error {
 // requests leave in the same write instead of one system call each. A lone
 // request, an asynchronous one (its caller may be the reading goroutine, or
 // pipelining) and one inside Batch are written at once.
-func (c *Conn) sendCoalesced(key int, blocking bool, send func(int) error) error {
+func (c *Conn) sendCoalesced(ctx context.Context, key int, blocking bool, o *outbound) error {
 	if !blocking || c.m.inFlight.Load() <= 1 || c.batches.Load() > 0 || c.syncLead() != nil || c.chain.Datagram {
-		return send(key)
+		return c.send(ctx, key, o)
 	}
 	var err error
 	werr := c.sess.Batch(func() {
-		err = send(key)
+		err = c.send(ctx, key, o)
 		runtime.Gosched()
 	})
 	if err == nil {
@@ -670,8 +675,14 @@ func (c *Conn) sendCoalesced(key int, blocking bool, send func(int) error) error
 	return err
 }
 
-func (c *Conn) checkFormat(want MatchMode) error {
-	switch got := c.opts.Pipeline.match; {
+// checkFormat checks that the connection's requests are matched the way
+// a request of the kind asked (fifo or SRMP) needs.
+func (c *Conn) checkFormat(fifo bool) error {
+	want := MatchSRMP
+	if fifo {
+		want = MatchFIFO
+	}
+	switch got := c.match; {
 	case got == MatchNone:
 		return ErrNoMatch
 	case got != want:
