@@ -55,8 +55,8 @@ func Dial(ctx context.Context, network, address string, cfg transport.ClientConf
 	if syncReads { // no reconnects in this mode: this is the only Conn
 		conn := c.Conn()
 		conn.lead = newLead(tc)
-		if conn.m != nil {
-			conn.m.setOnExpire(tc.Wake)
+		if m := conn.m.Load(); m != nil {
+			m.setOnExpire(tc.Wake)
 		}
 	}
 	return c, nil

@@ -86,7 +86,7 @@ func (o *Options) Validate() error {
 type Conn struct {
 	sess   *transport.Session
 	chain  *Chain
-	m      *matcher
+	m      atomic.Pointer[matcher] // its pending requests (requests); a server's connection makes it with its first request
 	opts   *Options
 	fifoMu sync.Mutex // FIFO: register and write in one step, so wire order is queue order
 	lead   *lead      // a ReceiveSync client's read turn; nil when a receive goroutine reads (see syncLead)
@@ -111,6 +111,17 @@ func (c *Conn) SetState(v any) { c.state = v }
 
 // State returns the value SetState attached, or nil.
 func (c *Conn) State() any { return c.state }
+
+// requests returns the connection's request matcher, made on first use:
+// most of a server's connections never send a request. Its pipeline
+// matches requests (match is not MatchNone).
+func (c *Conn) requests() *matcher {
+	if m := c.m.Load(); m != nil {
+		return m
+	}
+	c.m.CompareAndSwap(nil, newMatcher(c.match == MatchFIFO, c.opts.Timeout))
+	return c.m.Load()
+}
 
 // newConn builds the codec state of a session and opens its handlers;
 // srv is the server whose connection it is, nil for a client's.
@@ -138,11 +149,8 @@ func newConn(s *transport.Session, o *Options, srv *Server) *Conn {
 		c.head = framingOf(c.chain.handlers[0])
 		c.direct = c.srmpCtx != nil && c.chain.sess != nil && c.srmpCtx.index == 0
 	}
-	switch o.Pipeline.match {
-	case MatchSRMP:
-		c.m = newMatcher(false, o.Timeout)
-	case MatchFIFO:
-		c.m = newMatcher(true, o.Timeout)
+	if srv == nil && c.match != MatchNone {
+		c.m.Store(newMatcher(c.match == MatchFIFO, o.Timeout)) // a client's connection is for requests
 	}
 	if err := c.chain.Open(); err != nil {
 		s.Abort(err)
@@ -182,12 +190,12 @@ func (c *Conn) closed(e *transport.CloseError) {
 		c.server.conns.Delete(c)
 	}
 	c.chain.Close(e)
-	if c.m != nil {
+	if c.match != MatchNone {
 		var cause error
 		if e != nil && (errors.Is(e.Err, ErrNotSRMP) || errors.Is(e.Err, ErrFrameTooLarge) || errors.Is(e.Err, ErrCorruptFrame)) {
 			cause = e.Err // the pending requests fail naming what the peer sent
 		}
-		c.m.close(cause)
+		c.requests().close(cause) // made now if none was: a request after the end then fails at once
 	}
 	if c.opts.OnClose != nil {
 		c.opts.OnClose(c, e)
@@ -201,7 +209,7 @@ func (c *Conn) read(p *packet.Packet) {
 		c.heard = true
 		if c.server == nil && c.match == MatchSRMP {
 			if err := foreignProtocol(p.Bytes()); err != nil {
-				c.m.close(err) // its pending requests fail naming it, not after their timeout
+				c.requests().close(err) // its pending requests fail naming it, not after their timeout
 				c.sess.Abort(err)
 				return
 			}
@@ -225,8 +233,8 @@ func (c *Conn) sink(msg any) error {
 	case *Message:
 		return c.sinkMessage(v)
 	case *packet.Packet:
-		if c.m != nil && c.match == MatchFIFO && c.m.pending() {
-			c.m.deliver(0, v)
+		if m := c.m.Load(); m != nil && c.match == MatchFIFO && m.pending() {
+			m.deliver(0, v)
 			return nil
 		}
 	}
@@ -237,8 +245,8 @@ func (c *Conn) sink(msg any) error {
 // sinkMessage is sink for a message, which an SRMP tail stage passes
 // straight (no interface value to unpack).
 func (c *Conn) sinkMessage(m *Message) error {
-	if m.IsReply() && c.m != nil && c.match == MatchSRMP {
-		c.m.deliver(int(m.Seq), m)
+	if m.IsReply() && c.match == MatchSRMP {
+		c.requests().deliver(int(m.Seq), m) // a stray reply to a server's connection makes its matcher, to count it
 		return nil
 	}
 	c.handle(m)
@@ -415,7 +423,7 @@ func (c *Conn) RequestBytesInto(ctx context.Context, flag uint8, payload []byte,
 	if l := c.syncLead(); l != nil {
 		r, err = l.await(ctx, c, key, ch, use, dst)
 	} else {
-		r, err = c.m.wait(ctx, key, ch)
+		r, err = c.requests().wait(ctx, key, ch)
 	}
 	if err != nil {
 		_, used = r.(usedReply)
@@ -481,7 +489,7 @@ func waitTyped[T any](ctx context.Context, c *Conn, key int, ch chan result, err
 	if l := c.syncLead(); l != nil {
 		r, err = l.await(ctx, c, key, ch, nil, nil)
 	} else {
-		r, err = c.m.wait(ctx, key, ch)
+		r, err = c.requests().wait(ctx, key, ch)
 	}
 	if err != nil {
 		return zero, err
@@ -608,7 +616,7 @@ func (c *Conn) start(ctx context.Context, cb *callback, echo []byte, o *outbound
 		c.fifoMu.Lock()
 		defer c.fifoMu.Unlock()
 	}
-	waited, err := c.m.acquire(ctx)
+	waited, err := c.requests().acquire(ctx)
 	if err != nil {
 		o.p.Release()
 		if errors.Is(err, ErrConnClosed) {
@@ -616,13 +624,13 @@ func (c *Conn) start(ctx context.Context, cb *callback, echo []byte, o *outbound
 		}
 		return 0, nil, err
 	}
-	key, ch, err := c.m.register(cb, echo, waited)
+	key, ch, err := c.requests().register(cb, echo, waited)
 	if err != nil {
 		o.p.Release()
 		return 0, nil, err
 	}
 	if err := c.sendCoalesced(ctx, key, cb == nil, o); err != nil {
-		if !c.m.unregister(key, cb != nil) {
+		if !c.requests().unregister(key, cb != nil) {
 			return key, ch, nil // its callback has had the outcome (a stray reply, a timeout, the close): reported once
 		}
 		return 0, nil, sendError(err)
@@ -661,7 +669,7 @@ func sendError(err error) error {
 // request, an asynchronous one (its caller may be the reading goroutine, or
 // pipelining) and one inside Batch are written at once.
 func (c *Conn) sendCoalesced(ctx context.Context, key int, blocking bool, o *outbound) error {
-	if !blocking || c.m.inFlight.Load() <= 1 || c.batches.Load() > 0 || c.syncLead() != nil || c.chain.Datagram {
+	if !blocking || c.requests().inFlight.Load() <= 1 || c.batches.Load() > 0 || c.syncLead() != nil || c.chain.Datagram {
 		return c.send(ctx, key, o)
 	}
 	var err error
@@ -702,10 +710,11 @@ func (c *Conn) Batch(f func()) error {
 
 // Stats returns the connection's matching counters.
 func (c *Conn) Stats() MatchStats {
-	if c.m == nil {
+	m := c.m.Load()
+	if m == nil {
 		return MatchStats{}
 	}
-	return c.m.stats()
+	return m.stats()
 }
 
 // String names a matching mode.

@@ -63,30 +63,30 @@ func (l *lead) give() {
 func (l *lead) await(ctx context.Context, c *Conn, key int, ch chan result, use ReplyUse, dst any) (any, error) {
 	for {
 		if len(ch) > 0 { // only this goroutine receives from ch
-			return c.m.finish(key, ch, <-ch)
+			return c.requests().finish(key, ch, <-ch)
 		}
 		if ctx.Err() != nil { // else a reader whose reads fail at once would loop
-			return c.m.abandon(ctx, key, ch)
+			return c.requests().abandon(ctx, key, ch)
 		}
 		if !l.take() {
 			r, got, turn := l.park(ctx, ch)
 			switch {
 			case got:
-				return c.m.finish(key, ch, r)
+				return c.requests().finish(key, ch, r)
 			case !turn:
-				return c.m.abandon(ctx, key, ch)
+				return c.requests().abandon(ctx, key, ch)
 			}
 		}
 		if l.events.Load() { // the receive goroutine reads, or is about to
 			l.give()
-			return c.m.wait(ctx, key, ch)
+			return c.requests().wait(ctx, key, ch)
 		}
-		c.m.readFor(key, use, dst) // a reply of its own read reaches it without its channel
+		c.requests().readFor(key, use, dst) // a reply of its own read reaches it without its channel
 		l.readOnce(ctx, c, ch)
-		r, got := c.m.readDone()
+		r, got := c.requests().readDone()
 		l.give()
 		if got {
-			return c.m.finish(key, ch, r)
+			return c.requests().finish(key, ch, r)
 		}
 	}
 }
