@@ -21,3 +21,6 @@ func UDPReads(s *Server) uint64 {
 
 // BurstEnded is burstEnded, for its table test.
 var BurstEnded = burstEnded
+
+// ParkingWave is parkingWave, for its table test.
+var ParkingWave = parkingWave

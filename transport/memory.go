@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,14 +17,26 @@ import (
 // each sweep a server with parked sessions asks whether much was allocated
 // since the heap was last trimmed and allocation has since fallen far from
 // its peak; if so, it has the runtime collect and return the free pages
-// (Config.KeepFreedMemory turns it off).
+// (Config.KeepFreedMemory turns it off). Sessions give their read buffers
+// back as they park, up to ParkAfter after a burst's last bytes: when a
+// wave of them parked since the last trim and has ended, a second trim
+// returns what they gave.
 
 // memoryGrowthMin is the least allocation since the last trim worth one:
 // a ramp of 20,000 connections that park at once allocates about 40 MiB.
 const memoryGrowthMin = 16 << 20
 
-// memoryReturnGap is the least time between two trims in a process.
+// memoryReturnGap is the least time between two trims in a process (but
+// for a parking wave's: waveReturnGap).
 const memoryReturnGap = 5 * time.Second
+
+// waveReturnGap is the least time between a trim and the one after the
+// parking wave that followed it.
+const waveReturnGap = time.Second
+
+// parkingWaveMin is the fewest sessions parked between two looks that
+// make a wave: each gives back a read buffer of 4 KiB or more.
+const parkingWaveMin = 1024
 
 // burstEnded reports whether, with sinceTrim bytes allocated since the
 // last trim, lastSecond of them since the look before, peak the most
@@ -37,8 +50,23 @@ func burstEnded(sinceTrim, lastSecond, peak, heap uint64) bool {
 	return sinceTrim >= max(memoryGrowthMin, heap/2) && lastSecond < peak/16
 }
 
+// parkingWave reports whether sessions are parking in numbers: of the now
+// parked, more than a sixteenth and parkingWaveMin parked since the last
+// look (before then, net of those woken). Steady heartbeats, each session
+// parked again within its wake, make none; nor does a slow stream of new
+// connections.
+func parkingWave(before, now int64) bool {
+	return now-before > max(now/16, parkingWaveMin)
+}
+
+// parkedSessions counts the sessions parked in the process, every
+// server's (park.go).
+var parkedSessions atomic.Int64
+
 var memWatch struct {
 	sync.Mutex
+	parked         int64     // parkedSessions at the last look
+	wave           bool      // a parking wave since the last trim (or going on at it)
 	allocs, atTrim uint64    // allocations at the last look, and at the last trim
 	peak           uint64    // the most allocated between two looks since the last trim
 	seen, trim     time.Time // the last look; the last trim
@@ -59,7 +87,8 @@ func heapSamples() []metrics.Sample {
 
 // memoryBurstEnded looks at the runtime's heap (at most twice a second in
 // a process, whichever server's sweep asks) and reports whether a trim is
-// due now ([burstEnded], and memoryReturnGap since the last).
+// due now: [burstEnded], and memoryReturnGap since the last; or a
+// [parkingWave] since the last has ended, waveReturnGap after it.
 func memoryBurstEnded() bool {
 	w := &memWatch
 	w.Lock()
@@ -82,15 +111,21 @@ func memoryBurstEnded() bool {
 	allocs := w.samples[4].Value.Uint64()
 	last := w.allocs
 	w.allocs = allocs
+	parked, parkedBefore := parkedSessions.Load(), w.parked
+	w.parked = parked
 	if last == 0 { // the first look: what came before it (a ramp of connections, say) counts as one burst
 		w.peak = allocs - w.atTrim
 		return false
 	}
 	w.peak = max(w.peak, allocs-last)
-	if !burstEnded(allocs-w.atTrim, allocs-last, w.peak, heap) || now.Sub(w.trim) < memoryReturnGap {
+	wave := parkingWave(parkedBefore, parked)
+	burst := burstEnded(allocs-w.atTrim, allocs-last, w.peak, heap) && now.Sub(w.trim) >= memoryReturnGap
+	settled := w.wave && !wave && now.Sub(w.trim) >= waveReturnGap
+	w.wave = w.wave || wave
+	if !burst && !settled {
 		return false
 	}
-	w.trim, w.atTrim, w.peak = now, allocs, 0
+	w.trim, w.atTrim, w.peak, w.wave = now, allocs, 0, wave
 	return true
 }
 

@@ -33,3 +33,28 @@ func TestMemoryReturnFollowsTheEndOfABurst(t *testing.T) {
 		}
 	}
 }
+
+// A trim also waits for a wave of parking sessions to end (each gives
+// its read buffer back as it parks); heartbeats' wakes and parks are none.
+func TestMemoryReturnWaitsForParkingWave(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		before, now int64
+		want        bool
+	}{
+		{"the sessions of a burst parking", 2000, 19800, true},
+		{"a ramp's connections parking", 0, 5000, true},
+		{"new connections one by one", 19800, 19850, false},
+		{"heartbeats: as many woken as parked", 19790, 19800, false},
+		{"sessions ending", 19800, 10000, false},
+		{"none parked", 0, 0, false},
+		{"just over a sixteenth joined", 30000, 32001, true},
+		{"a sixteenth joined", 30000, 32000, false},
+		{"a few sessions parking", 0, 1024, false},
+		{"just over parkingWaveMin", 0, 1025, true},
+	} {
+		if got := transport.ParkingWave(c.before, c.now); got != c.want {
+			t.Errorf("%s: parkingWave(%d, %d) = %v, want %v", c.name, c.before, c.now, got, c.want)
+		}
+	}
+}

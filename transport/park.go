@@ -90,6 +90,7 @@ func (s *Session) firstByteTimeout() time.Duration {
 // when the sweep wakes it. It reports false when the session cannot park
 // now (a wake came meanwhile, or the poller failed): read on.
 func (s *Session) park(end time.Time) bool {
+	s.shedSendScratch()
 	p := s.poll
 	if p == nil {
 		if p = s.owner.acquirePoller(); p == nil {
@@ -108,6 +109,7 @@ func (s *Session) park(end time.Time) bool {
 	}
 	if s.parkState.CompareAndSwap(parkRunning, parkParked) {
 		p.parked.Add(1)
+		parkedSessions.Add(1)
 		return true
 	}
 	s.parkState.Store(parkRunning) // woken meanwhile: what woke it is read now
@@ -179,6 +181,7 @@ func (s *Session) wake() {
 		case parkParked:
 			if s.parkState.CompareAndSwap(parkParked, parkRunning) {
 				s.poll.parked.Add(-1)
+				parkedSessions.Add(-1)
 				s.resumed = true
 				s.owner.serve(s)
 				return

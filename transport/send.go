@@ -569,6 +569,38 @@ func (s *Session) uncork() error {
 	return s.flush()
 }
 
+// keptScratch is the capacity of a send scratch slice (the queue, the
+// spare batch, a stream sender's iovecs and staging list) that a parking
+// session keeps: a heartbeat's reply fits, and allocates none.
+const keptScratch = 4
+
+// shedSendScratch drops the send side's scratch slices that a burst grew
+// past keptScratch, for a session about to park, unless a write is in
+// progress or bytes are queued: a parked connection then holds none of
+// them, and its next burst makes them again.
+func (s *Session) shedSendScratch() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.writing || len(s.queue) > 0 || s.stage != nil {
+		return
+	}
+	if cap(s.queue) > keptScratch {
+		s.queue = nil
+	}
+	if cap(s.spare) > keptScratch {
+		s.spare = nil
+	}
+	if w, ok := s.out.(*streamSender); ok { // written only under s.writing
+		if cap(w.iov) > keptScratch {
+			w.iov = nil
+		}
+		if cap(w.stages) > keptScratch {
+			w.stages = nil
+		}
+		w.bufs, w.piece[0] = nil, nil // what the last write consumed: it may hold a released packet's bytes
+	}
+}
+
 // SendQueue returns the state of the session's send queue now.
 func (s *Session) SendQueue() QueueStats {
 	s.mu.Lock()
