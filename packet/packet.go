@@ -167,10 +167,19 @@ func (p *Packet) Skip(n int) {
 // new bytes may belong to another view). It panics if n is out of [0, Cap()].
 func (p *Packet) Resize(n int) {
 	p.check()
+	if uint(n) > uint(len(p.buf)) {
+		p.resizeUp(n)
+		return
+	}
+	p.buf = p.buf[:n] // shrinking: always allowed, and inline
+}
+
+// resizeUp is Resize past the segment's length (or to a negative n).
+func (p *Packet) resizeUp(n int) {
 	if n < 0 || n > cap(p.buf) {
 		panic(fmt.Sprintf("packet: Resize(%d) out of range of capacity %d", n, cap(p.buf)))
 	}
-	if n > len(p.buf) && p.o != nil && p.o.refs.Load() != 1 {
+	if p.o != nil && p.o.refs.Load() != 1 {
 		panic(ErrShared)
 	}
 	p.buf = p.buf[:n]
