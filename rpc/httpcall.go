@@ -81,7 +81,7 @@ func (s *Server) serveHTTPCall(rw http.ResponseWriter, r *http.Request, ss *Sess
 	}
 	s.begin(ss)
 	defer s.end(ss)
-	out, k, err := s.exec(r.Context(), ss, name, a, KindUnary, data, r.Header.Get("traceparent"), nil, recv, nil)
+	out, k, err := s.exec(r.Context(), ss, name, a, KindUnary, data, r.Header.Get("traceparent"), nil, recv)
 	if s.stopped.Load() {
 		panic(http.ErrAbortHandler) // cut short by Close: it fails with its connection
 	}
@@ -155,7 +155,7 @@ func (s *Server) streamSSE(rw http.ResponseWriter, r *http.Request, ss *Session,
 		}
 		return rc.Flush()
 	}
-	_, _, err := s.exec(ss.ctx, ss, []byte(action), a, KindStream, data, r.Header.Get("traceparent"), nil, 0, func(item []byte, k kind) error { return event(CodeOK, k, item) })
+	err := s.execStream(ss, []byte(action), a, data, r.Header.Get("traceparent"), func(item []byte, k kind) error { return event(CodeOK, k, item) })
 	switch {
 	case s.stopped.Load():
 		panic(http.ErrAbortHandler) // cut short by Close: it ends with its connection

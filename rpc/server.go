@@ -437,7 +437,7 @@ func (s *Server) reply(ctx context.Context, ss *Session, b body, a *action, kind
 	dst = appendName(dst, b.action)
 	off := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
-	out, k, err := s.exec(ctx, ss, b.action, a, kind, b.data, "", dst, recv, nil)
+	out, k, err := s.exec(ctx, ss, b.action, a, kind, b.data, "", dst, recv)
 	switch {
 	case err == errCallerGone:
 		return dst[:off], true, true
@@ -461,22 +461,20 @@ var errStreamHere = &APIError{Code: 501, Message: "a streaming action needs an S
 // exec runs action a (nil: unknown name), called as name with data, in a
 // context made by callContext from parent (Process's, an HTTP request's)
 // or the session's, through the interceptors, and appends its encoded
-// result to dst. A stream (kind KindStream) hands its items to send
-// instead and ends with its error. It refuses a call while shutting down,
-// a name too long, too many keys, an unknown action without interceptors
-// and a streaming action called as a call here; a panic of the handler or
-// of an interceptor is a 500, a call (not a stream) that ended past the
-// deadline its caller sent is errCallerGone, an APIError of code 200 a
-// success (success200). OnCallDone sees every call, with recv (when the
-// server got the request, see received; 0: not known) as its Wait's
+// result to dst. It refuses a call while shutting down, a name too long,
+// too many keys, an unknown action without interceptors and a stream here;
+// a panic of the handler or of an interceptor is a 500, a call that ended
+// past the deadline its caller sent is errCallerGone, an APIError of code
+// 200 a success (success200). OnCallDone sees every call, with recv (when
+// the server got the request, see received; 0: not known) as its Wait's
 // start. traceHeader is an HTTP request's traceparent header.
-func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *action, kind CallKind, data []byte, traceHeader string, dst []byte, recv int64, send func([]byte, kind) error) (out []byte, k kind, err error) {
+func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *action, kind CallKind, data []byte, traceHeader string, dst []byte, recv int64) (out []byte, k kind, err error) {
 	var start int64
 	if s.cfg.OnCallDone != nil {
 		start = mono.Now()
 	}
 	defer func() {
-		if err != nil && err != errCallerGone && kind != KindStream { // after a panic's 500 and the deadline's check
+		if err != nil && err != errCallerGone { // after a panic's 500 and the deadline's check
 			out, k, err = success200(dst, err, out, k)
 		}
 		if s.cfg.OnCallDone != nil {
@@ -487,15 +485,8 @@ func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *actio
 			s.observe(ss, a, kind, recv, start, err, len(data), resp)
 		}
 	}()
-	switch {
-	case s.closing.Load():
-		return dst, kindNull, ErrShutdown
-	case len(name) > maxCallName:
-		return dst, kindNull, &APIError{Code: CodeBadRequest, Message: fmt.Sprintf("rpc: action name of %d bytes, limit %d", len(name), maxCallName)}
-	case a != nil && !a.raw && len(data) > 4*s.cfg.MaxArgKeys && countKeys(data, s.cfg.MaxArgKeys) > s.cfg.MaxArgKeys:
-		// (a document of n keys has at least 4n bytes: only longer ones
-		// are counted)
-		return dst, kindNull, fmt.Errorf("%w: more than %d keys (Config.MaxArgKeys)", ErrArgs, s.cfg.MaxArgKeys)
+	if err := s.refusal(name, a, data); err != nil {
+		return dst, kindNull, err
 	}
 	switch {
 	case a == nil && s.chain == nil:
@@ -503,14 +494,14 @@ func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *actio
 			ss.noteToken(d.token) // NewLife reads it before it looks the action up
 		}
 		return dst, kindNull, notFound(name)
-	case a != nil && a.stream != nil && kind != KindStream:
+	case a != nil && a.stream != nil:
 		return dst, kindNull, errStreamHere
 	}
 	raw := data
 	ctx, data, cancel := s.callContext(parent, ss, name, a, kind, data, traceHeader)
 	if cancel != nil {
 		defer func() {
-			if ctx.Err() == context.DeadlineExceeded && kind != KindStream {
+			if ctx.Err() == context.DeadlineExceeded {
 				err = errCallerGone
 			}
 			cancel()
@@ -518,18 +509,61 @@ func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *actio
 	}
 	defer s.recoverCall(ctx, ss, a, &err) // interceptors are the application's code too: a panic in one is a 500
 	if s.chain == nil {
-		if kind == KindStream {
-			return dst, kindNull, a.stream(ctx, data, send)
-		}
 		return a.invoke(ctx, data, dst)
 	}
 	c := sessionCall(ss)
 	c.info, c.raw, c.data, c.keys = CallInfoFrom(ctx), raw, data, s.keys
-	c.a, c.name, c.dst, c.off, c.send = a, name, dst, len(dst), send
+	c.a, c.name, c.dst, c.off = a, name, dst, len(dst)
 	err = s.chain(ctx, c)
 	out, k = c.dst, c.k
 	endSessionCall(ss, c)
 	return out, k, err
+}
+
+// refusal is exec's and execStream's refusal of a call before it runs:
+// ErrShutdown while shutting down, a 400 for a name too long to serve or
+// for arguments of more than Config.MaxArgKeys keys (a document of n keys
+// has at least 4n bytes: only longer ones are counted). A function of its
+// own, to keep its formatting out of exec's frame.
+func (s *Server) refusal(name []byte, a *action, data []byte) error {
+	switch n := s.cfg.MaxArgKeys; {
+	case s.closing.Load():
+		return ErrShutdown
+	case len(name) > maxCallName:
+		return &APIError{Code: CodeBadRequest, Message: fmt.Sprintf("rpc: action name of %d bytes, limit %d", len(name), maxCallName)}
+	case a != nil && !a.raw && len(data) > 4*n && countKeys(data, n) > n:
+		return fmt.Errorf("%w: more than %d keys (Config.MaxArgKeys)", ErrArgs, n)
+	}
+	return nil
+}
+
+// execStream runs a stream of session ss as exec runs a call (the same
+// refusals, context and interceptors; its error ends it as it is, neither
+// success200 nor errCallerGone), handing its items to send. traceHeader is
+// an HTTP request's traceparent header.
+func (s *Server) execStream(ss *Session, name []byte, a *action, data []byte, traceHeader string, send func([]byte, kind) error) (err error) {
+	if s.cfg.OnCallDone != nil {
+		start, size := mono.Now(), len(data)
+		defer func() { s.observe(ss, a, KindStream, 0, start, err, size, -1) }()
+	}
+	if err := s.refusal(name, a, data); err != nil {
+		return err
+	}
+	raw := data
+	ctx, data, cancel := s.callContext(ss.ctx, ss, name, a, KindStream, data, traceHeader)
+	if cancel != nil {
+		defer cancel()
+	}
+	defer s.recoverCall(ctx, ss, a, &err)
+	if s.chain == nil {
+		return a.stream(ctx, data, send)
+	}
+	c := sessionCall(ss)
+	c.info, c.raw, c.data, c.keys = CallInfoFrom(ctx), raw, data, s.keys
+	c.a, c.name, c.send = a, name, send
+	err = s.chain(ctx, c)
+	endSessionCall(ss, c)
+	return err
 }
 
 // runCall is the call itself, after the interceptors: the action's

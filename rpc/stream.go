@@ -88,7 +88,7 @@ func (s *Server) serveStream(ss *Session, req *codec.Message, b body, a *action)
 		}
 		return ss.sendReply(&m, out, false)
 	}
-	_, _, err := s.exec(ss.ctx, ss, b.action, a, KindStream, b.data, "", nil, 0, send)
+	err := s.execStream(ss, b.action, a, b.data, "", send)
 	if oneWay || s.stopped.Load() { // a stream cut short by Close fails with its connection
 		return
 	}
