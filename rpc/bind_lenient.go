@@ -24,14 +24,11 @@ const maxBindDepth = 256
 // set again; fields no key names keep what they held.
 func unmarshalLenient(data []byte, dst any) error {
 	err := json.Unmarshal(data, dst)
-	if err == nil {
-		return nil
-	}
 	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Errorf("%w: %v", ErrArgs, err)
+	if err != nil && !errors.As(err, &se) {
+		err = bindLenient(data, reflect.ValueOf(dst).Elem(), 0)
 	}
-	if err := bindLenient(data, reflect.ValueOf(dst).Elem(), 0); err != nil {
+	if err != nil {
 		return fmt.Errorf("%w: %v", ErrArgs, err)
 	}
 	return nil
@@ -241,13 +238,9 @@ func structFields(t reflect.Type) fieldList {
 	for _, f := range reflect.VisibleFields(t) {
 		tag, tagged := f.Tag.Lookup("json")
 		name, _, _ := strings.Cut(tag, ",")
-		switch {
-		case !f.IsExported() && !f.Anonymous, name == "-":
-			continue
-		case f.Anonymous && !tagged && (f.Type.Kind() == reflect.Struct || f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct):
-			continue // its fields are promoted: VisibleFields lists them
-		case !f.IsExported():
-			continue
+		embedded := f.Anonymous && !tagged && (f.Type.Kind() == reflect.Struct || f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct)
+		if name == "-" || !f.IsExported() || embedded {
+			continue // an embedded struct's fields are promoted: VisibleFields lists them
 		}
 		if name == "" {
 			name = f.Name

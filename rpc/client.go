@@ -775,10 +775,7 @@ func (c *Client) onPush(cn *codec.Conn, msg any) {
 		iv.client, iv.cl, iv.raw, iv.coded, iv.onPush = true, c, b.data, true, c.cfg.OnPush
 		iv.own = CallInfo{action: string(b.action), kind: KindPush}
 		iv.info = &iv.own
-		iv.conn = cn
-		if cs, ok := cn.State().(*connState); ok {
-			iv.peer = cs.addr
-		}
+		iv.wentOut(cn, "", nil) // where it came from
 		c.chain(context.Background(), iv)
 		putCall(iv)
 	case c.cfg.OnPush != nil:

@@ -10,6 +10,7 @@ import (
 // RegisterOption adjusts how Register names a controller's actions.
 type RegisterOption func(*registration)
 
+// registration is what Register's options set (its maps made by Register).
 type registration struct {
 	prefix string
 	names  map[string]string
@@ -21,12 +22,7 @@ type registration struct {
 // binds it by that name from an argument object, case-insensitively,
 // ignoring other keys (NewLife's binding).
 func WithParam(method string, names ...string) RegisterOption {
-	return func(r *registration) {
-		if r.params == nil {
-			r.params = map[string][]string{}
-		}
-		r.params[method] = append([]string(nil), names...)
-	}
+	return func(r *registration) { r.params[method] = append([]string(nil), names...) }
 }
 
 // WithPrefix replaces the controller part of the action names (NewLife [Api("X")]
@@ -37,12 +33,7 @@ func WithPrefix(p string) RegisterOption { return func(r *registration) { r.pref
 // method): a name with a "/" is used as it is, else it replaces the method
 // part.
 func WithName(method, name string) RegisterOption {
-	return func(r *registration) {
-		if r.names == nil {
-			r.names = map[string]string{}
-		}
-		r.names[method] = name
-	}
+	return func(r *registration) { r.names[method] = name }
 }
 
 var (
@@ -69,7 +60,7 @@ var (
 func (s *Server) Register(controller any, opts ...RegisterOption) error {
 	rv := reflect.ValueOf(controller)
 	t := rv.Type()
-	reg := registration{prefix: controllerName(t)}
+	reg := registration{prefix: controllerName(t), names: map[string]string{}, params: map[string][]string{}}
 	for _, o := range opts {
 		o(&reg)
 	}
