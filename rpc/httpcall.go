@@ -33,10 +33,6 @@ func (s *Server) serveHTTPCall(rw http.ResponseWriter, r *http.Request, ss *Sess
 		// net/http drops, may be a smuggling attempt).
 		rw.Header().Set("Connection", "close")
 	}
-	if r.ContentLength > int64(s.cfg.Framer.MaxFrame) {
-		refuse(rw, r, http.StatusRequestEntityTooLarge, errBodyTooLarge.Error())
-		return
-	}
 	http.NewResponseController(rw).SetReadDeadline(time.Now().Add(s.cfg.Framer.Expire))
 	body, release, err := s.readBody(r.Body, r.ContentLength, s.cfg.Framer.MaxFrame)
 	defer release()

@@ -211,9 +211,9 @@ func (c *Client) receiving(ctx context.Context, cn *codec.Conn) (*codec.Conn, er
 func (q *streamQueue) push(m *codec.Message, err error) codec.StreamStep {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	step, end := codec.StreamMore, error(nil)
+	step, b, perr := codec.StreamMore, body{}, error(nil)
 	if err == nil {
-		step, end = endOf(m)
+		b, perr = parseBody(m.PayloadBytes(), false)
 	}
 	switch {
 	case q.dropped:
@@ -223,8 +223,10 @@ func (q *streamQueue) push(m *codec.Message, err error) codec.StreamStep {
 		if q.err == nil {
 			q.err = errStreamEnd
 		}
-	case end != nil:
-		q.err = end
+	case perr != nil: // not a reply body at all: it breaks the stream
+		q.err, step = fmt.Errorf("rpc: stream: %w", perr), codec.StreamLeave
+	case len(b.data) == 0: // a reply whose data is empty ends the stream (NewLife's client stops there)
+		q.err, step = errStreamEnd, codec.StreamDone
 	case len(q.items) >= MaxStreamBuffer || q.bytes+payloadLen(m) > MaxStreamBufferBytes:
 		q.err, step = ErrStreamOverflow, codec.StreamLeave
 	default:
@@ -243,21 +245,6 @@ func payloadLen(m *codec.Message) int {
 		return 0
 	}
 	return m.Payload.Total()
-}
-
-// endOf says whether reply m ends the stream, and how: a reply whose data
-// is empty is its end (StreamDone, errStreamEnd; NewLife's client stops
-// there), one that is not a reply body at all breaks it (StreamLeave, with
-// that error); any other is an item (StreamMore, nil).
-func endOf(m *codec.Message) (codec.StreamStep, error) {
-	b, err := parseBody(m.PayloadBytes(), false)
-	switch {
-	case err != nil:
-		return codec.StreamLeave, fmt.Errorf("rpc: stream: %w", err)
-	case len(b.data) == 0:
-		return codec.StreamDone, errStreamEnd
-	}
-	return codec.StreamMore, nil
 }
 
 // next returns the next reply (owned) or the stream's end.

@@ -265,8 +265,11 @@ func refuse(rw http.ResponseWriter, r *http.Request, status int, msg string) {
 func (s *Server) readBody(r io.Reader, size int64, limit int) (body []byte, release func(), err error) {
 	held := 0
 	release = func() { s.cs.Release(held) }
-	if size == 0 {
+	switch {
+	case size == 0:
 		return nil, release, nil // no body: nothing to hold, nothing counted
+	case size > int64(limit):
+		return nil, release, errBodyTooLarge // declared too long: not read
 	}
 	want := limit + 1 // a body of unknown length may be one byte past the limit, which says it is too long
 	if size >= 0 {

@@ -187,21 +187,17 @@ func (c *wsConn) frame(h ws.Header) error {
 			return io.EOF
 		}
 		code, reason := ws.ParseCloseFrameData(p)
-		if len(p) < 2 || !validCloseCode(code) || !utf8.ValidString(reason) {
+		// A peer may send the codes RFC 6455 §7.4.1 and IANA's registry
+		// define (1000–1003, 1007–1014) and those for libraries and
+		// applications (3000–4999); 1004, 1005, 1006 and 1015 are never sent.
+		valid := code >= 1000 && code <= 1003 || code >= 1007 && code <= 1014 || code >= 3000 && code <= 4999
+		if len(p) < 2 || !valid || !utf8.ValidString(reason) {
 			return c.fail(ws.StatusProtocolError, errors.New("close frame with an invalid code or reason"))
 		}
 		c.control(ws.OpClose, ws.NewCloseFrameBody(code, ""))
 		return io.EOF
 	}
 	return nil // a pong
-}
-
-// validCloseCode reports whether a peer may send code in a close frame:
-// the codes RFC 6455 §7.4.1 and IANA's registry define (1000–1003,
-// 1007–1014) and those for libraries and applications (3000–4999); 1004,
-// 1005, 1006 and 1015 are never sent.
-func validCloseCode(code ws.StatusCode) bool {
-	return code >= 1000 && code <= 1003 || code >= 1007 && code <= 1014 || code >= 3000 && code <= 4999
 }
 
 // fail sends a close frame with code and why's text, and returns the error
