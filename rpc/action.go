@@ -137,7 +137,13 @@ func (r *registry) find(name []byte) *action {
 	if len(name) > MaxActionLen {
 		return s.fold["*"]
 	}
-	low := lowerASCII(buf[:0], name)
+	low := buf[:len(name)]
+	for i, c := range name {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		low[i] = c
+	}
 	if a := s.fold[string(low)]; a != nil {
 		return a
 	}
@@ -174,16 +180,6 @@ func (r *registry) all() []string {
 		out[i] = s.exact[n].sig
 	}
 	return out
-}
-
-func lowerASCII(dst, s []byte) []byte {
-	for _, c := range s {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		dst = append(dst, c)
-	}
-	return dst
 }
 
 // Handle registers fn as the action name: the typed, reflection-free form

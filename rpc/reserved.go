@@ -57,13 +57,6 @@ func reservedKind(k []byte) int {
 // keySet is a server's Config.MetadataKeys (nil: none).
 type keySet struct{ keys []string }
 
-func newKeySet(keys []string) *keySet {
-	if len(keys) == 0 {
-		return nil
-	}
-	return &keySet{keys: append([]string(nil), keys...)}
-}
-
 // kind says which reserved key k is, counting the set's keys as
 // rkMetadata.
 func (s *keySet) kind(k []byte) int {

@@ -59,7 +59,10 @@ func NewServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cfg.fill()
-	s := &Server{cfg: cfg, started: time.Now(), keys: newKeySet(cfg.MetadataKeys)}
+	s := &Server{cfg: cfg, started: time.Now()}
+	if len(cfg.MetadataKeys) > 0 {
+		s.keys = &keySet{keys: append([]string(nil), cfg.MetadataKeys...)}
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.limits = logattr.NewLimiter(numKinds, logattr.Burst, logattr.Interval, s.logSuppressed)
 	ics := append([]Interceptor(nil), cfg.Interceptors...)
@@ -219,10 +222,7 @@ func (s *Server) Stats() Stats {
 	return st
 }
 
-func (s *Server) onOpen(c *codec.Conn) {
-	ss := newSession(s, c)
-	c.SetState(ss)
-}
+func (s *Server) onOpen(c *codec.Conn) { c.SetState(newSession(s, c)) }
 
 func (s *Server) onClose(c *codec.Conn, err error) {
 	if ss, ok := c.State().(*Session); ok {
