@@ -138,12 +138,13 @@ type Config struct {
 	ParkAfter time.Duration
 	// KeepFreedMemory leaves the memory that a burst freed to Go's
 	// runtime, which hands it back to the OS over minutes. By default a
-	// server with parked sessions looks at the heap each second, and when
-	// much was allocated since its last trim (16 MiB and half the heap)
-	// and allocation has since all but stopped — the end of a burst of
-	// large messages, or of a ramp of new connections — it has the runtime
-	// collect and return the free memory at once (runtime.GC and
-	// debug.FreeOSMemory, at most once per 5 s in a process), so that a
+	// server with parked sessions looks at the heap up to twice a second,
+	// and when much was allocated since its last trim (16 MiB and half the
+	// heap) and allocation has since all but stopped — the end of a burst
+	// of large messages, or of a ramp of new connections — it has the
+	// runtime collect and return the free memory at once (runtime.GC and
+	// debug.FreeOSMemory, at most once per 5 s in a process; once more 1 s
+	// after the wave of sessions parking that follows), so that a
 	// gateway's memory is back at its idle size within seconds of a
 	// burst. Set it where a process runs collections of its own.
 	KeepFreedMemory bool

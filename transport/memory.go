@@ -13,8 +13,9 @@ import (
 // of new connections, a wave of large messages) go back to Go's heap when
 // the sessions park; the heap keeps the pages, and with little allocation
 // after the burst no collection comes to find them free for minutes (the
-// burst set the goal), so a gateway's RSS would stay at its peak. So at
-// each sweep a server with parked sessions asks whether much was allocated
+// burst set the goal), so a gateway's RSS would stay at its peak. So the
+// poller of a server with parked sessions asks, each time it wakes (a look
+// at most twice a second per process), whether much was allocated
 // since the heap was last trimmed and allocation has since fallen far from
 // its peak; if so, it has the runtime collect and return the free pages
 // (Config.KeepFreedMemory turns it off). Sessions give their read buffers
@@ -88,7 +89,8 @@ func heapSamples() []metrics.Sample {
 // memoryBurstEnded looks at the runtime's heap (at most twice a second in
 // a process, whichever server's sweep asks) and reports whether a trim is
 // due now: [burstEnded], and memoryReturnGap since the last; or a
-// [parkingWave] since the last has ended, waveReturnGap after it.
+// [parkingWave] since the last has ended, waveReturnGap after it, with
+// less than a sixteenth of memoryGrowthMin allocated since the look before.
 func memoryBurstEnded() bool {
 	w := &memWatch
 	w.Lock()
@@ -120,7 +122,9 @@ func memoryBurstEnded() bool {
 	w.peak = max(w.peak, allocs-last)
 	wave := parkingWave(parkedBefore, parked)
 	burst := burstEnded(allocs-w.atTrim, allocs-last, w.peak, heap) && now.Sub(w.trim) >= memoryReturnGap
-	settled := w.wave && !wave && now.Sub(w.trim) >= waveReturnGap
+	// (A wave's trim waits for allocation to be quiet too: one in the
+	// middle of a burst would hold the burst's own off for memoryReturnGap.)
+	settled := w.wave && !wave && now.Sub(w.trim) >= waveReturnGap && allocs-last < memoryGrowthMin/16
 	w.wave = w.wave || wave
 	if !burst && !settled {
 		return false

@@ -157,9 +157,8 @@ func (p *poller) run() {
 				due = append(due, sl.s)
 			}
 		}
-		swept := false
 		if t := time.Now(); !t.Before(nextSweep) {
-			nextSweep, swept = t.Add(sweepEvery), true
+			nextSweep = t.Add(sweepEvery)
 			p.file.SetReadDeadline(nextSweep)
 			now := mono.Of(t)
 			for i := range p.slots {
@@ -169,7 +168,7 @@ func (p *poller) run() {
 			}
 		}
 		p.mu.Unlock()
-		if swept && !p.srv.ep.cfg.KeepFreedMemory && memoryBurstEnded() {
+		if !p.srv.ep.cfg.KeepFreedMemory && memoryBurstEnded() { // it looks at most twice a second
 			p.returning.Go(returnFreedMemory)
 		}
 		for i, s := range due {
