@@ -569,56 +569,49 @@ func (c *Conn) RequestPacketAsync(ctx context.Context, p *packet.Packet, cb func
 	return err
 }
 
-// outbound is what a started request sends: an SRMP request with flag
-// carrying p (taken) or, when p is nil, a copy of body; or, for fifo, the
-// packet p.
-type outbound struct {
-	fifo bool
-	flag uint8
-	body []byte
-	p    *packet.Packet
-}
-
 // startMessage starts an SRMP request carried by m (owned by the call).
 func (c *Conn) startMessage(ctx context.Context, m *Message, cb *callback) (int, chan result, error) {
 	if m.Kind != KindRequest {
 		m.Release()
 		return 0, nil, fmt.Errorf("%w (kind %d)", ErrNotRequest, m.Kind)
 	}
-	o := outbound{flag: m.Flag, p: m.Payload}
+	flag, p := m.Flag, m.Payload
 	m.Payload = nil
 	m.Release()
-	return c.start(ctx, cb, nil, &o)
+	return c.start(ctx, cb, nil, false, flag, nil, p)
 }
 
 // startBytes starts an SRMP request with a copy of payload.
 func (c *Conn) startBytes(ctx context.Context, flag uint8, payload []byte, cb *callback, echo []byte) (int, chan result, error) {
-	return c.start(ctx, cb, echo, &outbound{flag: flag, body: payload})
+	return c.start(ctx, cb, echo, false, flag, payload, nil)
 }
 
 // startPacket starts a FIFO request carried by p (owned by the call).
 func (c *Conn) startPacket(ctx context.Context, p *packet.Packet, cb *callback) (int, chan result, error) {
-	return c.start(ctx, cb, nil, &outbound{fifo: true, p: p})
+	return c.start(ctx, cb, nil, true, 0, nil, p)
 }
 
-// start registers a request and sends o, which it takes (o.p is released
-// if the request fails before it is sent), with the request's key (for
-// SRMP its sequence number).
-func (c *Conn) start(ctx context.Context, cb *callback, echo []byte, o *outbound) (int, chan result, error) {
-	if err := c.checkFormat(o.fifo); err != nil {
-		o.p.Release()
+// start registers a request and sends it with the request's key (for
+// SRMP its sequence number): an SRMP request with flag carrying p (taken)
+// or, when p is nil, a copy of body; for fifo, the packet p. p is released
+// if the request fails before it is sent. (Separate parameters, not one
+// struct: escape analysis follows a struct as a whole, and p's leaking
+// would take body, often the caller's stack buffer, with it.)
+func (c *Conn) start(ctx context.Context, cb *callback, echo []byte, fifo bool, flag uint8, body []byte, p *packet.Packet) (int, chan result, error) {
+	if err := c.checkFormat(fifo); err != nil {
+		p.Release()
 		return 0, nil, err
 	}
 	if l := c.syncLead(); l != nil { // before acquire, which holds the matcher's lock until register
 		l.drain(c)
 	}
-	if o.fifo { // before acquire: its lock is held until register
+	if fifo { // before acquire: its lock is held until register
 		c.fifoMu.Lock()
 		defer c.fifoMu.Unlock()
 	}
 	waited, err := c.requests().acquire(ctx)
 	if err != nil {
-		o.p.Release()
+		p.Release()
 		if errors.Is(err, ErrConnClosed) {
 			err = fmt.Errorf("%w (%w)", err, ErrNotSent) // err may name why (ErrNotSRMP)
 		}
@@ -626,10 +619,10 @@ func (c *Conn) start(ctx context.Context, cb *callback, echo []byte, o *outbound
 	}
 	key, ch, err := c.requests().register(cb, echo, waited)
 	if err != nil {
-		o.p.Release()
+		p.Release()
 		return 0, nil, err
 	}
-	if err := c.sendCoalesced(ctx, key, cb == nil, o); err != nil {
+	if err := c.sendCoalesced(ctx, key, cb == nil, fifo, flag, body, p); err != nil {
 		if !c.requests().unregister(key, cb != nil) {
 			return key, ch, nil // its callback has had the outcome (a stray reply, a timeout, the close): reported once
 		}
@@ -638,12 +631,12 @@ func (c *Conn) start(ctx context.Context, cb *callback, echo []byte, o *outbound
 	return key, ch, nil
 }
 
-// send writes a started request with its key; it takes o.p.
-func (c *Conn) send(ctx context.Context, key int, o *outbound) error {
-	if o.fifo {
-		return c.chain.Write(o.p)
+// send writes a started request with its key (see start); it takes p.
+func (c *Conn) send(ctx context.Context, key int, fifo bool, flag uint8, body []byte, p *packet.Packet) error {
+	if fifo {
+		return c.chain.Write(p)
 	}
-	return c.writeSRMP(ctx, KindRequest, o.flag, uint8(key), o.body, o.p)
+	return c.writeSRMP(ctx, KindRequest, flag, uint8(key), body, p)
 }
 
 // sendError classifies a request's failed send: on a connection that
@@ -668,13 +661,13 @@ func sendError(err error) error {
 // requests leave in the same write instead of one system call each. A lone
 // request, an asynchronous one (its caller may be the reading goroutine, or
 // pipelining) and one inside Batch are written at once.
-func (c *Conn) sendCoalesced(ctx context.Context, key int, blocking bool, o *outbound) error {
+func (c *Conn) sendCoalesced(ctx context.Context, key int, blocking, fifo bool, flag uint8, body []byte, p *packet.Packet) error {
 	if !blocking || c.requests().inFlight.Load() <= 1 || c.batches.Load() > 0 || c.syncLead() != nil || c.chain.Datagram {
-		return c.send(ctx, key, o)
+		return c.send(ctx, key, fifo, flag, body, p)
 	}
 	var err error
 	werr := c.sess.Batch(func() {
-		err = c.send(ctx, key, o)
+		err = c.send(ctx, key, fifo, flag, body, p)
 		runtime.Gosched()
 	})
 	if err == nil {
