@@ -28,9 +28,18 @@ type CallEvent struct {
 	// it starts when net/http hands over the request (its head read) and
 	// takes in reading the body and its arguments. 0 for a stream and a
 	// call through [Server.Process]. Wait+Duration is the server's time
-	// from the request to its encoded result; the reply's write comes
-	// after the hook.
-	Wait     time.Duration
+	// from the request to its encoded result.
+	Wait time.Duration
+	// Written is the server's whole time on an answered call: from the
+	// start of Wait to the reply's hand-over to the connection (the
+	// transport's write, or its place in the send queue behind a write in
+	// progress or behind the other replies of the same read, which leave
+	// in one write); over HTTP, to the answer written to net/http. It
+	// takes in the reply's encoding and send after Duration. OnCallDone
+	// runs after that hand-over for such a call. 0 for a one-way call, a
+	// stream, a call through [Server.Process] and a reply not sent (its
+	// caller gone, the server closed).
+	Written  time.Duration
 	Request  int // the request's data, in bytes (reserved keys included)
 	Response int // the result's data, in bytes; -1 for a one-way call and a stream, which have none
 }
@@ -44,24 +53,42 @@ func (s *Server) received() int64 {
 	return mono.Now()
 }
 
-// observe reports a call that the server got at recv (0: not known) and
-// started at start (mono readings) to Config.OnCallDone. A panic of the
-// hook is counted and logged as a handler's is; the call's reply still
-// goes out.
-func (s *Server) observe(ss *Session, a *action, kind CallKind, recv, start int64, err error, req, resp int) {
-	defer s.recoverHook(ss, a)
-	ev := CallEvent{Kind: kind, Session: ss, Code: CodeOf(err), Err: err, Duration: time.Duration(mono.Now() - start), Request: req, Response: resp}
-	if recv != 0 && recv < start {
-		ev.Wait = time.Duration(start - recv)
+// callDone is what a call's [CallEvent] is made of: exec fills it as the
+// call ends, and its caller reports it (observe) once the reply has been
+// handed over, so that the event tells the whole time.
+type callDone struct {
+	a                *action
+	kind             CallKind
+	recv, start, end int64 // mono readings: the request's arrival (0: not known), the call's start and its result
+	err              error
+	req, resp        int
+}
+
+// observe reports a call to Config.OnCallDone; written is when its reply
+// was handed to the connection (a mono reading; 0: none was). A panic of
+// the hook is counted and logged as a handler's is; the call's reply has
+// gone out already.
+func (s *Server) observe(ss *Session, d *callDone, written int64) {
+	defer s.recoverHook(ss, d.a)
+	ev := CallEvent{Kind: d.kind, Session: ss, Code: CodeOf(d.err), Err: d.err, Duration: time.Duration(d.end - d.start), Request: d.req, Response: d.resp}
+	if d.recv != 0 && d.recv < d.start {
+		ev.Wait = time.Duration(d.start - d.recv)
 	}
-	if a != nil {
-		ev.Action = a.name
+	if written != 0 && d.recv != 0 && d.kind == KindUnary {
+		ev.Written = time.Duration(written - d.recv)
 	}
-	if kind != KindUnary {
+	if d.a != nil {
+		ev.Action = d.a.name
+	}
+	if d.kind != KindUnary {
 		ev.Response = -1
 	}
 	s.cfg.OnCallDone(ev)
 }
+
+// writtenAt is the time a reply was handed to the connection, for
+// CallEvent.Written: 0 without Config.OnCallDone.
+func (s *Server) writtenAt() int64 { return s.received() }
 
 // recoverHook, deferred, counts and logs a panic of Config.OnCallDone.
 func (s *Server) recoverHook(ss *Session, a *action) {

@@ -76,8 +76,15 @@ func TestOnCallDone(t *testing.T) {
 		resp   int
 	}
 	got := map[want]int{}
+	written := 0
 	for _, ev := range log.all() {
 		got[want{ev.Action, ev.Kind, ev.Code, ev.Response}]++
+		if ev.Written > 0 { // an answered call over SRMP or HTTP: the hook ran once its reply was out
+			written++
+			if ev.Kind != rpc.KindUnary || ev.Written < ev.Wait+ev.Duration {
+				t.Errorf("%s (%v): written %v, before the wait %v and the call %v ended", ev.Action, ev.Kind, ev.Written, ev.Wait, ev.Duration)
+			}
+		}
 		if (ev.Code == rpc.CodeOK) != (ev.Err == nil) {
 			t.Errorf("%s: code %d with error %v", ev.Action, ev.Code, ev.Err)
 		}
@@ -100,6 +107,9 @@ func TestOnCallDone(t *testing.T) {
 			t.Errorf("%+v: %d events, want %d (all: %+v)", w, got[w], n, log.all())
 		}
 	}
+	if written != 5 { // SRMP's four calls and HTTP's; not the one-way call, the stream or Process
+		t.Errorf("%d events with Written, want 5 (all: %+v)", written, log.all())
+	}
 	withSession := 0
 	for range 8 {
 		if <-sessions {
@@ -120,8 +130,15 @@ func TestOnCallDonePanics(t *testing.T) {
 	cl := dialClient(t, addr, rpc.ClientConfig{Log: quietLog()})
 	var r int
 	must(t, cl.Invoke(testCtx(t), "T/One", nil, &r))
-	if r != 1 || srv.Stats().Panics != 1 {
-		t.Errorf("result %d, panics %d; want 1 and 1", r, srv.Stats().Panics)
+	if r != 1 {
+		t.Errorf("result %d, want 1", r)
+	}
+	// The hook runs once the reply has gone out: the panic is counted
+	// just after the client has its reply.
+	for deadline := time.Now().Add(10 * time.Second); srv.Stats().Panics != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("panics %d, want 1", srv.Stats().Panics)
+		}
 	}
 }
 

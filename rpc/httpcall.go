@@ -77,7 +77,17 @@ func (s *Server) serveHTTPCall(rw http.ResponseWriter, r *http.Request, ss *Sess
 	}
 	s.begin(ss)
 	defer s.end(ss)
-	out, k, err := s.exec(r.Context(), ss, name, a, KindUnary, data, r.Header.Get("traceparent"), nil, recv)
+	d, answered := callDone{recv: recv}, false
+	if s.cfg.OnCallDone != nil {
+		defer func() { // after the answer's write, or the abort of a call Close cut short
+			var written int64
+			if answered {
+				written = s.writtenAt()
+			}
+			s.observe(ss, &d, written)
+		}()
+	}
+	out, k, err := s.exec(r.Context(), ss, name, a, KindUnary, data, r.Header.Get("traceparent"), nil, &d)
 	if s.stopped.Load() {
 		panic(http.ErrAbortHandler) // cut short by Close: it fails with its connection
 	}
@@ -85,6 +95,7 @@ func (s *Server) serveHTTPCall(rw http.ResponseWriter, r *http.Request, ss *Sess
 		err = fmt.Errorf("%w: result of %d bytes, limit %d (Framer.MaxFrame)", ErrTooLarge, len(out), s.cfg.Framer.MaxFrame)
 	}
 	s.writeDeadline(rw)
+	answered = true
 	if err != nil {
 		code, msg := s.errorReply(ss, name, err)
 		respond(rw, r, s.cfg.UseHTTPStatus, action, int(code), kindText, []byte(msg))

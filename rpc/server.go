@@ -381,8 +381,10 @@ func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action, recv in
 	}
 	bp := bodyPool.Get().(*[]byte)
 	defer putBody(bp)
-	out, isErr, gone := s.reply(ss.ctx, ss, b, a, kind, (*bp)[:0], recv)
+	d := callDone{recv: recv}
+	out, isErr, gone := s.reply(ss.ctx, ss, b, a, kind, (*bp)[:0], &d)
 	*bp = out
+	var written int64
 	switch {
 	case m.Kind == codec.KindOneWay: // never answered, even on error
 	case s.stopped.Load(): // cut short by Close: it fails with its connection
@@ -390,8 +392,13 @@ func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action, recv in
 	case !isErr && cap(out) > maxPooledBody:
 		ss.giveReply(m, out) // the pool does not keep it: the queue takes it as it is
 		*bp = nil
+		written = s.writtenAt()
 	default:
 		ss.sendReply(m, out, isErr) // a closed connection drops it, as it would any write
+		written = s.writtenAt()
+	}
+	if s.cfg.OnCallDone != nil {
+		s.observe(ss, &d, written)
 	}
 }
 
@@ -423,7 +430,11 @@ func (s *Server) Process(ctx context.Context, body, dst []byte) (reply []byte, i
 	if !ok {
 		return dst, false, false
 	}
-	reply, isErr, gone := s.reply(ctx, nil, b, a, KindUnary, dst, 0)
+	var d callDone
+	reply, isErr, gone := s.reply(ctx, nil, b, a, KindUnary, dst, &d)
+	if s.cfg.OnCallDone != nil {
+		s.observe(nil, &d, 0)
+	}
 	return reply, isErr, !gone
 }
 
@@ -431,13 +442,13 @@ func (s *Server) Process(ctx context.Context, body, dst []byte) (reply []byte, i
 // appends its SRMP reply body to dst: the action's name, then its result
 // or its error; gone says the call ended past the deadline its caller
 // sent, who no longer waits for the reply. A result past Framer.MaxFrame
-// is answered 413: the caller's framer would end the connection. recv is
-// when the server got the request (see received; 0: not known).
-func (s *Server) reply(ctx context.Context, ss *Session, b body, a *action, kind CallKind, dst []byte, recv int64) (out []byte, isErr, gone bool) {
+// is answered 413: the caller's framer would end the connection. d gets
+// the call's event (see exec).
+func (s *Server) reply(ctx context.Context, ss *Session, b body, a *action, kind CallKind, dst []byte, d *callDone) (out []byte, isErr, gone bool) {
 	dst = appendName(dst, b.action)
 	off := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
-	out, k, err := s.exec(ctx, ss, b.action, a, kind, b.data, "", dst, recv)
+	out, k, err := s.exec(ctx, ss, b.action, a, kind, b.data, "", dst, d)
 	switch {
 	case err == errCallerGone:
 		return dst[:off], true, true
@@ -465,24 +476,23 @@ var errStreamHere = &APIError{Code: 501, Message: "a streaming action needs an S
 // too many keys, an unknown action without interceptors and a stream here;
 // a panic of the handler or of an interceptor is a 500, a call that ended
 // past the deadline its caller sent is errCallerGone, an APIError of code
-// 200 a success (success200). OnCallDone sees every call, with recv (when
-// the server got the request, see received; 0: not known) as its Wait's
-// start. traceHeader is an HTTP request's traceparent header.
-func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *action, kind CallKind, data []byte, traceHeader string, dst []byte, recv int64) (out []byte, k kind, err error) {
-	var start int64
+// 200 a success (success200). With Config.OnCallDone, d gets the call's
+// event, d.recv (when the server got the request, see received; 0: not
+// known) set by the caller, who reports it (observe) once the reply is
+// out. traceHeader is an HTTP request's traceparent header.
+func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *action, kind CallKind, data []byte, traceHeader string, dst []byte, d *callDone) (out []byte, k kind, err error) {
 	if s.cfg.OnCallDone != nil {
-		start = mono.Now()
+		d.start = mono.Now()
 	}
 	defer func() {
 		if err != nil && err != errCallerGone { // after a panic's 500 and the deadline's check
 			out, k, err = success200(dst, err, out, k)
 		}
 		if s.cfg.OnCallDone != nil {
-			resp := 0
+			d.a, d.kind, d.end, d.err, d.req = a, kind, mono.Now(), err, len(data)
 			if err == nil && k != kindNull {
-				resp = len(out) - len(dst)
+				d.resp = len(out) - len(dst)
 			}
-			s.observe(ss, a, kind, recv, start, err, len(data), resp)
 		}
 	}()
 	if err := s.refusal(name, a, data); err != nil {
@@ -543,8 +553,11 @@ func (s *Server) refusal(name []byte, a *action, data []byte) error {
 // an HTTP request's traceparent header.
 func (s *Server) execStream(ss *Session, name []byte, a *action, data []byte, traceHeader string, send func([]byte, kind) error) (err error) {
 	if s.cfg.OnCallDone != nil {
-		start, size := mono.Now(), len(data)
-		defer func() { s.observe(ss, a, KindStream, 0, start, err, size, -1) }()
+		d := callDone{a: a, kind: KindStream, start: mono.Now(), req: len(data), resp: -1}
+		defer func() {
+			d.end, d.err = mono.Now(), err
+			s.observe(ss, &d, 0)
+		}()
 	}
 	if err := s.refusal(name, a, data); err != nil {
 		return err

@@ -55,9 +55,10 @@ type metricsServer struct {
 	mp     *sdkmetric.MeterProvider
 	tp     *sdktrace.TracerProvider // --traces; nil without
 	status *statusRecorder
-	// received is the server's time per call from the request to its
-	// result (servertime.go), beside the handler's time in calls.
-	received *receivedToResult
+	// received is the server's time per answered call from the request
+	// to its reply's write (servertime.go), beside the handler's time in
+	// calls.
+	received *receivedToWritten
 }
 
 // check validates --metrics and --traces.
@@ -105,7 +106,7 @@ func (m *metricsServer) config(cfg *rpc.Config) error {
 	}
 	m.reg = prometheus.NewRegistry()
 	calls := lnotel.NewCallMetrics() // the call histograms at a few hundred instructions a call, not the SDK's thousands
-	m.received = newReceivedToResult()
+	m.received = newReceivedToWritten()
 	exp, err := otelprom.New(otelprom.WithRegisterer(m.reg), otelprom.WithProducer(calls), otelprom.WithProducer(m.received))
 	if err != nil {
 		return err

@@ -164,14 +164,14 @@ func TestPrometheusScrapesServe(t *testing.T) {
 	// The server's request-to-result histogram (README's query, over the
 	// same span): each call's value is at least its handler time, so its
 	// p99 is at least the handler's, and below the slowest call rpcload saw.
-	const received = `lifenet_rpc_server_received_to_result_duration_seconds_bucket{job="lifenet",rpc_method="Bench/Latency"}`
+	const received = `lifenet_rpc_server_received_to_written_duration_seconds_bucket{job="lifenet",rpc_method="Bench/Latency"}`
 	recvQ := fmt.Sprintf(`histogram_quantile(0.99, sum by (le) (increase(%s[%dms])))`, received, after.Sub(begin).Milliseconds()+3000)
 	recv, ok := query(t, api, recvQ, after)
 	if !ok {
 		t.Fatalf("no result for %s", recvQ)
 	}
 	if recvUs := recv * 1e6; recvUs < p99Us || recvUs > s.Max {
-		t.Errorf("Prometheus's received-to-result p99 %.0f µs, want from the handlers' %.0f µs to rpcload's max %.0f µs; the samples it had:\n%s", recvUs, p99Us, s.Max,
+		t.Errorf("Prometheus's received-to-written p99 %.0f µs, want from the handlers' %.0f µs to rpcload's max %.0f µs; the samples it had:\n%s", recvUs, p99Us, s.Max,
 			samples(t, api, received+"[30s]", after))
 	}
 	t.Logf("rpcload: %d calls, %.1f calls/s, p95 %.0f µs, p99 %.0f µs, max %.0f µs; Prometheus: %.1f calls/s, p99 %.0f µs (handlers), %.0f µs (received to result)",

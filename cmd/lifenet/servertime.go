@@ -15,29 +15,30 @@ import (
 	"github.com/lifenet/lifenet/rpc"
 )
 
-// receivedName is the histogram of the server's time per call from the
-// request to its result; Prometheus names it
-// lifenet_rpc_server_received_to_result_duration_seconds. Not a name of
+// receivedName is the histogram of the server's whole time per answered
+// call, from the request to its reply's write; Prometheus names it
+// lifenet_rpc_server_received_to_written_duration_seconds. Not a name of
 // the OpenTelemetry conventions (theirs, rpc.server.call.duration, is the
 // handler's time here), hence lifenet's namespace.
-const receivedName = "lifenet.rpc.server.received_to_result.duration"
+const receivedName = "lifenet.rpc.server.received_to_written.duration"
 
 // receivedHelp is its description, Prometheus's HELP line: where it starts
 // and ends, and what is outside it.
-const receivedHelp = "The server's time per call from the request's arrival in the rpc package to its encoded result " +
-	"(rpc.CallEvent Wait+Duration): over SRMP from the codec's hand-over of the framed request, " +
-	"so routing, the wait for a goroutine and a CPU, argument binding, interceptors and the handler; " +
-	"over HTTP from net/http's hand-over (its head read), so the body's read too; a stream: its handler's time. " +
-	"Not in it: the socket read and framing before, writing the reply after, the network. " +
+const receivedHelp = "The server's time per answered call from the request's arrival in the rpc package to its reply's write " +
+	"(rpc.CallEvent Written): over SRMP from the codec's hand-over of the framed request, " +
+	"so routing, the wait for a goroutine and a CPU, argument binding, interceptors, the handler, the reply's encoding " +
+	"and its hand-over to the transport (written, or queued behind a write in progress or the other replies of its read); " +
+	"over HTTP from net/http's hand-over (its head read) to the answer written to net/http. " +
+	"Not in it: the socket read and framing before (microseconds), the kernel's send, the network; one-way calls and streams. " +
 	"rpc.server.call.duration is the handler's part alone, rpc.client.call.duration the caller's whole call."
 
-// receivedToResult records rpc.CallEvent's Wait+Duration per action in a
+// receivedToWritten records rpc.CallEvent's Written per action in a
 // histogram of otel.DefaultDurationBuckets, the buckets of the handler's
 // histogram, so that the two compare bucket by bucket. It is an
 // OpenTelemetry metric producer: the Prometheus exporter exports it with
 // otel.CallMetrics' histograms, and /status reads it. record is safe for
 // concurrent use and allocates only for an action's first call.
-type receivedToResult struct {
+type receivedToWritten struct {
 	start  time.Time
 	bounds []float64 // seconds
 	at     []int64   // bounds, nanoseconds
@@ -54,16 +55,19 @@ type receivedSeries struct {
 // otel's call histograms name it.
 const otherAction = "_OTHER"
 
-func newReceivedToResult() *receivedToResult {
-	r := &receivedToResult{start: time.Now(), bounds: lnotel.DefaultDurationBuckets}
+func newReceivedToWritten() *receivedToWritten {
+	r := &receivedToWritten{start: time.Now(), bounds: lnotel.DefaultDurationBuckets}
 	for _, b := range r.bounds {
 		r.at = append(r.at, int64(b*1e9))
 	}
 	return r
 }
 
-// record adds a call.
-func (r *receivedToResult) record(ev rpc.CallEvent) {
+// record adds an answered call (Written set); it skips the others.
+func (r *receivedToWritten) record(ev rpc.CallEvent) {
+	if ev.Written <= 0 {
+		return
+	}
 	name := ev.Action
 	if name == "" {
 		name = otherAction
@@ -74,14 +78,14 @@ func (r *receivedToResult) record(ev rpc.CallEvent) {
 		v, _ = r.series.LoadOrStore(name, s)
 	}
 	s := v.(*receivedSeries)
-	d := int64(ev.Wait + ev.Duration)
+	d := int64(ev.Written)
 	s.buckets[sort.Search(len(r.at), func(i int) bool { return d <= r.at[i] })].Add(1) // Prometheus's le: a bound holds values up to it
 	s.sum.Add(uint64(max(d, 0)))
 }
 
 // Produce returns the histograms (cumulative since the start); it is the
 // sdkmetric.Producer the exporter calls at each scrape.
-func (r *receivedToResult) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
+func (r *receivedToWritten) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 	now := time.Now()
 	var points []metricdata.HistogramDataPoint[float64]
 	r.series.Range(func(_, v any) bool {

@@ -62,12 +62,13 @@ func label(labels, key string) string {
 	return v
 }
 
-// The server's received-to-result histogram is in /metrics, under a name
-// and a HELP that say what it times, counts every call the handler
-// histogram counts, and each call's value is at least its handler time:
+// The server's received-to-written histogram is in /metrics, under a name
+// and a HELP that say what it times, counts every answered call the
+// handler histogram counts, and each call's value is at least its handler
+// time (it adds the wait before and the reply's encoding and write after):
 // every bucket's cumulative count is at most the handler histogram's, its
 // sum at least theirs. /status shows its quantiles beside the handler's.
-func TestServeReceivedToResultMetric(t *testing.T) {
+func TestServeReceivedToWrittenMetric(t *testing.T) {
 	ready, metrics := startServe(t, "--port", "0", "--udp=false", "--metrics", "127.0.0.1:0")
 	ctx, cl := callNoArg(t, ready, 20) // inline: run on the reading goroutine
 	// Bench/Sleep is not inline: a goroutine each.
@@ -79,10 +80,10 @@ func TestServeReceivedToResultMetric(t *testing.T) {
 	cl.Invoke(ctx, "No/Such", nil, nil)
 
 	text := get(t, metrics[0])
-	const name = "lifenet_rpc_server_received_to_result_duration_seconds"
+	const name = "lifenet_rpc_server_received_to_written_duration_seconds"
 	for _, want := range []string{
 		"# TYPE " + name + " histogram",
-		"# HELP " + name + " The server's time per call from the request's arrival in the rpc package to its encoded result",
+		"# HELP " + name + " The server's time per answered call from the request's arrival in the rpc package to its reply's write",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("/metrics lacks %q", want)
@@ -92,11 +93,11 @@ func TestServeReceivedToResultMetric(t *testing.T) {
 	for method, want := range map[string]float64{"Bench/NoArg": 20, "Bench/Sleep": 3, "_OTHER": 1} {
 		r, h := recv[method], handler[method]
 		if r == nil || h == nil || r.count != want || h.count != want {
-			t.Errorf("%s: received-to-result %+v, handler %+v; want %g calls in each", method, r, h, want)
+			t.Errorf("%s: received-to-written %+v, handler %+v; want %g calls in each", method, r, h, want)
 			continue
 		}
 		if r.sum < h.sum {
-			t.Errorf("%s: received-to-result sum %g s < the handler's %g s", method, r.sum, h.sum)
+			t.Errorf("%s: received-to-written sum %g s < the handler's %g s", method, r.sum, h.sum)
 		}
 		for le, n := range h.le {
 			if r.le[le] > n {
@@ -111,8 +112,8 @@ func TestServeReceivedToResultMetric(t *testing.T) {
 	}
 	for _, method := range []string{"Bench/NoArg", "Bench/Sleep"} {
 		a := st.Actions[method]
-		if a.ReceivedToResultP50Us <= 0 || a.ReceivedToResultP50Us < a.HandlerP50Us || a.ReceivedToResultP99Us < a.HandlerP99Us {
-			t.Errorf("/status %s: %+v; want received-to-result quantiles at least the handler's", method, a)
+		if a.ReceivedToWrittenP50Us <= 0 || a.ReceivedToWrittenP50Us < a.HandlerP50Us || a.ReceivedToWrittenP99Us < a.HandlerP99Us {
+			t.Errorf("/status %s: %+v; want received-to-written quantiles at least the handler's", method, a)
 		}
 	}
 }

@@ -29,7 +29,7 @@ type statusRecorder struct {
 	start time.Time
 	srv   *rpc.Server
 	calls *lnotel.CallMetrics
-	recv  *receivedToResult // the server's time from the request to its result
+	recv  *receivedToWritten // the server's time from the request to its reply's write
 	side  *capListener      // the metrics port's listener, set before it serves
 
 	mu    sync.Mutex
@@ -38,7 +38,7 @@ type statusRecorder struct {
 
 // callSnapshot is the cumulative call histograms by action at one time:
 // the handler's time (rpc.server.call.duration) in actions, the server's
-// from the request to its result in received.
+// from the request to its reply's write in received.
 type callSnapshot struct {
 	at       time.Time
 	actions  map[string]actionTotals
@@ -53,7 +53,7 @@ type actionTotals struct {
 	buckets       []uint64
 }
 
-func newStatusRecorder(calls *lnotel.CallMetrics, recv *receivedToResult) *statusRecorder {
+func newStatusRecorder(calls *lnotel.CallMetrics, recv *receivedToWritten) *statusRecorder {
 	return &statusRecorder{start: time.Now(), calls: calls, recv: recv}
 }
 
@@ -215,20 +215,20 @@ type SidePortStatus struct {
 
 // ActionStatus is one action's last minute. The handler quantiles are of
 // the handler's time (rpc.server.call.duration: from the routed request to
-// its encoded result); the received-to-result ones of the server's time
-// from the request's arrival in the rpc package to the same end
-// (lifenet.rpc.server.received_to_result.duration: the wait to run added,
-// and over HTTP the body's read). Neither is the call a client waits for,
-// which adds the socket read, the reply's write and the network (over
-// loopback, many times the handler's time for a small action).
+// its encoded result); the received-to-written ones of the server's whole
+// time on an answered call, from the request's arrival in the rpc package
+// to its reply's write (lifenet.rpc.server.received_to_written.duration:
+// the wait to run, the reply's encoding and write added, and over HTTP the
+// body's read). Neither is the call a client waits for, which adds the
+// socket read before, the kernel's send and the network.
 type ActionStatus struct {
 	Calls                 uint64  `json:"calls"`
 	Errors                uint64  `json:"errors"`
 	CallsPerSec           float64 `json:"calls_per_sec"`
 	HandlerP50Us          float64 `json:"handler_p50_us"`
 	HandlerP99Us          float64 `json:"handler_p99_us"`
-	ReceivedToResultP50Us float64 `json:"received_to_result_p50_us"`
-	ReceivedToResultP99Us float64 `json:"received_to_result_p99_us"`
+	ReceivedToWrittenP50Us float64 `json:"received_to_written_p50_us"`
+	ReceivedToWrittenP99Us float64 `json:"received_to_written_p99_us"`
 }
 
 func (r *statusRecorder) status(now time.Time) Status {
@@ -246,7 +246,7 @@ func (r *statusRecorder) status(now time.Time) Status {
 		}
 		a := ActionStatus{Calls: d.calls, Errors: d.errors, HandlerP50Us: round(d.quantile(0.50), 1), HandlerP99Us: round(d.quantile(0.99), 1)}
 		if rt := cur.received[name].since(base.received[name]); rt.calls > 0 {
-			a.ReceivedToResultP50Us, a.ReceivedToResultP99Us = round(rt.quantile(0.50), 1), round(rt.quantile(0.99), 1)
+			a.ReceivedToWrittenP50Us, a.ReceivedToWrittenP99Us = round(rt.quantile(0.50), 1), round(rt.quantile(0.99), 1)
 		}
 		if win > 0 {
 			a.CallsPerSec = round(float64(d.calls)/win, 2)
