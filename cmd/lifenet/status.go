@@ -30,7 +30,7 @@ type statusRecorder struct {
 	srv   *rpc.Server
 	calls *lnotel.CallMetrics
 	recv  *receivedToWritten // the server's time from the request to its reply's write
-	side  *capListener      // the metrics port's listener, set before it serves
+	side  *capListener       // the metrics port's listener, set before it serves
 
 	mu    sync.Mutex
 	snaps []callSnapshot // oldest first; none older than the window's start and a second
@@ -222,11 +222,11 @@ type SidePortStatus struct {
 // body's read). Neither is the call a client waits for, which adds the
 // socket read before, the kernel's send and the network.
 type ActionStatus struct {
-	Calls                 uint64  `json:"calls"`
-	Errors                uint64  `json:"errors"`
-	CallsPerSec           float64 `json:"calls_per_sec"`
-	HandlerP50Us          float64 `json:"handler_p50_us"`
-	HandlerP99Us          float64 `json:"handler_p99_us"`
+	Calls                  uint64  `json:"calls"`
+	Errors                 uint64  `json:"errors"`
+	CallsPerSec            float64 `json:"calls_per_sec"`
+	HandlerP50Us           float64 `json:"handler_p50_us"`
+	HandlerP99Us           float64 `json:"handler_p99_us"`
 	ReceivedToWrittenP50Us float64 `json:"received_to_written_p50_us"`
 	ReceivedToWrittenP99Us float64 `json:"received_to_written_p99_us"`
 }
