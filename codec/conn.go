@@ -40,8 +40,8 @@ type Options struct {
 	// the connection's pending requests fail with ErrConnClosed.
 	Handler func(c *Conn, msg any)
 	// MaxPartialBytes caps, for a server, the bytes all its connections
-	// together hold in incomplete frames, their framers' and what their
-	// stages declare with [HandlerContext.Hold] (default
+	// together hold in incomplete frames, their framers' and what is
+	// counted with [Server.Reserve] (default
 	// [DefaultMaxPartialBytes]; negative: no cap). A connection whose frame
 	// would need more ends with [ErrMemoryCap], so that peers sending the
 	// start of large frames cannot take the server's memory. Clients

@@ -29,8 +29,8 @@ var (
 	ErrCorruptFrame = errors.New("codec: corrupt frame")
 	// ErrMemoryCap: the bytes a server holds in incomplete frames, over all
 	// its connections, would pass Options.MaxPartialBytes; the connection
-	// whose frame needed more ends ([HandlerContext.Hold] returns it to a
-	// stage whose own hold would not fit).
+	// whose frame needed more ends ([Server.Reserve] returns it when the
+	// bytes it would count do not fit).
 	ErrMemoryCap = errors.New("codec: the server's memory for incomplete frames is used up")
 	// ErrTruncated: the stream ended inside a frame.
 	ErrTruncated = errors.New("codec: stream ended inside a frame")

@@ -172,8 +172,7 @@ func (ch *Chain) Open() error {
 }
 
 // Close tells every handler that implements [CloseHandler] that the connection
-// ended, tail first, then gives back what the handlers hold (see
-// [HandlerContext.Hold]).
+// ended, tail first.
 func (ch *Chain) Close(err error) {
 	for i := len(ch.handlers) - 1; i >= 0; i-- {
 		if c, ok := ch.handlers[i].(CloseHandler); ok {

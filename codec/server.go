@@ -164,9 +164,9 @@ func (s *Server) Range(f func(c *Conn) bool) {
 }
 
 // PartialBytes returns the bytes all connections together hold in
-// incomplete frames now, their framers' and what their stages declare with
-// [HandlerContext.Hold], which Options.MaxPartialBytes caps (0 when it is
-// negative: without a cap nothing is counted).
+// incomplete frames now, their framers' and what [Server.Reserve] counts,
+// which Options.MaxPartialBytes caps (0 when it is negative: without a cap
+// nothing is counted).
 func (s *Server) PartialBytes() int64 {
 	if s.budget == nil {
 		return 0
