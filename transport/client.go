@@ -227,7 +227,6 @@ func (c *Client) connect(ctx context.Context) (*Session, error) {
 	c.ep.stats.opened()
 	sess := newSession(&c.ep, id, conn, out)
 	sess.onEnd = c.retire
-	sess.keepStage = true // one staging buffer per client connection, reused
 	_, sess.datagram = out.(*datagramSender)
 	return sess, nil
 }

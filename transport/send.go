@@ -574,15 +574,20 @@ func (s *Session) uncork() error {
 // session keeps: a heartbeat's reply fits, and allocates none.
 const keptScratch = 4
 
-// shedSendScratch drops the send side's scratch slices that a burst grew
-// past keptScratch, for a session about to park, unless a write is in
-// progress or bytes are queued: a parked connection then holds none of
-// them, and its next burst makes them again.
+// shedSendScratch gives back the kept staging buffer and drops the send
+// side's scratch slices that a burst grew past keptScratch, for a session
+// about to park, unless a write is in progress or bytes are queued: a
+// parked connection then holds none of them, and its next burst makes
+// them again.
 func (s *Session) shedSendScratch() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.writing || len(s.queue) > 0 || s.stage != nil {
 		return
+	}
+	if s.spareStage != nil { // a parked session holds no staging buffer
+		s.spareStage.Release()
+		s.spareStage = nil
 	}
 	if cap(s.queue) > keptScratch {
 		s.queue = nil
@@ -672,12 +677,13 @@ func (s *Session) writeFailedLocked(err error, first bool, sent uint64) error {
 	return cerr
 }
 
-// keepSpareLocked keeps p, the written staging buffer own of a client's
+// keepSpareLocked keeps p, the written staging buffer own of a stream
 // session (nil when it was released), for its next SendBytes, which then
 // takes none from the pool (a serial caller writes one small request per
-// round). A server's sessions keep none: thousands of idle ones would each
-// hold one. own is forgotten either way, so that a handle recycled by the
-// pool is never taken for it. Called with s.mu held.
+// round, a server one reply per read). A server's session gives it back
+// when it parks (shedSendScratch), so idle connections hold none. own is
+// forgotten either way, so that a handle recycled by the pool is never
+// taken for it. Called with s.mu held.
 func (s *Session) keepSpareLocked(own, p *packet.Packet) {
 	if own != nil && s.ownStage == own {
 		s.ownStage = nil

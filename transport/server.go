@@ -227,6 +227,7 @@ func (s *Server) admit(c net.Conn) {
 	sess := newSession(&s.ep, id, c, newStreamSender(c, cfg))
 	sess.onEnd = s.forget
 	sess.owner = s
+	sess.keepStage = sess.parkable() // a staging buffer kept between reads only where parking gives it back
 	s.sessions.add(sess)
 	s.ep.stats.opened()
 	s.wg.Add(1)
@@ -250,6 +251,7 @@ func (s *Server) Adopt(c net.Conn) error {
 	id := s.nextID.Add(1)
 	sess := newSession(&s.ep, id, c, newStreamSender(c, cfg))
 	sess.onEnd, sess.owner, sess.adopted = s.forget, s, true
+	sess.keepStage = sess.parkable() // false: an adopted session never parks, so it keeps no staging buffer
 	s.sessions.add(sess)
 	s.ep.stats.opened()
 	s.wg.Add(1)

@@ -152,7 +152,7 @@ type Session struct {
 	openedDone  atomic.Bool   // open has set handler: other goroutines may read it (Handler)
 	draining    atomic.Bool   // Shutdown: stop reading, flush, then close
 	retired     bool          // io has been added to the owner's totals (owner's lock)
-	keepStage   bool          // a client's session: a written staging buffer is kept for the next SendBytes (spareStage; mu)
+	keepStage   bool          // a client's stream session, or a server's that parks: a written staging buffer is kept for the next SendBytes (spareStage; mu), given back when the session parks
 	writing     bool          // some goroutine is flushing the queue (mu)
 	finished    bool          // the receive side has ended; no more sends (mu)
 	opened      bool          // open has run (receive goroutine, or Dial before it starts)
@@ -213,6 +213,7 @@ type sender interface {
 // its *udpSender). The addresses are conn's, or out's: not kept apart.
 func newSession(ep *endpoint, id uint64, conn net.Conn, out sender) *Session {
 	s := &Session{id: id, conn: conn, ep: ep, out: out, created: mono.Now()}
+	_, s.keepStage = out.(*streamSender)
 	s.lastRx.Store(now())
 	return s
 }
