@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -170,11 +170,7 @@ func (r *registry) all() []string {
 	if s == nil {
 		return nil
 	}
-	names := make([]string, 0, len(s.exact))
-	for n := range s.exact {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(s.exact))
 	out := make([]string, len(names))
 	for i, n := range names {
 		out[i] = s.exact[n].sig

@@ -44,9 +44,11 @@ type CallEvent struct {
 	Response int // the result's data, in bytes; -1 for a one-way call and a stream, which have none
 }
 
-// received is the time (a mono reading) a request reached the server, for
-// CallEvent.Wait: 0 without Config.OnCallDone, which saves the clock read.
-func (s *Server) received() int64 {
+// clock is the time now (a mono reading) for a CallEvent: when a request
+// reached the server (Wait's start) or its reply was handed to the
+// connection (Written's end); 0 without Config.OnCallDone, which saves the
+// clock read.
+func (s *Server) clock() int64 {
 	if s.cfg.OnCallDone == nil {
 		return 0
 	}
@@ -85,10 +87,6 @@ func (s *Server) observe(ss *Session, d *callDone, written int64) {
 	}
 	s.cfg.OnCallDone(ev)
 }
-
-// writtenAt is the time a reply was handed to the connection, for
-// CallEvent.Written: 0 without Config.OnCallDone.
-func (s *Server) writtenAt() int64 { return s.received() }
 
 // recoverHook, deferred, counts and logs a panic of Config.OnCallDone.
 func (s *Server) recoverHook(ss *Session, a *action) {

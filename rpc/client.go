@@ -418,12 +418,12 @@ func (c *Client) invokeLogin(ctx context.Context, action string, args, result an
 // intercept runs a call of kind through the interceptors; item is a
 // stream's consumer.
 func (c *Client) intercept(ctx context.Context, kind CallKind, action string, args, result any, item func(*codec.Message) (bool, error)) error {
-	iv := getCall()
+	iv := sessionCall(nil)
 	iv.client, iv.cl, iv.argv, iv.res, iv.item = true, c, args, result, item
 	iv.own = CallInfo{action: action, kind: kind, token: c.Token(), hasToken: true}
 	iv.info = &iv.own
 	err := c.chain(ctx, iv)
-	putCall(iv)
+	endSessionCall(nil, iv)
 	return err
 }
 
@@ -699,8 +699,8 @@ func (c *Client) oneWay(ctx context.Context, action string, args any, iv *Invoca
 
 // request appends the body of a call of action with args to dst and
 // picks the connection it goes out on, showing the token there first when
-// the body cannot carry it; a stream's connection gets a receive goroutine
-// (receiving). iv, when not nil, records where the call went.
+// the body cannot carry it; a stream's connection gets a receive
+// goroutine. iv, when not nil, records where the call went.
 func (c *Client) request(ctx context.Context, dst []byte, action string, args any, iv *Invocation, stream bool) ([]byte, *codec.Conn, error) {
 	var xs extras
 	body, carried, err := appendRequest(dst, action, args, c.Token(), c.cfg.Headers, c.extrasOf(ctx, &xs, stream))
@@ -711,8 +711,14 @@ func (c *Client) request(ctx context.Context, dst []byte, action string, args an
 		return nil, nil, err
 	}
 	cn, err := c.pick(ctx)
-	if err == nil && stream {
-		cn, err = c.receiving(ctx, cn)
+	if err == nil && stream && cn.StartReceiving() != nil {
+		// A stream's replies come while nobody waits for a call's reply: a
+		// connection that read on its callers' goroutines (readsOnCallers)
+		// starts a receive goroutine now, and keeps it. One found ended
+		// there is replaced once, as a call's would be.
+		if cn, err = c.pick(ctx); err == nil {
+			err = cn.StartReceiving()
+		}
 	}
 	if err == nil {
 		err = c.showToken(ctx, cn, carried)
@@ -771,13 +777,13 @@ func (c *Client) onPush(cn *codec.Conn, msg any) {
 	switch {
 	case err != nil:
 	case c.chain != nil:
-		iv := getCall()
+		iv := sessionCall(nil)
 		iv.client, iv.cl, iv.raw, iv.coded, iv.onPush = true, c, b.data, true, c.cfg.OnPush
 		iv.own = CallInfo{action: string(b.action), kind: KindPush}
 		iv.info = &iv.own
 		iv.wentOut(cn, "", nil) // where it came from
 		c.chain(context.Background(), iv)
-		putCall(iv)
+		endSessionCall(nil, iv)
 	case c.cfg.OnPush != nil:
 		c.cfg.OnPush(string(b.action), b.data)
 	}

@@ -171,6 +171,7 @@ const (
 
 func (c *Config) fill() {
 	c.Framer.MaxFrame = cmp.Or(c.Framer.MaxFrame, codec.DefaultMaxFrame)
+	c.Transport.WriteTimeout = cmp.Or(c.Transport.WriteTimeout, transport.DefaultWriteTimeout) // the HTTP and WebSocket writes' too
 	c.Transport.SendQueueBytes = cmp.Or(c.Transport.SendQueueBytes, max(transport.DefaultSendQueueBytes, 2*c.Framer.MaxFrame))
 	c.Framer.Expire = cmp.Or(c.Framer.Expire, codec.DefaultExpire) // the gateway's partial requests expire too
 	c.MaxInFlight = cmp.Or(c.MaxInFlight, defaultMaxInFlight)

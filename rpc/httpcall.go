@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/codec"
-	"github.com/lifenet/lifenet/transport"
 )
 
 // serveHTTPCall runs the call an HTTP request names (its path, without the
@@ -25,7 +23,7 @@ import (
 // client that leaves cancels the call's context (net/http's), as the
 // server's Close does. The call counts as a running one for Shutdown.
 func (s *Server) serveHTTPCall(rw http.ResponseWriter, r *http.Request, ss *Session) {
-	recv := s.received() // CallEvent.Wait's start: net/http has read the head, not the body
+	recv := s.clock() // CallEvent.Wait's start: net/http has read the head, not the body
 	action := strings.TrimPrefix(r.URL.Path, "/")
 	if len(r.TransferEncoding) > 0 {
 		// A chunked body: read, but the connection ends after the answer
@@ -66,7 +64,11 @@ func (s *Server) serveHTTPCall(rw http.ResponseWriter, r *http.Request, ss *Sess
 	// connection for many users' requests), where NewLife's session kept
 	// the last one a connection sent: X-Token or Authorization: Bearer,
 	// else none; a Token argument, read with the call, comes after it.
-	ss.SetToken(httpToken(r))
+	token := r.Header.Get("X-Token")
+	if a := r.Header.Get("Authorization"); token == "" && len(a) > 7 && strings.EqualFold(a[:7], "Bearer ") {
+		token = a[7:]
+	}
+	ss.SetToken(token)
 	switch {
 	case !validAction(name):
 		respond(rw, r, s.cfg.UseHTTPStatus, action, CodeNotFound, kindText, []byte(notFound(name).Message))
@@ -82,7 +84,7 @@ func (s *Server) serveHTTPCall(rw http.ResponseWriter, r *http.Request, ss *Sess
 		defer func() { // after the answer's write, or the abort of a call Close cut short
 			var written int64
 			if answered {
-				written = s.writtenAt()
+				written = s.clock()
 			}
 			s.observe(ss, &d, written)
 		}()
@@ -108,14 +110,9 @@ func (s *Server) serveHTTPCall(rw http.ResponseWriter, r *http.Request, ss *Sess
 // Transport.WriteTimeout (default transport.DefaultWriteTimeout), as the
 // transport bounds an SRMP write: a client that does not read is closed.
 func (s *Server) writeDeadline(rw http.ResponseWriter) {
-	if d := s.writeTimeout(); d > 0 {
+	if d := s.cfg.Transport.WriteTimeout; d > 0 {
 		http.NewResponseController(rw).SetWriteDeadline(time.Now().Add(d))
 	}
-}
-
-// writeTimeout is Transport.WriteTimeout, its default for zero.
-func (s *Server) writeTimeout() time.Duration {
-	return cmp.Or(s.cfg.Transport.WriteTimeout, transport.DefaultWriteTimeout)
 }
 
 // bodyFailed answers a request whose body could not be read, and ends the
@@ -276,17 +273,6 @@ func formArgs(form, what string, maxKeys int) ([]byte, int, error) {
 	return data, CodeBadRequest, err
 }
 
-// httpToken is the token of an x-token or Authorization: Bearer header.
-func httpToken(req *http.Request) string {
-	if t := req.Header.Get("X-Token"); t != "" {
-		return t
-	}
-	if a := req.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "Bearer ") {
-		return a[7:]
-	}
-	return ""
-}
-
 // respond writes the HTTP answer of a call: {"action","code","data"} with
 // status 200 (NewLife's default), or with useStatus (Config.UseHTTPStatus)
 // the code as the status and the bare value as the body (a code no status
@@ -299,9 +285,10 @@ func respond(rw http.ResponseWriter, r *http.Request, useStatus bool, action str
 	switch {
 	case k == kindRaw && code == CodeOK:
 		body, ctype = value, "application/octet-stream"
-	case useStatus && code != CodeOK && !isHTTPStatus(code):
-		// 1001, 7, 304: no status line can carry it (a 1xx, 204 or 304
-		// has no body, a 3xx no Location): a 500 and the envelope.
+	case useStatus && code != CodeOK && code != http.StatusOK && (code < 400 || code > 599):
+		// UseHTTPStatus sends 200 (NewLife's ApiCode.Ok200) and 400–599
+		// as the status; 1001, 7, 304: no status line can carry it (a 1xx,
+		// 204 or 304 has no body, a 3xx no Location): a 500 and the envelope.
 		status, body = http.StatusInternalServerError, appendEnvelope(body, action, code, k, value)
 	case useStatus:
 		if code != CodeOK {
@@ -328,10 +315,6 @@ func writeAnswer(rw http.ResponseWriter, r *http.Request, status int, ctype stri
 		rw.Write(body)
 	}
 }
-
-// isHTTPStatus reports whether UseHTTPStatus sends code as the status:
-// 200 (NewLife's ApiCode.Ok200) and the client and server errors, 400–599.
-func isHTTPStatus(code int) bool { return code == http.StatusOK || code >= 400 && code <= 599 }
 
 // appendEnvelope appends NewLife's HTTP answer {"action","code","data"}.
 func appendEnvelope(dst []byte, action string, code int, k kind, value []byte) []byte {

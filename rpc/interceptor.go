@@ -245,28 +245,24 @@ func (c *Invocation) dropReply() {
 
 var callPool = sync.Pool{New: func() any { return new(Invocation) }}
 
-func getCall() *Invocation { return callPool.Get().(*Invocation) }
-
-// putCall returns c to the pool, emptied (the reply it held released).
-// Under lifenet_debug it only empties c: a kept one panics when used.
-func putCall(c *Invocation) { endSessionCall(nil, c) }
-
-// sessionCall returns an empty Invocation for a call of ss (nil: a call
-// through Server.Process): the session's spare, when no other call of
-// the session holds it, else one from the pool. A session's calls mostly
-// run one at a time on its reading goroutine, and an atomic swap costs a
-// tenth of a pool's Get and Put.
+// sessionCall returns an empty Invocation for a call of ss (nil: a
+// client's call, or one through Server.Process): the session's spare,
+// when no other call of the session holds it, else one from the pool. A
+// session's calls mostly run one at a time on its reading goroutine, and
+// an atomic swap costs a tenth of a pool's Get and Put.
 func sessionCall(ss *Session) *Invocation {
 	if ss != nil {
 		if c := ss.spare.Swap(nil); c != nil {
 			return c
 		}
 	}
-	return getCall()
+	return callPool.Get().(*Invocation)
 }
 
-// endSessionCall empties c and keeps it as ss's spare, or returns it to
-// the pool when the session has one already (or ss is nil).
+// endSessionCall empties c (the reply it held released) and keeps it as
+// ss's spare, or returns it to the pool when the session has one already
+// (or ss is nil). Under lifenet_debug it only empties c: a kept one panics
+// when used.
 func endSessionCall(ss *Session, c *Invocation) {
 	c.dropReply()
 	*c = Invocation{}

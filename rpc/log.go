@@ -31,18 +31,12 @@ const (
 
 var bg = context.Background()
 
-// kindLine is the level and message of a kind's lines.
-func kindLine(kind int) (slog.Level, string) {
-	switch kind {
-	case kindPanic:
-		return slog.LevelError, msgPanic
-	case kindHidden:
-		return slog.LevelWarn, msgHidden
-	case kindDropped:
-		return slog.LevelDebug, msgDropped
-	}
-	return slog.LevelWarn, msgTooLarge
-}
+// kindLines are the level and message of each kind's lines.
+var kindLines = [...]struct {
+	level slog.Level
+	msg   string
+}{kindPanic: {slog.LevelError, msgPanic}, kindHidden: {slog.LevelWarn, msgHidden},
+	kindTooLarge: {slog.LevelWarn, msgTooLarge}, kindDropped: {slog.LevelDebug, msgDropped}}
 
 // limited returns the level to write a rate-limited line of kind at: level
 // while the kind's budget lasts, then Debug (if enabled: Debug shows every
@@ -56,7 +50,7 @@ func (s *Server) limited(ctx context.Context, kind int, level slog.Level) (slog.
 
 // logSuppressed reports the lines of kind the rate limit held back.
 func (s *Server) logSuppressed(kind int, n uint64) {
-	level, line := kindLine(kind)
+	level, line := kindLines[kind].level, kindLines[kind].msg
 	if s.cfg.Log.Enabled(bg, level) {
 		s.cfg.Log.LogAttrs(bg, level, msgSuppressed, slog.String(logattr.Line, line), slog.Uint64(logattr.Suppressed, n))
 	}
@@ -103,7 +97,7 @@ func (s *Server) logPanic(ctx context.Context, ss *Session, a *action, v any) {
 // dropped unanswered) about a call of action by ss; code, when not 0, is
 // the reply's.
 func (s *Server) logLine(kind int, ss *Session, action []byte, code int, err error) {
-	level, msg := kindLine(kind)
+	level, msg := kindLines[kind].level, kindLines[kind].msg
 	ok := s.cfg.Log.Enabled(bg, level) // kindDropped: Debug, every line
 	if kind != kindDropped {
 		level, ok = s.limited(bg, kind, level)

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"slices"
 	"strings"
 )
 
@@ -54,13 +55,11 @@ func AppendToOutgoingContext(ctx context.Context, kv ...string) context.Context 
 	if len(kv) == 0 {
 		return ctx
 	}
-	old, _ := ctx.Value(outgoingKey{}).(*outgoing)
-	var next outgoing
-	if old != nil {
-		next.kv = append(next.kv, old.kv...)
+	var prev []string
+	if old, _ := ctx.Value(outgoingKey{}).(*outgoing); old != nil {
+		prev = old.kv
 	}
-	next.kv = append(next.kv, kv...)
-	return context.WithValue(ctx, outgoingKey{}, &next)
+	return context.WithValue(ctx, outgoingKey{}, &outgoing{kv: append(slices.Clip(prev), kv...)})
 }
 
 // OutgoingMetadata returns the metadata the calls made with ctx carry

@@ -116,13 +116,12 @@ func methodAction(fn reflect.Value, method string, reg registration, keys *keySe
 	if results > 1 {
 		return nil, fmt.Errorf("%w: %s returns %d values; return (T, error)", ErrSignature, method, ft.NumOut())
 	}
-	name := reg.prefix + "/" + method
+	name := method
 	if n, ok := reg.names[method]; ok {
-		if strings.Contains(n, "/") {
-			name = n
-		} else {
-			name = reg.prefix + "/" + n
-		}
+		name = n
+	}
+	if !strings.Contains(name, "/") {
+		name = reg.prefix + "/" + name
 	}
 	var ret reflect.Type
 	if results == 1 {

@@ -3,7 +3,8 @@ package rpc
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -121,16 +122,9 @@ func mergeKeys(b []byte, from int, token string, headers map[string]string, x *e
 	if token != "" && key(keyToken) {
 		b = appendJSONText(b, token)
 	}
-	if len(headers) > 0 {
-		keys := make([]string, 0, len(headers))
-		for k := range headers {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if key(k) {
-				b = appendJSONText(b, headers[k])
-			}
+	for _, k := range slices.Sorted(maps.Keys(headers)) {
+		if key(k) {
+			b = appendJSONText(b, headers[k])
 		}
 	}
 	if x != nil {

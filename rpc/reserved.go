@@ -44,24 +44,16 @@ const (
 var reservedKeys = [...]string{rkTraceID: keyTraceID, rkEagleeye: keyEagleeye, rkRequestID: keyRequestID,
 	rkTraceparent: keyTraceparent, rkToken: keyToken, rkTimeout: keyTimeout}
 
-// reservedKind says which reserved key k is, in any case.
-func reservedKind(k []byte) int {
+// keySet is a server's Config.MetadataKeys (nil: none).
+type keySet struct{ keys []string }
+
+// kind says which reserved key k is, in any case, counting the set's keys
+// as rkMetadata.
+func (s *keySet) kind(k []byte) int {
 	for rk, name := range reservedKeys {
 		if foldEq(k, name) { // "" (rkNone) for an empty key
 			return rk
 		}
-	}
-	return rkNone
-}
-
-// keySet is a server's Config.MetadataKeys (nil: none).
-type keySet struct{ keys []string }
-
-// kind says which reserved key k is, counting the set's keys as
-// rkMetadata.
-func (s *keySet) kind(k []byte) int {
-	if r := reservedKind(k); r != rkNone {
-		return r
 	}
 	if s != nil {
 		for _, m := range s.keys {
@@ -193,11 +185,7 @@ func skipValue(b []byte, i int, strict bool) int {
 	}
 	switch c := b[i]; {
 	case c == '"':
-		end := skipString(b, i)
-		if end < 0 {
-			return -1
-		}
-		return end
+		return skipString(b, i)
 	case c == '{' || c == '[':
 		end := skipNested(b, i)
 		if end < 0 || strict && !json.Valid(b[i:end]) {

@@ -253,7 +253,7 @@ func (s *Server) onMessage(c *codec.Conn, msg any) {
 	if !ok || m.IsReply() {
 		return // servers originate no requests: a stray reply has no taker
 	}
-	recv := s.received() // CallEvent.Wait's start
+	recv := s.clock() // CallEvent.Wait's start
 	ss := c.State().(*Session)
 	payload := m.PayloadBytes()
 	b, a, ok := s.routeCall(ss, payload)
@@ -355,7 +355,7 @@ func (s *Server) routeCall(ss *Session, payload []byte) (body, *action, bool) {
 
 // serveSpawned runs an owned request on its own goroutine (routed again:
 // the same bytes, routed as onMessage did); recv is when onMessage got
-// it (see received).
+// it (see clock).
 func (s *Server) serveSpawned(ss *Session, m *codec.Message, recv int64) {
 	defer s.end(ss)
 	defer m.Release()
@@ -368,7 +368,7 @@ func (s *Server) serveSpawned(ss *Session, m *codec.Message, recv int64) {
 }
 
 // serve runs one routed request and writes its reply; recv is when the
-// server got it (see received).
+// server got it (see clock).
 func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action, recv int64) {
 	if m.Flag&flagStream != 0 && a != nil && m.Kind != codec.KindOneWay {
 		// A lifenet client's Stream: it would wait for an end a call never sends.
@@ -380,7 +380,12 @@ func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action, recv in
 		kind = KindOneWay
 	}
 	bp := bodyPool.Get().(*[]byte)
-	defer putBody(bp)
+	defer func() {
+		if cap(*bp) <= maxPooledBody { // unless it grew large
+			*bp = (*bp)[:0]
+			bodyPool.Put(bp)
+		}
+	}()
 	d := callDone{recv: recv}
 	out, isErr, gone := s.reply(ss.ctx, ss, b, a, kind, (*bp)[:0], &d)
 	*bp = out
@@ -392,10 +397,10 @@ func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action, recv in
 	case !isErr && cap(out) > maxPooledBody:
 		ss.giveReply(m, out) // the pool does not keep it: the queue takes it as it is
 		*bp = nil
-		written = s.writtenAt()
+		written = s.clock()
 	default:
 		ss.sendReply(m, out, isErr) // a closed connection drops it, as it would any write
-		written = s.writtenAt()
+		written = s.clock()
 	}
 	if s.cfg.OnCallDone != nil {
 		s.observe(ss, &d, written)
@@ -408,14 +413,6 @@ var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b 
 
 // maxPooledBody is the largest reply-body buffer the pool keeps.
 const maxPooledBody = 64 << 10
-
-// putBody returns a reply-body buffer to the pool, unless it grew large.
-func putBody(bp *[]byte) {
-	if cap(*bp) <= maxPooledBody {
-		*bp = (*bp)[:0]
-		bodyPool.Put(bp)
-	}
-}
 
 // Process runs one request body (an SRMP request's payload) without a
 // socket, as NewLife's ApiServer.Process does, and appends the reply body
@@ -477,7 +474,7 @@ var errStreamHere = &APIError{Code: 501, Message: "a streaming action needs an S
 // a panic of the handler or of an interceptor is a 500, a call that ended
 // past the deadline its caller sent is errCallerGone, an APIError of code
 // 200 a success (success200). With Config.OnCallDone, d gets the call's
-// event, d.recv (when the server got the request, see received; 0: not
+// event, d.recv (when the server got the request, see clock; 0: not
 // known) set by the caller, who reports it (observe) once the reply is
 // out. traceHeader is an HTTP request's traceparent header.
 func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *action, kind CallKind, data []byte, traceHeader string, dst []byte, d *callDone) (out []byte, k kind, err error) {

@@ -189,22 +189,6 @@ func (c *Client) runStream(ctx context.Context, action string, args any, iv *Inv
 	}
 }
 
-// receiving returns cn, or the connection that replaced it, with a
-// receive goroutine: a stream's replies come while nobody waits for a
-// call's reply, so a connection that read on its callers' goroutines
-// (readsOnCallers) starts one now, and keeps it. A connection found ended
-// there is replaced once, as a call's would be.
-func (c *Client) receiving(ctx context.Context, cn *codec.Conn) (*codec.Conn, error) {
-	if cn.StartReceiving() == nil {
-		return cn, nil
-	}
-	cn, err := c.pick(ctx)
-	if err == nil {
-		err = cn.StartReceiving()
-	}
-	return cn, err
-}
-
 // push takes one reply (borrowed) on the reading goroutine. A stream left
 // before its end (the consumer gone, or past MaxStreamBuffer) leaves its
 // sequence number in quarantine: the server may still be sending.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -164,7 +165,7 @@ func (w *webServer) upgrade(rw http.ResponseWriter, r *http.Request) {
 	}
 	c, brw, _, err := u.Upgrade(r, rw)
 	if err == nil {
-		err = w.s.cs.Adopt(newWSConn(c, brw.Reader, false, w.s.cfg.Framer.MaxFrame, w.s.cfg.Framer.Expire, w.s.writeTimeout()))
+		err = w.s.cs.Adopt(newWSConn(c, brw.Reader, false, w.s.cfg.Framer.MaxFrame, w.s.cfg.Framer.Expire, w.s.cfg.Transport.WriteTimeout))
 	}
 	if err != nil && c != nil {
 		c.Close()
@@ -237,12 +238,9 @@ func (l *handOffListener) Close() error {
 }
 
 // Addr implements net.Listener: the listener has no address of its own.
-func (l *handOffListener) Addr() net.Addr { return handOffAddr{} }
-
-type handOffAddr struct{}
-
-func (handOffAddr) Network() string { return "rpc" }
-func (handOffAddr) String() string  { return "HTTP connections handed off" }
+func (l *handOffListener) Addr() net.Addr {
+	return &net.UnixAddr{Net: "rpc", Name: "HTTP connections handed off"}
+}
 
 // refuse answers a request past a limit with status (the status even
 // without Config.UseHTTPStatus: a proxy or client reads it) and the JSON
@@ -311,12 +309,7 @@ func endBody(first []byte, chunks [][]byte, limit int, err error, release func()
 	case len(chunks) == 0:
 		return first, release, nil
 	}
-	body := make([]byte, 0, n)
-	body = append(body, first...)
-	for _, c := range chunks {
-		body = append(body, c...)
-	}
-	return body, release, nil
+	return slices.Concat(append([][]byte{first}, chunks...)...), release, nil
 }
 
 var errBodyTooLarge = errors.New("request body too large")
