@@ -119,6 +119,12 @@ func (c *Conn) requests() *matcher {
 	if m := c.m.Load(); m != nil {
 		return m
 	}
+	return c.makeRequests()
+}
+
+// makeRequests makes the matcher requests returns (apart, so that
+// requests inlines).
+func (c *Conn) makeRequests() *matcher {
 	c.m.CompareAndSwap(nil, newMatcher(c.match == MatchFIFO, c.opts.Timeout))
 	return c.m.Load()
 }
