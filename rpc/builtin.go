@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,8 +14,9 @@ import (
 
 // The built-in actions every server answers (NewLife ApiController).
 const (
-	actionAll  = "Api/All"
-	actionInfo = "Api/Info"
+	actionAll    = "Api/All"
+	actionInfo   = "Api/Info"
+	actionHealth = "Api/Health"
 )
 
 // builtinAction marks the server's own actions, which Config.Authorize
@@ -62,15 +64,11 @@ func (s *Server) info(ctx context.Context, state string) (map[string]any, error)
 		return m, nil
 	}
 	st := s.cs.Transport().Stats()
-	m["Token"] = t
-	m["Uptime"] = timeSpan(time.Since(s.started))
+	maps.Copy(m, map[string]any{"Token": t, "Uptime": timeSpan(time.Since(s.started)), "Online": st.Active, "MaxOnline": st.MaxActive,
+		"Stat": map[string]any{"Dropped": s.dropped.Load(), "Panics": s.panics.Load()}})
 	if local != nil {
 		m["Port"] = local.Port
 	}
-	m["Online"] = st.Active
-	m["MaxOnline"] = st.MaxActive
-	rs := s.Stats()
-	m["Stat"] = map[string]any{"Dropped": rs.Dropped, "Panics": rs.Panics}
 	return m, nil
 }
 
@@ -94,4 +92,33 @@ func version() string {
 		return bi.Main.Version
 	}
 	return "(devel)"
+}
+
+// Health texts: Api/Health's result while serving, and the body of GET
+// /healthz.
+const (
+	healthServing    = "Serving"
+	healthNotServing = "NotServing"
+)
+
+// SetServing sets what the server reports to health checks: serving (the
+// default) or not. A load balancer that asks Api/Health or GET /healthz
+// sends no new calls to a server that is not serving; the server still
+// answers the calls it gets. An application sets it false to drain before
+// it stops, or before Listen until it has warmed up. Shutdown and Close
+// set it false for good.
+func (s *Server) SetServing(serving bool) { s.notServing.Store(!serving) }
+
+// Serving reports whether the server reports itself serving: not shutting
+// down, and not set otherwise with SetServing.
+func (s *Server) Serving() bool { return !s.notServing.Load() && !s.closing.Load() }
+
+// health answers Api/Health: "Serving", or ErrNotServing (503). It needs no
+// token: Authorize never guards it, even with AuthorizeBuiltins
+// (interceptors see it, as every call).
+func (s *Server) health(context.Context, struct{}) (string, error) {
+	if !s.Serving() {
+		return "", ErrNotServing
+	}
+	return healthServing, nil
 }

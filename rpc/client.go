@@ -111,16 +111,11 @@ func (c *ClientConfig) fill() {
 
 // Validate reports the first setting out of range.
 func (c ClientConfig) Validate() error {
-	if err := cmp.Or(c.Transport.Validate(), c.Framer.Validate()); err != nil {
-		return err
+	err := cmp.Or(c.Transport.Validate(), c.Framer.Validate(), notNegative("Timeout", c.Timeout))
+	if err == nil && (c.Conns < 0 || c.Conns > 10000) {
+		err = fmt.Errorf("%w: Conns %d (0 to 10000)", ErrConfig, c.Conns)
 	}
-	switch {
-	case c.Timeout < 0:
-		return fmt.Errorf("%w: Timeout %v < 0", ErrConfig, c.Timeout)
-	case c.Conns < 0 || c.Conns > 10000:
-		return fmt.Errorf("%w: Conns %d (0 to 10000)", ErrConfig, c.Conns)
-	}
-	return nil
+	return err
 }
 
 // Client calls the actions of a NewLife ApiServer or a lifenet Server

@@ -32,15 +32,13 @@ func (c *Client) invokeHTTP(ctx context.Context, action string, args, result any
 	}
 	var body []byte
 	if args != nil || x.makesObject() {
-		b, k := []byte("{}"), kindJSON
-		headers := c.cfg.Headers
+		b, k, headers := []byte("{}"), kindJSON, map[string]string(nil) // no headers without arguments, as over SRMP
 		if args != nil {
 			var err error
 			if b, k, err = appendValue(nil, args); err != nil {
 				return err
 			}
-		} else {
-			headers = nil
+			headers = c.cfg.Headers
 		}
 		if k != kindJSON || !isJSON(b) || b[0] != '{' {
 			return fmt.Errorf("%w: an HTTP call takes an object (struct or map) argument, not %T", ErrArgs, args)

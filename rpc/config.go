@@ -186,23 +186,21 @@ func (c *Config) fill() {
 
 // Validate reports the first setting out of range.
 func (c Config) Validate() error {
-	if err := cmp.Or(c.Transport.Validate(), c.Framer.Validate()); err != nil {
-		return err
-	}
-	switch {
-	case c.MaxInFlight < 0:
-		return fmt.Errorf("%w: MaxInFlight %d < 0", ErrConfig, c.MaxInFlight)
-	case c.MaxHTTPHeader < 0:
-		return fmt.Errorf("%w: MaxHTTPHeader %d < 0", ErrConfig, c.MaxHTTPHeader)
-	case c.MaxArgKeys < 0:
-		return fmt.Errorf("%w: MaxArgKeys %d < 0", ErrConfig, c.MaxArgKeys)
-	case c.PushTimeout < 0:
-		return fmt.Errorf("%w: PushTimeout %v < 0", ErrConfig, c.PushTimeout)
-	}
+	err := cmp.Or(c.Transport.Validate(), c.Framer.Validate(), notNegative("MaxInFlight", c.MaxInFlight),
+		notNegative("MaxHTTPHeader", c.MaxHTTPHeader), notNegative("MaxArgKeys", c.MaxArgKeys),
+		notNegative("PushTimeout", c.PushTimeout))
 	for _, k := range c.MetadataKeys {
-		if k == "" {
-			return fmt.Errorf("%w: an empty MetadataKeys entry", ErrConfig)
+		if err == nil && k == "" {
+			err = fmt.Errorf("%w: an empty MetadataKeys entry", ErrConfig)
 		}
 	}
-	return nil
+	return err
+}
+
+// notNegative is Validate's error for a setting of name below 0, or nil.
+func notNegative[T int | int64 | time.Duration](name string, v T) error {
+	if v >= 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s %v < 0", ErrConfig, name, v)
 }

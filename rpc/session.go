@@ -233,14 +233,12 @@ func (s *Server) PushAll(action string, args any) (int, error) {
 // same way; a null or empty token clears it), allocating only when it
 // changes.
 func (s *Session) noteToken(raw []byte) {
-	if t, ok := plainText(raw); ok {
-		if s.Token() != string(t) {
-			s.SetToken(string(t))
-		}
-		return
+	t, ok := plainText(raw)
+	if !ok {
+		t = []byte(trimText(raw))
 	}
-	if t := trimText(raw); s.Token() != t {
-		s.SetToken(t)
+	if s.Token() != string(t) {
+		s.SetToken(string(t))
 	}
 }
 

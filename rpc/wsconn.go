@@ -3,11 +3,14 @@ package rpc
 import (
 	"bufio"
 	"bytes"
+	"cmp"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"sync"
 	"time"
@@ -23,7 +26,7 @@ import (
 // stream, so that the transport and the SRMP framing serve it as they
 // serve a raw SRMP connection (one stack: see accept.go). It is the server
 // end of an upgrade (web.go) or the client end of a ws:// dial
-// (wsclient.go). Frames are read and written with github.com/gobwas/ws.
+// (wsUpgrade). Frames are read and written with github.com/gobwas/ws.
 //
 // Read yields the payload bytes of the peer's data messages, unmasked in
 // the caller's buffer (no buffer of its own beyond the handshake's
@@ -324,3 +327,31 @@ func (c *wsConn) flushPending() {
 		c.pending = c.pending[:0]
 	}
 }
+
+// wsUpgrade is the transport.ClientConfig.Upgrade of a ws:// or wss://
+// connection: the WebSocket handshake to u (subprotocol SRMP, by
+// github.com/gobwas/ws), within ctx, then SRMP in WebSocket messages
+// (wsConn, the client end: its frames masked).
+func wsUpgrade(u *url.URL, cfg ClientConfig) func(context.Context, net.Conn) (net.Conn, error) {
+	return func(ctx context.Context, c net.Conn) (net.Conn, error) {
+		if d, ok := ctx.Deadline(); ok {
+			c.SetDeadline(d)
+			defer c.SetDeadline(time.Time{})
+		}
+		d := ws.Dialer{Protocols: []string{"SRMP"}}
+		br, _, err := d.Upgrade(c, u)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", codec.ErrConnClosed, err)
+		}
+		if br == nil { // nothing came after the 101
+			br = bufio.NewReaderSize(c, wsReadBuffer)
+		}
+		wt := cmp.Or(cfg.Transport.WriteTimeout, transport.DefaultWriteTimeout)
+		return newWSConn(c, br, true, cfg.Framer.MaxFrame, cmp.Or(cfg.Framer.Expire, codec.DefaultExpire), wt), nil
+	}
+}
+
+// wsReadBuffer is the size of a WebSocket client's reader: it holds frame
+// headers and control frames; payloads are read into the transport's
+// buffer.
+const wsReadBuffer = 4 << 10
