@@ -47,20 +47,15 @@ func AccessLog(l *slog.Logger, level slog.Level) Interceptor {
 	}
 }
 
-// itemBytes sums a stream's item sizes (an OnItem hook).
-type itemBytes int
-
-func (n *itemBytes) add(_ bool, size int) { *n += itemBytes(size) }
-
 // logCall runs the call c and writes its access line, also when the call
 // panics (a server answers it 500; a client's panic reaches its caller),
 // without recovering the panic: its stack stays the handler's.
 func logCall(ctx context.Context, l *slog.Logger, level slog.Level, c *Invocation, next Next) error {
 	start := time.Now()
-	var items *itemBytes
+	var items *int // a stream's item bytes, summed by an OnItem hook
 	if c.info.kind == KindStream {
-		items = new(itemBytes)
-		c.OnItem(items.add)
+		items = new(int)
+		c.OnItem(func(_ bool, size int) { *items += size })
 	}
 	err := error(errPanicked) // the line's err when next panics
 	defer func() { writeAccessLine(ctx, l, level, c, err, time.Since(start), items) }()
@@ -72,11 +67,11 @@ func logCall(ctx context.Context, l *slog.Logger, level slog.Level, c *Invocatio
 var errPanicked = panicError{"the call panicked"}
 
 // writeAccessLine writes the access line of c, which ended with err after d.
-func writeAccessLine(ctx context.Context, l *slog.Logger, level slog.Level, c *Invocation, err error, d time.Duration, items *itemBytes) {
+func writeAccessLine(ctx context.Context, l *slog.Logger, level slog.Level, c *Invocation, err error, d time.Duration, items *int) {
 	res := 0 // the result's data: a unary call's, or a stream's items
 	switch {
 	case items != nil:
-		res = int(*items)
+		res = *items
 	case c.info.kind == KindUnary && err == nil:
 		res = len(c.Result())
 	}

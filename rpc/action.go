@@ -345,13 +345,13 @@ func netTypeName(t reflect.Type) string {
 
 // typed fills in what a's argument type arg and result type ret tell
 // (its line in Api/All, how its argument binds) and its invoker inv. An
-// action whose one parameter is a primitive or a time (isScalar) named by
-// WithParams or WithParam binds it from that entry of an argument object
-// (paramByName).
+// action whose one parameter is a primitive or a time (what NewLife binds
+// as a base type: its TypeCode is not Object) named by WithParams or
+// WithParam binds it from that entry of an argument object (paramByName).
 func (a *action) typed(arg, ret reflect.Type, inv invoker) {
 	a.sig = sigOf(a.name, ret, arg, a.params)
 	a.raw, a.fields, a.invoke = arg == bytesType, bindsFields(arg), inv
-	if len(a.params) > 0 && arg != nil && isScalar(arg) && inv != nil {
+	if len(a.params) > 0 && arg != nil && (isPrimitive(arg.Kind()) || arg == timeType) && inv != nil {
 		name := a.params[0]
 		a.invoke = func(ctx context.Context, data, dst []byte) ([]byte, kind, error) {
 			return inv(ctx, paramByName(data, name), dst)

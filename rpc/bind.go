@@ -75,10 +75,6 @@ func isPrimitive(k reflect.Kind) bool {
 	return k == reflect.String || k == reflect.Bool || (k >= reflect.Int && k <= reflect.Float64)
 }
 
-// isScalar reports whether a parameter of type t is one NewLife binds as
-// a base type (its TypeCode is not Object): a primitive or a time.
-func isScalar(t reflect.Type) bool { return isPrimitive(t.Kind()) || t == timeType }
-
 // singleEntry returns the value of a JSON object's one entry, the
 // reserved keys and the server's metadata keys aside (nil when it has no
 // other): how a single primitive parameter is found by name when the

@@ -187,10 +187,7 @@ func (c *Invocation) SetResult(v any) error {
 		}
 		c.dropReply()
 		c.result = b
-		if c.res == nil {
-			return nil
-		}
-		return decodeResult(b, c.res)
+		return decodeResult(b, c.res) // nothing to decode into without a result pointer
 	}
 	out, k, err := appendValue(c.dst[:c.off], v)
 	if err != nil {

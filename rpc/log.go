@@ -56,15 +56,8 @@ func (s *Server) logSuppressed(kind int, n uint64) {
 	}
 }
 
-// callAttrs is the attributes of a line about a call of action by session
-// ss (nil: through Process, which has no peer): action, session, remote
-// and protocol, in a, which it returns sliced.
-func callAttrs(a *[8]slog.Attr, ss *Session, action string) []slog.Attr {
-	return sessionAttrs(append(a[:0], slog.String(logattr.Action, action)), ss)
-}
-
 // sessionAttrs appends the session, remote and protocol attributes of ss
-// (nil: none) to a.
+// (nil: through Process, which has no peer) to a.
 func sessionAttrs(a []slog.Attr, ss *Session) []slog.Attr {
 	if ss == nil {
 		return a
@@ -87,7 +80,8 @@ func (s *Server) logPanic(ctx context.Context, ss *Session, a *action, v any) {
 		name = a.name
 	}
 	var buf [8]slog.Attr
-	attrs := append(callAttrs(&buf, ss, name), slog.Any(logattr.Panic, v), slog.String(logattr.Stack, string(debug.Stack())))
+	attrs := append(sessionAttrs(append(buf[:0], slog.String(logattr.Action, name)), ss),
+		slog.Any(logattr.Panic, v), slog.String(logattr.Stack, string(debug.Stack())))
 	s.cfg.Log.LogAttrs(ctx, level, msgPanic, attrs...)
 }
 
@@ -106,7 +100,7 @@ func (s *Server) logLine(kind int, ss *Session, action []byte, code int, err err
 		return
 	}
 	var buf [8]slog.Attr
-	attrs := callAttrs(&buf, ss, clipName(string(action)))
+	attrs := sessionAttrs(append(buf[:0], slog.String(logattr.Action, clipName(string(action)))), ss)
 	if code != 0 {
 		attrs = append(attrs, slog.Int(logattr.Code, code))
 	}

@@ -28,19 +28,15 @@ var timeLayouts = func() []string {
 	var out []string
 	times := []string{"15:4:5", "15:4", "3:4:5 PM", "3:4 PM"}
 	zones := []string{"", "-07:00", "-0700", "-07"}
-	for _, d := range []string{"2006-1-2", "2006/1/2", "1/2/2006"} {
-		seps := []string{" "}
-		if d == "2006-1-2" {
-			seps = []string{"T", " "}
-		}
-		for _, sep := range seps {
-			for _, t := range times {
-				for _, z := range zones {
-					out = append(out, d+sep+t+z)
-				}
+	for _, d := range []string{"2006-1-2T", "2006-1-2 ", "2006/1/2 ", "1/2/2006 "} { // the date, then its separator
+		for _, t := range times {
+			for _, z := range zones {
+				out = append(out, d+t+z)
 			}
 		}
-		out = append(out, d)
+		if d[len(d)-1] == ' ' {
+			out = append(out, d[:len(d)-1]) // the date alone
+		}
 	}
 	return append(out, time.RFC1123, time.RFC1123Z, time.RFC850, time.ANSIC)
 }()
