@@ -414,7 +414,7 @@ func (c *Client) invokeLogin(ctx context.Context, action string, args, result an
 // stream's consumer.
 func (c *Client) intercept(ctx context.Context, kind CallKind, action string, args, result any, item func(*codec.Message) (bool, error)) error {
 	iv := sessionCall(nil)
-	iv.client, iv.cl, iv.argv, iv.res, iv.item = true, c, args, result, item
+	iv.client, iv.argv, iv.res, iv.item = true, args, result, item
 	iv.own = CallInfo{action: action, kind: kind, token: c.Token(), hasToken: true}
 	iv.info = &iv.own
 	err := c.chain(ctx, iv)
@@ -430,8 +430,8 @@ func (c *Client) runCall(ctx context.Context, iv *Invocation) error {
 	case KindStream:
 		return c.runStream(ctx, iv.info.action, iv.argv, iv, iv.item)
 	case KindPush:
-		if iv.onPush != nil {
-			iv.onPush(iv.info.action, iv.raw)
+		if f := c.cfg.OnPush; f != nil {
+			f(iv.info.action, iv.raw)
 		}
 		return nil
 	}
@@ -773,7 +773,7 @@ func (c *Client) onPush(cn *codec.Conn, msg any) {
 	case err != nil:
 	case c.chain != nil:
 		iv := sessionCall(nil)
-		iv.client, iv.cl, iv.raw, iv.coded, iv.onPush = true, c, b.data, true, c.cfg.OnPush
+		iv.client, iv.raw, iv.coded = true, b.data, true
 		iv.own = CallInfo{action: string(b.action), kind: KindPush}
 		iv.info = &iv.own
 		iv.wentOut(cn, "", nil) // where it came from

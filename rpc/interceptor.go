@@ -79,14 +79,12 @@ type Invocation struct {
 	send func(item []byte, k kind) error // a stream's
 
 	// client
-	cl     *Client
-	res    any                                         // the caller's result pointer
-	reply  *codec.Message                              // the reply result aliases (released after the chain)
-	item   func(*codec.Message) (more bool, err error) // a stream's consumer: more false when it stopped
-	onPush func(action string, data []byte)
-	conn   *codec.Conn // the connection the call last went out on (nil: none yet, or HTTP)
-	peer   *url.URL    // the server address it last went to (HTTP), or conn's
-	sent   int         // the data bytes of the request last sent
+	res   any                                         // the caller's result pointer
+	reply *codec.Message                              // the reply result aliases (released after the chain)
+	item  func(*codec.Message) (more bool, err error) // a stream's consumer: more false when it stopped
+	conn  *codec.Conn                                 // the connection the call last went out on (nil: none yet, or HTTP)
+	peer  *url.URL                                    // the server address it last went to (HTTP), or conn's
+	sent  int                                         // the data bytes of the request last sent
 }
 
 // Info returns the call's description. On a client it has the action, the

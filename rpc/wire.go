@@ -38,10 +38,9 @@ const (
 
 // body is a decoded RPC body; its slices alias the payload it came from.
 type body struct {
-	action  []byte
-	code    int32
-	data    []byte
-	hasData bool // the data block was present (a zero-length value is not null)
+	action []byte
+	code   int32
+	data   []byte // nil without a data block (a null value); a present block of zero length is not nil
 }
 
 // parseBody decodes an RPC body; withCode says whether an error code
@@ -71,7 +70,7 @@ func parseBody(b []byte, withCode bool) (body, error) {
 	if dl < 0 || int(dl) > len(b)-4 {
 		return m, fmt.Errorf("%w: data length %d, %d bytes left", ErrBody, dl, len(b)-4)
 	}
-	m.data, m.hasData = b[4:4+int(dl)], true
+	m.data = b[4 : 4+int(dl)]
 	return m, nil
 }
 
