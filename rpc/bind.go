@@ -30,7 +30,7 @@ func bindArg(data []byte, keys *keySet, dst any) error {
 	rv := reflect.ValueOf(dst).Elem()
 	if !isTime && !isPrimitive(rv.Kind()) {
 		if !isJSON(data) {
-			return decodeText(data, dst)
+			return decodeResult(data, dst)
 		}
 		return unmarshalLenient(data, dst)
 	}

@@ -455,8 +455,13 @@ func (c *Client) extrasOf(ctx context.Context, x *extras, stream bool) *extras {
 				left = time.Until(dl)
 			}
 		}
+		// In whole ms, rounded up (left+999µs would wrap near
+		// math.MaxInt64), and at most the longest a server keeps.
 		if ok {
-			ms = min(max(msCeil(left), 1), maxTimeoutMs) // the longest a server keeps
+			if ms = int64(left / time.Millisecond); left%time.Millisecond > 0 {
+				ms++
+			}
+			ms = min(max(ms, 1), maxTimeoutMs)
 		}
 	}
 	if md == nil && tc == nil && ms == 0 {
@@ -464,16 +469,6 @@ func (c *Client) extrasOf(ctx context.Context, x *extras, stream bool) *extras {
 	}
 	x.md, x.trace, x.timeout = md, tc, ms
 	return x
-}
-
-// msCeil is d in whole milliseconds, rounded up (d+999µs would wrap for a
-// Timeout near math.MaxInt64).
-func msCeil(d time.Duration) int64 {
-	ms := int64(d / time.Millisecond)
-	if d%time.Millisecond > 0 {
-		ms++
-	}
-	return ms
 }
 
 // inLogin marks the context of a Login run: a login call refused with 401

@@ -132,16 +132,12 @@ func appendFloat(dst []byte, f float64, bits int) []byte {
 
 // decodeResult stores a reply's data into dst (a pointer) as NewLife's
 // client decodes results: bytes as they are, text for strings and
-// primitives, JSON for anything else; empty data leaves dst unchanged.
+// primitives, JSON for anything else, by dst's type; empty data (or a nil
+// dst) leaves dst unchanged.
 func decodeResult(data []byte, dst any) error {
 	if dst == nil || len(data) == 0 {
 		return nil
 	}
-	return decodeText(data, dst)
-}
-
-// decodeText stores text into dst by dst's type.
-func decodeText(data []byte, dst any) error {
 	switch d := dst.(type) {
 	case *[]byte:
 		*d = append((*d)[:0], data...)
@@ -192,7 +188,7 @@ func scalarText(data []byte) []byte {
 	return t
 }
 
-// decodeBuiltin is decodeText's reflection-free path for a pointer to a
+// decodeBuiltin is decodeResult's reflection-free path for a pointer to a
 // bool, int, int32, int64, uint64 or float64, the usual results of a call:
 // about 450 fewer instructions a call than reflect and setScalar, which it
 // matches value for value and error for error (a named type, and the other

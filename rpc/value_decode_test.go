@@ -130,7 +130,7 @@ func TestDecodeBuiltinMatchesReflect(t *testing.T) {
 			if ok, _ := decodeBuiltin([]byte(text), named); ok {
 				t.Fatalf("decodeBuiltin took the named type %T", named)
 			}
-			ferr, nerr := decodeText([]byte(text), fast), decodeText([]byte(text), named)
+			ferr, nerr := decodeResult([]byte(text), fast), decodeResult([]byte(text), named)
 			fv := reflect.ValueOf(fast).Elem()
 			nv := reflect.ValueOf(named).Elem().Convert(fv.Type())
 			if fv.Interface() != nv.Interface() && !(fv.CanFloat() && fv.Float() != fv.Float() && nv.Float() != nv.Float()) {
