@@ -54,10 +54,7 @@ type PickInfo struct {
 // Excludes reports whether the attempt must avoid addr: it is Exclude or
 // one of Tried.
 func (p *PickInfo) Excludes(addr string) bool {
-	if p.Exclude != "" && addr == p.Exclude {
-		return true
-	}
-	return slices.Contains(p.Tried, addr)
+	return p.Exclude != "" && addr == p.Exclude || slices.Contains(p.Tried, addr)
 }
 
 // PickResult is how one attempt ended, as [Balancer.Done] learns it.

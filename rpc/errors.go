@@ -57,10 +57,7 @@ func (e *APIError) Error() string {
 // match when the message is theirs, as a lifenet server sends it.
 func (e *APIError) Is(target error) bool {
 	s, ok := target.(*codeError)
-	if !ok || s.code != e.Code || s.local {
-		return false
-	}
-	return s.primary || strings.HasPrefix(e.Message, s.msg)
+	return ok && s.code == e.Code && !s.local && (s.primary || strings.HasPrefix(e.Message, s.msg))
 }
 
 // NewError returns an [*APIError] with code and message: a handler's way to
