@@ -70,7 +70,10 @@ type ClientConfig struct {
 	// NewLife's ISocketClient.Timeout bounds its receives: a call that gets
 	// nothing for this long returns [ErrReceiveTimeout] and the connection
 	// stays open (0: only the context bounds the wait). Unlike a context
-	// made for each call, it allocates nothing. Event mode ignores it.
+	// made for each call, it allocates nothing. In sync mode a call may
+	// wait up to a quarter second more (the bound moves once per tick of a
+	// coarse clock, not per call, so that receives set no timer each).
+	// Event mode ignores it.
 	ReceiveTimeout time.Duration
 	// Upgrade, if set, runs on each new stream connection after its dial
 	// (and TLS handshake), within DialTimeout, and returns the connection

@@ -33,6 +33,14 @@ type syncReader struct {
 
 	woken atomic.Bool // Wake was called: the read deadline is in the past
 
+	// The read deadline limit set last (watchMu): limitBase is a receive
+	// timeout from a call in the coarse clock's tick limitTick, plus a
+	// tick, so that it serves every call of that tick; limited is the
+	// deadline limit last set, zero once anything else has moved it.
+	limitTick int64
+	limitBase time.Time
+	limited   time.Time
+
 	// handedOff: StartReceiving gave the connection to a receive
 	// goroutine, which now reads and finishes the session. Set once, under
 	// mu and watchMu; every entry point of this reader checks it under
@@ -137,6 +145,9 @@ func (r *syncReader) read(ctx context.Context, c *Client) (int, error) {
 			return 0, ErrWoken
 		}
 		if !until.IsZero() { // limit set this call's deadline: nothing else moved it
+			r.watchMu.Lock()
+			r.limitBase = time.Time{} // the next call's limit is measured afresh
+			r.watchMu.Unlock()
 			return 0, ErrReceiveTimeout
 		}
 	}
@@ -194,7 +205,7 @@ func (r *syncReader) watch(ctx context.Context, s *Session) (keep bool) {
 	r.unwatch()
 	r.watchMu.Lock()
 	s.conn.SetReadDeadline(key.deadline) // also clears an earlier interrupt
-	r.watched = key
+	r.watched, r.limited = key, time.Time{}
 	r.watchMu.Unlock()
 	if key.done == nil {
 		r.settled = key.never()
@@ -205,6 +216,7 @@ func (r *syncReader) watch(ctx context.Context, s *Session) (keep bool) {
 		defer r.watchMu.Unlock()
 		if key.same(r.watched) { // not replaced by a later context meanwhile
 			s.conn.SetReadDeadline(interrupted)
+			r.limited = time.Time{}
 		}
 	})
 	r.watchMu.Lock()
@@ -213,22 +225,31 @@ func (r *syncReader) watch(ctx context.Context, s *Session) (keep bool) {
 	return keep
 }
 
-// limit moves the read deadline to this call's receive timeout (or ctx's
-// deadline, if that comes first) and returns it; zero means no timeout.
-// It runs on every call, after watch, because each call's timeout starts
-// anew. A cancellation whose interrupt the move may have overwritten is
+// limit sets the read deadline to at least this call's receive timeout
+// ahead, at most a clock tick more (or to ctx's deadline, if that comes
+// first), and returns it; zero means no timeout. It runs on every call,
+// after watch, because each call's timeout starts anew, but it moves the
+// deadline only once per tick of the coarse clock (or when something else
+// moved it): a serial caller's receives then arm no runtime timer each.
+// After a timeout the next call measures afresh. A cancellation whose interrupt the move may have overwritten is
 // returned as ctx's error: the interrupt is set under watchMu after ctx is
 // done, so either it comes after the move or ctx.Err() already says so.
 func (r *syncReader) limit(ctx context.Context, s *Session, timeout time.Duration) (time.Time, error) {
 	if timeout <= 0 {
 		return time.Time{}, nil
 	}
-	until := time.Now().Add(timeout)
+	r.watchMu.Lock()
+	if t := now(); t != r.limitTick || r.limitBase.IsZero() {
+		r.limitTick, r.limitBase = t, time.Now().Add(timeout+clockTick)
+	}
+	until := r.limitBase
 	if d, ok := ctx.Deadline(); ok && d.Before(until) {
 		until = d
 	}
-	r.watchMu.Lock()
-	s.conn.SetReadDeadline(until)
+	if !until.Equal(r.limited) {
+		s.conn.SetReadDeadline(until)
+		r.limited = until
+	}
 	r.watchMu.Unlock()
 	return until, ctx.Err()
 }
@@ -281,6 +302,7 @@ func (c *Client) Wake() {
 	if !r.handedOff.Load() {
 		r.woken.Store(true)
 		c.sess.conn.SetReadDeadline(interrupted)
+		r.limited = time.Time{}
 	}
 	r.watchMu.Unlock()
 }

@@ -80,3 +80,27 @@ func TestReceiveTimeoutIsANetTimeout(t *testing.T) {
 		t.Fatal("ErrReceiveTimeout is not a net.Error whose Timeout is true")
 	}
 }
+
+// In sync mode the receive timeout's deadline moves at most once per tick
+// of the coarse clock, not per call: a call that comes a while after the
+// one that set it still waits its whole timeout from its own start.
+func TestSyncReceiveTimeoutCountsFromEachCall(t *testing.T) {
+	leakcheck.Check(t)
+	const timeout = 300 * time.Millisecond
+	_, a := startServer(t, transport.Config{}, echoHooks(), "tcp", "127.0.0.1:0")
+	c := dialClient(t, "tcp", a, transport.ClientConfig{Mode: transport.ReceiveSync, ReceiveTimeout: timeout}, transport.Hooks{})
+	for i := range 3 {
+		c.SendBytes([]byte("ping"))
+		if got := receiveString(t, c, 4); got != "ping" {
+			t.Fatalf("echo %d: %q", i, got)
+		}
+	}
+	time.Sleep(timeout * 2 / 3) // the deadline the echoes' receives set is now nearer than a timeout
+	start := time.Now()
+	if _, err := c.Receive(context.Background()); !errors.Is(err, transport.ErrReceiveTimeout) {
+		t.Fatalf("Receive with nothing to read: %v", err)
+	}
+	if d := time.Since(start); d < timeout {
+		t.Fatalf("timed out after %v, before its own %v", d, timeout)
+	}
+}
