@@ -326,10 +326,10 @@ func (c *Conn) writeSRMP(ctx context.Context, kind Kind, flag, seq uint8, body [
 	sc := c.srmpCtx
 	if p != nil && small(p) {
 		body = p.Bytes()
-	} else if p != nil || len(body) >= copyBelow {
-		return c.writeSRMPFrame(ctx, kind, flag, seq, body, p)
+	} else if p != nil {
+		return c.writeSRMPFrame(ctx, kind, flag, seq, nil, p)
 	}
-	if sc == nil {
+	if sc == nil || len(body) >= copyBelow {
 		return c.writeSRMPFrame(ctx, kind, flag, seq, body, p)
 	}
 	var hdr [srmpHeaderLen]byte
