@@ -71,9 +71,9 @@ type ClientConfig struct {
 	// nothing for this long returns [ErrReceiveTimeout] and the connection
 	// stays open (0: only the context bounds the wait). Unlike a context
 	// made for each call, it allocates nothing. In sync mode a call may
-	// wait up to a quarter second more (the bound moves once per tick of a
-	// coarse clock, not per call, so that receives set no timer each).
-	// Event mode ignores it.
+	// wait up to 1/32 of it more (the read deadline moves only when it is
+	// nearer than the timeout, so that a serial caller's receives do not
+	// each reset a timer). Event mode ignores it.
 	ReceiveTimeout time.Duration
 	// Upgrade, if set, runs on each new stream connection after its dial
 	// (and TLS handshake), within DialTimeout, and returns the connection

@@ -33,13 +33,10 @@ type syncReader struct {
 
 	woken atomic.Bool // Wake was called: the read deadline is in the past
 
-	// The read deadline limit set last (watchMu): limitBase is a receive
-	// timeout from a call in the coarse clock's tick limitTick, plus a
-	// tick, so that it serves every call of that tick; limited is the
-	// deadline limit last set, zero once anything else has moved it.
-	limitTick int64
-	limitBase time.Time
-	limited   time.Time
+	// limited is the read deadline limit set last (watchMu), zero once
+	// anything else has moved the deadline: a receive timeout from a call,
+	// plus a 32nd of it, so that it serves the calls that come soon after.
+	limited time.Time
 
 	// handedOff: StartReceiving gave the connection to a receive
 	// goroutine, which now reads and finishes the session. Set once, under
@@ -145,9 +142,6 @@ func (r *syncReader) read(ctx context.Context, c *Client) (int, error) {
 			return 0, ErrWoken
 		}
 		if !until.IsZero() { // limit set this call's deadline: nothing else moved it
-			r.watchMu.Lock()
-			r.limitBase = time.Time{} // the next call's limit is measured afresh
-			r.watchMu.Unlock()
 			return 0, ErrReceiveTimeout
 		}
 	}
@@ -226,25 +220,26 @@ func (r *syncReader) watch(ctx context.Context, s *Session) (keep bool) {
 }
 
 // limit sets the read deadline to at least this call's receive timeout
-// ahead, at most a clock tick more (or to ctx's deadline, if that comes
-// first), and returns it; zero means no timeout. It runs on every call,
-// after watch, because each call's timeout starts anew, but it moves the
-// deadline only once per tick of the coarse clock (or when something else
-// moved it): a serial caller's receives then arm no runtime timer each.
-// After a timeout the next call measures afresh. A cancellation whose interrupt the move may have overwritten is
-// returned as ctx's error: the interrupt is set under watchMu after ctx is
-// done, so either it comes after the move or ctx.Err() already says so.
+// ahead (or to ctx's deadline, if that comes first) and returns it; zero
+// means no timeout. It runs on every call, after watch, because each
+// call's timeout starts anew, but it moves the deadline only when the one
+// set is nearer than the timeout, and then to a 32nd of the timeout
+// beyond: a serial caller's receives arm a runtime timer once in many
+// (a receive waits at least the timeout, and at most 1/32 more). A
+// cancellation whose interrupt the move may have overwritten is returned
+// as ctx's error: the interrupt is set under watchMu after ctx is done,
+// so either it comes after the move or ctx.Err() already says so.
 func (r *syncReader) limit(ctx context.Context, s *Session, timeout time.Duration) (time.Time, error) {
 	if timeout <= 0 {
 		return time.Time{}, nil
 	}
+	want := time.Now().Add(timeout)
 	r.watchMu.Lock()
-	if t := now(); t != r.limitTick || r.limitBase.IsZero() {
-		r.limitTick, r.limitBase = t, time.Now().Add(timeout+clockTick)
-	}
-	until := r.limitBase
-	if d, ok := ctx.Deadline(); ok && d.Before(until) {
+	until := r.limited
+	if d, ok := ctx.Deadline(); ok && d.Before(want) {
 		until = d
+	} else if until.Before(want) {
+		until = want.Add(timeout / limitSlack)
 	}
 	if !until.Equal(r.limited) {
 		s.conn.SetReadDeadline(until)
@@ -253,6 +248,10 @@ func (r *syncReader) limit(ctx context.Context, s *Session, timeout time.Duratio
 	r.watchMu.Unlock()
 	return until, ctx.Err()
 }
+
+// limitSlack: a receive timeout's deadline serves the calls of the next
+// 1/limitSlack of it (see limit).
+const limitSlack = 32
 
 // unwatch disarms the interrupt. The next call sets the read deadline
 // afresh, which also clears an interrupt that fired meanwhile.

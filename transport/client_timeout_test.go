@@ -81,9 +81,9 @@ func TestReceiveTimeoutIsANetTimeout(t *testing.T) {
 	}
 }
 
-// In sync mode the receive timeout's deadline moves at most once per tick
-// of the coarse clock, not per call: a call that comes a while after the
-// one that set it still waits its whole timeout from its own start.
+// In sync mode the receive timeout's deadline moves only when the one set
+// is nearer than the timeout, not on every call: a call that comes a while
+// after the one that set it still waits its whole timeout from its start.
 func TestSyncReceiveTimeoutCountsFromEachCall(t *testing.T) {
 	leakcheck.Check(t)
 	const timeout = 300 * time.Millisecond
