@@ -89,7 +89,7 @@ func (s *Session) sendBytes(ctx context.Context, parts [][]byte) error {
 // for admitLocked's bound in both modes). It is the common case, decided
 // inline; admitLocked decides the rest. Called with s.mu held.
 func (s *Session) admitsLocked(n int) bool {
-	return !s.datagram && !s.finished && (s.waits == nil || len(s.waits.waitq) == 0) && s.reason.Load() == 0 &&
+	return !s.datagram && !s.finished && s.waitingLocked() == 0 && s.reason.Load() == 0 &&
 		s.queued+s.inflight+n <= s.ep.cfg.SendQueueBytes
 }
 
@@ -191,13 +191,7 @@ func (s *Session) EnqueueBytes(parts ...[]byte) error {
 
 // stageBytesLocked copies the n bytes of parts into the send queue.
 func (s *Session) stageBytesLocked(n int, parts [][]byte) {
-	var dst []byte
-	if k := s.stageLen; s.stage != nil && len(s.stageBuf)-k >= n { // room in the staging buffer: stageLocked's common case, inline
-		s.stageLen = k + n
-		dst = s.stageBuf[k : k+n]
-	} else {
-		dst = s.stageLocked(n)
-	}
+	dst := s.stageLocked(n)
 	for _, b := range parts {
 		dst = dst[copy(dst, b):]
 	}
@@ -421,14 +415,20 @@ func (s *Session) maxDatagram() int {
 // session gets a packet of its own per message: each leaves as one
 // datagram. Called with s.mu held.
 func (s *Session) stageLocked(n int) []byte {
+	if room := s.stageBuf[s.stageLen:]; len(room) >= n && s.stage != nil { // the common case, inline (a datagram session has no stage)
+		s.stageLen += n
+		return room[:n]
+	}
+	return s.newStageLocked(n)
+}
+
+// newStageLocked is stageLocked without room in the staging buffer: a
+// datagram's own packet, or a new staging buffer. Called with s.mu held.
+func (s *Session) newStageLocked(n int) []byte {
 	if s.datagram {
 		p := packet.Get(n)
 		s.queue = append(s.queue, p)
 		return p.Bytes()
-	}
-	if k := s.stageLen; s.stage != nil && len(s.stageBuf)-k >= n {
-		s.stageLen = k + n
-		return s.stageBuf[k : k+n]
 	}
 	s.sealStageLocked()
 	size := stageSize
