@@ -3,8 +3,11 @@ package otel_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/lifenet/lifenet/internal/testutil/testwait"
 	"github.com/lifenet/lifenet/otel"
 	"github.com/lifenet/lifenet/rpc"
 )
@@ -46,7 +49,12 @@ func TestServerCallDoneMatchesTheInterceptor(t *testing.T) {
 			ir, hr = cmr, cmr2
 		}
 		calls(rpc.Config{Interceptors: []rpc.Interceptor{otel.ServerInterceptor(opts...)}})
-		calls(rpc.Config{OnCallDone: otel.ServerCallDone(hookOpts...)})
+		// OnCallDone runs once a call's reply has gone out, so a client
+		// can have its reply before the hook has counted the call: wait
+		// for all eight.
+		hook, seen := otel.ServerCallDone(hookOpts...), atomic.Int32{}
+		calls(rpc.Config{OnCallDone: func(ev rpc.CallEvent) { hook(ev); seen.Add(1) }})
+		testwait.For(t, 10*time.Second, "the hook's eight calls", func() bool { return seen.Load() == 8 })
 		want, got := collect(t, ir), collect(t, hr)
 		for _, name := range names {
 			w, g := histShape(want[name]), histShape(got[name])

@@ -5,7 +5,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/lifenet/lifenet/internal/testutil/testwait"
 	"github.com/lifenet/lifenet/rpc"
 )
 
@@ -79,8 +81,22 @@ func TestServeReceivedToWrittenMetric(t *testing.T) {
 	}
 	cl.Invoke(ctx, "No/Such", nil, nil)
 
-	text := get(t, metrics[0])
 	const name = "lifenet_rpc_server_received_to_written_duration_seconds"
+	// The hook that records a call runs once its reply has gone out: the
+	// client can have the last reply first. Wait until the page counts
+	// every call, then check it.
+	want := map[string]float64{"Bench/NoArg": 20, "Bench/Sleep": 3, "_OTHER": 1}
+	var text string
+	testwait.For(t, 10*time.Second, "/metrics to count every call", func() bool {
+		text = get(t, metrics[0])
+		recv := histogramOf(t, text, name)
+		for method, n := range want {
+			if recv[method] == nil || recv[method].count != n {
+				return false
+			}
+		}
+		return true
+	})
 	for _, want := range []string{
 		"# TYPE " + name + " histogram",
 		"# HELP " + name + " The server's time per answered call from the request's arrival in the rpc package to its reply's write",
@@ -90,10 +106,10 @@ func TestServeReceivedToWrittenMetric(t *testing.T) {
 		}
 	}
 	recv, handler := histogramOf(t, text, name), histogramOf(t, text, "rpc_server_call_duration_seconds")
-	for method, want := range map[string]float64{"Bench/NoArg": 20, "Bench/Sleep": 3, "_OTHER": 1} {
+	for method, calls := range want {
 		r, h := recv[method], handler[method]
-		if r == nil || h == nil || r.count != want || h.count != want {
-			t.Errorf("%s: received-to-written %+v, handler %+v; want %g calls in each", method, r, h, want)
+		if r == nil || h == nil || r.count != calls || h.count != calls {
+			t.Errorf("%s: received-to-written %+v, handler %+v; want %g calls in each", method, r, h, calls)
 			continue
 		}
 		if r.sum < h.sum {
