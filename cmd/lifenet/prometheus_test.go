@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -196,10 +197,19 @@ func must(t *testing.T, err error) {
 }
 
 func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	defer l.Close()
-	return l.Addr().String()
+	// Below the kernel's ephemeral range (32768 and up on Linux, 49152 on
+	// Windows and macOS): a port that range hands out (to a `:0` listener,
+	// an outgoing connection) could be taken between this check and the
+	// child's own bind, which a clean-clone run saw once for the etcd.
+	for range 100 {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000)))
+		if err == nil {
+			defer l.Close()
+			return l.Addr().String()
+		}
+	}
+	t.Fatal("no free port in 20000-31999")
+	return ""
 }
 
 func waitFor(t *testing.T, ctx context.Context, what string, ok func() bool) {
