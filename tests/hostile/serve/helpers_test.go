@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"runtime"
 	"runtime/metrics"
@@ -33,36 +34,48 @@ func echo(c *codec.Conn, msg any) {
 
 // startCodec starts a codec server with cfg and opts on each network in
 // turn, all on one port, and closes it when the test ends. It returns the
-// shared address. The first listener picks a free port, which another
-// process may hold for another network: then it tries a new port.
+// shared address. With one network the kernel picks the port. With more,
+// the port is drawn below the kernel's ephemeral range (32768 and up on
+// Linux): a port from that range may already carry another test's
+// outgoing TCP connection, so the second listener could not bind it, and
+// a CI run once lost ten draws in a row that way. A taken port is drawn
+// again.
 func startCodec(t *testing.T, cfg transport.Config, opts codec.Options, networks ...string) (*codec.Server, string) {
 	t.Helper()
-	for attempt := 1; ; attempt++ {
-		srv, err := codec.NewServer(cfg, opts)
-		if err != nil {
+	var err error
+	for range 50 {
+		addr := "127.0.0.1:0"
+		if len(networks) > 1 {
+			addr = fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		}
+		var srv *codec.Server
+		if srv, err = codec.NewServer(cfg, opts); err != nil {
 			t.Fatal(err)
 		}
-		addr := "127.0.0.1:0"
-		for i, n := range networks {
-			a, lerr := srv.Listen(context.Background(), n, addr)
-			if lerr != nil {
-				err = fmt.Errorf("listen %s %s: %w", n, addr, lerr)
-				if i == 0 {
-					attempt = 10 // no port was taken: nothing to retry
-				}
-				break
-			}
-			addr = a.String()
-		}
-		if err == nil {
+		if addr, err = listenAll(srv, addr, networks); err == nil {
 			t.Cleanup(func() { srv.Close() })
 			return srv, addr
 		}
 		srv.Close()
-		if attempt >= 10 {
-			t.Fatal(err)
+		if len(networks) == 1 {
+			break // the kernel chose the port: a retry would not help
 		}
 	}
+	t.Fatal(err)
+	return nil, ""
+}
+
+// listenAll listens on addr with each network in turn and returns the
+// address they share.
+func listenAll(srv *codec.Server, addr string, networks []string) (string, error) {
+	for _, n := range networks {
+		a, err := srv.Listen(context.Background(), n, addr)
+		if err != nil {
+			return "", fmt.Errorf("listen %s %s: %w", n, addr, err)
+		}
+		addr = a.String()
+	}
+	return addr, nil
 }
 
 // dialCodec connects a codec client and closes it when the test ends.
