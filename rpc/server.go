@@ -12,6 +12,7 @@ import (
 	"github.com/lifenet/lifenet/codec"
 	"github.com/lifenet/lifenet/internal/logattr"
 	"github.com/lifenet/lifenet/internal/mono"
+	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )
 
@@ -263,11 +264,11 @@ func (s *Server) onMessage(c *codec.Conn, msg any) {
 	switch s.place(ss, a, len(payload)) {
 	case runHere:
 		ss.inline.Add(1) // the session's own counter: not a line every core writes
-		s.serve(ss, m, b, a, recv)
+		s.serve(ss, m, b, a, recv, false)
 		ss.inline.Add(-1)
 	case runSpawned:
 		s.begin(ss)
-		go s.serveSpawned(ss, m.Keep(), recv)
+		go s.serve(ss, m.Keep(), body{}, nil, recv, true)
 	case runRefused:
 		if m.Kind == codec.KindOneWay {
 			s.drop(ss, b.action, ErrBusy) // dropped, counted
@@ -353,23 +354,20 @@ func (s *Server) routeCall(ss *Session, payload []byte) (body, *action, bool) {
 	return b, s.reg.find(b.action), true
 }
 
-// serveSpawned runs an owned request on its own goroutine (routed again:
-// the same bytes, routed as onMessage did); recv is when onMessage got
-// it (see clock).
-func (s *Server) serveSpawned(ss *Session, m *codec.Message, recv int64) {
-	defer s.end(ss)
-	defer m.Release()
-	b, a, _ := s.routeCall(ss, m.PayloadBytes())
-	if a != nil && a.stream != nil {
-		s.serveStream(ss, m, b, a)
-		return
+// serve runs one request and writes its reply; recv is when onMessage
+// got it (see clock). On the reading goroutine it comes routed (b, a).
+// Spawned, on a goroutine of its own (counted by begin), it owns m and
+// routes it again: the same bytes, routed as onMessage did, whose b
+// pointed into the borrowed message.
+func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action, recv int64, spawned bool) {
+	if spawned {
+		defer s.end(ss)
+		defer m.Release()
+		if b, a, _ = s.routeCall(ss, m.PayloadBytes()); a != nil && a.stream != nil {
+			s.serveStream(ss, m, b, a)
+			return
+		}
 	}
-	s.serve(ss, m, b, a, recv)
-}
-
-// serve runs one routed request and writes its reply; recv is when the
-// server got it (see clock).
-func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action, recv int64) {
 	if m.Flag&flagStream != 0 && a != nil && m.Kind != codec.KindOneWay {
 		// A lifenet client's Stream: it would wait for an end a call never sends.
 		replyError(ss, m, b.action, CodeBadRequest, ErrUnaryAction.Error()+" ("+clipName(string(b.action))+")")
@@ -380,27 +378,28 @@ func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action, recv in
 		kind = KindOneWay
 	}
 	bp := bodyPool.Get().(*[]byte)
-	defer func() {
-		if cap(*bp) <= maxPooledBody { // unless it grew large
-			*bp = (*bp)[:0]
-			bodyPool.Put(bp)
-		}
-	}()
 	d := callDone{recv: recv}
-	out, isErr, gone := s.reply(ss.ctx, ss, b, a, kind, (*bp)[:0], &d)
-	*bp = out
+	head := append(appendName((*bp)[:0], b.action), 0, 0, 0, 0) // then the data's length, patched by replyBody
+	out, k, err := s.exec(ss.ctx, ss, b.action, a, kind, b.data, "", head, &d)
+	out, isErr, gone := s.replyBody(ss, b.action, head, out, k, err)
 	var written int64
 	switch {
 	case m.Kind == codec.KindOneWay: // never answered, even on error
 	case s.stopped.Load(): // cut short by Close: it fails with its connection
 	case gone: // past the deadline the caller sent: it stopped waiting, and would drop the reply
-	case !isErr && cap(out) > maxPooledBody:
-		ss.giveReply(m, out) // the pool does not keep it: the queue takes it as it is
-		*bp = nil
+	case isErr || ss.proto == ProtoUDP:
+		ss.sendReply(m, out, isErr) // an error reply, or a UDP peer's reply (UDPReplyFactor)
+		written = s.clock()
+	case cap(out) > maxPooledBody:
+		ss.conn.Reply(m, packet.Wrap(out)) // the pool does not keep it: the queue takes it as it is
 		written = s.clock()
 	default:
-		ss.sendReply(m, out, isErr) // a closed connection drops it, as it would any write
+		ss.conn.ReplyBytes(m, out) // copied; a closed connection drops it, as it would any write
 		written = s.clock()
+	}
+	if cap(out) <= maxPooledBody { // unless it grew large (and went out as it is)
+		*bp = out[:0]
+		bodyPool.Put(bp)
 	}
 	if s.cfg.OnCallDone != nil {
 		s.observe(ss, &d, written)
@@ -428,27 +427,25 @@ func (s *Server) Process(ctx context.Context, body, dst []byte) (reply []byte, i
 		return dst, false, false
 	}
 	var d callDone
-	reply, isErr, gone := s.reply(ctx, nil, b, a, KindUnary, dst, &d)
+	head := append(appendName(dst, b.action), 0, 0, 0, 0)
+	out, k, err := s.exec(ctx, nil, b.action, a, KindUnary, b.data, "", head, &d)
+	reply, isErr, gone := s.replyBody(nil, b.action, head, out, k, err)
 	if s.cfg.OnCallDone != nil {
 		s.observe(nil, &d, 0)
 	}
 	return reply, isErr, !gone
 }
 
-// reply runs a routed request of kind (a call or a one-way call) and
-// appends its SRMP reply body to dst: the action's name, then its result
-// or its error; gone says the call ended past the deadline its caller
-// sent, who no longer waits for the reply. A result past Framer.MaxFrame
-// is answered 413: the caller's framer would end the connection. d gets
-// the call's event (see exec).
-func (s *Server) reply(ctx context.Context, ss *Session, b body, a *action, kind CallKind, dst []byte, d *callDone) (out []byte, isErr, gone bool) {
-	dst = appendName(dst, b.action)
-	off := len(dst)
-	dst = append(dst, 0, 0, 0, 0)
-	out, k, err := s.exec(ctx, ss, b.action, a, kind, b.data, "", dst, d)
+// replyBody finishes the SRMP reply body exec appended to head (the
+// action's name and room for the data's length): its result, or its error
+// err; a result past Framer.MaxFrame is answered 413 (the caller's framer
+// would end the connection). gone says the call ended past the deadline
+// its caller sent, who no longer waits for the reply.
+func (s *Server) replyBody(ss *Session, name, head, out []byte, k kind, err error) (body []byte, isErr, gone bool) {
+	off := len(head) - 4
 	switch {
 	case err == errCallerGone:
-		return dst[:off], true, true
+		return head[:off], true, true
 	case err == nil && k == kindNull:
 		return out[:off], false, false
 	case err == nil:
@@ -456,10 +453,10 @@ func (s *Server) reply(ctx context.Context, ss *Session, b body, a *action, kind
 		if err = tooLarge("reply", len(out), s.cfg.Framer.MaxFrame); err == nil {
 			return out, false, false
 		}
-		s.logLine(kindTooLarge, ss, b.action, 0, err)
+		s.logLine(kindTooLarge, ss, name, 0, err)
 	}
-	code, msg := s.errorReply(ss, b.action, err)
-	return appendError(dst[:off], code, msg), true, false
+	code, msg := s.errorReply(ss, name, err)
+	return appendError(head[:off], code, msg), true, false
 }
 
 // errStreamHere: a streaming action called where replies cannot stream

@@ -169,13 +169,14 @@ func (s *Session) Push(action string, args any) error {
 }
 
 // sendReply answers the SRMP request m with body, a reply's body (an
-// error reply's if isErr; a copy: the caller keeps body): the one way a
-// reply, a stream's item or an error reply leaves. To a UDP peer, whose
-// source address nothing has validated (it may be spoofed), a reply past
-// Config.UDPReplyFactor times its request (3 by default, QUIC's
-// anti-amplification rule) goes as an error reply cut to fit (a result's
-// as a 413), or not at all when not even its name and code fit (counted in
-// Stats.Dropped).
+// error reply's if isErr; a copy: the caller keeps body): how an error
+// reply, a stream's item and a UDP peer's reply leave (a call's result
+// over a stream socket goes straight to the connection: see
+// Server.serve). To a UDP peer, whose source address nothing has
+// validated (it may be spoofed), a reply past Config.UDPReplyFactor times
+// its request (3 by default, QUIC's anti-amplification rule) goes as an
+// error reply cut to fit (a result's as a 413), or not at all when not
+// even its name and code fit (counted in Stats.Dropped).
 func (s *Session) sendReply(m *codec.Message, body []byte, isErr bool) error {
 	if s.proto == ProtoUDP && !s.srv.udpFits(m, len(body)) {
 		if body, isErr = s.srv.udpRefusal(s, m, body, isErr), true; body == nil {
@@ -188,15 +189,6 @@ func (s *Session) sendReply(m *codec.Message, body []byte, isErr bool) error {
 	p := packet.Get(len(body))
 	copy(p.Bytes(), body)
 	return s.conn.ReplyError(m, p)
-}
-
-// giveReply is sendReply for a reply's body the caller gives up (a large
-// one, which no pool keeps): queued as it is, not copied.
-func (s *Session) giveReply(m *codec.Message, body []byte) error {
-	if s.proto == ProtoUDP && !s.srv.udpFits(m, len(body)) {
-		return s.sendReply(m, body, false)
-	}
-	return s.conn.Reply(m, packet.Wrap(body))
 }
 
 func (s *Session) pushBody(body []byte) error {
