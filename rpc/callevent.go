@@ -57,7 +57,8 @@ func (s *Server) clock() int64 {
 
 // callDone is what a call's [CallEvent] is made of: exec fills it as the
 // call ends, and its caller reports it (observe) once the reply has been
-// handed over, so that the event tells the whole time.
+// handed over, so that the event tells the whole time (exec reports a
+// stream's).
 type callDone struct {
 	a                *action
 	kind             CallKind

@@ -89,7 +89,7 @@ func (s *Server) serveHTTPCall(rw http.ResponseWriter, r *http.Request, ss *Sess
 			s.observe(ss, &d, written)
 		}()
 	}
-	out, k, err := s.exec(r.Context(), ss, name, a, KindUnary, data, r.Header.Get("traceparent"), nil, &d)
+	out, k, err := s.exec(r.Context(), ss, name, a, KindUnary, data, r.Header.Get("traceparent"), nil, &d, nil)
 	if s.stopped.Load() {
 		panic(http.ErrAbortHandler) // cut short by Close: it fails with its connection
 	}
@@ -159,7 +159,7 @@ func (s *Server) streamSSE(rw http.ResponseWriter, r *http.Request, ss *Session,
 		}
 		return rc.Flush()
 	}
-	err := s.execStream(ss, []byte(action), a, data, r.Header.Get("traceparent"), func(item []byte, k kind) error { return event(CodeOK, k, item) })
+	_, _, err := s.exec(ss.ctx, ss, []byte(action), a, KindStream, data, r.Header.Get("traceparent"), nil, new(callDone), func(item []byte, k kind) error { return event(CodeOK, k, item) })
 	switch {
 	case s.stopped.Load():
 		panic(http.ErrAbortHandler) // cut short by Close: it ends with its connection

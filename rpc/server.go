@@ -380,7 +380,7 @@ func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action, recv in
 	bp := bodyPool.Get().(*[]byte)
 	d := callDone{recv: recv}
 	head := append(appendName((*bp)[:0], b.action), 0, 0, 0, 0) // then the data's length, patched by replyBody
-	out, k, err := s.exec(ss.ctx, ss, b.action, a, kind, b.data, "", head, &d)
+	out, k, err := s.exec(ss.ctx, ss, b.action, a, kind, b.data, "", head, &d, nil)
 	out, isErr, gone := s.replyBody(ss, b.action, head, out, k, err)
 	var written int64
 	switch {
@@ -428,7 +428,7 @@ func (s *Server) Process(ctx context.Context, body, dst []byte) (reply []byte, i
 	}
 	var d callDone
 	head := append(appendName(dst, b.action), 0, 0, 0, 0)
-	out, k, err := s.exec(ctx, nil, b.action, a, KindUnary, b.data, "", head, &d)
+	out, k, err := s.exec(ctx, nil, b.action, a, KindUnary, b.data, "", head, &d, nil)
 	reply, isErr, gone := s.replyBody(nil, b.action, head, out, k, err)
 	if s.cfg.OnCallDone != nil {
 		s.observe(nil, &d, 0)
@@ -465,27 +465,32 @@ var errStreamHere = &APIError{Code: 501, Message: "a streaming action needs an S
 
 // exec runs action a (nil: unknown name), called as name with data, in a
 // context made by callContext from parent (Process's, an HTTP request's)
-// or the session's, through the interceptors, and appends its encoded
-// result to dst. It refuses a call while shutting down, a name too long,
-// too many keys, an unknown action without interceptors and a stream here;
-// a panic of the handler or of an interceptor is a 500, a call that ended
-// past the deadline its caller sent is errCallerGone, an APIError of code
-// 200 a success (success200). With Config.OnCallDone, d gets the call's
-// event, d.recv (when the server got the request, see clock; 0: not
-// known) set by the caller, who reports it (observe) once the reply is
-// out. traceHeader is an HTTP request's traceparent header.
-func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *action, kind CallKind, data []byte, traceHeader string, dst []byte, d *callDone) (out []byte, k kind, err error) {
+// or the session's, through the interceptors: a call appends its encoded
+// result to dst, a stream (send not nil) hands its items to send. It
+// refuses a call while shutting down, a name too long, too many keys, an
+// unknown action without interceptors and a stream without send; a panic
+// of the handler or of an interceptor is a 500. A call that ended past the
+// deadline its caller sent is errCallerGone, an APIError of code 200 a
+// success (success200); a stream's error ends it as it is. With
+// Config.OnCallDone, d gets the call's event, d.recv (when the server got
+// the request, see clock; 0: not known) set by the caller, who reports it
+// (observe) once the reply is out; a stream's is reported here, at its
+// end. traceHeader is an HTTP request's traceparent header.
+func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *action, kind CallKind, data []byte, traceHeader string, dst []byte, d *callDone, send func([]byte, kind) error) (out []byte, k kind, err error) {
 	if s.cfg.OnCallDone != nil {
-		d.start = mono.Now()
+		d.a, d.kind, d.req, d.start = a, kind, len(data), mono.Now()
 	}
 	defer func() {
-		if err != nil && err != errCallerGone { // after a panic's 500 and the deadline's check
+		if err != nil && err != errCallerGone && send == nil { // after a panic's 500 and the deadline's check
 			out, k, err = success200(dst, err, out, k)
 		}
 		if s.cfg.OnCallDone != nil {
-			d.a, d.kind, d.end, d.err, d.req = a, kind, mono.Now(), err, len(data)
+			d.end, d.err = mono.Now(), err
 			if err == nil && k != kindNull {
 				d.resp = len(out) - len(dst)
+			}
+			if send != nil {
+				s.observe(ss, d, 0)
 			}
 		}
 	}()
@@ -498,33 +503,37 @@ func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *actio
 			ss.noteToken(d.token) // NewLife reads it before it looks the action up
 		}
 		return dst, kindNull, notFound(name)
-	case a != nil && a.stream != nil:
+	case a != nil && a.stream != nil && send == nil:
 		return dst, kindNull, errStreamHere
 	}
 	raw := data
 	ctx, data, cancel := s.callContext(parent, ss, name, a, kind, data, traceHeader)
 	if cancel != nil {
 		defer func() {
-			if ctx.Err() == context.DeadlineExceeded {
+			if ctx.Err() == context.DeadlineExceeded && send == nil {
 				err = errCallerGone
 			}
 			cancel()
 		}()
 	}
 	defer s.recoverCall(ctx, ss, a, &err) // interceptors are the application's code too: a panic in one is a 500
-	if s.chain == nil {
+	switch {
+	case s.chain != nil:
+	case send != nil:
+		return dst, kindNull, a.stream(ctx, data, send)
+	default:
 		return a.invoke(ctx, data, dst)
 	}
 	c := sessionCall(ss)
 	c.info, c.raw, c.data, c.keys = CallInfoFrom(ctx), raw, data, s.keys
-	c.a, c.name, c.dst, c.off = a, name, dst, len(dst)
+	c.a, c.name, c.dst, c.off, c.send = a, name, dst, len(dst), send
 	err = s.chain(ctx, c)
 	out, k = c.dst, c.k
 	endSessionCall(ss, c)
 	return out, k, err
 }
 
-// refusal is exec's and execStream's refusal of a call before it runs:
+// refusal is exec's refusal of a call or stream before it runs:
 // ErrShutdown while shutting down, a 400 for a name too long to serve or
 // for arguments of more than Config.MaxArgKeys keys (a document of n keys
 // has at least 4n bytes: only longer ones are counted). A function of its
@@ -539,38 +548,6 @@ func (s *Server) refusal(name []byte, a *action, data []byte) error {
 		return fmt.Errorf("%w: more than %d keys (Config.MaxArgKeys)", ErrArgs, n)
 	}
 	return nil
-}
-
-// execStream runs a stream of session ss as exec runs a call (the same
-// refusals, context and interceptors; its error ends it as it is, neither
-// success200 nor errCallerGone), handing its items to send. traceHeader is
-// an HTTP request's traceparent header.
-func (s *Server) execStream(ss *Session, name []byte, a *action, data []byte, traceHeader string, send func([]byte, kind) error) (err error) {
-	if s.cfg.OnCallDone != nil {
-		d := callDone{a: a, kind: KindStream, start: mono.Now(), req: len(data), resp: -1}
-		defer func() {
-			d.end, d.err = mono.Now(), err
-			s.observe(ss, &d, 0)
-		}()
-	}
-	if err := s.refusal(name, a, data); err != nil {
-		return err
-	}
-	raw := data
-	ctx, data, cancel := s.callContext(ss.ctx, ss, name, a, KindStream, data, traceHeader)
-	if cancel != nil {
-		defer cancel()
-	}
-	defer s.recoverCall(ctx, ss, a, &err)
-	if s.chain == nil {
-		return a.stream(ctx, data, send)
-	}
-	c := sessionCall(ss)
-	c.info, c.raw, c.data, c.keys = CallInfoFrom(ctx), raw, data, s.keys
-	c.a, c.name, c.send = a, name, send
-	err = s.chain(ctx, c)
-	endSessionCall(ss, c)
-	return err
 }
 
 // runCall is the call itself, after the interceptors: the action's
