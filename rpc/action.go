@@ -155,15 +155,6 @@ func (r *registry) find(name []byte) *action {
 	return s.fold["*"]
 }
 
-// findValid is find for a name that may not be one NewLife would serve
-// (validAction) or one too long to serve (maxCallName): nil then.
-func (r *registry) findValid(name []byte) *action {
-	if !validAction(name) || len(name) > maxCallName {
-		return nil
-	}
-	return r.find(name)
-}
-
 // all lists the registered actions' signatures, sorted by name.
 func (r *registry) all() []string {
 	s := r.snap.Load()

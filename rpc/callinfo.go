@@ -170,7 +170,11 @@ func (s *Server) callContext(parent context.Context, ss *Session, name []byte, a
 	if d.hasToken && ss != nil {
 		ss.noteToken(d.token)
 	}
-	if d.onlyReserved() && (a == nil || (len(a.params) == 0 && !a.fields)) { // a named parameter, or a field, may be a reserved key (Token)
+	// An object of reserved keys and metadata alone is no arguments (a
+	// lifenet client's call without arguments that carries a token,
+	// metadata or a deadline); a named parameter, or a field, may be a
+	// reserved key (Token).
+	if d.object && d.others == 0 && (d.md > 0 || d.hasToken) && (a == nil || (len(a.params) == 0 && !a.fields)) {
 		data = nil
 	}
 	if d.md == 0 && traceHeader == "" { // no trace, deadline or metadata: nothing of the call's own

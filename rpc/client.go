@@ -275,7 +275,15 @@ func (c *Client) redial(ctx context.Context, sl *slot) (*codec.Conn, error) {
 	d := &dialing{done: make(chan struct{}), cancel: cancel}
 	sl.dialer = d
 	sl.mu.Unlock()
-	cc, err := c.dialAny(dctx)
+	var cc *codec.Client
+	err := c.eachServer(func(k int) (bool, error) {
+		var err error
+		cc, err = c.dial(dctx, c.addrs[k])
+		if err != nil && dctx.Err() != nil {
+			return true, fmt.Errorf("%w: %w", ErrNoServer, err) // not the server's fault: no failover
+		}
+		return err == nil, err
+	})
 	cancel()
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
@@ -293,20 +301,6 @@ func (c *Client) redial(ctx context.Context, sl *slot) (*codec.Conn, error) {
 	}
 	sl.cc = cc
 	return cc.Conn(), nil
-}
-
-// dialAny dials the servers in turn from the current one until one
-// answers (failover), or ctx ends.
-func (c *Client) dialAny(ctx context.Context) (cc *codec.Client, err error) {
-	err = c.eachServer(func(k int) (bool, error) {
-		var err error
-		cc, err = c.dial(ctx, c.addrs[k])
-		if err != nil && ctx.Err() != nil {
-			return true, fmt.Errorf("%w: %w", ErrNoServer, err) // not the server's fault: no failover
-		}
-		return err == nil, err
-	})
-	return cc, err
 }
 
 // eachServer calls try with the servers' indexes in turn, from the current

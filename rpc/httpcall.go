@@ -40,7 +40,10 @@ func (s *Server) serveHTTPCall(rw http.ResponseWriter, r *http.Request, ss *Sess
 	}
 	http.NewResponseController(rw).SetReadDeadline(time.Time{})
 	name := []byte(action)
-	a := s.reg.findValid(name)
+	a := s.reg.find(name) // nil (below) for a name NewLife would not serve, or too long to serve
+	if !validAction(name) || len(name) > maxCallName {
+		a = nil
+	}
 	var data []byte
 	switch {
 	case a == nil || !a.raw:

@@ -286,11 +286,6 @@ type callData struct {
 	object   bool // data is an object that was read
 }
 
-// onlyReserved reports whether the data is an object of reserved keys and
-// metadata alone: the call has no arguments (a lifenet client's call
-// without arguments that carries a token, metadata or a deadline).
-func (d *callData) onlyReserved() bool { return d.object && d.others == 0 && (d.md > 0 || d.hasToken) }
-
 // scanCall finds the reserved keys and metadata of a request's data (keys
 // adds the server's metadata keys) in one walk over its top-level keys,
 // building nothing per key. Data that is no object, or a malformed one,

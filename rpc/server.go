@@ -223,8 +223,6 @@ func (s *Server) Stats() Stats {
 	return st
 }
 
-func (s *Server) onOpen(c *codec.Conn) { c.SetState(newSession(s, c)) }
-
 func (s *Server) onClose(c *codec.Conn, err error) {
 	if ss, ok := c.State().(*Session); ok {
 		ss.cancel()
@@ -304,8 +302,7 @@ const (
 // slow consumer) where spawned calls each held a request and a reply.
 // HTTP calls run on their connection's net/http goroutine (web.go).
 func (s *Server) place(ss *Session, a *action, size int) int {
-	shared := ss.proto == ProtoUDP
-	mustSpawn := a != nil && a.stream != nil || shared
+	mustSpawn := a != nil && a.stream != nil || ss.proto == ProtoUDP
 	switch {
 	case a == nil || a.inline:
 		return runHere

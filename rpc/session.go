@@ -52,8 +52,8 @@ func (p Protocol) String() string {
 
 type sessionKey struct{}
 
-// newSession makes the session of an SRMP connection or UDP peer.
-func newSession(s *Server, c *codec.Conn) *Session {
+// onOpen makes the session of an SRMP connection or UDP peer.
+func (s *Server) onOpen(c *codec.Conn) {
 	ss := &Session{srv: s, conn: c, proto: ProtoSRMP}
 	ctx, cancel := context.WithCancel(s.ctx)
 	ss.ctx, ss.cancel = context.WithValue(ctx, sessionKey{}, ss), cancel
@@ -63,7 +63,7 @@ func newSession(s *Server, c *codec.Conn) *Session {
 	case isWS:
 		ss.proto = ProtoWebSocket
 	}
-	return ss
+	c.SetState(ss)
 }
 
 // Protocol returns what the session's connection speaks: SRMP, HTTP,
