@@ -94,7 +94,6 @@ type Conn struct {
 	srmpCtx *HandlerContext // the SRMP stage's context when it is the pipeline's tail (writeSRMP), else nil
 	head    *framing        // the pipeline's head when it is a framing stage of this package: reads go straight to it
 	match   MatchMode       // the pipeline's (Pipeline.Match)
-	direct  bool            // the SRMP stage is the pipeline's head and tail over a session: its writes go straight to the session
 
 	server  *Server      // the server whose connection this is (nil for a client)
 	heard   bool         // the first bytes were read (the reading goroutine's)
@@ -121,6 +120,16 @@ func (c *Conn) requests() *matcher {
 	}
 	return c.makeRequests()
 }
+
+// closedRequests is the matcher of every connection that ended before it
+// made one (a server's connection that never sent a request): a request
+// after the end fails at once with [ErrConnClosed], and the end allocates
+// nothing. No request can be pending on it, so no cause is kept.
+var closedRequests = func() *matcher {
+	m := newMatcher(false, 0)
+	m.close(nil)
+	return m
+}()
 
 // makeRequests makes the matcher requests returns (apart, so that
 // requests inlines).
@@ -153,7 +162,6 @@ func newConn(s *transport.Session, o *Options, srv *Server) *Conn {
 			f.tail = c // the tail stage hands its messages straight to the sink
 		}
 		c.head = framingOf(c.chain.handlers[0])
-		c.direct = c.srmpCtx != nil && c.chain.sess != nil && c.srmpCtx.index == 0
 	}
 	if srv == nil && c.match != MatchNone {
 		c.m.Store(newMatcher(c.match == MatchFIFO, o.Timeout)) // a client's connection is for requests
@@ -171,7 +179,31 @@ func newConn(s *transport.Session, o *Options, srv *Server) *Conn {
 // kept out of Conn's method set: only the transport calls it.
 type sessionHandler Conn
 
-func (h *sessionHandler) Receive(_ *transport.Session, p *packet.Packet) { (*Conn)(h).read(p) }
+// Receive runs received bytes through the pipeline: straight into the
+// framing head when there is one (no dispatch through the chain); bytes
+// the pipeline rejects end the connection. p stays the caller's.
+func (h *sessionHandler) Receive(_ *transport.Session, p *packet.Packet) {
+	c := (*Conn)(h)
+	if !c.heard {
+		c.heard = true
+		if c.server == nil && c.match == MatchSRMP {
+			if err := foreignProtocol(p.Bytes()); err != nil {
+				c.requests().close(err) // its pending requests fail naming it, not after their timeout
+				c.sess.Abort(err)
+				return
+			}
+		}
+	}
+	var err error
+	if f := c.head; f != nil {
+		err = f.read(&c.chain.ctxs[0], p)
+	} else {
+		err = c.chain.Read(p)
+	}
+	if err != nil {
+		c.sess.AbortAfterWrites(err) // the answers to the frames before the bad one still go out
+	}
+}
 
 func (h *sessionHandler) Closed(_ *transport.Session, e *transport.CloseError) {
 	(*Conn)(h).closed(e)
@@ -201,36 +233,18 @@ func (c *Conn) closed(e *transport.CloseError) {
 		if e != nil && (errors.Is(e.Err, ErrNotSRMP) || errors.Is(e.Err, ErrFrameTooLarge) || errors.Is(e.Err, ErrCorruptFrame)) {
 			cause = e.Err // the pending requests fail naming what the peer sent
 		}
-		c.requests().close(cause) // made now if none was: a request after the end then fails at once
+		if !c.m.CompareAndSwap(nil, closedRequests) { // none made: the shared closed one, nothing allocated
+			c.m.Load().close(cause)
+		}
 	}
 	if c.opts.OnClose != nil {
 		c.opts.OnClose(c, e)
 	}
 }
 
-// read runs received bytes through the pipeline; bytes the pipeline
-// rejects end the connection. p stays the caller's.
-func (c *Conn) read(p *packet.Packet) {
-	if !c.heard {
-		c.heard = true
-		if c.server == nil && c.match == MatchSRMP {
-			if err := foreignProtocol(p.Bytes()); err != nil {
-				c.requests().close(err) // its pending requests fail naming it, not after their timeout
-				c.sess.Abort(err)
-				return
-			}
-		}
-	}
-	var err error
-	if f := c.head; f != nil {
-		err = f.read(&c.chain.ctxs[0], p)
-	} else {
-		err = c.chain.Read(p)
-	}
-	if err != nil {
-		c.sess.AbortAfterWrites(err) // the answers to the frames before the bad one still go out
-	}
-}
+// read is the session's Receive, for the reads a ReceiveSync client's
+// caller makes itself.
+func (c *Conn) read(p *packet.Packet) { (*sessionHandler)(c).Receive(c.sess, p) }
 
 // sink is the tail of the inbound pipeline: replies go to their requests,
 // everything else to the handler. msg is borrowed.
@@ -313,58 +327,11 @@ func (c *Conn) ReplyError(req *Message, payload *packet.Packet) error {
 }
 
 // writeSRMP is the one way an SRMP message of this package's making leaves
-// the connection (a reply, an error reply, a request). Its payload is p
-// (taken: nil, borrowed or owned) or, when p is nil, a copy of body. A
-// small payload is copied with its header into the session's send queue
-// (no [Message], no packet); a large one is framed in place. When the
-// SRMP stage is the pipeline's head the frame goes straight to the
-// session, waiting for room in a full send queue no longer than ctx;
-// behind other stages it passes through them (their wait is not bounded
-// by ctx); on a pipeline whose tail is not the SRMP stage it is written
-// as a [Message] through the tail.
+// the connection (a reply, an error reply, a request): from the SRMP
+// stage, as [srmpHandler.Write] sends it (see sendSRMP). Its payload is p
+// (taken: nil, borrowed or owned) or, when p is nil, a copy of body.
 func (c *Conn) writeSRMP(ctx context.Context, kind Kind, flag, seq uint8, body []byte, p *packet.Packet) error {
-	sc := c.srmpCtx
-	if p != nil && small(p) {
-		body = p.Bytes()
-	} else if p != nil {
-		return c.writeSRMPFrame(ctx, kind, flag, seq, nil, p)
-	}
-	if sc == nil || len(body) >= copyBelow {
-		return c.writeSRMPFrame(ctx, kind, flag, seq, body, p)
-	}
-	var hdr [srmpHeaderLen]byte
-	putSRMPHeader(hdr[:], kind, flag, seq, len(body))
-	var err error
-	if c.direct {
-		err = c.sess.SendBytesContext(ctx, hdr[:], body)
-	} else {
-		err = sc.WriteBytes(hdr[:], body)
-	}
-	if p != nil {
-		p.Release() // nothing for a borrowed view
-	}
-	return err
-}
-
-// writeSRMPFrame is writeSRMP for a message that does not go by copy: a
-// large or chained payload is framed in place; on a pipeline whose tail
-// is not the SRMP stage the message goes through the tail.
-func (c *Conn) writeSRMPFrame(ctx context.Context, kind Kind, flag, seq uint8, body []byte, p *packet.Packet) error {
-	if p == nil {
-		p = packet.GetWithHeadroom(srmpExtHeaderLen, len(body))
-		copy(p.Bytes(), body)
-	}
-	if c.srmpCtx == nil {
-		return c.chain.Write(NewMessage(kind, flag, seq, p))
-	}
-	frame, err := EncodeSRMP(kind, flag, seq, p.Keep())
-	if err != nil {
-		return err
-	}
-	if c.direct {
-		return c.sess.SendContext(ctx, frame)
-	}
-	return c.srmpCtx.FireWrite(frame)
+	return sendSRMP(ctx, c.srmpCtx, c, kind, flag, seq, body, p)
 }
 
 // Request sends an SRMP request and waits for its reply, which the caller

@@ -170,46 +170,35 @@ type frameFunc func(*packet.Packet) error
 
 func (f frameFunc) receiveFrame(frame *packet.Packet) error { return f(frame) }
 
-func (f *Framer) feed(p *packet.Packet, emit frameReceiver) error {
+func (f *Framer) feed(p *packet.Packet, emit frameReceiver) (err error) {
 	if f.partial != nil && f.expiredAt(mono.Now()) {
 		f.Reset()
 		return ErrFrameExpired
 	}
-	for seg := p; seg != nil; seg = seg.Next() {
-		if err := f.feedSegment(seg, emit); err != nil {
-			f.Reset()
-			return err
+	for seg := p; seg != nil && err == nil; seg = seg.Next() {
+		data := seg.Bytes()
+		off := 0
+		if f.partial != nil {
+			off, err = f.completePartial(data, emit)
+		}
+		for err == nil && off < len(data) {
+			var n int
+			if n, err = f.frameLen(data[off:]); err != nil {
+				break
+			}
+			if n <= 0 || n > len(data)-off {
+				err = f.keep(data[off:], n)
+				break
+			}
+			err = emit.receiveFrame(f.loan.Lend(seg, off, n))
+			f.loan.End()
+			off += n
 		}
 	}
-	return nil
-}
-
-func (f *Framer) feedSegment(seg *packet.Packet, emit frameReceiver) error {
-	data := seg.Bytes()
-	off := 0
-	if f.partial != nil {
-		n, err := f.completePartial(data, emit)
-		if err != nil {
-			return err
-		}
-		off = n
+	if err != nil {
+		f.Reset()
 	}
-	for off < len(data) {
-		n, err := f.frameLen(data[off:])
-		if err != nil {
-			return err
-		}
-		if n <= 0 || n > len(data)-off {
-			return f.keep(data[off:], n)
-		}
-		err = emit.receiveFrame(f.loan.Lend(seg, off, n))
-		f.loan.End()
-		if err != nil {
-			return err
-		}
-		off += n
-	}
-	return nil
+	return err
 }
 
 // frameLen asks the splitter for the frame at the start of b, calling this

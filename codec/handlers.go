@@ -1,6 +1,8 @@
 package codec
 
 import (
+	"context"
+
 	"github.com/lifenet/lifenet/packet"
 )
 
@@ -123,26 +125,65 @@ func (h srmpHandler) Write(c *HandlerContext, msg any) error {
 	payload := m.Payload
 	m.Payload = nil
 	m.Release()
-	return h.writeMessage(c, kind, flag, seq, payload)
+	return sendSRMP(context.Background(), c, nil, kind, flag, seq, nil, payload)
 }
 
-// writeMessage encodes one message from its parts, taking ownership of
-// payload (a borrowed payload is copied or kept).
-func (srmpHandler) writeMessage(c *HandlerContext, kind Kind, flag, seq uint8, payload *packet.Packet) error {
-	if small(payload) {
-		n := 0
-		if payload != nil {
-			n = payload.Len()
+// sendSRMP passes one SRMP message towards the head from c, the SRMP
+// stage's context; when c is nil (conn's SRMP stage is not the tail of
+// its pipeline) it is written as a [Message] through conn's tail stage. Its payload is p (taken: nil, borrowed or owned) or,
+// when p is nil, a copy of body. A small payload is copied with its
+// header as one message of bytes (from the head over a session, straight
+// into its send queue: no packet); a large or chained one is framed in
+// place. ctx bounds a wait for room when c is the head over a session
+// (headSession); behind other stages their wait is not bounded by it.
+func sendSRMP(ctx context.Context, c *HandlerContext, conn *Conn, kind Kind, flag, seq uint8, body []byte, p *packet.Packet) error {
+	if c == nil {
+		if p == nil {
+			p = copyPacket(body)
 		}
-		var hdr [srmpHeaderLen]byte
-		putSRMPHeader(hdr[:], kind, flag, seq, n)
-		return writeSmall(c, hdr[:], payload)
+		return conn.chain.Write(NewMessage(kind, flag, seq, p))
 	}
-	frame, err := EncodeSRMP(kind, flag, seq, payload.Keep())
+	if p != nil && !small(p) {
+		return sendSRMPFrame(ctx, c, kind, flag, seq, p)
+	}
+	if p != nil {
+		body = p.Bytes()
+	}
+	if len(body) >= copyBelow {
+		return sendSRMPFrame(ctx, c, kind, flag, seq, copyPacket(body))
+	}
+	var hdr [srmpHeaderLen]byte
+	putSRMPHeader(hdr[:], kind, flag, seq, len(body))
+	var err error
+	if sess := c.headSession(); sess != nil {
+		err = sess.SendBytesContext(ctx, hdr[:], body)
+	} else {
+		err = c.WriteBytes(hdr[:], body)
+	}
+	if p != nil {
+		p.Release() // nothing for a borrowed view
+	}
+	return err
+}
+
+// sendSRMPFrame frames p in place (taking it) and passes the frame on.
+func sendSRMPFrame(ctx context.Context, c *HandlerContext, kind Kind, flag, seq uint8, p *packet.Packet) error {
+	frame, err := EncodeSRMP(kind, flag, seq, p.Keep())
 	if err != nil {
 		return err
 	}
+	if sess := c.headSession(); sess != nil {
+		return sess.SendContext(ctx, frame)
+	}
 	return c.FireWrite(frame)
+}
+
+// copyPacket returns an owned copy of b with room for an SRMP header in
+// front.
+func copyPacket(b []byte) *packet.Packet {
+	p := packet.GetWithHeadroom(srmpExtHeaderLen, len(b))
+	copy(p.Bytes(), b)
+	return p
 }
 
 // lengthFieldHandler strips and adds length-field headers.

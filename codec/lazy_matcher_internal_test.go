@@ -84,8 +84,9 @@ func TestServerConnMakesItsMatcherWithItsFirstRequest(t *testing.T) {
 		t.Fatalf("a request after the end took %v to fail", d)
 	}
 
-	// A connection that never sent a request: its end makes a closed
-	// matcher, so a request after it fails at once too.
+	// A connection that never sent a request: its end takes the shared
+	// closed matcher (it allocates none), so a request after it fails at
+	// once too.
 	quiet, err := Dial(ctx, "tcp", a.String(), transport.ClientConfig{}, Options{Pipeline: pipe})
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +94,9 @@ func TestServerConnMakesItsMatcherWithItsFirstRequest(t *testing.T) {
 	qc := <-conns
 	quiet.Close()
 	<-qc.Session().Done()
+	if qc.m.Load() != closedRequests {
+		t.Fatal("the end of a connection that never asked did not take the shared closed matcher")
+	}
 	if _, err := qc.RequestBytes(ctx, FlagString, []byte("late")); !errors.Is(err, ErrConnClosed) {
 		t.Fatalf("a request after the end of a connection that never asked: %v, want ErrConnClosed", err)
 	}

@@ -141,7 +141,7 @@ func (ch *Chain) Read(msg any) error {
 func (ch *Chain) Write(msg any) error {
 	n := len(ch.handlers)
 	if n == 0 {
-		return ch.send(msg)
+		return ch.sendVia(msg, false)
 	}
 	return ch.handlers[n-1].Write(&ch.ctxs[n-1], msg)
 }
@@ -181,18 +181,17 @@ func (ch *Chain) Close(err error) {
 	}
 }
 
-func (ch *Chain) send(msg any) error { return ch.sendVia(msg, false) }
-
 // sendVia sends an encoded message, by the session's Enqueue if noWait.
 func (ch *Chain) sendVia(msg any, noWait bool) error {
-	if p, ok := msg.(*packet.Packet); ok {
-		if noWait && ch.sess != nil {
-			return ch.sess.Enqueue(p)
-		}
-		return ch.out.Send(p)
+	p, ok := msg.(*packet.Packet)
+	switch {
+	case !ok:
+		release(msg)
+		return fmt.Errorf("%w: %T", ErrUnencoded, msg)
+	case noWait && ch.sess != nil:
+		return ch.sess.Enqueue(p)
 	}
-	release(msg)
-	return fmt.Errorf("%w: %T", ErrUnencoded, msg)
+	return ch.out.Send(p)
 }
 
 // ctxsOf returns the contexts a write through c goes on with.
@@ -240,11 +239,11 @@ func (c *HandlerContext) FireWrite(msg any) error {
 // copied into a packet for the previous handler or the Sender. The caller
 // keeps parts.
 func (c *HandlerContext) WriteBytes(parts ...[]byte) error {
+	if sess := c.headSession(); sess != nil {
+		return sess.SendBytes(parts...) // a concrete call: parts stay on the caller's stack
+	}
 	if c.chain.sess != nil && c.index == 0 {
-		if c.noWait {
-			return c.chain.sess.EnqueueBytes(parts...)
-		}
-		return c.chain.sess.SendBytes(parts...) // a concrete call: parts stay on the caller's stack
+		return c.chain.sess.EnqueueBytes(parts...) // noWait
 	}
 	n := 0
 	for _, b := range parts {
@@ -256,4 +255,14 @@ func (c *HandlerContext) WriteBytes(parts ...[]byte) error {
 		dst = dst[copy(dst, b):]
 	}
 	return c.FireWrite(p)
+}
+
+// headSession is the session a write from c goes to directly, with a
+// wait for room in its send queue: the chain's session when c is the head
+// of a session's chain and not a no-wait context; else nil.
+func (c *HandlerContext) headSession() *transport.Session {
+	if c.index == 0 && !c.noWait {
+		return c.chain.sess
+	}
+	return nil
 }
