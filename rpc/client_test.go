@@ -316,7 +316,7 @@ func TestBatteryClientAddresses(t *testing.T) {
 			t.Errorf("Dial with %+v: %v, want ErrConfig", cfg, err)
 		}
 	}
-	for _, cfg := range []rpc.Config{{MaxInFlight: -1}, {MaxHTTPHeader: -1}, {PushTimeout: -1}} {
+	for _, cfg := range []rpc.Config{{MaxInFlight: -1}, {MaxHTTPHeader: -1}, {MaxArgKeys: -1}} {
 		if _, err := rpc.NewServer(cfg); !errors.Is(err, rpc.ErrConfig) {
 			t.Errorf("NewServer with %+v: %v, want ErrConfig", cfg, err)
 		}

@@ -138,13 +138,6 @@ type Config struct {
 	// slog.Default()). Calls are logged by an [AccessLog] interceptor.
 	// docs/observability.md lists the lines.
 	Log *slog.Logger
-	// PushTimeout has no effect: a push never waits (Session.Push and
-	// PushAll queue it on the connection), and a peer that does not read
-	// its pushes is closed by the transport's limits (SendQueueBytes,
-	// SendStallTimeout). It is still validated (not negative).
-	//
-	// Deprecated: set transport.Config.SendQueueBytes and SendStallTimeout.
-	PushTimeout time.Duration
 }
 
 // DefaultConfig returns a Config with every default filled in.
@@ -181,14 +174,12 @@ func (c *Config) fill() {
 	if c.Log == nil {
 		c.Log = slog.Default()
 	}
-	c.PushTimeout = cmp.Or(c.PushTimeout, DefaultTimeout)
 }
 
 // Validate reports the first setting out of range.
 func (c Config) Validate() error {
 	err := cmp.Or(c.Transport.Validate(), c.Framer.Validate(), notNegative("MaxInFlight", c.MaxInFlight),
-		notNegative("MaxHTTPHeader", c.MaxHTTPHeader), notNegative("MaxArgKeys", c.MaxArgKeys),
-		notNegative("PushTimeout", c.PushTimeout))
+		notNegative("MaxHTTPHeader", c.MaxHTTPHeader), notNegative("MaxArgKeys", c.MaxArgKeys))
 	for _, k := range c.MetadataKeys {
 		if err == nil && k == "" {
 			err = fmt.Errorf("%w: an empty MetadataKeys entry", ErrConfig)
