@@ -80,8 +80,8 @@ type Config struct {
 	// OnCallDone, when set, is called after every call the server runs
 	// (see [CallEvent]): a hook for metrics that costs three clock reads and
 	// a function call, where an interceptor costs the call's Invocation and
-	// its chain. It runs where the call ran, before the reply is written;
-	// it must not block, nor keep the event's Session past its return. A
+	// its chain. It runs where the call ran, after its reply (if any) has
+	// been handed to the connection; it must not block, nor keep the event's Session past its return. A
 	// panic in it is counted and logged as a handler's (Stats.Panics), and
 	// the call is answered as it would have been.
 	OnCallDone func(CallEvent)

@@ -287,20 +287,15 @@ const (
 	runRefused        // nowhere: a 503 (ErrBusy)
 )
 
-// place decides where a request for a (nil: unknown) runs: an unknown
-// action (a quick 404) and an Inline one (which never blocks, by contract)
-// run on the reading goroutine; so do a Serial server's calls and, for
-// back-pressure, calls past MaxInFlight; the rest get a goroutine of their
-// own. A stream cannot run on the reading goroutine, nor may a call of a
-// UDP peer, whose listener's one reading goroutine reads for every peer
-// (datagrams carry no order, so Serial does not hold there): past
-// MaxInFlight those are refused. A large request (size bytes) on a
+// place decides where a request for a (nil: unknown) runs, as the package
+// documentation, [Config.Serial] and [Config.MaxInFlight] say: an unknown
+// or Inline action, a Serial server's call and one past MaxInFlight on the
+// reading goroutine, the rest on their own; a stream or a UDP peer's call
+// past MaxInFlight is refused. A large request (size bytes) on a
 // connection whose peer has not taken its replies (more than
 // SendQueueBytes unwritten) runs on the reading goroutine too: reading
-// stops until its reply is queued, so a peer that does not read gets no
-// more calls run for it (and past twice SendQueueBytes it is closed as a
-// slow consumer) where spawned calls each held a request and a reply.
-// HTTP calls run on their connection's net/http goroutine (web.go).
+// stops until its reply is queued, where spawned calls would each hold a
+// request and a reply for a peer that does not read.
 func (s *Server) place(ss *Session, a *action, size int) int {
 	mustSpawn := a != nil && a.stream != nil || ss.proto == ProtoUDP
 	switch {

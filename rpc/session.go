@@ -171,12 +171,8 @@ func (s *Session) Push(action string, args any) error {
 // sendReply answers the SRMP request m with body, a reply's body (an
 // error reply's if isErr; a copy: the caller keeps body): how an error
 // reply, a stream's item and a UDP peer's reply leave (a call's result
-// over a stream socket goes straight to the connection: see
-// Server.serve). To a UDP peer, whose source address nothing has
-// validated (it may be spoofed), a reply past Config.UDPReplyFactor times
-// its request (3 by default, QUIC's anti-amplification rule) goes as an
-// error reply cut to fit (a result's as a 413), or not at all when not
-// even its name and code fit (counted in Stats.Dropped).
+// over a stream socket goes straight to the connection: Server.serve). A
+// UDP peer's reply is held to [Config.UDPReplyFactor] (udpRefusal).
 func (s *Session) sendReply(m *codec.Message, body []byte, isErr bool) error {
 	if s.proto == ProtoUDP && !s.srv.udpFits(m, len(body)) {
 		if body, isErr = s.srv.udpRefusal(s, m, body, isErr), true; body == nil {
