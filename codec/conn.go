@@ -148,7 +148,7 @@ func newConn(s *transport.Session, o *Options, srv *Server) *Conn {
 	if srv != nil {
 		for _, h := range c.chain.handlers {
 			if f := framingOf(h); f != nil {
-				f.framer.budget = srv.budget
+				f.framer.budget, f.framer.owner = srv.budget, c
 			}
 		}
 	}
@@ -224,9 +224,6 @@ func (c *Conn) frameExpired(now int64) bool {
 // closed tells the handlers that the connection ended and fails its
 // pending requests with ErrConnClosed.
 func (c *Conn) closed(e *transport.CloseError) {
-	if c.server != nil {
-		c.server.conns.Delete(c)
-	}
 	c.chain.Close(e)
 	if c.match != MatchNone {
 		var cause error

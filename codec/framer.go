@@ -69,6 +69,7 @@ type Framer struct {
 	since   atomic.Int64   // mono reading of the partial frame's first byte; 0 without one (read by sweepers)
 	budget  *budget        // a server's bytes for partial frames, shared by its connections; nil: none
 	held    int            // bytes of budget taken by partial
+	owner   *Conn          // a server's connection, in its server's partials while partial is held; nil: none
 	loan    packet.Loan    // the view of the frame being emitted
 }
 
@@ -113,6 +114,15 @@ func (f *Framer) Reset() {
 		f.since.Store(0)
 		f.budget.give(f.held)
 		f.held = 0
+		f.tellOwner(false)
+	}
+}
+
+// tellOwner tells the server of the framer's connection, if any, that the
+// framer now holds a partial frame, or (held false) holds none.
+func (f *Framer) tellOwner(held bool) {
+	if f.owner != nil {
+		f.owner.server.hold(f.owner, held)
 	}
 }
 
@@ -236,6 +246,7 @@ func (f *Framer) keep(b []byte, want int) error {
 	f.partial.Resize(0)
 	f.partial.Write(b)
 	f.since.Store(mono.Now())
+	f.tellOwner(true)
 	return nil
 }
 
@@ -309,6 +320,7 @@ func (f *Framer) emitPartial(n int, emit frameReceiver) error {
 		f.budget.give(f.held)
 		f.held = 0
 		p.Release()
+		f.tellOwner(false)
 	} else {
 		p.Skip(n)
 		f.since.Store(mono.Now()) // the rest starts the next frame

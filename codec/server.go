@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/lifenet/lifenet/internal/mono"
@@ -15,14 +14,12 @@ import (
 // Server is a transport server whose connections run a pipeline: the
 // codec-level counterpart of Dial. All methods are safe for concurrent use.
 type Server struct {
-	ts     *transport.Server
-	opts   *Options
-	conns  sync.Map // *Conn → struct{}: the live connections, for the expiry sweep
-	budget *budget  // bytes held in incomplete frames (MaxPartialBytes); nil: no cap
-	stop   chan struct{}
-	once   sync.Once
-
-	sweeping atomic.Bool // a sweep goroutine runs: only while there are connections
+	ts       *transport.Server
+	opts     *Options
+	budget   *budget // bytes held in incomplete frames (MaxPartialBytes); nil: no cap
+	partials partials
+	stop     chan struct{}
+	once     sync.Once
 }
 
 // NewServer returns a server with the transport settings cfg and the codec
@@ -56,12 +53,7 @@ func (s *Server) hooks() transport.Hooks {
 		RouteTimeout: s.opts.RouteTimeout,
 		HandOff:      s.opts.HandOff,
 		NewHandler: func(sess *transport.Session) transport.SessionHandler {
-			c := newConn(sess, s.opts, s)
-			s.conns.Store(c, struct{}{})
-			if s.sweeping.CompareAndSwap(false, true) {
-				go s.sweep()
-			}
-			return (*sessionHandler)(c)
+			return (*sessionHandler)(newConn(sess, s.opts, s))
 		},
 	}
 }
@@ -72,42 +64,84 @@ const DefaultMaxPartialBytes = 256 << 20
 // expireSweep is how often the server looks for frames past their Expire.
 const expireSweep = 250 * time.Millisecond
 
+// partials is the set of a server's connections that hold part of a
+// frame: the expiry sweep looks at these alone, so that a held connection
+// that is idle costs it nothing, and runs only while the set is not empty.
+type partials struct {
+	mu       sync.Mutex
+	conns    map[*Conn]struct{}
+	sweeping bool // a sweep goroutine runs
+}
+
+// hold adds c (its framer started a partial frame) or, with held false,
+// removes it (its framer holds none any more).
+func (s *Server) hold(c *Conn, held bool) {
+	ps := &s.partials
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if !held {
+		delete(ps.conns, c)
+		return
+	}
+	if ps.conns == nil {
+		ps.conns = make(map[*Conn]struct{})
+	}
+	ps.conns[c] = struct{}{}
+	select {
+	case <-s.stop: // closed: no sweep
+	default:
+		if !ps.sweeping {
+			ps.sweeping = true
+			go s.sweep()
+		}
+	}
+}
+
 // sweep ends the connections that have held an incomplete frame for longer
 // than its Expire. A read would notice only if more bytes came: a peer that
 // stops in the middle of a frame would otherwise hold its buffer until the
-// idle timeout. It runs while the server has connections.
+// idle timeout. It ends when no connection holds part of a frame.
 func (s *Server) sweep() {
 	t := time.NewTicker(expireSweep)
 	defer t.Stop()
+	var expired []*Conn
 	for {
 		select {
 		case <-s.stop:
-			s.sweeping.Store(false)
+			s.partials.mu.Lock()
+			s.partials.sweeping = false
+			s.partials.mu.Unlock()
 			return
 		case now := <-t.C:
-			ns := mono.Of(now)
-			live := false
-			s.conns.Range(func(k, _ any) bool {
-				live = true
-				if c := k.(*Conn); c.frameExpired(ns) {
-					c.sess.Abort(ErrFrameExpired)
-				}
-				return true
-			})
-			if !live && s.idle() {
+			var more bool
+			expired, more = s.expired(mono.Of(now), expired[:0])
+			for _, c := range expired {
+				c.sess.Abort(ErrFrameExpired) // its framer's Reset removes it
+			}
+			if !more {
 				return
 			}
 		}
 	}
 }
 
-// idle stops the sweep when no connection is left, unless one arrived
-// meanwhile (its NewHandler saw the sweep still running).
-func (s *Server) idle() bool {
-	s.sweeping.Store(false)
-	live := false
-	s.conns.Range(func(any, any) bool { live = true; return false })
-	return !live || !s.sweeping.CompareAndSwap(false, true)
+// expired appends to dst the connections whose partial frame is past its
+// Expire at now; more is false when none holds a partial frame, and the
+// sweep is then over.
+func (s *Server) expired(now int64, dst []*Conn) (_ []*Conn, more bool) {
+	ps := &s.partials
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if len(ps.conns) == 0 {
+		ps.sweeping, ps.conns = false, nil // the map's memory goes with the burst
+		return dst, false
+	}
+	for c := range ps.conns {
+		if c.frameExpired(now) {
+			dst = append(dst, c)
+		}
+	}
+	return dst, true
 }
 
 func (s *Server) stopSweep() { s.once.Do(func() { close(s.stop) }) }
@@ -160,7 +194,10 @@ func (s *Server) Conn(id uint64) (*Conn, bool) {
 // Range calls f for each open connection until f returns false. A
 // connection's OnOpen (and its SetState) has run before Range sees it.
 func (s *Server) Range(f func(c *Conn) bool) {
-	s.conns.Range(func(k, _ any) bool { return f(k.(*Conn)) })
+	s.ts.Range(func(sess *transport.Session) bool {
+		h, ok := sess.Handler().(*sessionHandler)
+		return !ok || f((*Conn)(h))
+	})
 }
 
 // PartialBytes returns the bytes all connections together hold in
