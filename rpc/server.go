@@ -486,17 +486,18 @@ func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *actio
 			}
 		}
 	}()
-	if err := s.refusal(name, a, data); err != nil {
-		return dst, kindNull, err
-	}
-	switch {
+	switch err = s.refusal(name, a, data); { // one return here and one below: more would cost exec its open-coded defers
+	case err != nil:
 	case a == nil && s.chain == nil:
 		if d := scanCall(data, s.keys); d.hasToken && ss != nil {
 			ss.noteToken(d.token) // NewLife reads it before it looks the action up
 		}
-		return dst, kindNull, notFound(name)
+		err = notFound(name)
 	case a != nil && a.stream != nil && send == nil:
-		return dst, kindNull, errStreamHere
+		err = errStreamHere
+	}
+	if err != nil {
+		return dst, kindNull, err
 	}
 	raw := data
 	ctx, data, cancel := s.callContext(parent, ss, name, a, kind, data, traceHeader)
@@ -511,17 +512,17 @@ func (s *Server) exec(parent context.Context, ss *Session, name []byte, a *actio
 	defer s.recoverCall(ctx, ss, a, &err) // interceptors are the application's code too: a panic in one is a 500
 	switch {
 	case s.chain != nil:
+		c := sessionCall(ss)
+		c.info, c.raw, c.data, c.keys = CallInfoFrom(ctx), raw, data, s.keys
+		c.a, c.name, c.dst, c.off, c.send = a, name, dst, len(dst), send
+		err = s.chain(ctx, c)
+		out, k = c.dst, c.k
+		endSessionCall(ss, c)
 	case send != nil:
-		return dst, kindNull, a.stream(ctx, data, send)
+		out, k, err = dst, kindNull, a.stream(ctx, data, send)
 	default:
-		return a.invoke(ctx, data, dst)
+		out, k, err = a.invoke(ctx, data, dst)
 	}
-	c := sessionCall(ss)
-	c.info, c.raw, c.data, c.keys = CallInfoFrom(ctx), raw, data, s.keys
-	c.a, c.name, c.dst, c.off, c.send = a, name, dst, len(dst), send
-	err = s.chain(ctx, c)
-	out, k = c.dst, c.k
-	endSessionCall(ss, c)
 	return out, k, err
 }
 
