@@ -174,30 +174,17 @@ func (s *Server) streamSSE(rw http.ResponseWriter, r *http.Request, ss *Session,
 	}
 }
 
-// httpArgs turns a request's body or, without one, its query string into
-// the call's data, by the body's Content-Type (NewLife's HttpEncoder takes
+// httpArgs turns a request's body or, without one, its query string (a
+// form whose items need no '=') into the call's data, by the body's
+// Content-Type as docs/PROTOCOL.md §5.5 lists (NewLife's HttpEncoder takes
 // JSON only under application/json and parses anything else as a form):
-//   - application/json (or +json): the JSON value. An object or array is
-//     the data as it is; a string is its text, a number or bool its
-//     literal (the data a NewLife client sends for such a value); null is
-//     no data. A body that is not JSON is a 400.
-//   - application/x-www-form-urlencoded: a form, as a JSON object of
-//     strings (the binder takes numbers written as strings). A body that
-//     looks like JSON ({ or [ first) is a 400 naming the Content-Type to
-//     send (curl -d sends this type; NewLife would parse the JSON as a
-//     form and bind nothing), and so is a field without '='.
-//   - none: JSON when the body looks like JSON, else a form.
-//   - text/plain, application/octet-stream: the body as it is (raw text
-//     for a string, raw bytes for a []byte parameter).
-//   - any other type: 415, and so is a body with a Content-Encoding (but
-//     identity).
-//
-// A query string (a body's absence) is a form; its items need no '='. A
-// form or query string of more than maxKeys fields is a 400 before it is
-// parsed (its map would hold them all).
-//
-// An action whose one argument is []byte takes none of these: it gets the
-// request as it is (serveHTTPCall).
+// the JSON value under application/json or +json, a form (a JSON object of
+// strings) under application/x-www-form-urlencoded, either by the body's
+// look without a type, the body as it is under text/plain and
+// application/octet-stream; any other type, and a Content-Encoding but
+// identity, is a 415. A form or query string of more than maxKeys fields
+// is a 400 before it is parsed (its map would hold them all). An action
+// whose one argument is []byte takes none of these (serveHTTPCall).
 func httpArgs(req *http.Request, body []byte, maxKeys int) (data []byte, code int, err error) {
 	if ce := req.Header.Get("Content-Encoding"); len(body) > 0 && ce != "" && !strings.EqualFold(ce, "identity") {
 		// gzip and the like: read as it came, it was a 400 "not JSON", or
