@@ -282,7 +282,7 @@ func (c *Client) dialUDP(ctx context.Context) (net.Conn, sender, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return conn, newDatagramSender(conn.(*net.UDPConn), true, netip.AddrPort{}), nil
+		return conn, newDatagramSender(conn.(*net.UDPConn), true, netip.AddrPort{}, conn.RemoteAddr()), nil
 	}
 	local, err := net.ResolveUDPAddr(c.network, c.cfg.LocalAddr)
 	if err != nil {
@@ -292,7 +292,7 @@ func (c *Client) dialUDP(ctx context.Context) (net.Conn, sender, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return &boundUDP{UDPConn: conn, remote: remote}, newDatagramSender(conn, false, remote.AddrPort()), nil
+	return &boundUDP{UDPConn: conn, remote: remote}, newDatagramSender(conn, false, remote.AddrPort(), remote), nil
 }
 
 // boundUDP is an unconnected UDP socket that reports the client's remote.

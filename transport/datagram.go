@@ -42,21 +42,40 @@ func writeDatagrams(s *Session, batch []*packet.Packet, w datagramWriter) error 
 		}
 	}
 	for _, p := range batch {
-		b, flat := p.Bytes(), (*packet.Packet)(nil)
-		if p.Next() != nil {
-			flat = p.Clone()
-			b = flat.Bytes()
-		}
-		n, err := w.writeDatagram(b)
-		if flat != nil {
-			flat.Release()
-		}
-		if err != nil {
+		if err := writeDatagram(s, p, w); err != nil {
 			return err
 		}
-		s.io.bytesOut.Add(uint64(n))
 	}
 	return nil
+}
+
+// writeDatagram sends p as one datagram, flattening a chained packet, and
+// counts its bytes. The caller keeps p.
+func writeDatagram(s *Session, p *packet.Packet, w datagramWriter) error {
+	b, flat := p.Bytes(), (*packet.Packet)(nil)
+	if p.Next() != nil {
+		flat = p.Clone()
+		b = flat.Bytes()
+	}
+	n, err := w.writeDatagram(b)
+	if flat != nil {
+		flat.Release()
+	}
+	if err != nil {
+		return err
+	}
+	s.io.bytesOut.Add(uint64(n))
+	return nil
+}
+
+// datagramMax is the largest message one datagram to peer carries:
+// [MaxDatagram], or 65527 bytes to an IPv6 peer. A sender works it out
+// once, so that a send does not look at the address.
+func datagramMax(peer net.Addr) int {
+	if u, ok := peer.(*net.UDPAddr); ok && u.IP.To4() == nil {
+		return maxDatagram6
+	}
+	return MaxDatagram
 }
 
 // datagramSender writes each packet as one datagram.
@@ -64,11 +83,14 @@ type datagramSender struct {
 	conn      *net.UDPConn
 	connected bool
 	to        netip.AddrPort
+	max       int     // datagramMax of the peer
 	batch     udpDest // for sendmmsg; zero where there is none
 }
 
-func newDatagramSender(conn *net.UDPConn, connected bool, to netip.AddrPort) *datagramSender {
-	w := &datagramSender{conn: conn, connected: connected, to: to}
+// newDatagramSender returns the sender of a client's socket to peer
+// (conn's remote when connected, else to).
+func newDatagramSender(conn *net.UDPConn, connected bool, to netip.AddrPort, peer net.Addr) *datagramSender {
+	w := &datagramSender{conn: conn, connected: connected, to: to, max: datagramMax(peer)}
 	if raw, family := batchSocket(conn); raw != nil {
 		w.batch = udpDest{raw: raw, family: family, to: to, connected: connected}
 	}
@@ -102,6 +124,7 @@ type udpSender struct {
 	addr netip.AddrPort // the peer on a UDP socket (its key)
 	name string         // the peer's key on other packet connections
 	to   net.Addr
+	max  int // datagramMax of to
 	sess *Session
 }
 

@@ -47,9 +47,64 @@ func (s *Session) send(ctx context.Context, p *packet.Packet) error {
 		p.Release()
 		return err
 	}
+	if w := s.directDatagramLocked(ctx, n); w != nil {
+		return s.writeDatagramDirect(w, p, n)
+	}
 	s.sealStageLocked() // later small messages must not go in front of p
 	s.queue = append(s.queue, p)
 	return s.queuedLocked(ctx, n)
+}
+
+// directDatagramLocked returns the writer through which a datagram
+// session's message of n bytes may leave at once, skipping the queue
+// (writeDatagramDirect), or nil: only when nothing is queued, being
+// written or held back, and when queuedLocked would neither start the
+// stall watch nor bound the write by ctx. Called with s.mu held.
+func (s *Session) directDatagramLocked(ctx context.Context, n int) datagramWriter {
+	if !s.datagram || s.writing || s.corks > 0 || len(s.queue) > 0 || n > s.ep.cfg.SendQueueBytes ||
+		n >= abandonAt && ctx.Done() != nil {
+		return nil
+	}
+	switch w := s.out.(type) {
+	case *datagramSender:
+		return w
+	case *udpSender:
+		return w
+	}
+	return nil
+}
+
+// writeDatagramDirect sends p, a datagram session's lone message of n
+// bytes, as flush would send a queue of it alone, without the queue: one
+// datagram, one system call, no lock held while it leaves. It holds the
+// session's write turn (s.writing) meanwhile, so other senders queue, and
+// it flushes what they queued before it returns. A failed send closes the
+// session and is [ErrNotWritten] (a datagram leaves whole or not at all).
+// It releases p. Called with s.mu held, which it unlocks.
+func (s *Session) writeDatagramDirect(w datagramWriter, p *packet.Packet, n int) error {
+	s.writing = true
+	sent := s.io.bytesOut.Load() // only this goroutine writes meanwhile
+	s.inflight, s.inflightFrom = n, sent
+	s.mu.Unlock()
+
+	err := writeDatagram(s, p, w)
+	p.Release()
+	if err == nil {
+		s.io.messagesOut.Add(1)
+	}
+	s.mu.Lock()
+	s.inflight = 0
+	if err != nil {
+		return s.writeFailedLocked(err, true, sent)
+	}
+	if len(s.queue) == 0 {
+		s.writing = false
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.Unlock()
+	s.flush() // what others queued meanwhile; a failure there closes the session, and this datagram had left
+	return nil
 }
 
 // SendBytes copies parts, in order, into the send queue as one message and
@@ -402,10 +457,13 @@ func (s *Session) lookForStall() {
 }
 
 // maxDatagram is the largest message one datagram to this session's peer
-// carries: [MaxDatagram], or 65527 bytes to an IPv6 peer.
+// carries: [MaxDatagram], or 65527 bytes to an IPv6 peer (datagramMax).
 func (s *Session) maxDatagram() int {
-	if u, ok := s.RemoteAddr().(*net.UDPAddr); ok && u.IP.To4() == nil {
-		return maxDatagram6
+	switch w := s.out.(type) {
+	case *datagramSender:
+		return w.max
+	case *udpSender:
+		return w.max
 	}
 	return MaxDatagram
 }

@@ -261,6 +261,7 @@ func (u *udpServer) open(sl *udpSlot) *Session {
 	} else {
 		out.to = net.UDPAddrFromAddrPort(sl.addr)
 	}
+	out.max = datagramMax(out.to)
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
