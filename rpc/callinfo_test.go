@@ -20,7 +20,7 @@ func TestHandlerContextCarriesTheCall(t *testing.T) {
 		same          bool // CallInfo's session is SessionFrom's
 	}
 	got := make(chan seen, 1)
-	srv, addr := startServer(t, rpc.Config{}, func(s *rpc.Server) {
+	_, addr := startServerUDP(t, rpc.Config{}, func(s *rpc.Server) {
 		must(t, rpc.Handle(s, "Info/Who", func(ctx context.Context, _ struct{}) (string, error) {
 			ci := rpc.CallInfoFrom(ctx)
 			ss := ci.Session()
@@ -28,8 +28,6 @@ func TestHandlerContextCarriesTheCall(t *testing.T) {
 			return "ok", nil
 		}))
 	})
-	_, err := srv.Listen(context.Background(), "udp", addr) // the same port
-	must(t, err)
 	for _, c := range []struct {
 		url   string
 		proto rpc.Protocol

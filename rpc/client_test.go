@@ -31,7 +31,12 @@ func closedAddr(t *testing.T) string {
 // name, and hands each caller's session to sessions.
 func whoServer(t *testing.T, name string, sessions chan<- *rpc.Session) (*rpc.Server, string) {
 	t.Helper()
-	return startServer(t, rpc.Config{}, func(srv *rpc.Server) {
+	return startServer(t, rpc.Config{}, whoActions(t, name, sessions))
+}
+
+// whoActions registers whoServer's actions.
+func whoActions(t *testing.T, name string, sessions chan<- *rpc.Session) func(*rpc.Server) {
+	return func(srv *rpc.Server) {
 		stdActions(t, srv)
 		must(t, rpc.Handle(srv, "Who/Id", func(ctx context.Context, _ struct{}) (uint64, error) {
 			ss := rpc.SessionFrom(ctx)
@@ -44,7 +49,7 @@ func whoServer(t *testing.T, name string, sessions chan<- *rpc.Session) (*rpc.Se
 			return ss.ID(), nil
 		}))
 		must(t, rpc.Handle(srv, "Who/Name", func(context.Context, struct{}) (string, error) { return name, nil }))
-	})
+	}
 }
 
 func TestBatteryClientFailover(t *testing.T) {
@@ -282,10 +287,7 @@ func TestBatteryClientInFlightLimit(t *testing.T) {
 }
 
 func TestBatteryClientUDP(t *testing.T) {
-	srv, addr := whoServer(t, "udp", nil)
-	if _, err := srv.Listen(context.Background(), "udp", addr); err != nil {
-		t.Fatal(err)
-	}
+	_, addr := startServerUDP(t, rpc.Config{}, whoActions(t, "udp", nil))
 	cl := dialClient(t, "udp://"+addr, rpc.ClientConfig{})
 	ctx := context.Background()
 	if n, err := rpc.Call[int32](ctx, cl, "Bench/Add", addArgs{1, 2}); err != nil || n != 3 {

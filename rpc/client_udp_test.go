@@ -15,14 +15,12 @@ import (
 // carry on.
 func TestUDPOversizeRequestFailsAlone(t *testing.T) {
 	g := newGate(t, 1)
-	srv, addr := startServer(t, rpc.Config{}, func(s *rpc.Server) {
+	_, addr := startServerUDP(t, rpc.Config{}, func(s *rpc.Server) {
 		must(t, rpc.Handle(s, "Slow/Wait", func(ctx context.Context, _ struct{}) (int, error) {
 			return 7, g.wait(ctx)
 		}))
 		must(t, rpc.Handle(s, "Bench/EchoPacket", func(_ context.Context, b []byte) ([]byte, error) { return b, nil }))
 	})
-	_, err := srv.Listen(context.Background(), "udp", addr)
-	must(t, err)
 	cl := dialClient(t, "udp://"+addr, rpc.ClientConfig{})
 	ctx := context.Background()
 	slow := make(chan error, 1)
@@ -34,7 +32,7 @@ func TestUDPOversizeRequestFailsAlone(t *testing.T) {
 		slow <- err
 	}()
 	recv(t, g.entered, "the slow call in its handler")
-	_, err = rpc.Call[[]byte](ctx, cl, "Bench/EchoPacket", bytes.Repeat([]byte{1}, 100<<10))
+	_, err := rpc.Call[[]byte](ctx, cl, "Bench/EchoPacket", bytes.Repeat([]byte{1}, 100<<10))
 	if !errors.Is(err, transport.ErrDatagramTooLarge) {
 		t.Errorf("a 100 KiB request over UDP: %v, want ErrDatagramTooLarge", err)
 	}

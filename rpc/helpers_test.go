@@ -15,6 +15,7 @@ import (
 
 	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 	"github.com/lifenet/lifenet/internal/testutil/memnet"
+	"github.com/lifenet/lifenet/internal/testutil/oneport"
 	"github.com/lifenet/lifenet/internal/testutil/testwait"
 	"github.com/lifenet/lifenet/rpc"
 )
@@ -55,6 +56,34 @@ func startServer(t *testing.T, cfg rpc.Config, setup func(*rpc.Server)) (*rpc.Se
 	must(t, err)
 	t.Cleanup(func() { srv.Close() })
 	return srv, addr.String()
+}
+
+// startServerUDP is startServer serving UDP too, on the same port (drawn
+// by oneport: a kernel-chosen TCP port may be taken for UDP).
+func startServerUDP(t *testing.T, cfg rpc.Config, setup func(*rpc.Server)) (*rpc.Server, string) {
+	t.Helper()
+	leakcheck.Check(t)
+	if cfg.Log == nil {
+		cfg.Log = quietLog()
+	}
+	var srv *rpc.Server
+	addr := oneport.Listen(t, func(addr string) error {
+		var err error
+		srv, err = rpc.NewServer(cfg)
+		must(t, err)
+		if setup != nil {
+			setup(srv)
+		}
+		for _, n := range []string{"tcp", "udp"} {
+			if _, err := srv.Listen(context.Background(), n, addr); err != nil {
+				srv.Close()
+				return err
+			}
+		}
+		return nil
+	})
+	t.Cleanup(func() { srv.Close() })
+	return srv, addr
 }
 
 // stdActions registers the benchmark actions the vectors call (as

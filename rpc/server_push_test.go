@@ -177,16 +177,14 @@ func TestPushToUDPPeerWithHTTPOff(t *testing.T) {
 	for _, cfg := range []rpc.Config{{}, {NoHTTP: true, NoWebSocket: true}} {
 		t.Run(fmt.Sprintf("NoHTTP=%v", cfg.NoHTTP), func(t *testing.T) {
 			pushErr := make(chan error, 1)
-			srv, _ := startServer(t, cfg, func(srv *rpc.Server) {
+			_, ua := startServerUDP(t, cfg, func(srv *rpc.Server) {
 				must(t, rpc.Handle(srv, "Try/Push", func(ctx context.Context, _ struct{}) (int, error) {
 					pushErr <- rpc.SessionFrom(ctx).Push("Note/Hello", "hi")
 					return 1, nil
 				}))
 			})
-			ua, err := srv.Listen(context.Background(), "udp", "127.0.0.1:0")
-			must(t, err)
 			pushed := make(chan string, 1)
-			cl := dialClient(t, "udp://"+ua.String(), rpc.ClientConfig{OnPush: func(action string, _ []byte) { pushed <- action }})
+			cl := dialClient(t, "udp://"+ua, rpc.ClientConfig{OnPush: func(action string, _ []byte) { pushed <- action }})
 			if _, err := rpc.Call[int](testCtx(t), cl, "Try/Push", nil); err != nil {
 				t.Fatal(err)
 			}

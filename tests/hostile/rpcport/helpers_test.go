@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/internal/rpcbench"
+	"github.com/lifenet/lifenet/internal/testutil/oneport"
 	"github.com/lifenet/lifenet/internal/testutil/testwait"
 	"github.com/lifenet/lifenet/rpc"
 )
@@ -42,6 +43,37 @@ func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // setup's actions. It closes the server when the test ends.
 func startPort(t testing.TB, cfg rpc.Config, setup func(*rpc.Server)) (*rpc.Server, string) {
 	t.Helper()
+	srv := newPort(t, cfg, setup)
+	t.Cleanup(func() { srv.Close() })
+	a, err := srv.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, a.String()
+}
+
+// startPortUDP is startPort serving UDP too, on the same port (drawn by
+// oneport).
+func startPortUDP(t testing.TB, cfg rpc.Config, setup func(*rpc.Server)) (*rpc.Server, string) {
+	t.Helper()
+	var srv *rpc.Server
+	addr := oneport.Listen(t, func(addr string) error {
+		srv = newPort(t, cfg, setup)
+		for _, n := range []string{"tcp", "udp"} {
+			if _, err := srv.Listen(context.Background(), n, addr); err != nil {
+				srv.Close()
+				return err
+			}
+		}
+		return nil
+	})
+	t.Cleanup(func() { srv.Close() })
+	return srv, addr
+}
+
+// newPort is the server startPort listens with.
+func newPort(t testing.TB, cfg rpc.Config, setup func(*rpc.Server)) *rpc.Server {
+	t.Helper()
 	if cfg.Log == nil {
 		cfg.Log = quietLog()
 	}
@@ -49,18 +81,14 @@ func startPort(t testing.TB, cfg rpc.Config, setup func(*rpc.Server)) (*rpc.Serv
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { srv.Close() })
 	if err := rpcbench.RegisterBench(srv, true); err != nil {
+		srv.Close()
 		t.Fatal(err)
 	}
 	if setup != nil {
 		setup(srv)
 	}
-	a, err := srv.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return srv, a.String()
+	return srv
 }
 
 // handle is rpc.Handle that fails the test on error.

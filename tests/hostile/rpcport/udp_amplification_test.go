@@ -1,7 +1,6 @@
 package rpcport_test
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"strings"
@@ -20,12 +19,8 @@ import (
 func TestUDPRepliesAmplifyAtMostThreeTimes(t *testing.T) {
 	actions := []string{"Api/All", "Api/Info", "Api/Health", "No/Such", "Bench/EchoString", "Bench/NoArg", "Bench/EchoPacket"}
 	measure := func(cfg rpc.Config) map[string]float64 {
-		srv, _ := startPort(t, cfg, nil)
-		ua, err := srv.Listen(context.Background(), "udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := net.Dial("udp", ua.String())
+		_, ua := startPortUDP(t, cfg, nil)
+		c, err := net.Dial("udp", ua)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"runtime"
 	"runtime/metrics"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lifenet/lifenet/codec"
+	"github.com/lifenet/lifenet/internal/testutil/oneport"
 	"github.com/lifenet/lifenet/internal/testutil/testwait"
 	"github.com/lifenet/lifenet/transport"
 )
@@ -33,49 +33,37 @@ func echo(c *codec.Conn, msg any) {
 }
 
 // startCodec starts a codec server with cfg and opts on each network in
-// turn, all on one port, and closes it when the test ends. It returns the
-// shared address. With one network the kernel picks the port. With more,
-// the port is drawn below the kernel's ephemeral range (32768 and up on
-// Linux): a port from that range may already carry another test's
-// outgoing TCP connection, so the second listener could not bind it, and
-// a CI run once lost ten draws in a row that way. A taken port is drawn
-// again.
+// turn, all on one port (with more than one network, drawn by oneport),
+// and closes it when the test ends. It returns the shared address.
 func startCodec(t *testing.T, cfg transport.Config, opts codec.Options, networks ...string) (*codec.Server, string) {
 	t.Helper()
-	var err error
-	for range 50 {
-		addr := "127.0.0.1:0"
-		if len(networks) > 1 {
-			addr = fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
-		}
-		var srv *codec.Server
+	var srv *codec.Server
+	var bound string // the address the listeners share
+	start := func(addr string) error {
+		var err error
 		if srv, err = codec.NewServer(cfg, opts); err != nil {
 			t.Fatal(err)
 		}
-		if addr, err = listenAll(srv, addr, networks); err == nil {
-			t.Cleanup(func() { srv.Close() })
-			return srv, addr
+		for _, n := range networks {
+			a, err := srv.Listen(context.Background(), n, addr)
+			if err != nil {
+				srv.Close()
+				return fmt.Errorf("listen %s %s: %w", n, addr, err)
+			}
+			addr = a.String()
 		}
-		srv.Close()
-		if len(networks) == 1 {
-			break // the kernel chose the port: a retry would not help
-		}
+		bound = addr
+		return nil
 	}
-	t.Fatal(err)
-	return nil, ""
-}
-
-// listenAll listens on addr with each network in turn and returns the
-// address they share.
-func listenAll(srv *codec.Server, addr string, networks []string) (string, error) {
-	for _, n := range networks {
-		a, err := srv.Listen(context.Background(), n, addr)
-		if err != nil {
-			return "", fmt.Errorf("listen %s %s: %w", n, addr, err)
+	if len(networks) == 1 { // the kernel chooses
+		if err := start("127.0.0.1:0"); err != nil {
+			t.Fatal(err)
 		}
-		addr = a.String()
+	} else {
+		oneport.Listen(t, start)
 	}
-	return addr, nil
+	t.Cleanup(func() { srv.Close() })
+	return srv, bound
 }
 
 // dialCodec connects a codec client and closes it when the test ends.
