@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,6 +85,9 @@ func TestUDPClientConcurrentSends(t *testing.T) {
 // nobody listens) fails its Send with ErrNotWritten and closes the
 // session: later sends fail with ErrClosed.
 func TestUDPClientSendFailureIsNotWritten(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux reports a refused port to the next send; other systems may report it to a read instead")
+	}
 	leakcheck.Check(t)
 	l, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
