@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"cmp"
 	"context"
 	"sync/atomic"
 
@@ -31,7 +32,7 @@ func Dial(ctx context.Context, network, address string, cfg transport.ClientConf
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	cfg.Log = transportLog(cfg.Log, opts.Log)
+	cfg.Log = cmp.Or(cfg.Log, opts.Log) // neither: the transport takes slog.Default()
 	syncReads := cfg.Mode == transport.ReceiveSync
 	if !syncReads {
 		cfg.Mode = transport.ReceiveEvent
@@ -54,7 +55,7 @@ func Dial(ctx context.Context, network, address string, cfg transport.ClientConf
 	c.tc = tc
 	if syncReads { // no reconnects in this mode: this is the only Conn
 		conn := c.Conn()
-		conn.lead = newLead(tc)
+		conn.lead = &lead{tc: tc, wake: make(chan struct{}, 1)}
 		if m := conn.m.Load(); m != nil {
 			m.setOnExpire(tc.Wake)
 		}

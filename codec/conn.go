@@ -91,7 +91,7 @@ type Conn struct {
 	fifoMu sync.Mutex // FIFO: register and write in one step, so wire order is queue order
 	lead   *lead      // a ReceiveSync client's read turn; nil when a receive goroutine reads (see syncLead)
 
-	srmpCtx *HandlerContext // the SRMP stage's context when it is the pipeline's tail (writeSRMP), else nil
+	srmpCtx *HandlerContext // the SRMP stage's context when it is the pipeline's tail (sendSRMP), else nil
 	head    *framing        // the pipeline's head when it is a framing stage of this package: reads go straight to it
 	match   MatchMode       // the pipeline's (Pipeline.Match)
 
@@ -156,8 +156,6 @@ func newConn(s *transport.Session, o *Options, srv *Server) *Conn {
 		if _, ok := c.chain.handlers[n-1].(srmpHandler); ok {
 			c.srmpCtx = &c.chain.ctxs[n-1]
 		}
-	}
-	if n := len(c.chain.handlers); n > 0 {
 		if f := framingOf(c.chain.handlers[n-1]); f != nil {
 			f.tail = c // the tail stage hands its messages straight to the sink
 		}
@@ -196,7 +194,7 @@ func (h *sessionHandler) Receive(_ *transport.Session, p *packet.Packet) {
 	}
 	var err error
 	if f := c.head; f != nil {
-		err = f.read(&c.chain.ctxs[0], p)
+		err = f.Read(&c.chain.ctxs[0], p)
 	} else {
 		err = c.chain.Read(p)
 	}
@@ -301,34 +299,24 @@ func (c *Conn) Write(msg any) error { return c.chain.Write(msg) }
 // is closed as a slow consumer, not waited for). Order with the
 // connection's other writes is kept (see the package's Order). It takes
 // ownership of msg.
-func (c *Conn) Enqueue(msg any) error {
-	return c.chain.Enqueue(msg)
-}
+func (c *Conn) Enqueue(msg any) error { return c.chain.Enqueue(msg) }
 
 // Reply answers an SRMP request with payload (reply kind, the request's
 // flag and sequence). It takes ownership of payload, which may be nil or
 // borrowed (a borrowed payload, such as req.Payload itself, is copied or
 // kept); req stays the caller's.
 func (c *Conn) Reply(req *Message, payload *packet.Packet) error {
-	return c.writeSRMP(context.Background(), KindReply, req.Flag, req.Seq, nil, payload)
+	return sendSRMP(context.Background(), c.srmpCtx, c, KindReply, req.Flag, req.Seq, nil, payload)
 }
 
 // ReplyBytes answers an SRMP request with a copy of b.
 func (c *Conn) ReplyBytes(req *Message, b []byte) error {
-	return c.writeSRMP(context.Background(), KindReply, req.Flag, req.Seq, b, nil)
+	return sendSRMP(context.Background(), c.srmpCtx, c, KindReply, req.Flag, req.Seq, b, nil)
 }
 
 // ReplyError answers an SRMP request with an error reply; see Reply.
 func (c *Conn) ReplyError(req *Message, payload *packet.Packet) error {
-	return c.writeSRMP(context.Background(), KindError, req.Flag, req.Seq, nil, payload)
-}
-
-// writeSRMP is the one way an SRMP message of this package's making leaves
-// the connection (a reply, an error reply, a request): from the SRMP
-// stage, as [srmpHandler.Write] sends it (see sendSRMP). Its payload is p
-// (taken: nil, borrowed or owned) or, when p is nil, a copy of body.
-func (c *Conn) writeSRMP(ctx context.Context, kind Kind, flag, seq uint8, body []byte, p *packet.Packet) error {
-	return sendSRMP(ctx, c.srmpCtx, c, kind, flag, seq, body, p)
+	return sendSRMP(context.Background(), c.srmpCtx, c, KindError, req.Flag, req.Seq, nil, payload)
 }
 
 // Request sends an SRMP request and waits for its reply, which the caller
@@ -348,7 +336,7 @@ func (c *Conn) Request(ctx context.Context, m *Message) (*Message, error) {
 // RequestBytes sends an SRMP request with flag and a copy of payload (no
 // pooled message or packet is needed) and waits for its reply; see Request.
 func (c *Conn) RequestBytes(ctx context.Context, flag uint8, payload []byte) (*Message, error) {
-	key, ch, err := c.startBytes(ctx, flag, payload, nil, nil)
+	key, ch, err := c.start(ctx, nil, nil, false, flag, payload, nil)
 	return waitTyped[*Message](ctx, c, key, ch, err)
 }
 
@@ -362,7 +350,7 @@ const MaxPrefix = 64
 // late or repeated reply — SRMP has 256 numbers, so they are reused — and
 // dropped, counted in MatchStats.Unknown, while the request waits on.
 func (c *Conn) RequestBytesPrefixed(ctx context.Context, flag uint8, payload []byte, prefixLen int) (*Message, error) {
-	key, ch, err := c.startBytes(ctx, flag, payload, nil, payload[:min(prefixLen, MaxPrefix, len(payload))])
+	key, ch, err := c.start(ctx, nil, payload[:min(prefixLen, MaxPrefix, len(payload))], false, flag, payload, nil)
 	return waitTyped[*Message](ctx, c, key, ch, err)
 }
 
@@ -385,7 +373,7 @@ type ReplyUse func(dst any, reply *Message) error
 // on the read, the replies after it in the same read wait. A panic in use
 // reaches the caller once the connection's read turn is given back.
 func (c *Conn) RequestBytesInto(ctx context.Context, flag uint8, payload []byte, prefixLen int, use ReplyUse, dst any) (used bool, err error) {
-	key, ch, err := c.startBytes(ctx, flag, payload, nil, payload[:min(prefixLen, MaxPrefix, len(payload))])
+	key, ch, err := c.start(ctx, nil, payload[:min(prefixLen, MaxPrefix, len(payload))], false, flag, payload, nil)
 	if err != nil {
 		return false, err
 	}
@@ -418,7 +406,7 @@ func useKept(use ReplyUse, dst any, reply *Message) error {
 // and waits for the next reply in order (FIFO), which the caller owns and
 // must release; see Request. It takes ownership of p.
 func (c *Conn) RequestPacket(ctx context.Context, p *packet.Packet) (*packet.Packet, error) {
-	key, ch, err := c.startPacket(ctx, p, nil)
+	key, ch, err := c.start(ctx, nil, nil, true, 0, nil, p)
 	return waitTyped[*packet.Packet](ctx, c, key, ch, err)
 }
 
@@ -489,7 +477,7 @@ func (c *Conn) RequestBytesAsync(ctx context.Context, flag uint8, payload []byte
 	if c.syncLead() != nil {
 		return ErrAsyncNeedsEvents
 	}
-	_, _, err := c.startBytes(ctx, flag, payload, &callback{msg: cb}, nil)
+	_, _, err := c.start(ctx, &callback{msg: cb}, nil, false, flag, payload, nil)
 	return err
 }
 
@@ -524,7 +512,7 @@ func (c *Conn) RequestStream(ctx context.Context, flag uint8, payload []byte, pr
 	if c.syncLead() != nil {
 		return ErrAsyncNeedsEvents
 	}
-	_, _, err := c.startBytes(ctx, flag, payload, &callback{stream: cb}, payload[:min(prefixLen, MaxPrefix, len(payload))])
+	_, _, err := c.start(ctx, &callback{stream: cb}, payload[:min(prefixLen, MaxPrefix, len(payload))], false, flag, payload, nil)
 	return err
 }
 
@@ -535,7 +523,7 @@ func (c *Conn) RequestPacketAsync(ctx context.Context, p *packet.Packet, cb func
 		p.Release()
 		return ErrAsyncNeedsEvents
 	}
-	_, _, err := c.startPacket(ctx, p, &callback{pkt: cb})
+	_, _, err := c.start(ctx, &callback{pkt: cb}, nil, true, 0, nil, p)
 	return err
 }
 
@@ -549,16 +537,6 @@ func (c *Conn) startMessage(ctx context.Context, m *Message, cb *callback) (int,
 	m.Payload = nil
 	m.Release()
 	return c.start(ctx, cb, nil, false, flag, nil, p)
-}
-
-// startBytes starts an SRMP request with a copy of payload.
-func (c *Conn) startBytes(ctx context.Context, flag uint8, payload []byte, cb *callback, echo []byte) (int, chan result, error) {
-	return c.start(ctx, cb, echo, false, flag, payload, nil)
-}
-
-// startPacket starts a FIFO request carried by p (owned by the call).
-func (c *Conn) startPacket(ctx context.Context, p *packet.Packet, cb *callback) (int, chan result, error) {
-	return c.start(ctx, cb, nil, true, 0, nil, p)
 }
 
 // start registers a request and sends it with the request's key (for
@@ -606,7 +584,7 @@ func (c *Conn) send(ctx context.Context, key int, fifo bool, flag uint8, body []
 	if fifo {
 		return c.chain.Write(p)
 	}
-	return c.writeSRMP(ctx, KindRequest, flag, uint8(key), body, p)
+	return sendSRMP(ctx, c.srmpCtx, c, KindRequest, flag, uint8(key), body, p)
 }
 
 // sendError classifies a request's failed send: on a connection that
@@ -673,20 +651,16 @@ func (c *Conn) Batch(f func()) error {
 
 // Stats returns the connection's matching counters.
 func (c *Conn) Stats() MatchStats {
-	m := c.m.Load()
-	if m == nil {
-		return MatchStats{}
+	if m := c.m.Load(); m != nil {
+		return m.stats()
 	}
-	return m.stats()
+	return MatchStats{}
 }
 
 // String names a matching mode.
 func (m MatchMode) String() string {
-	switch m {
-	case MatchSRMP:
-		return "sequence (SRMP)"
-	case MatchFIFO:
-		return "order (FIFO)"
+	if m == MatchSRMP || m == MatchFIFO {
+		return [...]string{MatchSRMP: "sequence (SRMP)", MatchFIFO: "order (FIFO)"}[m]
 	}
 	return "none"
 }

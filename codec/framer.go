@@ -291,10 +291,7 @@ func (f *Framer) completePartial(data []byte, emit frameReceiver) (int, error) {
 		if used == len(data) {
 			return used, nil
 		}
-		want := n
-		if want < 0 {
-			want = -want
-		}
+		want := max(n, -n) // the frame's length, or the bytes needed to know it
 		k := min(want-f.partial.Len(), len(data)-used)
 		if err := f.appendPartial(data[used:used+k], want); err != nil {
 			return used, err
@@ -316,11 +313,7 @@ func (f *Framer) emitPartial(n int, emit frameReceiver) error {
 	err := emit.receiveFrame(f.loan.Lend(p, 0, n))
 	f.loan.End()
 	if n == p.Len() {
-		f.partial = nil
-		f.budget.give(f.held)
-		f.held = 0
-		p.Release()
-		f.tellOwner(false)
+		f.Reset()
 	} else {
 		p.Skip(n)
 		f.since.Store(mono.Now()) // the rest starts the next frame

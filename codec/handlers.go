@@ -64,8 +64,8 @@ func (f *framing) next(msg any) error {
 	return f.ctx.FireRead(msg)
 }
 
-// read frames a borrowed packet; anything else passes through.
-func (f *framing) read(c *HandlerContext, msg any) error {
+// Read frames a borrowed packet; anything else passes through.
+func (f *framing) Read(c *HandlerContext, msg any) error {
 	p, ok := msg.(*packet.Packet)
 	if !ok {
 		return c.FireRead(msg)
@@ -82,18 +82,6 @@ func (f *framing) read(c *HandlerContext, msg any) error {
 
 // Closed drops a partial frame when the connection ends.
 func (f *framing) Closed(*HandlerContext, error) { f.framer.Reset() }
-
-// writeSmall sends a small message as one copy into the connection's send
-// buffer: header, then the payload's bytes (a single segment). It releases
-// an owned payload; a borrowed one is the lender's.
-func writeSmall(c *HandlerContext, header []byte, payload *packet.Packet) error {
-	if payload == nil {
-		return c.WriteBytes(header)
-	}
-	err := c.WriteBytes(header, payload.Bytes())
-	payload.Release() // nothing for a borrowed view
-	return err
-}
 
 // small reports whether payload goes out by copy (see copyBelow).
 func small(payload *packet.Packet) bool {
@@ -114,8 +102,6 @@ func SRMPFraming(cfg FramerConfig) func() Handler {
 
 func (srmpHandler) match() MatchMode { return MatchSRMP }
 
-func (h srmpHandler) Read(c *HandlerContext, msg any) error { return h.read(c, msg) }
-
 func (h srmpHandler) Write(c *HandlerContext, msg any) error {
 	m, ok := msg.(*Message)
 	if !ok {
@@ -128,14 +114,16 @@ func (h srmpHandler) Write(c *HandlerContext, msg any) error {
 	return sendSRMP(context.Background(), c, nil, kind, flag, seq, nil, payload)
 }
 
-// sendSRMP passes one SRMP message towards the head from c, the SRMP
-// stage's context; when c is nil (conn's SRMP stage is not the tail of
-// its pipeline) it is written as a [Message] through conn's tail stage. Its payload is p (taken: nil, borrowed or owned) or,
-// when p is nil, a copy of body. A small payload is copied with its
-// header as one message of bytes (from the head over a session, straight
-// into its send queue: no packet); a large or chained one is framed in
-// place. ctx bounds a wait for room when c is the head over a session
-// (headSession); behind other stages their wait is not bounded by it.
+// sendSRMP is the one way an SRMP message of this package's making (a
+// reply, an error reply, a request) leaves: towards the head from c, the
+// SRMP stage's context; when c is nil (conn's SRMP stage is not the tail
+// of its pipeline) it is written as a [Message] through conn's tail stage.
+// Its payload is p (taken: nil, borrowed or owned) or, when p is nil, a
+// copy of body. A small payload is copied with its header as one message
+// of bytes (from the head over a session, straight into its send queue: no
+// packet); a large or chained one is framed in place. ctx bounds a wait
+// for room when c is the head over a session (headSession); behind other
+// stages their wait is not bounded by it.
 func sendSRMP(ctx context.Context, c *HandlerContext, conn *Conn, kind Kind, flag, seq uint8, body []byte, p *packet.Packet) error {
 	if c == nil {
 		if p == nil {
@@ -213,36 +201,26 @@ func LengthFieldFraming(lf LengthField, cfg FramerConfig) func() Handler {
 
 func (*lengthFieldHandler) match() MatchMode { return MatchFIFO }
 
-func (h *lengthFieldHandler) Read(c *HandlerContext, msg any) error { return h.read(c, msg) }
-
 // lfHeaderRoom is the header size the copy path writes from the stack.
 const lfHeaderRoom = 16
-
-// smallHeader builds the header of p when p goes out by copy (ok); err
-// reports a payload the field cannot describe.
-func (h *lengthFieldHandler) smallHeader(p *packet.Packet) (hdr [lfHeaderRoom]byte, k int, ok bool, err error) {
-	if !small(p) || h.lf.Offset+h.lf.width() > lfHeaderRoom {
-		return hdr, 0, false, nil
-	}
-	n := 0
-	if p != nil {
-		n = p.Len()
-	}
-	k, err = h.lf.header(hdr[:], n)
-	return hdr, k, true, err
-}
 
 func (h *lengthFieldHandler) Write(c *HandlerContext, msg any) error {
 	p, ok := msg.(*packet.Packet)
 	if !ok {
 		return c.FireWrite(msg)
 	}
-	if hdr, k, ok, err := h.smallHeader(p); ok {
-		if err != nil {
-			release(msg)
-			return err
+	if small(p) && h.lf.Offset+h.lf.width() <= lfHeaderRoom { // one copy, header and payload, into the send buffer
+		var hdr [lfHeaderRoom]byte
+		if p == nil {
+			k, _ := h.lf.header(hdr[:], 0)
+			return c.WriteBytes(hdr[:k])
 		}
-		return writeSmall(c, hdr[:k], p)
+		k, err := h.lf.header(hdr[:], p.Len())
+		if err == nil { // else a payload the field cannot describe
+			err = c.WriteBytes(hdr[:k], p.Bytes())
+		}
+		p.Release() // nothing for a borrowed view
+		return err
 	}
 	f, err := h.lf.Encode(p)
 	if err != nil {
@@ -269,8 +247,6 @@ func DelimiterFraming(d Delimiter, cfg FramerConfig) func() Handler {
 }
 
 func (*delimiterHandler) match() MatchMode { return MatchFIFO }
-
-func (h *delimiterHandler) Read(c *HandlerContext, msg any) error { return h.read(c, msg) }
 
 func (h *delimiterHandler) Write(c *HandlerContext, msg any) error {
 	p, ok := msg.(*packet.Packet)

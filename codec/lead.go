@@ -35,10 +35,6 @@ type lead struct {
 	promote sync.Mutex // one StartReceiving at a time
 }
 
-func newLead(tc *transport.Client) *lead {
-	return &lead{tc: tc, wake: make(chan struct{}, 1)}
-}
-
 // take takes the read turn if nobody holds it: an atomic flag, so a lone
 // caller pays no channel operation for it.
 func (l *lead) take() bool { return l.held.CompareAndSwap(false, true) }

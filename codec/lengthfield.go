@@ -49,15 +49,7 @@ func (c LengthField) width() int {
 }
 
 // maxPayload is the largest payload the field can describe.
-func (c LengthField) maxPayload() int64 {
-	switch c.size() {
-	case 1:
-		return 1<<8 - 1
-	case 2, -2:
-		return 1<<16 - 1
-	}
-	return 1<<31 - 1
-}
+func (c LengthField) maxPayload() int64 { return min(int64(1)<<(8*c.width())-1, 1<<31-1) }
 
 var errVarint = errors.New("varint longer than 5 bytes or above 2^31-1")
 
@@ -86,20 +78,13 @@ func (c LengthField) readLength(b []byte) (n int64, width, need int, err error) 
 		if len(b) < o+w {
 			return 0, 0, o + w, nil
 		}
-		f := b[o : o+w]
-		switch s {
-		case 1:
-			n = int64(f[0])
-		case 2:
-			n = int64(binary.LittleEndian.Uint16(f))
-		case -2:
-			n = int64(binary.BigEndian.Uint16(f))
-		case 4:
-			n = int64(int32(binary.LittleEndian.Uint32(f)))
-		case -4:
-			n = int64(int32(binary.BigEndian.Uint32(f)))
+		for i, x := range b[o : o+w] { // little-endian; a negative size is big-endian
+			if s < 0 {
+				i = w - 1 - i
+			}
+			n |= int64(x) << (8 * i)
 		}
-		if n < 0 {
+		if n = int64(int32(n)); n < 0 { // a 4-byte field is signed
 			return 0, 0, 0, fmt.Errorf("negative length %d", n)
 		}
 		return n, w, 0, nil
@@ -175,22 +160,16 @@ func (c LengthField) header(b []byte, n int) (int, error) {
 
 // putLength writes the length field for n into b and returns its width.
 func (c LengthField) putLength(b []byte, n int) int {
-	switch c.size() {
-	case 1:
-		b[0] = byte(n)
-		return 1
-	case 2:
-		binary.LittleEndian.PutUint16(b, uint16(n))
-		return 2
-	case -2:
-		binary.BigEndian.PutUint16(b, uint16(n))
-		return 2
-	case 4:
-		binary.LittleEndian.PutUint32(b, uint32(n))
-		return 4
-	case -4:
-		binary.BigEndian.PutUint32(b, uint32(n))
-		return 4
+	if s := c.size(); s != VarintLength {
+		w := max(s, -s)
+		for i := range w { // little-endian; a negative size is big-endian
+			if s < 0 {
+				b[w-1-i] = byte(n >> (8 * i))
+			} else {
+				b[i] = byte(n >> (8 * i))
+			}
+		}
+		return w
 	}
 	i := 0
 	for ; n >= 0x80; i++ {

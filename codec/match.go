@@ -43,12 +43,11 @@ type callback struct {
 // call runs the callback with a borrowed reply or an error; more is false
 // unless a stream's callback asks for more replies.
 func (cb *callback) call(reply any, err error) (more bool) {
+	m, _ := reply.(*Message)
 	if cb.stream != nil {
-		m, _ := reply.(*Message)
 		return cb.stream(m, err) == StreamMore && err == nil
 	}
 	if cb.msg != nil {
-		m, _ := reply.(*Message)
 		cb.msg(m, err)
 		return false
 	}
@@ -524,11 +523,11 @@ func (m *matcher) deliver(seq int, reply any) {
 		m.selfRes, m.selfGot = m.use(msg), true
 		return
 	}
-	var r result
+	r := result{answered: true}
 	if re != nil {
-		r = result{err: re, answered: true}
+		r.err = re
 	} else {
-		r = result{reply: keep(reply), answered: true}
+		r.reply = keep(reply)
 	}
 	if key == m.self {
 		m.selfRes, m.selfGot = r, true

@@ -138,24 +138,21 @@ func (ch *Chain) Read(msg any) error {
 
 // Write gives an outbound message to the tail; it must leave the head as a
 // *packet.Packet (or bytes, see [HandlerContext.WriteBytes]), which is sent.
-func (ch *Chain) Write(msg any) error {
-	n := len(ch.handlers)
-	if n == 0 {
-		return ch.sendVia(msg, false)
-	}
-	return ch.handlers[n-1].Write(&ch.ctxs[n-1], msg)
-}
+func (ch *Chain) Write(msg any) error { return ch.write(msg, ch.ctxs, false) }
 
 // Enqueue is Write for a message that must not wait for the peer (a
 // server's push): it leaves by the session's Enqueue, which queues it and
 // returns (see transport.Session.Enqueue), where Write's message waits for
 // room in a full send queue. A Sender that is not a session gets it by Send.
-func (ch *Chain) Enqueue(msg any) error {
+func (ch *Chain) Enqueue(msg any) error { return ch.write(msg, ch.noWait, true) }
+
+// write gives msg to the tail through its context in ctxs.
+func (ch *Chain) write(msg any, ctxs []HandlerContext, noWait bool) error {
 	n := len(ch.handlers)
 	if n == 0 {
-		return ch.sendVia(msg, true)
+		return ch.sendVia(msg, noWait)
 	}
-	return ch.handlers[n-1].Write(&ch.noWait[n-1], msg)
+	return ch.handlers[n-1].Write(&ctxs[n-1], msg)
 }
 
 // Open tells every handler that implements [OpenHandler] that the connection

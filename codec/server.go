@@ -1,8 +1,8 @@
 package codec
 
 import (
+	"cmp"
 	"context"
-	"log/slog"
 	"net"
 	"sync"
 	"time"
@@ -28,13 +28,10 @@ func NewServer(cfg transport.Config, opts Options) (*Server, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	cfg.Log = transportLog(cfg.Log, opts.Log)
+	cfg.Log = cmp.Or(cfg.Log, opts.Log) // neither: the transport takes slog.Default()
 	s := &Server{opts: &opts, stop: make(chan struct{})}
-	switch {
-	case opts.MaxPartialBytes == 0:
-		s.budget = &budget{limit: DefaultMaxPartialBytes}
-	case opts.MaxPartialBytes > 0:
-		s.budget = &budget{limit: opts.MaxPartialBytes}
+	if opts.MaxPartialBytes >= 0 { // negative: no cap
+		s.budget = &budget{limit: cmp.Or(opts.MaxPartialBytes, DefaultMaxPartialBytes)}
 	}
 	ts, err := transport.NewServer(cfg, s.hooks())
 	if err != nil {
@@ -180,15 +177,12 @@ func (s *Server) Close() error {
 // Conn returns the open connection whose transport session has the ID id
 // (see transport.Server.Session), once its OnOpen has run.
 func (s *Server) Conn(id uint64) (*Conn, bool) {
-	sess, ok := s.ts.Session(id)
-	if !ok {
-		return nil, false
+	if sess, ok := s.ts.Session(id); ok {
+		if h, ok := sess.Handler().(*sessionHandler); ok {
+			return (*Conn)(h), true
+		}
 	}
-	h, ok := sess.Handler().(*sessionHandler)
-	if !ok {
-		return nil, false
-	}
-	return (*Conn)(h), true
+	return nil, false
 }
 
 // Range calls f for each open connection until f returns false. A
@@ -224,15 +218,6 @@ func (s *Server) Reserve(n int) error {
 
 // Release gives back n bytes counted by Reserve.
 func (s *Server) Release(n int) { s.budget.give(n) }
-
-// transportLog is the transport's logger: its Config's, else the codec
-// Options' (nil for neither: the transport takes slog.Default()).
-func transportLog(cfg, opts *slog.Logger) *slog.Logger {
-	if cfg != nil {
-		return cfg
-	}
-	return opts
-}
 
 // Transport returns the underlying transport server (sessions, counters).
 func (s *Server) Transport() *transport.Server { return s.ts }
