@@ -70,18 +70,8 @@ func foldEq(b []byte, s string) bool {
 	if len(b) != len(s) {
 		return false
 	}
-	for i := range len(b) {
-		x, y := b[i], s[i]
-		if x == y {
-			continue
-		}
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
+	for i := range len(b) { // bytes that differ must be one letter in two cases
+		if x := b[i] | 0x20; b[i] != s[i] && (x != s[i]|0x20 || x < 'a' || x > 'z') {
 			return false
 		}
 	}

@@ -207,18 +207,15 @@ func decodeBuiltin(data []byte, dst any) (ok bool, err error) {
 			return true, nil
 		}
 		t := scalarText(data)
-		n, err := strconv.ParseUint(string(t), 10, 64)
-		*d = n
+		*d, err = strconv.ParseUint(string(t), 10, 64)
 		return true, scalarError(t, "uint64", err)
 	case *float64:
 		t := scalarText(data)
-		f, err := strconv.ParseFloat(string(t), 64)
-		*d = f
+		*d, err = strconv.ParseFloat(string(t), 64)
 		return true, scalarError(t, "float64", err)
 	case *bool:
 		t := scalarText(data)
-		x, err := strconv.ParseBool(string(t))
-		*d = x
+		*d, err = strconv.ParseBool(string(t))
 		return true, scalarError(t, "bool", err)
 	}
 	return false, nil
@@ -355,14 +352,6 @@ func trimText(b []byte) string {
 // isJSON reports whether data, trimmed, starts a JSON object or array (the
 // server's test for "parse the arguments as JSON").
 func isJSON(data []byte) bool {
-	for _, c := range data {
-		switch c {
-		case ' ', '\t', '\r', '\n':
-			continue
-		case '{', '[':
-			return true
-		}
-		return false
-	}
-	return false
+	i := skipSpace(data, 0)
+	return i < len(data) && (data[i] == '{' || data[i] == '[')
 }
