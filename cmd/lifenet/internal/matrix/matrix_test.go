@@ -350,7 +350,7 @@ func TestSummaryGroups(t *testing.T) {
 		"| all vs std net: 7 of the 9 scenarios run | 7 | **0.94×** (0.80–1.10×) | 1 better · 3 within noise · 2 worse · 1 one pair |",
 		"| RPC vs net/rpc | 1 | **1.90×** | 1 better |",
 		"| tcp-1KB | transport client sends; server counts bytes | std conn writes; std loop counts each read | server packets/s | 3 | **1.10×** | 1.05–1.20× | better |",
-		"| udp-1KB | transport client sends; server counts bytes | std conn writes; std loop counts each read | server packets/s | 3 | **0.92×** | 0.80–1.10× | within noise |",
+		"| udp-1KB | transport client sends; server counts bytes (4 MiB receive buffers) | std conn writes; std loop counts each read (4 MiB receive buffers) | server packets/s | 3 | **0.92×** | 0.80–1.10× | within noise |",
 		"| tcp-32B | ",
 		"| server packets/s | 3 | **0.94×** | 0.90–0.98× | worse |",
 		"| udp-32B-rt-sync-1C | ",

@@ -21,6 +21,8 @@ type Scenario struct {
 	UDPConnect bool   `json:"udpconnect,omitempty"`
 	Codec      string `json:"codec,omitempty"` // srmp or lengthfield: lifenet runs its codec, raw the baseline's per-message loop and client
 	Window     int    `json:"window,omitempty"`
+	// RcvBuf is SO_RCVBUF on both ends of both sides (0: the OS default).
+	RcvBuf int `json:"rcvbuf,omitempty"`
 	// RPC rows (Mode "rpc"): `lifenet serve` and `lifenet rpcload`,
 	// lifenet beside Go's net/rpc. Clients is the connection count (for
 	// Direct, the calling goroutines; 0: rpcload's default, GOMAXPROCS).
@@ -113,6 +115,9 @@ func (s Scenario) commonArgs() []string {
 	if s.Codec != "" {
 		a = append(a, "--codec", s.Codec)
 	}
+	if s.RcvBuf > 0 {
+		a = append(a, "--rcvbuf", strconv.Itoa(s.RcvBuf))
+	}
 	return a
 }
 
@@ -146,9 +151,22 @@ func sizeName(n int) string {
 }
 
 func oneway(proto string, size, clients int, suffix string) Scenario {
-	return Scenario{Name: fmt.Sprintf("%s-%s%s", proto, sizeName(size), suffix), Mode: "oneway", Proto: proto,
+	s := Scenario{Name: fmt.Sprintf("%s-%s%s", proto, sizeName(size), suffix), Mode: "oneway", Proto: proto,
 		Size: size, Clients: clients, RecvMode: "sync"}
+	if proto == "udp" {
+		s.RcvBuf = udpOnewayRcvBuf
+	}
+	return s
 }
+
+// udpOnewayRcvBuf is the receive buffer of both servers in the UDP one-way
+// rows. The clients send faster than either server reads; at the OS
+// default (~208 KiB on Linux) most datagrams are dropped for a full
+// buffer and the rate measured is how the scheduler times the server's
+// wake-ups (pairs of one build spread 0.85–2.57×), not its receive path.
+// With 4 MiB on both the row compares the two receive paths
+// (docs/perf/udp.md).
+const udpOnewayRcvBuf = 4 << 20
 
 // Full is the scenario list of NewLife NetLoadTest's run-matrix.ps1.
 func Full() []Scenario {

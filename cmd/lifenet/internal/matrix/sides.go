@@ -33,6 +33,12 @@ func sides(p pair) (lifenet, baseline string) {
 			baseline = fmt.Sprintf("std client, %s, counts reply bytes (no matching); std frame loop echoes", how)
 		}
 		return lifenet, baseline
+	case sc.Mode == "oneway" && sc.RcvBuf > 0:
+		buf := fmt.Sprintf(" (%d KiB receive buffers)", sc.RcvBuf>>10)
+		if sc.RcvBuf%(1<<20) == 0 {
+			buf = fmt.Sprintf(" (%d MiB receive buffers)", sc.RcvBuf>>20)
+		}
+		return "transport client sends; server counts bytes" + buf, "std conn writes; std loop counts each read" + buf
 	case sc.Mode == "oneway":
 		return "transport client sends; server counts bytes", "std conn writes; std loop counts each read"
 	case sc.Mode == "pipeline":
