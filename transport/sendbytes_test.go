@@ -64,10 +64,12 @@ func readN(t *testing.T, r io.Reader, n int) []byte {
 }
 
 // SendBytes sends its parts, in order, as one message: on a stream they
-// arrive concatenated, and over UDP as one datagram.
+// arrive concatenated, and over UDP as one datagram; two parts (a header
+// and a body, copied without a loop) as five.
 func TestSendBytesPartsAreOneMessage(t *testing.T) {
 	leakcheck.Check(t)
 	parts := [][]byte{[]byte("ab"), nil, []byte("cd"), {}, []byte("ef")}
+	two := [][]byte{[]byte("g"), []byte("hij")}
 	for _, batch := range []bool{false, true} {
 		reply := handle(funcHandler{receive: func(s *transport.Session, p *packet.Packet) {
 			if err := s.SendBytes(); err != nil && !s.Datagram() { // nothing at all: no bytes on a stream
@@ -76,21 +78,27 @@ func TestSendBytesPartsAreOneMessage(t *testing.T) {
 			if err := s.SendBytes(parts...); err != nil {
 				t.Errorf("SendBytes(parts...): %v", err)
 			}
+			if err := s.SendBytes(two...); err != nil {
+				t.Errorf("SendBytes(two...): %v", err)
+			}
 		}}, batch)
 		_, a := startServer(t, transport.Config{}, reply, "tcp", "127.0.0.1:0")
 		c := dial(t, "tcp", a)
 		c.Write([]byte("go"))
-		if got := readN(t, c, 6); string(got) != "abcdef" {
+		if got := readN(t, c, 10); string(got) != "abcdefghij" {
 			t.Fatalf("BatchSends=%v: stream got %q", batch, got)
 		}
 		c.Write([]byte("again"))
-		if got := readN(t, c, 6); string(got) != "abcdef" {
+		if got := readN(t, c, 10); string(got) != "abcdefghij" {
 			t.Fatalf("BatchSends=%v: stream got %q the second time", batch, got)
 		}
 
 		reply = handle(funcHandler{receive: func(s *transport.Session, p *packet.Packet) {
 			if err := s.SendBytes(parts...); err != nil {
 				t.Errorf("SendBytes(parts...): %v", err)
+			}
+			if err := s.SendBytes(two...); err != nil {
+				t.Errorf("SendBytes(two...): %v", err)
 			}
 		}}, batch)
 		_, ua := startServer(t, transport.Config{}, reply, "udp", "127.0.0.1:0")
@@ -104,6 +112,16 @@ func TestSendBytesPartsAreOneMessage(t *testing.T) {
 		}
 		if string(p.Bytes()) != "abcdef" || p.Next() != nil {
 			t.Fatalf("BatchSends=%v: datagram %q in %d segments", batch, p.Bytes(), p.NumSegments())
+		}
+		p.Release()
+		ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+		p, err = uc.Receive(ctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(p.Bytes()) != "ghij" || p.Next() != nil {
+			t.Fatalf("BatchSends=%v: second datagram %q in %d segments", batch, p.Bytes(), p.NumSegments())
 		}
 		p.Release()
 	}
