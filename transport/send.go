@@ -89,22 +89,7 @@ func (s *Session) writeDatagramDirect(w datagramWriter, p *packet.Packet, n int)
 
 	err := writeDatagram(s, p, w)
 	p.Release()
-	if err == nil {
-		s.io.messagesOut.Add(1)
-	}
-	s.mu.Lock()
-	s.inflight = 0
-	if err != nil {
-		return s.writeFailedLocked(err, true, sent)
-	}
-	if len(s.queue) == 0 {
-		s.writing = false
-		s.mu.Unlock()
-		return nil
-	}
-	s.mu.Unlock()
-	s.flush() // what others queued meanwhile; a failure there closes the session, and this datagram had left
-	return nil
+	return s.directDone(err, sent, nil)
 }
 
 // SendBytes copies parts, in order, into the send queue as one message and
@@ -181,12 +166,22 @@ func (s *Session) writeDirect(w *streamSender, n int, parts [][]byte) error {
 
 	buf.Resize(n)
 	copyParts(buf.Bytes(), parts)
-	err := w.writeOne(s, buf.Bytes())
+	return s.directDone(w.writeOne(s, buf.Bytes()), sent, buf)
+}
+
+// directDone ends the direct write of a lone message (writeDirect,
+// writeDatagramDirect) that returned err, sent being the bytes written
+// before it: it counts the message, keeps the staging buffer buf (nil:
+// none) for the next, and gives the write turn back, or first writes
+// what others queued meanwhile. A failed write closes the session.
+func (s *Session) directDone(err error, sent uint64, buf *packet.Packet) error {
 	if err == nil {
 		s.io.messagesOut.Add(1)
 	}
 	s.mu.Lock()
-	s.keepSpareLocked(nil, buf)
+	if buf != nil {
+		s.keepSpareLocked(nil, buf)
+	}
 	s.inflight = 0
 	if err != nil {
 		return s.writeFailedLocked(err, true, sent)
