@@ -486,7 +486,6 @@ func (s *Session) maxDatagram() int {
 	return MaxDatagram
 }
 
-
 // newStageLocked is stageBytesLocked without room in the staging buffer: a
 // datagram's own packet, or a new staging buffer. Called with s.mu held.
 func (s *Session) newStageLocked(n int) []byte {
