@@ -557,7 +557,7 @@ func (c *Conn) start(ctx context.Context, cb *callback, echo []byte, fifo bool, 
 		c.fifoMu.Lock()
 		defer c.fifoMu.Unlock()
 	}
-	waited, err := c.requests().acquire(ctx)
+	waited, alone, err := c.requests().acquire(ctx)
 	if err != nil {
 		p.Release()
 		if errors.Is(err, ErrConnClosed) {
@@ -570,7 +570,7 @@ func (c *Conn) start(ctx context.Context, cb *callback, echo []byte, fifo bool, 
 		p.Release()
 		return 0, nil, err
 	}
-	if err := c.sendCoalesced(ctx, key, cb == nil, fifo, flag, body, p); err != nil {
+	if err := c.sendCoalesced(ctx, key, cb == nil && !alone, fifo, flag, body, p); err != nil {
 		if !c.requests().unregister(key, cb != nil) {
 			return key, ch, nil // its callback has had the outcome (a stray reply, a timeout, the close): reported once
 		}
@@ -603,14 +603,14 @@ func sendError(err error) error {
 }
 
 // sendCoalesced sends a request. When the caller is about to block for
-// its reply and other requests of this connection are in flight, their
-// callers are likely about to send too (woken by the replies of one read):
-// the write is held back while this goroutine yields once, so that those
-// requests leave in the same write instead of one system call each. A lone
-// request, an asynchronous one (its caller may be the reading goroutine, or
-// pipelining) and one inside Batch are written at once.
-func (c *Conn) sendCoalesced(ctx context.Context, key int, blocking, fifo bool, flag uint8, body []byte, p *packet.Packet) error {
-	if !blocking || c.requests().inFlight.Load() <= 1 || c.batches.Load() > 0 || c.syncLead() != nil || c.chain.Datagram {
+// its reply and other requests of this connection are in flight (crowd),
+// their callers are likely about to send too (woken by the replies of one
+// read): the write is held back while this goroutine yields once, so that
+// those requests leave in the same write instead of one system call each.
+// A lone request, an asynchronous one (its caller may be the reading
+// goroutine, or pipelining) and one inside Batch are written at once.
+func (c *Conn) sendCoalesced(ctx context.Context, key int, crowd, fifo bool, flag uint8, body []byte, p *packet.Packet) error {
+	if !crowd || c.batches.Load() > 0 || c.syncLead() != nil || c.chain.Datagram {
 		return c.send(ctx, key, fifo, flag, body, p)
 	}
 	var err error

@@ -162,7 +162,6 @@ type matcher struct {
 
 	unknown, timedOut atomic.Uint64
 	queued            atomic.Int32 // FIFO: count, readable without the lock
-	inFlight          atomic.Int32 // slots taken, readable without the lock
 	clock             atomic.Int64 // mono reading, set by the sweeper each tick while it runs (deadline, starting one): no clock read per request
 
 	reused atomic.Uint64 // MatchStats.Reused
@@ -188,18 +187,20 @@ func newMatcher(fifo bool, timeout time.Duration) *matcher {
 // acquire takes a free in-flight slot, waiting for one while all are in
 // use (back-pressure: never overwrite), for at most the timeout
 // ([ErrTimeout]): the wait is part of the request's time, and waited, which
-// register subtracts from its deadline, says how long it was. On success it
-// returns with m.mu held; register then claims the slot.
-func (m *matcher) acquire(ctx context.Context) (waited time.Duration, err error) {
+// register subtracts from its deadline, says how long it was; alone, that
+// no other request is in flight (read under the lock here, so that no
+// atomic counter is written per request). On success it returns with m.mu
+// held; register then claims the slot.
+func (m *matcher) acquire(ctx context.Context) (waited time.Duration, alone bool, err error) {
 	m.mu.Lock()
 	if m.free == 0 && m.err == nil {
 		if waited, err = m.waitFree(ctx); err != nil {
-			return 0, err
+			return 0, false, err
 		}
 	}
 	if m.err != nil {
 		m.mu.Unlock()
-		return 0, m.err
+		return 0, false, m.err
 	}
 	if m.slots == nil {
 		m.stop, m.freed = make(chan struct{}), make(chan struct{}, 1)
@@ -213,9 +214,8 @@ func (m *matcher) acquire(ctx context.Context) (waited time.Duration, err error)
 		}
 	}
 	m.free--
-	m.inFlight.Store(int32(m.cap - m.free))
 	m.passOn()
-	return waited, nil
+	return waited, m.cap-m.free == 1, nil
 }
 
 // waitFree waits, with m.mu held on entry, until a slot is free or the
@@ -453,7 +453,6 @@ func (m *matcher) freeSlot(key int) {
 		m.ring[m.rtail] = uint8(key)
 		m.rtail++
 		m.free++
-		m.inFlight.Store(int32(m.cap - m.free))
 		m.passOn()
 	}
 }
@@ -847,5 +846,8 @@ func (m *matcher) failPending() (pending []callback) {
 func (m *matcher) pending() bool { return m.queued.Load() > 0 }
 
 func (m *matcher) stats() MatchStats {
-	return MatchStats{Unknown: m.unknown.Load(), TimedOut: m.timedOut.Load(), InFlight: int(m.inFlight.Load()), Reused: m.reused.Load()}
+	m.mu.Lock()
+	inFlight := m.cap - m.free
+	m.mu.Unlock()
+	return MatchStats{Unknown: m.unknown.Load(), TimedOut: m.timedOut.Load(), InFlight: inFlight, Reused: m.reused.Load()}
 }

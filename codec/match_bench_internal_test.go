@@ -19,7 +19,7 @@ func BenchmarkMatcherAsyncRoundTrip(b *testing.B) {
 			cb := &callback{msg: func(*Message, error) {}}
 			reply := &Message{Kind: KindReply}
 			take := func() int {
-				waited, err := m.acquire(context.Background())
+				waited, _, err := m.acquire(context.Background())
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -28,7 +28,7 @@ func testMatcher(t *testing.T, fifo bool, base int64) *matcher {
 
 func registerTest(t *testing.T, m *matcher, cb *callback) (int, chan result) {
 	t.Helper()
-	waited, err := m.acquire(context.Background())
+	waited, _, err := m.acquire(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestTimedOutNumbersComeBack(t *testing.T) {
 			m.finish(keys[i], ch, r)
 		}
 		time.Sleep(timeout + 3*sweepEvery) // the quarantines end
-		if waited, err := m.acquire(context.Background()); err != nil || waited != 0 {
+		if waited, _, err := m.acquire(context.Background()); err != nil || waited != 0 {
 			t.Fatalf("a request once the quarantines ended: %v after waiting %v, want a number at once", err, waited)
 		}
 		m.mu.Unlock() // held by a successful acquire until register
@@ -184,7 +184,7 @@ func TestWaitForANumberIsPartOfTheTimeout(t *testing.T) {
 		defer m.close(nil)
 		fillWithPending(t, m)
 		start := time.Now()
-		if _, err := m.acquire(context.Background()); !errors.Is(err, ErrTimeout) || time.Since(start) != timeout {
+		if _, _, err := m.acquire(context.Background()); !errors.Is(err, ErrTimeout) || time.Since(start) != timeout {
 			t.Fatalf("waiting for a number: %v after %v, want ErrTimeout after %v", err, time.Since(start), timeout)
 		}
 		if n := m.stats().TimedOut; n != 1 {
