@@ -66,24 +66,14 @@ func startServerUDP(t *testing.T, cfg rpc.Config, setup func(*rpc.Server)) (*rpc
 	if cfg.Log == nil {
 		cfg.Log = quietLog()
 	}
-	var srv *rpc.Server
-	addr := oneport.Listen(t, func(addr string) error {
-		var err error
-		srv, err = rpc.NewServer(cfg)
+	return oneport.Serve(t, func() *rpc.Server {
+		srv, err := rpc.NewServer(cfg)
 		must(t, err)
 		if setup != nil {
 			setup(srv)
 		}
-		for _, n := range []string{"tcp", "udp"} {
-			if _, err := srv.Listen(context.Background(), n, addr); err != nil {
-				srv.Close()
-				return err
-			}
-		}
-		return nil
-	})
-	t.Cleanup(func() { srv.Close() })
-	return srv, addr
+		return srv
+	}, "tcp", "udp")
 }
 
 // stdActions registers the benchmark actions the vectors call (as

@@ -3,8 +3,10 @@
 package oneport
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"testing"
 )
 
@@ -31,4 +33,32 @@ func Listen(t testing.TB, start func(addr string) error) string {
 	}
 	t.Fatalf("no port in 20000-31999 took every listener after %d draws: %v", draws, err)
 	return ""
+}
+
+// Server is a server Serve can listen with (lifenet's transport, codec and
+// rpc servers).
+type Server interface {
+	Listen(ctx context.Context, network, address string) (net.Addr, error)
+	Close() error
+}
+
+// Serve listens on every network on one port drawn as Listen does, with a
+// server made by newServer for each draw (the one that could not listen
+// on every network is closed), and returns the server and the address.
+// The test's end closes the server.
+func Serve[S Server](t testing.TB, newServer func() S, networks ...string) (S, string) {
+	t.Helper()
+	var srv S
+	addr := Listen(t, func(addr string) error {
+		srv = newServer()
+		for _, n := range networks {
+			if _, err := srv.Listen(context.Background(), n, addr); err != nil {
+				srv.Close()
+				return fmt.Errorf("listen %s %s: %w", n, addr, err)
+			}
+		}
+		return nil
+	})
+	t.Cleanup(func() { srv.Close() })
+	return srv, addr
 }

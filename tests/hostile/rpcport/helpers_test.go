@@ -56,19 +56,7 @@ func startPort(t testing.TB, cfg rpc.Config, setup func(*rpc.Server)) (*rpc.Serv
 // oneport).
 func startPortUDP(t testing.TB, cfg rpc.Config, setup func(*rpc.Server)) (*rpc.Server, string) {
 	t.Helper()
-	var srv *rpc.Server
-	addr := oneport.Listen(t, func(addr string) error {
-		srv = newPort(t, cfg, setup)
-		for _, n := range []string{"tcp", "udp"} {
-			if _, err := srv.Listen(context.Background(), n, addr); err != nil {
-				srv.Close()
-				return err
-			}
-		}
-		return nil
-	})
-	t.Cleanup(func() { srv.Close() })
-	return srv, addr
+	return oneport.Serve(t, func() *rpc.Server { return newPort(t, cfg, setup) }, "tcp", "udp")
 }
 
 // newPort is the server startPort listens with.

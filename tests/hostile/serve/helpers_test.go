@@ -3,7 +3,6 @@ package serve_test
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
 	"net"
 	"runtime"
 	"runtime/metrics"
@@ -37,33 +36,23 @@ func echo(c *codec.Conn, msg any) {
 // and closes it when the test ends. It returns the shared address.
 func startCodec(t *testing.T, cfg transport.Config, opts codec.Options, networks ...string) (*codec.Server, string) {
 	t.Helper()
-	var srv *codec.Server
-	var bound string // the address the listeners share
-	start := func(addr string) error {
-		var err error
-		if srv, err = codec.NewServer(cfg, opts); err != nil {
+	newServer := func() *codec.Server {
+		srv, err := codec.NewServer(cfg, opts)
+		if err != nil {
 			t.Fatal(err)
 		}
-		for _, n := range networks {
-			a, err := srv.Listen(context.Background(), n, addr)
-			if err != nil {
-				srv.Close()
-				return fmt.Errorf("listen %s %s: %w", n, addr, err)
-			}
-			addr = a.String()
-		}
-		bound = addr
-		return nil
+		return srv
 	}
-	if len(networks) == 1 { // the kernel chooses
-		if err := start("127.0.0.1:0"); err != nil {
-			t.Fatal(err)
-		}
-	} else {
-		oneport.Listen(t, start)
+	if len(networks) > 1 {
+		return oneport.Serve(t, newServer, networks...)
 	}
+	srv := newServer() // one network: the kernel chooses the port
 	t.Cleanup(func() { srv.Close() })
-	return srv, bound
+	a, err := srv.Listen(context.Background(), networks[0], "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, a.String()
 }
 
 // dialCodec connects a codec client and closes it when the test ends.
