@@ -113,4 +113,9 @@ func (c *Client) Write(msg any) error { return c.Conn().Write(msg) }
 func (c *Client) Transport() *transport.Client { return c.tc }
 
 // Close closes the client; pending requests fail with ErrConnClosed.
-func (c *Client) Close() error { return c.tc.Close() }
+func (c *Client) Close() error {
+	if l := c.Conn().lead; l != nil { // ReceiveSync: not under a caller reading for the others
+		return l.close()
+	}
+	return c.tc.Close()
+}

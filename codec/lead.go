@@ -33,6 +33,37 @@ type lead struct {
 	// the turn back and waits for its reply from the receive goroutine.
 	events  atomic.Bool
 	promote sync.Mutex // one StartReceiving at a time
+
+	// closing: Close was called. The transport client's Close gives the
+	// read buffer back, which a turn holder may be running through the
+	// pipeline (a borrowed view), so it is made by whoever holds the turn
+	// next: Close itself when the turn is free, else the holder as it
+	// gives the turn back (close).
+	closing   atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// close closes the client without freeing the read buffer under a turn
+// holder: the session ends at once (a blocked read returns, requests
+// fail), and the transport client's Close runs once the turn is free. It
+// never waits for the turn, so a Handler running on the holder may call
+// it.
+func (l *lead) close() error {
+	l.closing.Store(true)
+	l.tc.Session().Close()
+	if !l.take() {
+		return nil // the holder closes as it gives the turn back
+	}
+	err := l.closeTransport()
+	l.give()
+	return err
+}
+
+// closeTransport runs the transport client's Close, once.
+func (l *lead) closeTransport() error {
+	l.closeOnce.Do(func() { l.closeErr = l.tc.Close() })
+	return l.closeErr
 }
 
 // take takes the read turn if nobody holds it: an atomic flag, so a lone
@@ -45,6 +76,10 @@ func (l *lead) take() bool { return l.held.CompareAndSwap(false, true) }
 // sees the turn free or give sees the waiter (and leaves it a token).
 func (l *lead) give() {
 	l.held.Store(false)
+	if l.closing.Load() && l.take() { // Close came while this goroutine held the turn: its view is done now
+		l.closeTransport()
+		l.held.Store(false)
+	}
 	if l.waiting.Load() > 0 {
 		select {
 		case l.wake <- struct{}{}:

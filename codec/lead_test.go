@@ -13,6 +13,7 @@ import (
 
 	"github.com/lifenet/lifenet/codec"
 	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
+	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )
 
@@ -255,4 +256,49 @@ func TestSyncClientStartReceivingAfterTheEnd(t *testing.T) {
 	if _, err := c.Request(context.Background(), request("x")); !errors.Is(err, codec.ErrNotSent) {
 		t.Fatalf("a request after: %v", err)
 	}
+}
+
+// A sync client closed while its reader runs a read through the pipeline
+// (here by the Handler on that reader, which a Close must not wait for)
+// keeps the read buffer the borrowed message lies in until the reader is
+// done: the message's bytes survive the Close and what the pool's next
+// takers write, and the buffer goes back afterwards (leakcheck). The CI's
+// race detector once caught a Close freeing that buffer under the reader.
+func TestSyncClientCloseUnderItsReader(t *testing.T) {
+	leakcheck.Check(t)
+	body := strings.Repeat("p", 200)
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
+		// A one-way message, never a reply: read by the request's reader,
+		// which the client's Close then cuts short.
+		c.Write(codec.NewMessage(codec.KindOneWay, codec.FlagString, 0, payload([]byte(body))))
+	}})
+	var client *codec.Client
+	seen := make(chan string, 1)
+	client = dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
+		m := msg.(*codec.Message)
+		before := string(m.PayloadBytes())
+		if err := client.Close(); err != nil {
+			t.Errorf("Close from the reader's Handler: %v", err)
+		}
+		for range 8 { // what a freed read buffer's next takers would write
+			p := packet.Get(64 << 10)
+			for i := range p.Bytes() {
+				p.Bytes()[i] = 'X'
+			}
+			p.Release()
+		}
+		if after := string(m.PayloadBytes()); after != before {
+			t.Errorf("the borrowed message changed under its Handler after Close: %.20q…", after)
+		}
+		seen <- before
+	}}, transport.ReceiveSync)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := client.Request(ctx, request("ask")); !errors.Is(err, codec.ErrConnClosed) {
+		t.Fatalf("the request of a client closed while it waited: %v, want ErrConnClosed", err)
+	}
+	if got := <-seen; got != body {
+		t.Fatalf("the push: %.20q…", got)
+	}
+	<-client.Conn().Session().Done()
 }
