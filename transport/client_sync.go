@@ -66,8 +66,9 @@ var errHandedOff = errors.New("transport: a receive goroutine reads this client 
 // the bytes before it receives again: it returns a borrowed view
 // (packet.Loan) of the client's read buffer, with no copy and no packet
 // from the pool, valid until the next Receive, ReceiveBuffered or
-// ReceiveBorrowed on the client, none of which the caller may let run
-// before it is done (they would overwrite the bytes). Keep the view, or a
+// ReceiveBorrowed on the client, or its Close, none of which the caller
+// may let run before it is done (they would overwrite the bytes; Close
+// gives the buffer back to the pool). Keep the view, or a
 // part, to hold it longer: a share kept makes the next read take a new
 // buffer. Releasing it does nothing. Errors are Receive's; in the other
 // modes it fails at once.
