@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lifenet/lifenet/internal/mono"
 	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )
@@ -59,6 +60,11 @@ type Options struct {
 	Route        func(first []byte, full bool) transport.Route
 	RouteTimeout time.Duration
 	HandOff      func(c *transport.HandedConn)
+	// ReadTimes makes each connection read the clock when a read of its
+	// bytes arrives, for [Conn.ReadTime]: a server that times a message
+	// from the socket's read (rpc's CallEvent) sets it. Off, reads cost no
+	// clock reading.
+	ReadTimes bool
 	// Log is the server's or client's logger: the transport's, unless
 	// its Config.Log is set (both nil: slog.Default()). The codec layer
 	// writes no lines of its own; the transport's tell a connection's
@@ -96,9 +102,10 @@ type Conn struct {
 	match   MatchMode       // the pipeline's (Pipeline.Match)
 
 	server  *Server      // the server whose connection this is (nil for a client)
-	heard   bool         // the first bytes were read (the reading goroutine's)
 	state   any          // the application's per-connection value (SetState)
+	readAt  int64        // mono reading of the read being handled (Options.ReadTimes; the reading goroutine's)
 	batches atomic.Int32 // Batch calls in progress: their writes are held back already
+	heard   bool         // the first bytes were read (the reading goroutine's)
 }
 
 // SetState attaches the value of the layer above codec to the connection
@@ -110,6 +117,18 @@ func (c *Conn) SetState(v any) { c.state = v }
 
 // State returns the value SetState attached, or nil.
 func (c *Conn) State() any { return c.state }
+
+// ReadTime returns when the read whose bytes the connection is handling
+// arrived (with [Options.ReadTimes]; the zero Time without): for a message
+// its handler gets, the read that completed its frame. Call it from the
+// handler, on the reading goroutine; a message kept past the handler
+// keeps the time only if the handler takes it.
+func (c *Conn) ReadTime() time.Time {
+	if c.readAt == 0 {
+		return time.Time{}
+	}
+	return mono.Time(c.readAt)
+}
 
 // requests returns the connection's request matcher, made on first use:
 // most of a server's connections never send a request. Its pipeline
@@ -182,6 +201,9 @@ type sessionHandler Conn
 // the pipeline rejects end the connection. p stays the caller's.
 func (h *sessionHandler) Receive(_ *transport.Session, p *packet.Packet) {
 	c := (*Conn)(h)
+	if c.opts.ReadTimes {
+		c.readAt = mono.Now()
+	}
 	if !c.heard {
 		c.heard = true
 		if c.server == nil && c.match == MatchSRMP {

@@ -182,10 +182,12 @@ func (s *Session) directDone(err error, sent uint64, buf *packet.Packet) error {
 	if buf != nil {
 		s.keepSpareLocked(nil, buf)
 	}
+	n := s.inflight
 	s.inflight = 0
 	if err != nil {
 		return s.writeFailedLocked(err, true, sent)
 	}
+	s.wroteLocked(n)
 	if len(s.queue) == 0 {
 		s.writing = false
 		s.mu.Unlock()
@@ -716,10 +718,12 @@ func (s *Session) flush() error {
 		s.mu.Lock()
 		s.keepSpareLocked(own, keep)
 		s.spare = batch[:0]
+		n := s.inflight
 		s.inflight = 0
 		if err != nil {
 			return s.writeFailedLocked(err, first, sent)
 		}
+		s.wroteLocked(n)
 	}
 	s.writing = false
 	s.mu.Unlock()

@@ -182,6 +182,8 @@ type sendWaits struct {
 	watching bool          // the stall watch runs
 	stallOut uint64        // bytes written when the watch last saw progress
 	stallAt  int64         // mono reading of then
+
+	afterWrites []writeWatch // AfterWrites calls waiting for their bytes (afterwrites.go)
 }
 
 // waitsLocked returns the session's sendWaits, made on first use. Called
@@ -431,7 +433,9 @@ func (s *Session) finish() {
 		w.watching = false
 	}
 	cause := s.cause
+	unwritten := s.unwrittenWatchesLocked()
 	s.mu.Unlock()
+	runWatches(unwritten, false)
 
 	if p := s.poll; p != nil {
 		if s.pollSlot != 0 {

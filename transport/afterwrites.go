@@ -1,0 +1,88 @@
+package transport
+
+// writeWatch is an [Session.AfterWrites] call waiting for the bytes that
+// were unwritten when it was made.
+type writeWatch struct {
+	left int           // of those bytes, how many are not written yet
+	fn   func(ok bool) // the caller's function
+}
+
+// AfterWrites runs fn once every byte sent or queued on s before the call
+// has been written to the connection (ok), or once s is closing with some
+// of them unwritten (ok false; a session closing when AfterWrites is
+// called gives false too). fn runs at once, on the calling goroutine,
+// when nothing is unwritten; otherwise on the goroutine that completes
+// the write (a sender, the goroutine that ends a Batch or a receive, or
+// the session's own), after its write and with no lock held. fn must not
+// block: writes after it wait for it. A server times a reply with it
+// from its request's read to its write (rpc's CallEvent.Written).
+//
+// The bytes counted are those handed to the write: a datagram a UDP
+// socket drops counts as written. Safe for concurrent use.
+func (s *Session) AfterWrites(fn func(ok bool)) {
+	s.mu.Lock()
+	left := s.inflight + s.queued
+	if s.reason.Load() != 0 {
+		s.mu.Unlock()
+		fn(false)
+		return
+	}
+	if left == 0 {
+		s.mu.Unlock()
+		fn(true)
+		return
+	}
+	w := s.waitsLocked()
+	w.afterWrites = append(w.afterWrites, writeWatch{left: left, fn: fn})
+	s.mu.Unlock()
+}
+
+// wroteLocked counts n more bytes written (one write of a batch or a
+// direct message) against the waiting AfterWrites calls and, when some
+// are now done, unlocks s.mu, runs them and locks it again: the caller
+// holds the write turn, so nothing it relies on moves meanwhile. A later
+// watch covers every byte an earlier one does, so the done ones are a
+// prefix of the list. Called with s.mu held.
+func (s *Session) wroteLocked(n int) {
+	w := s.waits
+	if w == nil || len(w.afterWrites) == 0 {
+		return
+	}
+	ws, done := w.afterWrites, 0
+	for i := range ws {
+		if ws[i].left -= n; ws[i].left <= 0 {
+			done = i + 1
+		}
+	}
+	if done == 0 {
+		return
+	}
+	var kept [4]writeWatch
+	ready := append(kept[:0], ws[:done]...)
+	k := copy(ws, ws[done:])
+	clear(ws[k:])
+	w.afterWrites = ws[:k]
+	s.mu.Unlock()
+	runWatches(ready, true)
+	s.mu.Lock()
+}
+
+// unwrittenWatchesLocked takes the waiting AfterWrites calls of a closing
+// session, for the caller to run (runWatches, false) once it has unlocked
+// s.mu. Called with s.mu held.
+func (s *Session) unwrittenWatchesLocked() []writeWatch {
+	w := s.waits
+	if w == nil || len(w.afterWrites) == 0 {
+		return nil
+	}
+	ws := w.afterWrites
+	w.afterWrites = nil
+	return ws
+}
+
+// runWatches runs the functions of ws with ok.
+func runWatches(ws []writeWatch, ok bool) {
+	for _, w := range ws {
+		w.fn(ok)
+	}
+}
