@@ -1,8 +1,10 @@
 package rpc
 
 import (
+	"sync"
 	"time"
 
+	"github.com/lifenet/lifenet/codec"
 	"github.com/lifenet/lifenet/internal/mono"
 )
 
@@ -21,24 +23,24 @@ type CallEvent struct {
 	Duration time.Duration // from the call's routing to its result (a stream: to its end): the handler's time
 	// Wait is the time before Duration: from the server's first sight of
 	// the request to the call's start. Over SRMP (TCP, WebSocket, UDP) it
-	// starts when the codec hands the server the framed request (the
-	// earliest time this package knows: the socket read and the framing
-	// before it are not in it) and takes in routing, waiting for a
-	// goroutine to run on, and that goroutine's wait for a CPU; over HTTP
-	// it starts when net/http hands over the request (its head read) and
-	// takes in reading the body and its arguments. 0 for a stream and a
-	// call through [Server.Process]. Wait+Duration is the server's time
-	// from the request to its encoded result.
+	// starts when the read that completed the request's frame returned
+	// from the socket (with OnCallDone set, the codec stamps each read:
+	// codec.Options.ReadTimes) and takes in the framing, routing, waiting
+	// for a goroutine to run on, and that goroutine's wait for a CPU; over
+	// HTTP it starts when net/http hands over the request (its head read)
+	// and takes in reading the body and its arguments. 0 for a stream and
+	// a call through [Server.Process]. Wait+Duration is the server's time
+	// from the request's read to its encoded result.
 	Wait time.Duration
 	// Written is the server's whole time on an answered call: from the
-	// start of Wait to the reply's hand-over to the connection (the
-	// transport's write, or its place in the send queue behind a write in
-	// progress or behind the other replies of the same read, which leave
-	// in one write); over HTTP, to the answer written to net/http. It
-	// takes in the reply's encoding and send after Duration. OnCallDone
-	// runs after that hand-over for such a call. 0 for a one-way call, a
-	// stream, a call through [Server.Process] and a reply not sent (its
-	// caller gone, the server closed).
+	// start of Wait to the write of the reply's last byte to the
+	// connection (transport.Session.AfterWrites: a reply queued behind a
+	// write in progress, or held with the other replies of its read to
+	// leave in one write, is timed to that write); over HTTP, to the
+	// answer written to net/http. OnCallDone runs after that write for
+	// such a call, on the goroutine that wrote it. 0 for a one-way call, a
+	// stream, a call through [Server.Process] and a reply not written (its
+	// caller gone, the connection closed first, the server closed).
 	Written  time.Duration
 	Request  int // the request's data, in bytes (reserved keys included)
 	Response int // the result's data, in bytes; -1 for a one-way call and a stream, which have none
@@ -53,6 +55,56 @@ func (s *Server) clock() int64 {
 		return 0
 	}
 	return mono.Now()
+}
+
+// readClock is when the read that completed c's message being handled
+// arrived (a mono reading, Wait's start: codec's Conn.ReadTime, which
+// Options.ReadTimes turns on with Config.OnCallDone); 0 without
+// Config.OnCallDone.
+func (s *Server) readClock(c *codec.Conn) int64 {
+	if s.cfg.OnCallDone == nil {
+		return 0
+	}
+	if t := c.ReadTime(); !t.IsZero() {
+		return mono.Of(t)
+	}
+	return mono.Now()
+}
+
+// observeWritten reports the call d to Config.OnCallDone: once its reply
+// has been written to the connection when answered (the transport's
+// AfterWrites: the write of a reply queued behind others, or held with
+// the other replies of its read, comes later than its hand-over), at once
+// otherwise. The hook then runs on the goroutine that wrote the reply.
+func (s *Server) observeWritten(ss *Session, d *callDone, answered bool) {
+	if !answered || ss.conn == nil {
+		s.observe(ss, d, 0)
+		return
+	}
+	w := writeWaiters.Get().(*writeWaiter)
+	w.s, w.ss, w.d = s, ss, *d // d is the caller's, gone before the write
+	ss.conn.Session().AfterWrites(w)
+}
+
+// writeWaiter is an answered call waiting for its reply's write
+// (observeWritten), pooled: the hook costs no allocation per call.
+type writeWaiter struct {
+	s  *Server
+	ss *Session
+	d  callDone
+}
+
+var writeWaiters = sync.Pool{New: func() any { return new(writeWaiter) }}
+
+// Written reports the call, written at the time now when ok.
+func (w *writeWaiter) Written(ok bool) {
+	var written int64
+	if ok {
+		written = mono.Now()
+	}
+	w.s.observe(w.ss, &w.d, written)
+	*w = writeWaiter{}
+	writeWaiters.Put(w)
 }
 
 // callDone is what a call's [CallEvent] is made of: exec fills it as the

@@ -78,10 +78,13 @@ type Config struct {
 	// one-way calls included, the first outermost (see [Interceptor]).
 	Interceptors []Interceptor
 	// OnCallDone, when set, is called after every call the server runs
-	// (see [CallEvent]): a hook for metrics that costs three clock reads and
-	// a function call, where an interceptor costs the call's Invocation and
-	// its chain. It runs where the call ran, after its reply (if any) has
-	// been handed to the connection; it must not block, nor keep the event's Session past its return. A
+	// (see [CallEvent]): a hook for metrics that costs a clock read per
+	// socket read, three per call, a function call and, for an answered
+	// call, the wait for its reply's write (an allocation), where an
+	// interceptor costs the call's Invocation and its chain. It runs where
+	// the call ran, or, for an answered call, where its reply was written
+	// (that goroutine's next write waits for it), after that write; it
+	// must not block, nor keep the event's Session past its return. A
 	// panic in it is counted and logged as a handler's (Stats.Panics), and
 	// the call is answered as it would have been.
 	OnCallDone func(CallEvent)

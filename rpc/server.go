@@ -80,6 +80,8 @@ func NewServer(cfg Config) (*Server, error) {
 		OnClose:  s.onClose,
 		Log:      cfg.Log, // the transport's too, unless Transport.Log is set
 
+		ReadTimes: cfg.OnCallDone != nil, // a CallEvent's times start at the socket's read
+
 		MaxPartialBytes: cfg.MaxPartialBytes,
 	}
 	if !cfg.NoHTTP || !cfg.NoWebSocket {
@@ -252,7 +254,7 @@ func (s *Server) onMessage(c *codec.Conn, msg any) {
 	if !ok || m.IsReply() {
 		return // servers originate no requests: a stray reply has no taker
 	}
-	recv := s.clock() // CallEvent.Wait's start
+	recv := s.readClock(c) // CallEvent.Wait's start
 	ss := c.State().(*Session)
 	payload := m.PayloadBytes()
 	b, a, ok := s.routeCall(ss, payload)
@@ -374,29 +376,29 @@ func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action, recv in
 	head := append(appendName((*bp)[:0], b.action), 0, 0, 0, 0) // then the data's length, patched by replyBody
 	out, k, err := s.exec(ss.ctx, ss, b.action, a, kind, b.data, "", head, &d, nil)
 	out, isErr, gone := s.replyBody(ss, b.action, head, out, k, err)
-	var written int64
+	sent := errNotAnswered
 	switch {
 	case m.Kind == codec.KindOneWay: // never answered, even on error
 	case s.stopped.Load(): // cut short by Close: it fails with its connection
 	case gone: // past the deadline the caller sent: it stopped waiting, and would drop the reply
 	case isErr || ss.proto == ProtoUDP:
-		ss.sendReply(m, out, isErr) // an error reply, or a UDP peer's reply (UDPReplyFactor)
-		written = s.clock()
+		sent = ss.sendReply(m, out, isErr) // an error reply, or a UDP peer's reply (UDPReplyFactor)
 	case cap(out) > maxPooledBody:
-		ss.conn.Reply(m, packet.Wrap(out)) // the pool does not keep it: the queue takes it as it is
-		written = s.clock()
+		sent = ss.conn.Reply(m, packet.Wrap(out)) // the pool does not keep it: the queue takes it as it is
 	default:
-		ss.conn.ReplyBytes(m, out) // copied; a closed connection drops it, as it would any write
-		written = s.clock()
+		sent = ss.conn.ReplyBytes(m, out) // copied; a closed connection drops it, as it would any write
 	}
 	if cap(out) <= maxPooledBody { // unless it grew large (and went out as it is)
 		*bp = out[:0]
 		bodyPool.Put(bp)
 	}
 	if s.cfg.OnCallDone != nil {
-		s.observe(ss, &d, written)
+		s.observeWritten(ss, &d, sent == nil)
 	}
 }
+
+// errNotAnswered stands for a reply serve did not send.
+var errNotAnswered = errors.New("rpc: not answered")
 
 // bodyPool holds reply-body buffers: a buffer that passes through an
 // action's invoker escapes, so the serving goroutines share pooled ones.

@@ -1,39 +1,46 @@
 package transport
 
+// WriteWaiter is told by [Session.AfterWrites] that the bytes before the
+// call have been written (ok), or that the session closed first.
+type WriteWaiter interface {
+	Written(ok bool)
+}
+
 // writeWatch is an [Session.AfterWrites] call waiting for the bytes that
 // were unwritten when it was made.
 type writeWatch struct {
-	left int           // of those bytes, how many are not written yet
-	fn   func(ok bool) // the caller's function
+	left int         // of those bytes, how many are not written yet
+	w    WriteWaiter // the caller's
 }
 
-// AfterWrites runs fn once every byte sent or queued on s before the call
-// has been written to the connection (ok), or once s is closing with some
-// of them unwritten (ok false; a session closing when AfterWrites is
-// called gives false too). fn runs at once, on the calling goroutine,
-// when nothing is unwritten; otherwise on the goroutine that completes
-// the write (a sender, the goroutine that ends a Batch or a receive, or
-// the session's own), after its write and with no lock held. fn must not
-// block: writes after it wait for it. A server times a reply with it
+// AfterWrites calls w.Written once every byte sent or queued on s before
+// the call has been written to the connection (ok), or once s is closing
+// with some of them unwritten (ok false; a session closing when
+// AfterWrites is called gives false too). Written runs at once, on the
+// calling goroutine, when nothing is unwritten; otherwise on the goroutine
+// that completes the write (a sender, the goroutine that ends a Batch or
+// a receive, or the session's own), after its write and with no lock
+// held. It must not block: writes after it wait for it. Waiting costs no
+// allocation beyond the list's growth (w is the caller's). A server times a reply with it
 // from its request's read to its write (rpc's CallEvent.Written).
 //
 // The bytes counted are those handed to the write: a datagram a UDP
 // socket drops counts as written. Safe for concurrent use.
-func (s *Session) AfterWrites(fn func(ok bool)) {
+func (s *Session) AfterWrites(w WriteWaiter) {
 	s.mu.Lock()
 	left := s.inflight + s.queued
 	if s.reason.Load() != 0 {
 		s.mu.Unlock()
-		fn(false)
+		w.Written(false)
 		return
 	}
 	if left == 0 {
 		s.mu.Unlock()
-		fn(true)
+		w.Written(true)
 		return
 	}
-	w := s.waitsLocked()
-	w.afterWrites = append(w.afterWrites, writeWatch{left: left, fn: fn})
+	ws := s.waitsLocked()
+	ws.afterWrites = append(ws.afterWrites, writeWatch{left: left, w: w})
 	s.mu.Unlock()
 }
 
@@ -80,9 +87,9 @@ func (s *Session) unwrittenWatchesLocked() []writeWatch {
 	return ws
 }
 
-// runWatches runs the functions of ws with ok.
+// runWatches tells the waiters of ws ok.
 func runWatches(ws []writeWatch, ok bool) {
 	for _, w := range ws {
-		w.fn(ok)
+		w.w.Written(ok)
 	}
 }

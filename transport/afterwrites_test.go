@@ -35,13 +35,13 @@ func TestAfterWritesRunsOnceTheBytesBeforeItAreWritten(t *testing.T) {
 			calls <- afterWritesCall{ok, s.SendQueue().Bytes}
 		}
 		if bytes.Equal(p.Bytes(), []byte("idle")) {
-			s.AfterWrites(record) // nothing unwritten: at once
+			s.AfterWrites(writtenFunc(record)) // nothing unwritten: at once
 			return
 		}
 		if err := s.SendBytes([]byte("pong")); err != nil {
 			t.Errorf("SendBytes: %v", err)
 		}
-		s.AfterWrites(record) // "pong" is queued until the receive ends
+		s.AfterWrites(writtenFunc(record)) // "pong" is queued until the receive ends
 	}}, true), "tcp", "127.0.0.1:0")
 	c := dial(t, "tcp", a)
 
@@ -79,9 +79,9 @@ func TestAfterWritesOfUnwrittenBytesSeesTheClose(t *testing.T) {
 				return
 			}
 		}
-		s.AfterWrites(func(ok bool) { order <- "first " + okString(ok) })
+		s.AfterWrites(writtenFunc(func(ok bool) { order <- "first " + okString(ok) }))
 		s.Enqueue(bytesPacket([]byte("x")))
-		s.AfterWrites(func(ok bool) { order <- "second " + okString(ok) })
+		s.AfterWrites(writtenFunc(func(ok bool) { order <- "second " + okString(ok) }))
 		sess <- s
 	}}, false), "tcp", "127.0.0.1:0")
 	c := dial(t, "tcp", a)
@@ -104,11 +104,16 @@ func TestAfterWritesOfUnwrittenBytesSeesTheClose(t *testing.T) {
 			t.Fatalf("no %q within 10 s of the close", want)
 		}
 	}
-	s.AfterWrites(func(ok bool) { order <- "late " + okString(ok) })
+	s.AfterWrites(writtenFunc(func(ok bool) { order <- "late " + okString(ok) }))
 	if got := <-order; got != "late unwritten" {
 		t.Errorf("on a closed session: %q", got)
 	}
 }
+
+// writtenFunc is a transport.WriteWaiter made of a function.
+type writtenFunc func(ok bool)
+
+func (f writtenFunc) Written(ok bool) { f(ok) }
 
 func okString(ok bool) string {
 	if ok {

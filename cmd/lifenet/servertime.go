@@ -16,7 +16,7 @@ import (
 )
 
 // receivedName is the histogram of the server's whole time per answered
-// call, from the request to its reply's write; Prometheus names it
+// call, from the request's read to its reply's write; Prometheus names it
 // lifenet_rpc_server_received_to_written_duration_seconds. Not a name of
 // the OpenTelemetry conventions (theirs, rpc.server.call.duration, is the
 // handler's time here), hence lifenet's namespace.
@@ -24,12 +24,12 @@ const receivedName = "lifenet.rpc.server.received_to_written.duration"
 
 // receivedHelp is its description, Prometheus's HELP line: where it starts
 // and ends, and what is outside it.
-const receivedHelp = "The server's time per answered call from the request's arrival in the rpc package to its reply's write " +
-	"(rpc.CallEvent Written): over SRMP from the codec's hand-over of the framed request, " +
-	"so routing, the wait for a goroutine and a CPU, argument binding, interceptors, the handler, the reply's encoding " +
-	"and its hand-over to the transport (written, or queued behind a write in progress or the other replies of its read); " +
-	"over HTTP from net/http's hand-over (its head read) to the answer written to net/http. " +
-	"Not in it: the socket read and framing before (microseconds), the kernel's send, the network; one-way calls and streams. " +
+const receivedHelp = "The server's time per answered call from the request's read to its reply's write " +
+	"(rpc.CallEvent Written): over SRMP from the socket read that completed the request's frame " +
+	"to the write of the reply's last byte to the socket, so the framing, routing, the wait for a goroutine and a CPU, " +
+	"argument binding, interceptors, the handler, the reply's encoding and its wait behind a write in progress " +
+	"or the other replies of its read are in it; over HTTP from net/http's hand-over (its head read) to the answer written to net/http. " +
+	"Not in it: the time the request waited in the socket before the read, the kernel's send, the network; one-way calls and streams. " +
 	"rpc.server.call.duration is the handler's part alone, rpc.client.call.duration the caller's whole call."
 
 // receivedToWritten records rpc.CallEvent's Written per action in a

@@ -216,10 +216,11 @@ type SidePortStatus struct {
 // ActionStatus is one action's last minute. The handler quantiles are of
 // the handler's time (rpc.server.call.duration: from the routed request to
 // its encoded result); the received-to-written ones of the server's whole
-// time on an answered call, from the request's arrival in the rpc package
-// to its reply's write (lifenet.rpc.server.received_to_written.duration:
-// the wait to run, the reply's encoding and write added, and over HTTP the
-// body's read). Neither is the call a client waits for, which adds the
+// time on an answered call, from the socket read that completed the
+// request to its reply's write to the socket
+// (lifenet.rpc.server.received_to_written.duration: the framing, the wait
+// to run, the reply's encoding, its wait for the write and the write
+// added, and over HTTP the body's read). Neither is the call a client waits for, which adds the
 // socket read before, the kernel's send and the network.
 type ActionStatus struct {
 	Calls                  uint64  `json:"calls"`
