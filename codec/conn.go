@@ -568,9 +568,13 @@ func (c *Conn) startMessage(ctx context.Context, m *Message, cb *callback) (int,
 // struct: escape analysis follows a struct as a whole, and p's leaking
 // would take body, often the caller's stack buffer, with it.)
 func (c *Conn) start(ctx context.Context, cb *callback, echo []byte, fifo bool, flag uint8, body []byte, p *packet.Packet) (int, chan result, error) {
-	if err := c.checkFormat(fifo); err != nil {
+	want := MatchSRMP
+	if fifo {
+		want = MatchFIFO
+	}
+	if c.match != want {
 		p.Release()
-		return 0, nil, err
+		return 0, nil, formatError(want, c.match)
 	}
 	if l := c.syncLead(); l != nil { // before acquire, which holds the matcher's lock until register
 		l.drain(c)
@@ -579,7 +583,8 @@ func (c *Conn) start(ctx context.Context, cb *callback, echo []byte, fifo bool, 
 		c.fifoMu.Lock()
 		defer c.fifoMu.Unlock()
 	}
-	waited, alone, err := c.requests().acquire(ctx)
+	m := c.requests()
+	waited, alone, err := m.acquire(ctx)
 	if err != nil {
 		p.Release()
 		if errors.Is(err, ErrConnClosed) {
@@ -587,13 +592,16 @@ func (c *Conn) start(ctx context.Context, cb *callback, echo []byte, fifo bool, 
 		}
 		return 0, nil, err
 	}
-	key, ch, err := c.requests().register(cb, echo, waited)
-	if err != nil {
-		p.Release()
-		return 0, nil, err
+	key, ch := m.register(cb, echo, waited)
+	if cb == nil && !alone && c.batches.Load() == 0 && c.syncLead() == nil && !c.chain.Datagram {
+		err = c.sendCrowded(ctx, key, fifo, flag, body, p)
+	} else if fifo {
+		err = c.chain.Write(p)
+	} else {
+		err = sendSRMP(ctx, c.srmpCtx, c, KindRequest, flag, uint8(key), body, p)
 	}
-	if err := c.sendCoalesced(ctx, key, cb == nil && !alone, fifo, flag, body, p); err != nil {
-		if !c.requests().unregister(key, cb != nil) {
+	if err != nil {
+		if !m.unregister(key, cb != nil) {
 			return key, ch, nil // its callback has had the outcome (a stray reply, a timeout, the close): reported once
 		}
 		return 0, nil, sendError(err)
@@ -624,17 +632,15 @@ func sendError(err error) error {
 	return fmt.Errorf("%w: %w", ErrConnClosed, err)
 }
 
-// sendCoalesced sends a request. When the caller is about to block for
-// its reply and other requests of this connection are in flight (crowd),
-// their callers are likely about to send too (woken by the replies of one
-// read): the write is held back while this goroutine yields once, so that
-// those requests leave in the same write instead of one system call each.
-// A lone request, an asynchronous one (its caller may be the reading
-// goroutine, or pipelining) and one inside Batch are written at once.
-func (c *Conn) sendCoalesced(ctx context.Context, key int, crowd, fifo bool, flag uint8, body []byte, p *packet.Packet) error {
-	if !crowd || c.batches.Load() > 0 || c.syncLead() != nil || c.chain.Datagram {
-		return c.send(ctx, key, fifo, flag, body, p)
-	}
+// sendCrowded sends a request whose caller is about to block for its
+// reply while other requests of this connection are in flight: their
+// callers are likely about to send too (woken by the replies of one read),
+// so the write is held back while this goroutine yields once, and those
+// requests leave in the same write instead of one system call each. A
+// lone request, an asynchronous one (its caller may be the reading
+// goroutine, or pipelining), one inside Batch, one of a ReceiveSync
+// client's callers and a datagram are written at once (start decides).
+func (c *Conn) sendCrowded(ctx context.Context, key int, fifo bool, flag uint8, body []byte, p *packet.Packet) error {
 	var err error
 	werr := c.sess.Batch(func() {
 		err = c.send(ctx, key, fifo, flag, body, p)
@@ -646,20 +652,13 @@ func (c *Conn) sendCoalesced(ctx context.Context, key int, crowd, fifo bool, fla
 	return err
 }
 
-// checkFormat checks that the connection's requests are matched the way
-// a request of the kind asked (fifo or SRMP) needs.
-func (c *Conn) checkFormat(fifo bool) error {
-	want := MatchSRMP
-	if fifo {
-		want = MatchFIFO
-	}
-	switch got := c.match; {
-	case got == MatchNone:
+// formatError is a request's error on a connection whose requests are
+// matched by got, not by want (the kind of request asked).
+func formatError(want, got MatchMode) error {
+	if got == MatchNone {
 		return ErrNoMatch
-	case got != want:
-		return fmt.Errorf("%w: a %v request on a connection matched by %v", ErrWrongFormat, want, got)
 	}
-	return nil
+	return fmt.Errorf("%w: a %v request on a connection matched by %v", ErrWrongFormat, want, got)
 }
 
 // Batch runs f with the connection's writes held back, then writes what

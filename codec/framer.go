@@ -217,6 +217,11 @@ func (f *Framer) feed(p *packet.Packet, emit frameReceiver) (err error) {
 func (f *Framer) frameLen(b []byte) (int, error) {
 	switch sp := f.split.(type) {
 	case SRMPSplitter:
+		if len(b) >= srmpHeaderLen { // the usual frame, short header within the limit, here
+			if n := int(b[3])<<8 | int(b[2]); n != srmpExtMarker && srmpHeaderLen+n <= f.max {
+				return srmpHeaderLen + n, nil
+			}
+		}
 		return sp.FrameLen(b, f.max)
 	case LengthField:
 		return sp.FrameLen(b, f.max)

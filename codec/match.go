@@ -43,16 +43,17 @@ type callback struct {
 // call runs the callback with a borrowed reply or an error; more is false
 // unless a stream's callback asks for more replies.
 func (cb *callback) call(reply any, err error) (more bool) {
-	m, _ := reply.(*Message)
-	if cb.stream != nil {
+	switch {
+	case cb.msg != nil:
+		m, _ := reply.(*Message)
+		cb.msg(m, err)
+	case cb.pkt != nil:
+		p, _ := reply.(*packet.Packet)
+		cb.pkt(p, err)
+	default:
+		m, _ := reply.(*Message)
 		return cb.stream(m, err) == StreamMore && err == nil
 	}
-	if cb.msg != nil {
-		cb.msg(m, err)
-		return false
-	}
-	p, _ := reply.(*packet.Packet)
-	cb.pkt(p, err)
 	return false
 }
 
@@ -269,7 +270,7 @@ func (m *matcher) passOn() {
 // the SRMP sequence number, or a FIFO slot.
 // The request's own timeout is the matcher's, less what acquire waited; a
 // blocking request's context may end it sooner (wait watches it).
-func (m *matcher) register(cb *callback, echo []byte, waited time.Duration) (int, chan result, error) {
+func (m *matcher) register(cb *callback, echo []byte, waited time.Duration) (int, chan result) {
 	// The coarse clock lags by up to a tick: adding one keeps every request
 	// waiting at least its timeout (it fails within two ticks after).
 	deadline := m.deadline() - int64(waited)
@@ -312,7 +313,7 @@ func (m *matcher) register(cb *callback, echo []byte, waited time.Duration) (int
 	}
 	ch := w.ch
 	m.mu.Unlock() // held since acquire; unlocked here, not deferred: nothing above can fail but the panic
-	return key, ch, nil
+	return key, ch
 }
 
 // takeChan returns a free result channel: one of the matcher's own, kept
@@ -510,16 +511,20 @@ func (m *matcher) deliver(seq int, reply any) {
 		cb := w.cb
 		m.freeSlot(key)
 		m.mu.Unlock()
-		if re := replyError(reply); re != nil {
-			cb.call(nil, re)
+		if msg, ok := reply.(*Message); ok && msg.Kind == KindError {
+			cb.call(nil, replyError(msg))
 		} else {
 			cb.call(reply, nil)
 		}
 		return
 	}
 	w.state = slotDone
-	re := replyError(reply)
-	if msg, ok := reply.(*Message); ok && re == nil && key == m.self && m.selfUse != nil {
+	var re *ReplyError
+	msg, isMsg := reply.(*Message)
+	if isMsg && msg.Kind == KindError {
+		re = replyError(msg)
+	}
+	if isMsg && re == nil && key == m.self && m.selfUse != nil {
 		m.mu.Unlock() // use is the caller's code; the slot is done, and only its waiter frees it
 		m.selfRes, m.selfGot = m.use(msg), true
 		return

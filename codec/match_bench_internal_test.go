@@ -23,7 +23,7 @@ func BenchmarkMatcherAsyncRoundTrip(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				k, _, _ := m.register(cb, nil, waited)
+				k, _ := m.register(cb, nil, waited)
 				return k
 			}
 			keys := make([]int, inFlight)

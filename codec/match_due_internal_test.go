@@ -32,11 +32,7 @@ func registerTest(t *testing.T, m *matcher, cb *callback) (int, chan result) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, ch, err := m.register(cb, nil, waited)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key, ch
+	return m.register(cb, nil, waited)
 }
 
 // TestExpireDueBookkeeping: with the sweeper's scans held back until the
