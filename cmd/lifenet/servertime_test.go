@@ -99,7 +99,7 @@ func TestServeReceivedToWrittenMetric(t *testing.T) {
 	})
 	for _, want := range []string{
 		"# TYPE " + name + " histogram",
-		"# HELP " + name + " The server's time per answered call from the request's arrival in the rpc package to its reply's write",
+		"# HELP " + name + " The server's time per answered call from the request's read to its reply's write",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("/metrics lacks %q", want)
