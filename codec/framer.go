@@ -224,6 +224,11 @@ func (f *Framer) frameLen(b []byte) (int, error) {
 		}
 		return sp.FrameLen(b, f.max)
 	case LengthField:
+		if sp.Offset == 0 && (sp.Size == 0 || sp.Size == 2) && len(b) >= 2 { // the default field, likewise
+			if n := 2 + (int(b[1])<<8 | int(b[0])); n <= f.max {
+				return n, nil
+			}
+		}
 		return sp.FrameLen(b, f.max)
 	}
 	return f.split.FrameLen(b, f.max)

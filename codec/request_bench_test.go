@@ -9,6 +9,7 @@ import (
 
 	"github.com/lifenet/lifenet/codec"
 	"github.com/lifenet/lifenet/internal/baseline"
+	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )
 
@@ -163,4 +164,68 @@ func runWindows(b *testing.B, window int, round func(n int)) {
 	for n := 0; n < b.N; n += window {
 		round(min(window, b.N-n))
 	}
+}
+
+// BenchmarkRequestPacketSerial is one caller's serial length-field
+// requests (32-byte frames) to the plain std-net echo loop in the same
+// process, as `lifenet load --codec lengthfield --mode roundtrip
+// --recvmode sync` makes them: impl=sync is codec.Conn.RequestPacket of a
+// pooled packet on a transport.ReceiveSync client, the reply released;
+// impl=bare is baseline.Client.Call on a plain net.Conn, matching each
+// reply by order and handing it over borrowed. The server's share is the
+// same in both, so their difference is the clients'.
+func BenchmarkRequestPacketSerial(b *testing.B) {
+	addr := startStdFrameServer(b, "lengthfield")
+	const size = 30 // 32-byte frames
+	b.Run("impl=sync", func(b *testing.B) {
+		c, err := codec.Dial(context.Background(), "tcp", addr, transport.ClientConfig{Mode: transport.ReceiveSync}, codec.Options{Pipeline: lfPipeline()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		conn, ctx := c.Conn(), context.Background()
+		call := func() {
+			r, err := conn.RequestPacket(ctx, packet.GetWithHeadroom(8, size))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if r.Len() != size {
+				b.Fatalf("a reply of %d bytes", r.Len())
+			}
+			r.Release()
+		}
+		call() // the connection's set-up (buffers, matcher) stays out
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			call()
+		}
+	})
+	b.Run("impl=bare", func(b *testing.B) {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer nc.Close()
+		c, err := baseline.NewClient(nc, baseline.LengthField)
+		if err != nil {
+			b.Fatal(err)
+		}
+		body := make([]byte, size)
+		call := func() {
+			r, err := c.Call(0, body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(r) != size {
+				b.Fatalf("a reply of %d bytes", len(r))
+			}
+		}
+		call()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			call()
+		}
+	})
 }
