@@ -30,14 +30,14 @@ func (k CallKind) String() string {
 // [Invocation.Info] gives its interceptors, may not: see there).
 type CallInfo struct {
 	action   string
-	kind     CallKind
 	ss       *Session
 	token    string
-	hasToken bool // token is the call's own (no session)
 	deadline time.Time
 	trace    TraceContext
-	hasTrace bool
 	md       Metadata
+	kind     CallKind
+	hasToken bool // token is the call's own (no session)
+	hasTrace bool
 }
 
 // Action returns the name the caller called (which may differ from the
@@ -152,7 +152,7 @@ func (cc *callCache) get(ss *Session, a *action, kind CallKind) context.Context 
 	if c := p.Load(); c != nil && c.info.kind == kind && c.info.action == a.name {
 		return c
 	}
-	c := &callCtx{Context: ss.ctx, info: CallInfo{action: a.name, kind: kind, ss: ss}}
+	c := &callCtx{Context: ss.ctx(), info: CallInfo{action: a.name, kind: kind, ss: ss}}
 	p.Store(c)
 	return c
 }
@@ -186,7 +186,7 @@ func (s *Server) callContext(parent context.Context, ss *Session, name []byte, a
 		}
 	}
 	if ss != nil {
-		parent = ss.ctx
+		parent = ss.ctx()
 	}
 	c := &callCtx{Context: parent, info: CallInfo{kind: kind, ss: ss}}
 	if a != nil && string(name) == a.name {

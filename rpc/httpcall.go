@@ -162,7 +162,7 @@ func (s *Server) streamSSE(rw http.ResponseWriter, r *http.Request, ss *Session,
 		}
 		return rc.Flush()
 	}
-	_, _, err := s.exec(ss.ctx, ss, []byte(action), a, KindStream, data, r.Header.Get("traceparent"), nil, new(callDone), func(item []byte, k kind) error { return event(CodeOK, k, item) })
+	_, _, err := s.exec(ss.ctx(), ss, []byte(action), a, KindStream, data, r.Header.Get("traceparent"), nil, new(callDone), func(item []byte, k kind) error { return event(CodeOK, k, item) })
 	switch {
 	case s.stopped.Load():
 		panic(http.ErrAbortHandler) // cut short by Close: it ends with its connection

@@ -227,7 +227,7 @@ func (s *Server) Stats() Stats {
 
 func (s *Server) onClose(c *codec.Conn, err error) {
 	if ss, ok := c.State().(*Session); ok {
-		ss.cancel()
+		ss.endContext()
 		if f := s.cfg.OnSessionClose; f != nil {
 			defer s.recoverHook(ss, nil) // a panic of it counted and logged as a handler's
 			f(ss, err)
@@ -374,7 +374,7 @@ func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action, recv in
 	bp := bodyPool.Get().(*[]byte)
 	d := callDone{recv: recv}
 	head := append(appendName((*bp)[:0], b.action), 0, 0, 0, 0) // then the data's length, patched by replyBody
-	out, k, err := s.exec(ss.ctx, ss, b.action, a, kind, b.data, "", head, &d, nil)
+	out, k, err := s.exec(ss.ctx(), ss, b.action, a, kind, b.data, "", head, &d, nil)
 	out, isErr, gone := s.replyBody(ss, b.action, head, out, k, err)
 	sent := errNotAnswered
 	switch {

@@ -16,21 +16,27 @@ import (
 // for concurrent use.
 type Session struct {
 	srv     *Server
-	conn    *codec.Conn // SRMP (raw, TLS, in WebSocket messages, UDP); nil for HTTP
-	web     net.Conn    // HTTP: the connection net/http serves; nil otherwise
-	id      uint64      // HTTP: the transport's ID of the connection (conn's session has it otherwise)
-	proto   Protocol    // chosen once, by the connection's first bytes (accept.go)
-	ctx     context.Context
-	cancel  context.CancelFunc
-	running atomic.Int32 // calls running on their own goroutines
-	inline  atomic.Int32 // calls running on the reading goroutine (0 or 1), for Stats.InFlight
+	conn    *codec.Conn             // SRMP (raw, TLS, in WebSocket messages, UDP); nil for HTTP
+	web     *webSession             // HTTP's own; nil otherwise (an SRMP session's size counts for every idle device)
+	proto   Protocol                // chosen once, by the connection's first bytes (accept.go)
+	ended   atomic.Bool             // the session has ended: its context is cancelled
+	lived   atomic.Pointer[liveCtx] // the session's cancellable context, made when first waited on (sessionctx.go)
+	running atomic.Int32            // calls running on their own goroutines
+	inline  atomic.Int32            // calls running on the reading goroutine (0 or 1), for Stats.InFlight
 	token   atomic.Pointer[string]
 	calls   callCache
 	spare   atomic.Pointer[Invocation] // an emptied Invocation for the session's next intercepted call
 
 	tlsState atomic.Pointer[tls.ConnectionState] // read from the connection on first use (TLS)
-	bagMu    sync.Mutex
-	bag      map[any]any // HTTP: Set's values (an SRMP session keeps them in its transport session)
+	mu       sync.Mutex                          // the bag's, and the making of lived
+}
+
+// webSession is what an HTTP request's session has of its own.
+type webSession struct {
+	conn net.Conn        // the connection net/http serves
+	id   uint64          // the transport's ID of the connection (an SRMP conn's session has it otherwise)
+	base context.Context // the request's context, its calls' parent (sessionctx.go)
+	bag  map[any]any     // Set's values (an SRMP session keeps them in its transport session)
 }
 
 // Protocol is what a session's connection speaks.
@@ -55,8 +61,6 @@ type sessionKey struct{}
 // onOpen makes the session of an SRMP connection or UDP peer.
 func (s *Server) onOpen(c *codec.Conn) {
 	ss := &Session{srv: s, conn: c, proto: ProtoSRMP}
-	ctx, cancel := context.WithCancel(s.ctx)
-	ss.ctx, ss.cancel = context.WithValue(ctx, sessionKey{}, ss), cancel
 	switch _, isWS := c.Session().Conn().(*wsConn); {
 	case c.Session().Datagram():
 		ss.proto = ProtoUDP
@@ -73,7 +77,7 @@ func (s *Session) Protocol() Protocol { return s.proto }
 // LocalAddr returns the server's address the caller reached.
 func (s *Session) LocalAddr() net.Addr {
 	if s.web != nil {
-		return s.web.LocalAddr()
+		return s.web.conn.LocalAddr()
 	}
 	return s.conn.Session().LocalAddr()
 }
@@ -88,7 +92,7 @@ func SessionFrom(ctx context.Context) *Session {
 // ID returns the session's transport ID.
 func (s *Session) ID() uint64 {
 	if s.web != nil {
-		return s.id
+		return s.web.id
 	}
 	return s.conn.Session().ID()
 }
@@ -96,7 +100,7 @@ func (s *Session) ID() uint64 {
 // RemoteAddr returns the caller's address.
 func (s *Session) RemoteAddr() net.Addr {
 	if s.web != nil {
-		return s.web.RemoteAddr()
+		return s.web.conn.RemoteAddr()
 	}
 	return s.conn.Session().RemoteAddr()
 }
@@ -119,12 +123,12 @@ func (s *Session) Set(key, value any) {
 		s.conn.Session().Set(key, value)
 		return
 	}
-	s.bagMu.Lock()
-	defer s.bagMu.Unlock()
-	if s.bag == nil {
-		s.bag = make(map[any]any)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.web.bag == nil {
+		s.web.bag = make(map[any]any)
 	}
-	s.bag[key] = value
+	s.web.bag[key] = value
 }
 
 // Get returns a value Set kept.
@@ -132,9 +136,9 @@ func (s *Session) Get(key any) (any, bool) {
 	if s.web == nil {
 		return s.conn.Session().Get(key)
 	}
-	s.bagMu.Lock()
-	defer s.bagMu.Unlock()
-	v, ok := s.bag[key]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.web.bag[key]
 	return v, ok
 }
 
@@ -143,7 +147,7 @@ func (s *Session) Get(key any) (any, bool) {
 // connection closes once the response in progress is written.
 func (s *Session) Close() error {
 	if s.web != nil {
-		return s.web.Close()
+		return s.web.conn.Close()
 	}
 	return s.conn.Close()
 }

@@ -88,7 +88,7 @@ func (s *Server) serveStream(ss *Session, req *codec.Message, b body, a *action)
 		}
 		return ss.sendReply(&m, out, false)
 	}
-	_, _, err := s.exec(ss.ctx, ss, b.action, a, KindStream, b.data, "", nil, new(callDone), send)
+	_, _, err := s.exec(ss.ctx(), ss, b.action, a, KindStream, b.data, "", nil, new(callDone), send)
 	if oneWay || s.stopped.Load() { // a stream cut short by Close fails with its connection
 		return
 	}

@@ -16,8 +16,10 @@ func (s *Session) TLS() *tls.ConnectionState {
 	if cs := s.tlsState.Load(); cs != nil {
 		return cs
 	}
-	c := s.web
-	if c == nil {
+	var c net.Conn
+	if s.web != nil {
+		c = s.web.conn
+	} else {
 		c = s.conn.Session().Conn() // nil for a UDP peer
 	}
 	for c != nil {

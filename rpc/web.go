@@ -119,11 +119,10 @@ func (w *webServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 // leaves or the server closes.
 func (w *webServer) session(r *http.Request) *Session {
 	c, _ := r.Context().Value(webConnKey{}).(net.Conn)
-	ss := &Session{srv: w.s, proto: ProtoHTTP, web: c, cancel: func() {}}
+	ss := &Session{srv: w.s, proto: ProtoHTTP, web: &webSession{conn: c, base: r.Context()}}
 	if hc, ok := c.(*transport.HandedConn); ok {
-		ss.id = hc.ID()
+		ss.web.id = hc.ID()
 	}
-	ss.ctx = context.WithValue(r.Context(), sessionKey{}, ss)
 	return ss
 }
 
