@@ -145,8 +145,18 @@ func (s *Session) directLocked(n int) *streamSender {
 		s.spareStage == nil || s.spareStage.Cap() < n {
 		return nil
 	}
-	w, _ := s.out.(*streamSender)
+	w, _ := s.outLocked().(*streamSender)
 	return w
+}
+
+// outLocked returns the session's sender, made again for a stream session
+// that parked without it (shedSendScratch). Its caller takes the write
+// turn (s.writing) before it writes through it. Called with s.mu held.
+func (s *Session) outLocked() sender {
+	if s.out == nil {
+		s.out = newStreamSender(s.conn, &s.ep.cfg)
+	}
+	return s.out
 }
 
 // writeDirect writes a lone small message of n bytes (parts) with one
@@ -635,16 +645,12 @@ func (s *Session) uncork() error {
 	return s.flush()
 }
 
-// keptScratch is the capacity of a send scratch slice (the queue, the
-// spare batch, a stream sender's iovecs and staging list) that a parking
-// session keeps: a heartbeat's reply fits, and allocates none.
-const keptScratch = 4
-
-// shedSendScratch gives back the kept staging buffer and drops the send
-// side's scratch slices that a burst grew past keptScratch, for a session
+// shedSendScratch gives back the kept staging buffer, the queue's slices
+// and the stream sender (outLocked makes it again), for a server's session
 // about to park, unless a write is in progress or bytes are queued: a
-// parked connection then holds none of them, and its next burst makes
-// them again.
+// parked connection then holds none of them, and its next wake makes
+// them again (a few small allocations against ~0.2 KB held per idle
+// connection).
 func (s *Session) shedSendScratch() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -655,20 +661,9 @@ func (s *Session) shedSendScratch() {
 		s.spareStage.Release()
 		s.spareStage = nil
 	}
-	if cap(s.queue) > keptScratch {
-		s.queue = nil
-	}
-	if cap(s.spare) > keptScratch {
-		s.spare = nil
-	}
-	if w, ok := s.out.(*streamSender); ok { // written only under s.writing
-		if cap(w.iov) > keptScratch {
-			w.iov = nil
-		}
-		if cap(w.stages) > keptScratch {
-			w.stages = nil
-		}
-		w.bufs, w.piece[0] = nil, nil // what the last write consumed: it may hold a released packet's bytes
+	s.queue, s.spare = nil, nil
+	if _, ok := s.out.(*streamSender); ok { // used only under s.writing, which nobody holds
+		s.out = nil
 	}
 }
 
@@ -695,14 +690,14 @@ func (s *Session) flush() error {
 	s.mu.Lock()
 	for first := true; len(s.queue) > 0 && !s.finished && s.Reason() == ReasonNone; first = false {
 		s.sealStageLocked()
-		batch, msgs, own := s.queue, s.queuedMsgs, s.ownStage
+		batch, msgs, own, out := s.queue, s.queuedMsgs, s.ownStage, s.outLocked()
 		sent := s.io.bytesOut.Load() // only this goroutine writes meanwhile
 		s.inflight, s.inflightFrom = s.queued, sent
 		s.queue, s.spare, s.queued, s.queuedMsgs = s.spare, nil, 0, 0
 		s.wakeLocked() // the queue's room is free again
 		s.mu.Unlock()
 
-		err := s.out.writeBatch(s, batch)
+		err := out.writeBatch(s, batch)
 		if err == nil {
 			s.io.messagesOut.Add(uint64(msgs)) // messages, not packets: SendBytes shares staging buffers
 		}

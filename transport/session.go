@@ -403,9 +403,11 @@ func (s *Session) closeWith(r Reason, cause error) bool {
 	s.cause = cause
 	s.wakeLocked() // senders waiting for room fail now
 	s.mu.Unlock()
-	s.out.close()
 	if s.conn != nil && !s.datagram {
-		s.wake() // a parked session reads the close and finishes
+		s.conn.Close() // its stream sender's connection (which a parked session drops: shedSendScratch)
+		s.wake()       // a parked session reads the close and finishes
+	} else {
+		s.out.close()
 	}
 	return true
 }
