@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/lifenet/lifenet/internal/mono"
@@ -662,8 +663,9 @@ func (s *Session) shedSendScratch() {
 		s.spareStage = nil
 	}
 	s.queue, s.spare = nil, nil
-	if _, ok := s.out.(*streamSender); ok { // used only under s.writing, which nobody holds
+	if w, ok := s.out.(*streamSender); ok { // used only under s.writing, which nobody holds
 		s.out = nil
+		w.recycle()
 	}
 }
 
@@ -790,14 +792,36 @@ type streamSender struct {
 	nagle     bool         // NoDelayAuto, Nagle still on: the first large message turns it off
 }
 
+// streamSenders keeps the stream senders that parked sessions gave up
+// (shedSendScratch), so that a heartbeat's wake makes none.
+var streamSenders = sync.Pool{New: func() any { return new(streamSender) }}
+
 func newStreamSender(c net.Conn, cfg *Config) *streamSender {
-	w := &streamSender{conn: c, timeout: cfg.WriteTimeout, tcp: tcpOf(c)}
+	w := streamSenders.Get().(*streamSender)
+	*w = streamSender{conn: c, timeout: cfg.WriteTimeout, tcp: tcpOf(c), iov: w.iov[:0], stages: w.stages[:0]}
 	if w.tcp != nil {
 		w.sndbuf, w.sndbufMax = cfg.SocketSendBuffer, cfg.MaxSocketSendBuffer
 		w.nagle = cfg.NoDelay == NoDelayAuto
 	}
 	return w
 }
+
+// recycle gives w, which no session uses any more, to streamSenders,
+// keeping its scratch slices when they are small.
+func (w *streamSender) recycle() {
+	iov, stages := w.iov, w.stages
+	if cap(iov) > keptScratch || cap(stages) > keptScratch {
+		iov, stages = nil, nil
+	}
+	clear(iov[:cap(iov)])
+	clear(stages[:cap(stages)])
+	*w = streamSender{iov: iov[:0], stages: stages[:0]}
+	streamSenders.Put(w)
+}
+
+// keptScratch is the largest capacity of the scratch slices a recycled
+// stream sender keeps: a heartbeat's reply needs one or two.
+const keptScratch = 4
 
 // Small segments are copied into contiguous staging buffers before a
 // vectored write: hundreds of tiny iovecs (one per echoed frame) cost the
