@@ -67,3 +67,69 @@ func TestParkedSessionHoldsNoSendState(t *testing.T) {
 		t.Fatalf("after a parked session's Close: read %d, %v; want EOF", n, err)
 	}
 }
+
+// A reply written while its session is parked (made by a goroutine of its
+// own, after the receive returned and the session parked) leaves no send
+// state behind either: the write that ends sheds it.
+func TestReplyAfterParkLeavesNoSendState(t *testing.T) {
+	leakcheck.Check(t)
+	sessions := make(chan *Session, 1)
+	reply := make(chan struct{})
+	srv, err := NewServer(Config{ParkAfter: 20 * time.Millisecond}, Hooks{
+		OnOpen: func(s *Session) { sessions <- s },
+		OnReceive: func(s *Session, p *packet.Packet) {
+			msg := append([]byte(nil), p.Bytes()...)
+			go func() {
+				<-reply
+				s.SendBytes(msg)
+			}()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	a, err := srv.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", a.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	s := <-sessions
+	c.Write([]byte("later"))
+	waitParked := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for srv.Stats().Parked != 1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the session did not park %s", what)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // the request is read and the receive has returned
+	waitParked("before its reply")
+	close(reply)
+	got := make([]byte, 5)
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != "later" {
+		t.Fatalf("reply %q, %v", got, err)
+	}
+	waitParked("after its reply")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.mu.Lock()
+		out, stage, writing := s.out, s.spareStage, s.writing
+		s.mu.Unlock()
+		if out == nil && stage == nil && !writing {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("parked after a reply written while parked: sender %v, staging buffer %v; want none", out, stage)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -201,6 +201,7 @@ func (s *Session) directDone(err error, sent uint64, buf *packet.Packet) error {
 	s.wroteLocked(n)
 	if len(s.queue) == 0 {
 		s.writing = false
+		s.shedIfParkedLocked()
 		s.mu.Unlock()
 		return nil
 	}
@@ -651,10 +652,25 @@ func (s *Session) uncork() error {
 // about to park, unless a write is in progress or bytes are queued: a
 // parked connection then holds none of them, and its next wake makes
 // them again (a few small allocations against ~0.2 KB held per idle
-// connection).
+// connection). A write that ends while the session is parked (a reply of
+// a call that ran on a goroutine of its own) sheds them then
+// (shedIfParkedLocked).
 func (s *Session) shedSendScratch() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.shedLocked()
+}
+
+// shedIfParkedLocked is shedLocked for a session whose write has just
+// ended: only when it is parked. Called with s.mu held.
+func (s *Session) shedIfParkedLocked() {
+	if s.parkState.Load() == parkParked {
+		s.shedLocked()
+	}
+}
+
+// shedLocked is shedSendScratch with s.mu held.
+func (s *Session) shedLocked() {
 	if s.writing || len(s.queue) > 0 || s.stage != nil {
 		return
 	}
@@ -723,6 +739,7 @@ func (s *Session) flush() error {
 		s.wroteLocked(n)
 	}
 	s.writing = false
+	s.shedIfParkedLocked()
 	s.mu.Unlock()
 	return nil
 }
