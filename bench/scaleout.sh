@@ -7,13 +7,18 @@
 # with the sessions held, and per session.
 #
 #   ./scaleout.sh [--servers K] [--fleets F] [--per N] [--heartbeat 10s] [--duration 60s]
+#                 [--ramp RATE] [--sample-after S]
 #
-# Defaults: 6 servers, 5 fleets, 19,800 sessions each (99,000), 10 s, 60 s.
+# Defaults: 6 servers, 5 fleets, 19,800 sessions each (99,000), 10 s, 60 s,
+# each fleet opening connections as fast as the servers accept (--ramp:
+# connections a second per fleet, e.g. 100/s), and the servers' RSS taken
+# --sample-after seconds after the fleets start (default: half of
+# --duration; with a slow ramp, give the ramp's length plus a little).
 # Needs Linux. Every process it starts is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")"
 source ./lib.sh # $tmp, $pids, cleanup on exit, ready
-servers=6 fleets=5 per=19800 heartbeat=10s duration=60s
+servers=6 fleets=5 per=19800 heartbeat=10s duration=60s ramp=0 sample_after=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--servers) servers=${2-} ;;
@@ -21,6 +26,8 @@ while [ $# -gt 0 ]; do
 	--per) per=${2-} ;;
 	--heartbeat) heartbeat=${2-} ;;
 	--duration) duration=${2-} ;;
+	--ramp) ramp=${2-} ;;
+	--sample-after) sample_after=${2-} ;;
 	*) echo "scaleout.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift 2
@@ -44,10 +51,10 @@ fpids=()
 for i in $(seq 1 "$fleets"); do
 	a=$((10 + 2 * i))
 	"$tmp/lifenet" fleet --remote "127.0.0.1:$port" --conns "$per" --sources "127.0.0.$a-127.0.0.$((a + 1))" \
-		--heartbeat "$heartbeat" --duration "$duration" --idle 10s --json "$tmp/f$i.json" >"$tmp/f$i.out" 2>"$tmp/f$i.err" &
+		--heartbeat "$heartbeat" --duration "$duration" --ramp "$ramp" --idle 10s --json "$tmp/f$i.json" >"$tmp/f$i.out" 2>"$tmp/f$i.err" &
 	pids+=($!) fpids+=($!)
 done
-sleep $(( ${duration%s} / 2 ))
+sleep "${sample_after:-$(( ${duration%s} / 2 ))}"
 held=$(rss)
 echo "with $((fleets * per)) sessions asked: servers' RSS $((held / 1024)) MiB, $(((held - before) * 1024 / (fleets * per))) bytes per session"
 rc=0
