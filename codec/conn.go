@@ -395,7 +395,14 @@ type ReplyUse func(dst any, reply *Message) error
 // on the read, the replies after it in the same read wait. A panic in use
 // reaches the caller once the connection's read turn is given back.
 func (c *Conn) RequestBytesInto(ctx context.Context, flag uint8, payload []byte, prefixLen int, use ReplyUse, dst any) (used bool, err error) {
-	key, ch, err := c.start(ctx, nil, payload[:min(prefixLen, MaxPrefix, len(payload))], false, flag, payload, nil)
+	echo := payload[:min(prefixLen, MaxPrefix, len(payload))]
+	var key int
+	var ch chan result
+	if l := c.syncLead(); l != nil { // its own read may use the reply
+		key, ch, err = c.startSync(ctx, l, echo, false, flag, payload, nil, use, dst)
+	} else {
+		key, ch, err = c.start(ctx, nil, echo, false, flag, payload, nil)
+	}
 	if err != nil {
 		return false, err
 	}
@@ -576,8 +583,8 @@ func (c *Conn) start(ctx context.Context, cb *callback, echo []byte, fifo bool, 
 		p.Release()
 		return 0, nil, formatError(want, c.match)
 	}
-	if l := c.syncLead(); l != nil { // before acquire, which holds the matcher's lock until register
-		l.drain(c)
+	if l := c.syncLead(); l != nil && cb == nil {
+		return c.startSync(ctx, l, echo, fifo, flag, body, p, nil, nil)
 	}
 	if fifo { // before acquire: its lock is held until register
 		c.fifoMu.Lock()
@@ -587,13 +594,10 @@ func (c *Conn) start(ctx context.Context, cb *callback, echo []byte, fifo bool, 
 	waited, alone, err := m.acquire(ctx)
 	if err != nil {
 		p.Release()
-		if errors.Is(err, ErrConnClosed) {
-			err = fmt.Errorf("%w (%w)", err, ErrNotSent) // err may name why (ErrNotSRMP)
-		}
-		return 0, nil, err
+		return 0, nil, acquireError(err)
 	}
 	key, ch := m.register(cb, echo, waited)
-	if cb == nil && !alone && c.batches.Load() == 0 && c.syncLead() == nil && !c.chain.Datagram {
+	if cb == nil && !alone && c.batches.Load() == 0 && !c.chain.Datagram { // (a ReceiveSync client's blocking requests went by startSync)
 		err = c.sendCrowded(ctx, key, fifo, flag, body, p)
 	} else if fifo {
 		err = c.chain.Write(p)
@@ -615,6 +619,14 @@ func (c *Conn) send(ctx context.Context, key int, fifo bool, flag uint8, body []
 		return c.chain.Write(p)
 	}
 	return sendSRMP(ctx, c.srmpCtx, c, KindRequest, flag, uint8(key), body, p)
+}
+
+// acquireError is a request's error when it got no in-flight slot.
+func acquireError(err error) error {
+	if errors.Is(err, ErrConnClosed) {
+		return fmt.Errorf("%w (%w)", err, ErrNotSent) // err may name why (ErrNotSRMP)
+	}
+	return err
 }
 
 // sendError classifies a request's failed send: on a connection that

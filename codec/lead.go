@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )
 
@@ -42,6 +43,8 @@ type lead struct {
 	closing   atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
+
+	x exchanged // the turn holder's request in an exchange (startSync)
 }
 
 // close closes the client without freeing the read buffer under a turn
@@ -160,31 +163,117 @@ func (l *lead) readOnce(ctx context.Context, c *Conn, ch chan result) {
 	c.read(p)
 }
 
-// drainReads bounds how many reads drain makes, so a peer that keeps
-// sending cannot hold a request back.
-const drainReads = 16
-
-// drain runs what the connection has already received through the
-// pipeline before a request is registered. Bytes that arrived before the
-// request existed (a reply sent unasked at connect, a duplicated or late
-// reply) then meet no pending request with their number and are dropped and
-// counted as unknown, instead of waiting in the socket to be taken for the
-// new request's reply. It reads only while the turn is free: a goroutine
-// reading for others consumes such bytes as they come. A failed read needs
-// no handling: the request then fails on its send.
-func (l *lead) drain(c *Conn) {
-	if !l.take() {
-		return
+// startSync is Conn.start for a blocking request on a ReceiveSync
+// client's connection (use and dst as for Conn.RequestBytesInto, else
+// nil). When the read turn is free it takes it and sends the request in
+// an exchange (transport.Client.Exchange): what the connection received
+// before the request existed (a reply sent unasked at connect, a
+// duplicated or late reply) goes through the pipeline first and, the
+// request hidden from the matcher meanwhile, is dropped and counted as
+// unknown instead of being taken for its reply; then the request is sent,
+// and the read that waits for its reply is the one that looked for stale
+// bytes, with no system call between. The first bytes of the answer go
+// through the pipeline before it returns; a reply of its own found there
+// waits in its channel for await. When another goroutine holds the turn,
+// it consumes such bytes as they come, and the request is only sent.
+func (c *Conn) startSync(ctx context.Context, l *lead, echo []byte, fifo bool, flag uint8, body []byte, p *packet.Packet, use ReplyUse, dst any) (int, chan result, error) {
+	held := fifo // this call holds Conn.fifoMu, from before acquire until the request is written
+	if fifo {
+		c.fifoMu.Lock()
+		defer func() {
+			if held {
+				c.fifoMu.Unlock()
+			}
+		}()
 	}
-	defer l.give()
-	for range drainReads {
-		p, _ := l.tc.ReceiveBuffered()
-		if p == nil {
-			return
-		}
-		c.read(p)
+	m := c.requests()
+	waited, _, err := m.acquire(ctx)
+	if err != nil {
 		p.Release()
+		return 0, nil, acquireError(err)
 	}
+	key, ch := m.register(nil, echo, waited)
+	if l.take() {
+		if !l.events.Load() { // else the receive goroutine reads, or is about to
+			sent, err := l.exchange(ctx, c, m, key, &held, flag, body, p, use, dst) // gives the turn back
+			if sent {
+				return c.sent(m, key, ch, err)
+			}
+		} else {
+			l.give()
+		}
+	}
+	return c.sent(m, key, ch, c.send(ctx, key, fifo, flag, body, p))
+}
+
+// sent ends the start of a blocking request whose send returned err.
+func (c *Conn) sent(m *matcher, key int, ch chan result, err error) (int, chan result, error) {
+	if err != nil {
+		if !m.unregister(key, false) {
+			return key, ch, nil // the outcome came first (a stray reply, a timeout, the close): reported once
+		}
+		return 0, nil, sendError(err)
+	}
+	return key, ch, nil
+}
+
+// exchanged is the request a turn holder sends in an exchange; only the
+// turn holder uses it.
+type exchanged struct {
+	c    *Conn
+	ctx  context.Context
+	key  int
+	fifo bool
+	flag uint8
+	body []byte // a copy of the caller's payload, which may live on its stack
+	p    *packet.Packet
+	sent bool
+	err  error // the send's
+}
+
+// Stale runs bytes received before the request through the pipeline.
+func (x *exchanged) Stale(p *packet.Packet) { x.c.read(p) }
+
+// Send sends the request, visible to the matcher from now on.
+func (x *exchanged) Send() error {
+	x.sent = true
+	c := x.c
+	c.requests().hidden = -1
+	x.err = c.send(x.ctx, x.key, x.fifo, x.flag, x.body, x.p)
+	if x.fifo {
+		c.fifoMu.Unlock() // written: the next FIFO request may register
+	}
+	return x.err
+}
+
+// exchange sends request key in an exchange with the turn held, runs the
+// first bytes of the answer through the pipeline, and gives the turn
+// back. sent reports that the request's send ran, err its error; unsent,
+// p is still the caller's to send. A read that fails needs no handling
+// here: await sees ctx's end, a Wake, and the close (which failed every
+// pending request).
+func (l *lead) exchange(ctx context.Context, c *Conn, m *matcher, key int, held *bool, flag uint8, body []byte, p *packet.Packet, use ReplyUse, dst any) (sent bool, err error) {
+	defer func() {
+		m.hidden = -1
+		l.give()
+	}()
+	x := &l.x
+	x.c, x.ctx, x.key, x.fifo, x.flag, x.body, x.p, x.sent, x.err = c, ctx, key, *held, flag, append(x.body[:0], body...), p, false, nil
+	m.hidden = key
+	q, _ := l.tc.Exchange(ctx, x)
+	sent, err = x.sent, x.err
+	if sent {
+		*held = false // Send gave Conn.fifoMu up (a FIFO request's), before anything that may panic
+	}
+	x.ctx, x.p, x.err = nil, nil, nil
+	if sent && err == nil && q != nil {
+		m.readFor(key, use, dst) // a reply of its own read reaches it without its channel
+		c.read(q)
+		if r, got := m.readDone(); got {
+			m.slots[key].ch <- r // where await finds it: the slot is done, no one else sends
+		}
+	}
+	return sent, err
 }
 
 // startReceiving hands the connection to a receive goroutine

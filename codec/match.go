@@ -159,6 +159,12 @@ type matcher struct {
 	// selfDst, in place of a kept copy (Conn.RequestBytesInto).
 	self    int
 	selfRes result
+	// hidden is the key of a request registered but not yet sent, whose
+	// turn holder reads what arrived before it (startSync): a reply that
+	// would match it is dropped as unknown, as if it were not there, and
+	// for FIFO the queue is left as it is. -1: none. Only the turn holder
+	// sets and reads it.
+	hidden  int
 	selfGot bool
 	selfUse ReplyUse
 	selfDst any
@@ -184,7 +190,7 @@ func newMatcher(fifo bool, timeout time.Duration) *matcher {
 		timeout = DefaultRequestTimeout
 	}
 	timeout = min(timeout, maxRequestTimeout)
-	return &matcher{fifo: fifo, timeout: timeout, free: n, cap: n, due: math.MaxInt64, self: -1}
+	return &matcher{fifo: fifo, timeout: timeout, free: n, cap: n, due: math.MaxInt64, self: -1, hidden: -1}
 }
 
 // acquire takes a free in-flight slot, waiting for one while all are in
@@ -294,7 +300,7 @@ func (m *matcher) register(cb *callback, echo []byte, waited time.Duration) (int
 		m.reused.Add(1)
 	}
 	if m.fifo {
-		m.order[(m.head+m.count)%len(m.order)] = key
+		m.order[uint8(m.head+m.count)] = key // a [256] ring: a uint8 index wraps, with no bounds check
 		m.count++
 		m.queued.Store(int32(m.count))
 	}
@@ -426,7 +432,7 @@ func (m *matcher) giveUp(key int) {
 // (the request registered last), and reports whether it did. Called with
 // m.mu held.
 func (m *matcher) popTail(key int) bool {
-	if !m.fifo || m.count == 0 || m.order[(m.head+m.count-1)%len(m.order)] != key {
+	if !m.fifo || m.count == 0 || m.order[uint8(m.head+m.count-1)] != key {
 		return false
 	}
 	m.count--
@@ -439,7 +445,7 @@ func (m *matcher) popTail(key int) bool {
 // 256 keys). Called with m.mu held.
 func (m *matcher) queuedKey(key int) bool {
 	for i := range m.count {
-		if m.order[(m.head+i)%len(m.order)] == key {
+		if m.order[uint8(m.head+i)] == key {
 			return true
 		}
 	}
@@ -472,17 +478,22 @@ func (m *matcher) deliver(seq int, reply any) {
 	}
 	key := seq & 0xFF
 	if m.fifo {
-		if m.count == 0 {
+		if m.count == 0 || m.order[uint8(m.head)] == m.hidden {
 			m.mu.Unlock()
 			m.drop(reply)
 			return
 		}
 		key = m.order[m.head]
-		m.head = (m.head + 1) % len(m.order)
+		m.head = int(uint8(m.head + 1))
 		m.count--
 		m.queued.Store(int32(m.count))
 	}
 	w := &m.slots[key]
+	if key == m.hidden {
+		m.mu.Unlock()
+		m.drop(reply)
+		return
+	}
 	switch w.state {
 	case slotPending:
 		if w.echo > 0 && !m.echoed(key, reply.(*Message)) {

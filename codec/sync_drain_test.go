@@ -15,6 +15,7 @@ import (
 	"github.com/lifenet/lifenet/internal/baseline"
 	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 	"github.com/lifenet/lifenet/internal/testutil/testwait"
+	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
 )
 
@@ -169,4 +170,63 @@ func serveOnce(t *testing.T, serve func(c net.Conn)) (addr string, done <-chan s
 		serve(c)
 	}()
 	return l.Addr().String(), ended
+}
+
+// A length-field reply has no number: a frame the server sends unasked
+// between two requests of a ReceiveSync client would be taken for the next
+// request's reply were it read after that request was queued. It is read
+// before the request is sent, dropped and counted as unknown, and every
+// request gets its own echo, the queue staying in step.
+func TestSyncClientDropsAStrayLengthFieldFrameBetweenRequests(t *testing.T) {
+	leakcheck.Check(t)
+	answered := make(chan struct{}) // the client has read the first reply
+	answer := sync.OnceFunc(func() { close(answered) })
+	defer answer() // also when the test fails before it
+	sent := make(chan struct{})
+	addr, served := serveOnce(t, func(c net.Conn) {
+		for n := 0; ; n++ {
+			var hdr [2]byte
+			if _, err := io.ReadFull(c, hdr[:]); err != nil {
+				return
+			}
+			body := make([]byte, binary.LittleEndian.Uint16(hdr[:]))
+			if _, err := io.ReadFull(c, body); err != nil {
+				return
+			}
+			if _, err := c.Write(append(hdr[:], body...)); err != nil {
+				return
+			}
+			if n == 0 {
+				<-answered
+				c.Write([]byte{5, 0, 's', 't', 'a', 'l', 'e'})
+				close(sent)
+			}
+		}
+	})
+	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: lfPipeline()}, transport.ReceiveSync)
+	call := func(s string) string {
+		t.Helper()
+		r, err := c.RequestPacket(context.Background(), packet.Wrap([]byte(s)))
+		if err != nil {
+			t.Fatalf("request %q: %v", s, err)
+		}
+		defer r.Release()
+		return string(r.Bytes())
+	}
+	if got := call("first"); got != "first" {
+		t.Fatalf("first request got %q", got)
+	}
+	answer()
+	<-sent
+	for i := range 3 {
+		want := fmt.Sprintf("request %d", i)
+		if got := call(want); got != want {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+	}
+	if st := c.Conn().Stats(); st.Unknown != 1 || st.InFlight != 0 {
+		t.Fatalf("stats %+v, want the stale frame unknown and nothing in flight", st)
+	}
+	c.Close()
+	<-served
 }

@@ -19,6 +19,7 @@ type syncReader struct {
 	buf  *packet.Packet // read buffer, kept between calls unless handed out (or shared: see buffer)
 	loan packet.Loan    // ReceiveBorrowed's view of buf
 	now  nowReader      // ReceiveBuffered's read without waiting
+	ex   exchange       // Exchange's state
 
 	// The context whose cancellation interrupts the read. A context seen
 	// on two calls in a row stays armed between calls, so a loop that

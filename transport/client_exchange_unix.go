@@ -1,0 +1,159 @@
+//go:build linux || darwin
+
+package transport
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/lifenet/lifenet/packet"
+)
+
+// exchange is the state of a [Client.Exchange] in progress on a socket read
+// without waiting: the read step runs inside RawConn.Read, whose first call
+// comes after the runtime's poller is armed for the wait, so a look for
+// stale bytes that finds none is also the read before the wait for the
+// answer. The step and its state are kept on the reader, made once, so an
+// exchange allocates nothing. The syncReader's mu guards it.
+type exchange struct {
+	step  func(fd uintptr) bool
+	x     Exchanger
+	r     *syncReader
+	s     *Session
+	size  int   // the read buffer's size
+	stale int   // reads of stale bytes so far
+	sent  bool  // Send was called
+	serr  error // Send's error
+	n     int   // bytes read after Send
+	err   error // the read's error
+}
+
+// exchangeNow runs an exchange on a stream socket it can read without
+// waiting; done is false where it cannot (a datagram socket, TLS), and
+// Exchange then takes three steps.
+func (c *Client) exchangeNow(ctx context.Context, x Exchanger) (p *packet.Packet, done bool, err error) {
+	r, s := c.sync, c.sess
+	if s.Datagram() || r.now.failed {
+		return nil, false, nil
+	}
+	r.mu.Lock()
+	if r.handedOff.Load() {
+		r.mu.Unlock()
+		return nil, true, errHandedOff
+	}
+	if r.now.raw == nil && !r.now.init(s) {
+		r.mu.Unlock()
+		return nil, false, nil
+	}
+	r.loan.End() // the previous borrowed view, if any, is over
+	n, err := r.exchange(ctx, c, x)
+	if n > 0 {
+		p = r.loan.Lend(r.buf, 0, n) // counted as received by the step
+	}
+	r.mu.Unlock()
+	return p, true, err
+}
+
+// exchange is read for an exchange: the same checks and deadlines, then
+// the read step (see exchange). The caller holds r.mu.
+func (r *syncReader) exchange(ctx context.Context, c *Client, x Exchanger) (int, error) {
+	s := c.sess
+	if s.Reason() != ReasonNone {
+		r.end(s)
+		return 0, s.closedErr()
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if !r.watch(ctx, s) {
+		defer r.unwatch()
+	}
+	until, err := r.limit(ctx, s, c.cfg.ReceiveTimeout)
+	if err != nil {
+		return 0, err
+	}
+	if r.takeWoken() {
+		return 0, ErrWoken
+	}
+	e := &r.ex
+	if e.step == nil {
+		e.step, e.r = e.readStep, r
+	}
+	e.x, e.s, e.size, e.stale, e.sent, e.serr, e.n, e.err = x, s, c.cfg.ReadBufferSize, 0, false, nil, 0, nil
+	rerr := r.now.raw.Read(e.step)
+	n, serr := e.n, e.serr
+	if rerr == nil {
+		rerr = e.err
+	}
+	e.x, e.s, e.serr, e.err = nil, nil, nil, nil
+	switch {
+	case serr != nil:
+		return 0, serr
+	case n > 0:
+		return n, nil
+	}
+	err = rerr
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+			return 0, context.DeadlineExceeded
+		}
+		if r.takeWoken() {
+			return 0, ErrWoken
+		}
+		if !until.IsZero() { // limit set this call's deadline: nothing else moved it
+			return 0, ErrReceiveTimeout
+		}
+	}
+	s.closeWith(s.readReason(err, true), causeOf(err))
+	r.end(s)
+	return 0, s.closedErr()
+}
+
+// readStep is the exchange's RawConn.Read function: it reads stale bytes
+// and hands them over until there are none (or exchangeStale reads), then
+// sends and asks to wait; called again once the socket is readable, it
+// reads the answer's first bytes.
+func (e *exchange) readStep(fd uintptr) bool {
+	for {
+		if !e.sent && e.stale == exchangeStale { // a peer that keeps sending: send anyway
+			e.sent = true
+			if e.serr = e.x.Send(); e.serr != nil {
+				return true
+			}
+		}
+		buf := e.r.buffer(e.size)
+		k, errno := recvNow(int(fd), buf.Bytes())
+		switch {
+		case errno == syscall.EINTR:
+			continue
+		case errno == syscall.EAGAIN:
+			if e.sent {
+				return false // wait for the answer
+			}
+			e.sent = true
+			e.serr = e.x.Send()
+			return e.serr != nil // else wait for the answer
+		case errno != 0:
+			e.err = os.NewSyscallError("recvfrom", errno)
+			return true
+		case k == 0:
+			e.err = io.EOF
+			return true
+		}
+		e.s.received(k)
+		if e.sent {
+			e.n = k
+			return true
+		}
+		e.stale++
+		e.x.Stale(e.r.loan.Lend(buf, 0, k))
+		e.r.loan.End()
+	}
+}
