@@ -133,9 +133,8 @@ const (
 func (s *Session) readAvailable(buf **packet.Packet, size *int) int {
 	rc, err := s.conn.(syscall.Conn).SyscallConn()
 	if err != nil {
-		return wokeRunning
+		return s.readOn()
 	}
-	s.conn.SetReadDeadline(time.Time{}) // a parking deadline may be left, expired: it would fail the reads
 	for {
 		if s.draining.Load() {
 			s.drainSends()
@@ -157,7 +156,7 @@ func (s *Session) readAvailable(buf **packet.Packet, size *int) int {
 			if s.park(end) {
 				return wokeParked
 			}
-			return wokeRunning
+			return s.readOn()
 		default:
 			if s.draining.Load() {
 				continue // a drain's interrupt: the loop's top drains
@@ -168,28 +167,80 @@ func (s *Session) readAvailable(buf **packet.Packet, size *int) int {
 	}
 }
 
+// readOn readies a session that could not park for the waiting loop: a
+// parking deadline may be left, expired, which would fail its reads
+// (readNow reads past deadlines).
+func (s *Session) readOn() int {
+	s.conn.SetReadDeadline(time.Time{})
+	return wokeRunning
+}
+
 // wake makes sure a goroutine serves the session: it starts one for a
 // parked session, and tells a running one not to park at its next try. For
 // events a parked session must see: readiness, Close, a drain, a deadline.
 func (s *Session) wake() {
+	if s.claim() {
+		s.resumed = true
+		s.owner.serve(s)
+	}
+}
+
+// claim is a wake's: it reports true when the session was parked, and
+// the caller must now serve it; a running one is told not to park at its
+// next try.
+func (s *Session) claim() bool {
 	for {
 		switch s.parkState.Load() {
 		case parkRunning:
 			if s.parkState.CompareAndSwap(parkRunning, parkWoken) {
-				return
+				return false
 			}
 		case parkParked:
 			if s.parkState.CompareAndSwap(parkParked, parkRunning) {
 				s.poll.parked.Add(-1)
 				parkedSessions.Add(-1)
-				s.resumed = true
-				s.owner.serve(s)
-				return
+				return true
 			}
 		default:
-			return
+			return false
 		}
 	}
+}
+
+// serveQuiet serves a session claimed from parking on the calling
+// goroutine (the poller's leader), if it was woken after a quiet spell and
+// has opened: it reads what came, delivers it and parks again
+// (readAvailable), or ends, as receiveStream would. It reports false,
+// having done nothing, for any other session, which the caller hands to a
+// worker; a session that could not park again goes to one too.
+func (srv *Server) serveQuiet(s *Session) bool {
+	if !s.opened || s.draining.Load() || now()-s.lastRx.Load() < int64(s.ep.cfg.ParkAfter) {
+		return false
+	}
+	size := min(s.ep.cfg.ReadBufferSize, FirstReadSize)
+	buf := s.getReadBuffer(size)
+	ended := true
+	defer func() {
+		s.putReadBuffer(buf, size)
+		if v := recover(); v != nil {
+			s.logPanic(v)
+			s.closeWith(ReasonError, &PanicError{Value: v})
+			ended = true
+		}
+		if ended {
+			s.finish()
+			srv.wg.Done()
+		}
+	}()
+	switch s.readAvailable(&buf, &size) {
+	case wokeParked:
+		ended = false
+	case wokeRunning:
+		ended = false
+		s.resumed = true
+		srv.serve(s)
+	}
+	return true
 }
 
 // runSession serves a stream session on the calling goroutine until it

@@ -16,6 +16,7 @@ type poller struct{ parked atomic.Int64 }
 func newPoller(*Server) (*poller, error) { return nil, errors.New("transport: no poller on this OS") }
 
 func (p *poller) arm(*Session, int64) bool { return false }
+func (p *poller) disarm(*Session)          {}
 func (p *poller) release(*Session)         {}
 func (p *poller) stop()                    {}
 

@@ -103,6 +103,9 @@ func (s *Session) receiveStream() (parked bool) {
 			return false
 		}
 	}
+	if s.polled { // busy now: its bytes are read here, not watched (park.go)
+		s.poll.disarm(s)
+	}
 	for {
 		if rx := s.lastRx.Load(); rx != armedRx || s.gotFirst != armedFirst {
 			armedRx, armedFirst = rx, s.gotFirst

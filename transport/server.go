@@ -44,7 +44,7 @@ type Server struct {
 
 	idleMu  sync.Mutex     // idle
 	idle    []*worker      // workers waiting for a session to serve, the last to wait last (park.go)
-	workers sync.WaitGroup // worker goroutines
+	workers sync.WaitGroup // worker goroutines, the poller's leader and its memory returns
 }
 
 // NewServer returns a server with the given settings and hooks. It listens
@@ -458,10 +458,13 @@ func (s *Server) Close() error {
 		sess.closeWith(ReasonShutdown, nil)
 	}
 	s.wg.Wait()
-	s.workers.Wait()   // stop made the waiting ones return
-	if s.poll != nil { // every session has ended: none is parked
-		s.poll.stop()
+	s.mu.Lock()
+	p := s.poll
+	s.mu.Unlock()
+	if p != nil { // every session has ended: none is parked (the last one stops it, normally)
+		p.stop()
 	}
+	s.workers.Wait()   // stop made the waiting ones return, and the poller's leader
 	s.ep.limits.Stop() // the lines held back are reported now
 	s.closed.Do(releaseClock)
 	return nil
