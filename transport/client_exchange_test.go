@@ -21,11 +21,15 @@ type testExchange struct {
 	staleAt []int // sent, at each Stale
 	request string
 	onSend  func() // after the send
+	onStale func() // after each Stale
 }
 
 func (x *testExchange) Stale(p *packet.Packet) {
 	x.stale = append(x.stale, string(p.Bytes()))
 	x.staleAt = append(x.staleAt, x.sent)
+	if x.onStale != nil {
+		x.onStale()
+	}
 }
 
 func (x *testExchange) Send() error {
@@ -109,4 +113,30 @@ func TestExchangeWaitEndsWithItsContext(t *testing.T) {
 	if _, err := c.Exchange(ctx, x); !errors.Is(err, context.Canceled) || x.sent != 1 {
 		t.Fatalf("%v after %d sends, want context.Canceled after 1", err, x.sent)
 	}
+}
+
+// A session ended from inside the exchange (a pipeline that rejects the
+// stale bytes, a send that fails) ends the exchange with the session's
+// close error: the close does not wait for the read the callback runs in.
+func TestExchangeEndsWhenItsCallbacksCloseTheSession(t *testing.T) {
+	leakcheck.Check(t)
+	bad := errors.New("bad bytes")
+	t.Run("stale", func(t *testing.T) {
+		c, peer := syncClientAndPeer(t)
+		peer.Write([]byte("not a protocol"))
+		x := &testExchange{c: c, request: "ping", onStale: func() { c.Session().Abort(bad) }}
+		_, err := c.Exchange(context.Background(), x)
+		var ce *transport.CloseError
+		if !errors.As(err, &ce) || !errors.Is(err, bad) || x.sent != 0 {
+			t.Fatalf("%v after %d sends, want the close error naming the abort, no send", err, x.sent)
+		}
+	})
+	t.Run("send", func(t *testing.T) {
+		c, _ := syncClientAndPeer(t)
+		x := &testExchange{c: c, request: "ping", onSend: func() { c.Session().Abort(bad) }}
+		_, err := c.Exchange(context.Background(), x)
+		if !errors.Is(err, bad) || x.sent != 1 {
+			t.Fatalf("%v after %d sends, want the close error naming the abort after 1", err, x.sent)
+		}
+	})
 }

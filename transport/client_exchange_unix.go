@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"syscall"
 	"time"
@@ -124,7 +125,7 @@ func (e *exchange) readStep(fd uintptr) bool {
 	for {
 		if !e.sent && e.stale == exchangeStale { // a peer that keeps sending: send anyway
 			e.sent = true
-			if e.serr = e.x.Send(); e.serr != nil {
+			if e.serr = e.send(); e.serr != nil {
 				return true
 			}
 		}
@@ -138,8 +139,8 @@ func (e *exchange) readStep(fd uintptr) bool {
 				return false // wait for the answer
 			}
 			e.sent = true
-			e.serr = e.x.Send()
-			return e.serr != nil // else wait for the answer
+			e.serr = e.send()
+			return e.serr != nil || e.s.Reason() != ReasonNone // else wait for the answer
 		case errno != 0:
 			e.err = os.NewSyscallError("recvfrom", errno)
 			return true
@@ -153,7 +154,23 @@ func (e *exchange) readStep(fd uintptr) bool {
 			return true
 		}
 		e.stale++
+		e.s.inExchange.Store(true)
 		e.x.Stale(e.r.loan.Lend(buf, 0, k))
+		e.s.inExchange.Store(false)
 		e.r.loan.End()
+		if e.s.Reason() != ReasonNone { // the pipeline ended the session: the read ends for its close
+			e.err = net.ErrClosed
+			return true
+		}
 	}
+}
+
+// send runs the exchanger's Send inside the read: a session it closes
+// (a failed write) closes its connection on another goroutine, since
+// the connection's Close waits for this read to end.
+func (e *exchange) send() error {
+	e.s.inExchange.Store(true)
+	err := e.x.Send()
+	e.s.inExchange.Store(false)
+	return err
 }

@@ -153,6 +153,7 @@ type Session struct {
 	draining    atomic.Bool   // Shutdown: stop reading, flush, then close
 	retired     bool          // io has been added to the owner's totals (owner's lock)
 	keepStage   bool          // a client's stream session, or a server's that parks: a written staging buffer is kept for the next SendBytes (spareStage; mu), given back when the session parks
+	inExchange  atomic.Bool   // a sync client's Exchange runs its callbacks inside a read of conn: a close then must not wait for that read (closeWith)
 	writing     bool          // some goroutine is flushing the queue (mu)
 	finished    bool          // the receive side has ended; no more sends (mu)
 	opened      bool          // open has run (receive goroutine, or Dial before it starts)
@@ -404,8 +405,12 @@ func (s *Session) closeWith(r Reason, cause error) bool {
 	s.wakeLocked() // senders waiting for room fail now
 	s.mu.Unlock()
 	if s.conn != nil && !s.datagram {
-		s.conn.Close() // its stream sender's connection (which a parked session drops: shedSendScratch)
-		s.wake()       // a parked session reads the close and finishes
+		if s.inExchange.Load() { // Close waits for the read the exchange's callback runs in, maybe on this goroutine
+			go s.conn.Close()
+		} else {
+			s.conn.Close() // its stream sender's connection (which a parked session drops: shedSendScratch)
+		}
+		s.wake() // a parked session reads the close and finishes
 	} else {
 		s.out.close()
 	}
