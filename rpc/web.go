@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"errors"
@@ -164,7 +165,11 @@ func (w *webServer) upgrade(rw http.ResponseWriter, r *http.Request) {
 	}
 	c, brw, _, err := u.Upgrade(r, rw)
 	if err == nil {
-		err = w.s.cs.Adopt(newWSConn(c, brw.Reader, false, w.s.cfg.Framer.MaxFrame, w.s.cfg.Framer.Expire, w.s.cfg.Transport.WriteTimeout))
+		br := brw.Reader
+		if br.Buffered() == 0 { // net/http's 4 KiB reader: a smaller one serves (frames past it are read straight through)
+			br = bufio.NewReaderSize(c, wsServerReadBuffer)
+		}
+		err = w.s.cs.Adopt(newWSConn(c, br, false, w.s.cfg.Framer.MaxFrame, w.s.cfg.Framer.Expire, w.s.cfg.Transport.WriteTimeout))
 	}
 	if err != nil && c != nil {
 		c.Close()

@@ -355,3 +355,9 @@ func wsUpgrade(u *url.URL, cfg ClientConfig) func(context.Context, net.Conn) (ne
 // headers and control frames; payloads are read into the transport's
 // buffer.
 const wsReadBuffer = 4 << 10
+
+// wsServerReadBuffer is the size of a server's WebSocket reader: room for
+// the headers and payloads of a few small frames, which a read of a frame
+// larger than it bypasses. An idle device's connection holds it (it keeps
+// its goroutine: docs/design/parking.md), so it is kept small.
+const wsServerReadBuffer = 512
