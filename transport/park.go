@@ -131,6 +131,17 @@ const (
 // is woken into the waiting loop instead (receiveStream), which keeps it
 // off the poller while it is busy.
 func (s *Session) readAvailable(buf **packet.Packet, size *int) int {
+	return s.readWoken(buf, size, false)
+}
+
+// readWoken is readAvailable; with edge, the session was woken by an edge
+// of its connection's readiness that said nothing of the peer's close
+// (poller.lead): a read that leaves room in the buffer has then emptied
+// the socket, and the session parks without reading again to find it
+// empty. Bytes, or the close, that come after the edge make another (the
+// connection stays on the watch list), which finds the session running
+// and calls its park off (parkWoken): the next read sees them.
+func (s *Session) readWoken(buf **packet.Packet, size *int, edge bool) int {
 	rc, err := s.conn.(syscall.Conn).SyscallConn()
 	if err != nil {
 		return s.readOn()
@@ -141,12 +152,17 @@ func (s *Session) readAvailable(buf **packet.Packet, size *int) int {
 			s.endDrain()
 			return wokeEnded
 		}
-		n, wouldBlock, err := readNow(rc, (*buf).Bytes())
+		b := (*buf).Bytes()
+		n, wouldBlock, err := readNow(rc, b)
 		switch {
 		case n > 0:
 			s.gotFirst = true
 			s.deliver(*buf, n)
 			*buf, *size = s.nextBuffer(*buf, n, *size)
+			if !edge || n == len(b) || s.draining.Load() {
+				continue
+			}
+			fallthrough // emptied: park
 		case wouldBlock:
 			end := s.endOfWait()
 			if !end.IsZero() && !timeOf(now()).Before(end) { // the sweep woke it: the wait is over
@@ -210,10 +226,10 @@ func (s *Session) claim() bool {
 // serveQuiet serves a session claimed from parking on the calling
 // goroutine (the poller's leader), if it was woken after a quiet spell and
 // has opened: it reads what came, delivers it and parks again
-// (readAvailable), or ends, as receiveStream would. It reports false,
+// (readWoken, with edge as given), or ends, as receiveStream would. It reports false,
 // having done nothing, for any other session, which the caller hands to a
 // worker; a session that could not park again goes to one too.
-func (srv *Server) serveQuiet(s *Session) bool {
+func (srv *Server) serveQuiet(s *Session, edge bool) bool {
 	if !s.opened || s.draining.Load() || now()-s.lastRx.Load() < int64(s.ep.cfg.ParkAfter) {
 		return false
 	}
@@ -232,7 +248,7 @@ func (srv *Server) serveQuiet(s *Session) bool {
 			srv.wg.Done()
 		}
 	}()
-	switch s.readAvailable(&buf, &size) {
+	switch s.readWoken(&buf, &size, edge) {
 	case wokeParked:
 		ended = false
 	case wokeRunning:

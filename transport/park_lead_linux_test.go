@@ -2,6 +2,7 @@ package transport_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -92,5 +93,38 @@ func TestParkedWakesAtOnceLoseNothing(t *testing.T) {
 			}
 		}
 		waitUntil(t, "every connection to park again", func() bool { return srv.Stats().Parked == conns })
+	}
+}
+
+// A parked connection whose peer sends a last message and closes at once
+// (the bytes and the close seen by one wake): the session receives the
+// message and ends, rather than parking again until its idle timeout
+// (20 minutes here).
+func TestParkedSessionSeesBytesAndCloseTogether(t *testing.T) {
+	leakcheck.Check(t)
+	got := make(chan string, 8)
+	hooks := transport.Hooks{OnReceive: func(s *transport.Session, p *packet.Packet) {
+		got <- string(p.Bytes())
+	}}
+	srv, a := startServer(t, parkConfig(), hooks, "tcp", "127.0.0.1:0")
+	for i := range 3 {
+		c := dial(t, "tcp", a)
+		first := fmt.Sprintf("first %d", i)
+		if _, err := c.Write([]byte(first)); err != nil {
+			t.Fatal(err)
+		}
+		if m := <-got; m != first {
+			t.Fatalf("received %q, want %q", m, first)
+		}
+		waitUntil(t, "the session to park", func() bool { return srv.Stats().Parked == 1 })
+		time.Sleep(time.Second) // quiet for ParkAfter on the coarse clock: the poller serves the wake itself
+		if _, err := c.Write([]byte("bye")); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		if m := <-got; m != "bye" {
+			t.Fatalf("received %q, want bye", m)
+		}
+		waitUntil(t, "the session to end", func() bool { return srv.Stats().Active == 0 })
 	}
 }

@@ -41,7 +41,7 @@ type poller struct {
 	// The leader's: they pass to the goroutine that takes the lead over
 	// (takeLead), never used by two at once.
 	events    []unix.EpollEvent
-	due       []*Session // sessions woken, served from next on
+	due       []woken // sessions woken, served from next on
 	next      int
 	nextSweep int64                 // mono reading of the next sweep (and the file's read deadline)
 	waitFn    func(fd uintptr) bool // waitNow, made once
@@ -209,10 +209,10 @@ func (p *poller) lead() {
 	defer p.srv.workers.Done()
 	for {
 		for p.next < len(p.due) {
-			s := p.due[p.next]
-			p.due[p.next] = nil
+			w := p.due[p.next]
+			p.due[p.next] = woken{}
 			p.next++
-			if s.claim() && !p.serve(s) {
+			if w.s.claim() && !p.serve(w.s, w.edge) {
 				return // another goroutine leads now
 			}
 		}
@@ -224,7 +224,7 @@ func (p *poller) lead() {
 		p.mu.Lock()
 		for _, ev := range p.events[:n] {
 			if sl := &p.slots[ev.Fd]; sl.s != nil && sl.gen == uint32(ev.Pad) {
-				due = append(due, sl.s)
+				due = append(due, woken{sl.s, ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) == 0})
 			}
 		}
 		// The sweep, on the coarse clock (deadlines are kept to within a
@@ -235,7 +235,7 @@ func (p *poller) lead() {
 			p.file.SetReadDeadline(mono.Time(p.nextSweep))
 			for i := range p.slots {
 				if sl := &p.slots[i]; sl.s != nil && sl.wakeAt != 0 && sl.wakeAt <= t && sl.s.parkState.Load() == parkParked {
-					due = append(due, sl.s)
+					due = append(due, woken{s: sl.s})
 				}
 			}
 		}
@@ -244,14 +244,14 @@ func (p *poller) lead() {
 			p.srv.workers.Go(returnFreedMemory)
 		}
 		if len(due) > inlineBatch { // many at once: workers share them
-			for i, s := range due[inlineBatch:] {
-				s.wake()
-				due[inlineBatch+i] = nil
+			for i, w := range due[inlineBatch:] {
+				w.s.wake()
+				due[inlineBatch+i] = woken{}
 			}
 			due = due[:inlineBatch]
 		}
 		if cap(due) > 4*inlineBatch { // a sweep's: not kept
-			due = append([]*Session(nil), due...)
+			due = append([]woken(nil), due...)
 		}
 		p.due, p.next = due, 0
 	}
@@ -260,17 +260,25 @@ func (p *poller) lead() {
 // inlineBatch is the most sessions of one wait the leader serves itself.
 const inlineBatch = 64
 
+// woken is a session a wait woke: by an edge of its connection's
+// readiness that said nothing of the peer's close (edge; see
+// Session.readWoken), or else (its deadline, or the peer's close).
+type woken struct {
+	s    *Session
+	edge bool
+}
+
 // serve runs s, claimed from parking, on the leader: a session woken
 // after a quiet spell reads what came and parks again (Server.serveQuiet);
 // any other goes to a worker. It reports false when the watchdog took the
 // lead over meanwhile: the caller then no longer leads.
-func (p *poller) serve(s *Session) bool {
+func (p *poller) serve(s *Session, edge bool) bool {
 	n := p.serves.Add(1)
 	p.serving.Store(n)
 	if !p.watching.Load() && p.watching.CompareAndSwap(false, true) {
 		p.watch.Reset(leadFor)
 	}
-	if !p.srv.serveQuiet(s) {
+	if !p.srv.serveQuiet(s, edge) {
 		s.resumed = true
 		p.srv.serve(s)
 	}
