@@ -253,8 +253,17 @@ func (x *exchanged) Send() error {
 // here: await sees ctx's end, a Wake, and the close (which failed every
 // pending request).
 func (l *lead) exchange(ctx context.Context, c *Conn, m *matcher, key int, held *bool, flag uint8, body []byte, p *packet.Packet, use ReplyUse, dst any) (sent bool, err error) {
+	ended := false
 	defer func() {
 		m.hidden = -1
+		if !ended { // a panic: the Handler's, on stale bytes or the answer's
+			m.readDone()
+		}
+		if !ended && !l.x.sent { // before the send: the request never left
+			m.forget(key)
+			l.x.p.Release()
+			l.x.ctx, l.x.p = nil, nil
+		}
 		l.give()
 	}()
 	x := &l.x
@@ -273,6 +282,7 @@ func (l *lead) exchange(ctx context.Context, c *Conn, m *matcher, key int, held 
 			m.slots[key].ch <- r // where await finds it: the slot is done, no one else sends
 		}
 	}
+	ended = true
 	return sent, err
 }
 

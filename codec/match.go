@@ -403,6 +403,27 @@ func (m *matcher) unregister(key int, async bool) (undone bool) {
 	return true
 }
 
+// forget frees the slot of a blocking request that never left (none of
+// its bytes was written) and that nobody waits for: no late reply can come
+// for it. A result already in its channel (the sweeper's timeout, the
+// close) is dropped.
+func (m *matcher) forget(key int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w := &m.slots[key]
+	if w.ch != nil {
+		select {
+		case r := <-w.ch:
+			release(r.reply)
+		default:
+		}
+		m.chans = append(m.chans, w.ch)
+		w.ch = nil
+	}
+	m.popTail(key)
+	m.freeSlot(key)
+}
+
 // giveUp ends a pending or done slot whose waiter will not get (or has
 // had) a reply: abandoned in the queue for FIFO; for SRMP quarantined, so
 // that its number is not given to a new request while the late reply may

@@ -230,3 +230,37 @@ func TestSyncClientDropsAStrayLengthFieldFrameBetweenRequests(t *testing.T) {
 	c.Close()
 	<-served
 }
+
+// A Handler that panics on a message read before a ReceiveSync client's
+// request was sent panics in that request's caller, and the request, never
+// sent, leaves nothing behind: the next request gets its own answer and
+// nothing stays in flight.
+func TestSyncClientHandlerPanicOnStaleBytesLeavesNoRequest(t *testing.T) {
+	leakcheck.Check(t)
+	sent := make(chan struct{})
+	addr, served := serveOnce(t, func(c net.Conn) {
+		c.Write([]byte{0x40, 7, 4, 0, 'p', 'u', 's', 'h'}) // a request from the server: the client's Handler gets it
+		close(sent)
+		baseline.ServeConn(c, baseline.SRMP, baseline.Echo(baseline.SRMP), nil)
+	})
+	handler := func(*codec.Conn, any) { panic("handler") }
+	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline(), Handler: handler}, transport.ReceiveSync)
+	<-sent
+	func() {
+		defer func() {
+			if v := recover(); v != "handler" {
+				t.Fatalf("recovered %v, want the Handler's panic", v)
+			}
+		}()
+		c.Request(context.Background(), request("first"))
+	}()
+	if st := c.Conn().Stats(); st.InFlight != 0 {
+		t.Fatalf("after the panic %d in flight, want 0", st.InFlight)
+	}
+	r, err := c.Request(context.Background(), request("second"))
+	if got := replyText(t, r, err); got != "second" {
+		t.Fatalf("second request got %q", got)
+	}
+	c.Close()
+	<-served
+}

@@ -140,3 +140,32 @@ func TestExchangeEndsWhenItsCallbacksCloseTheSession(t *testing.T) {
 		}
 	})
 }
+
+// A panic in a callback reaches Exchange's caller and leaves the client
+// usable: its next exchange runs, and Close returns.
+func TestExchangeSurvivesAPanickingCallback(t *testing.T) {
+	leakcheck.Check(t)
+	c, peer := syncClientAndPeer(t)
+	peer.Write([]byte("unasked"))
+	x := &testExchange{c: c, request: "ping", onStale: func() { panic("stale") }}
+	func() {
+		defer func() {
+			if v := recover(); v != "stale" {
+				t.Fatalf("recovered %v, want the callback's panic", v)
+			}
+		}()
+		c.Exchange(context.Background(), x)
+	}()
+	go func() {
+		buf := make([]byte, 4)
+		io.ReadFull(peer, buf)
+		peer.Write(append([]byte("re:"), buf...))
+	}()
+	x = &testExchange{c: c, request: "pong"}
+	if p, err := c.Exchange(context.Background(), x); err != nil || string(p.Bytes()) != "re:pong" {
+		t.Fatalf("after the panic: %v, %v", p, err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

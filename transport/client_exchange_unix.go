@@ -42,20 +42,19 @@ func (c *Client) exchangeNow(ctx context.Context, x Exchanger) (p *packet.Packet
 		return nil, false, nil
 	}
 	r.mu.Lock()
+	defer r.mu.Unlock() // deferred: Stale and Send run the caller's code, which may panic
 	if r.handedOff.Load() {
-		r.mu.Unlock()
 		return nil, true, errHandedOff
 	}
 	if r.now.raw == nil && !r.now.init(s) {
-		r.mu.Unlock()
 		return nil, false, nil
 	}
 	r.loan.End() // the previous borrowed view, if any, is over
+	defer s.inExchange.Store(false)
 	n, err := r.exchange(ctx, c, x)
 	if n > 0 {
 		p = r.loan.Lend(r.buf, 0, n) // counted as received by the step
 	}
-	r.mu.Unlock()
 	return p, true, err
 }
 
