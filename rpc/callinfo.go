@@ -32,12 +32,30 @@ type CallInfo struct {
 	action   string
 	ss       *Session
 	token    string
+	x        *callExtras // what the call carries besides its token; nil: nothing
+	kind     CallKind
+	hasToken bool // token is the call's own (no session)
+}
+
+// callExtras is what a call may carry besides its token, apart from the
+// CallInfo: the call context a session caches for its plain calls (one
+// per action it calls: every idle device holds one) is then small.
+type callExtras struct {
 	deadline time.Time
 	trace    TraceContext
 	md       Metadata
-	kind     CallKind
-	hasToken bool // token is the call's own (no session)
 	hasTrace bool
+}
+
+// noExtras is the extras of a call that carries none.
+var noExtras callExtras
+
+// extras returns the call's extras (noExtras when it has none).
+func (i *CallInfo) extras() *callExtras {
+	if i.x == nil {
+		return &noExtras
+	}
+	return i.x
 }
 
 // Action returns the name the caller called (which may differ from the
@@ -65,19 +83,23 @@ func (i *CallInfo) Token() string {
 // under reserved keys (traceparent, TraceId, Timeout-Ms, …; the token is
 // [CallInfo.Token]) and under the server's [Config.MetadataKeys], as
 // text. nil when it has none.
-func (i *CallInfo) Metadata() Metadata { return i.md }
+func (i *CallInfo) Metadata() Metadata { return i.extras().md }
 
 // Deadline returns the deadline the caller sent (its remaining time, as
 // Timeout-Ms; see [ClientConfig.SendTimeout]); ok is false when it sent
 // none. The handler's context ends then.
 func (i *CallInfo) Deadline() (deadline time.Time, ok bool) {
-	return i.deadline, !i.deadline.IsZero()
+	d := i.extras().deadline
+	return d, !d.IsZero()
 }
 
 // Trace returns the caller's trace context (traceparent, or NewLife's
 // Request-Id, Eagleeye-Traceid or TraceId; over HTTP also a traceparent
 // header); ok is false when the call carries none.
-func (i *CallInfo) Trace() (tc TraceContext, ok bool) { return i.trace, i.hasTrace }
+func (i *CallInfo) Trace() (tc TraceContext, ok bool) {
+	x := i.extras()
+	return x.trace, x.hasTrace
+}
 
 // Protocol returns what the caller's connection speaks (0 without a
 // session).
@@ -133,11 +155,18 @@ func (c *callCtx) Value(k any) any {
 	case callInfoKey:
 		return &c.info
 	case traceKey:
-		if c.info.hasTrace {
-			return &c.info.trace
+		if x := c.info.x; x != nil && x.hasTrace {
+			return &x.trace
 		}
 	}
 	return c.Context.Value(k)
+}
+
+// callCtxExtras is a call context and its extras in one allocation, for
+// a call made apart from the session's cache (callContext).
+type callCtxExtras struct {
+	callCtx
+	x callExtras
 }
 
 // callCache holds a session's call contexts of the calls that carry no
@@ -188,7 +217,8 @@ func (s *Server) callContext(parent context.Context, ss *Session, name []byte, a
 	if ss != nil {
 		parent = ss.ctx()
 	}
-	c := &callCtx{Context: parent, info: CallInfo{kind: kind, ss: ss}}
+	f := &callCtxExtras{callCtx: callCtx{Context: parent, info: CallInfo{kind: kind, ss: ss}}}
+	c, x := &f.callCtx, &f.x
 	if a != nil && string(name) == a.name {
 		c.info.action = a.name
 	} else {
@@ -198,15 +228,19 @@ func (s *Server) callContext(parent context.Context, ss *Session, name []byte, a
 		c.info.token, c.info.hasToken = textOf(d.token), true
 	}
 	if d.trace != nil {
-		c.info.trace, c.info.hasTrace = traceFrom(d.traceKey, textOf(d.trace))
+		x.trace, x.hasTrace = traceFrom(d.traceKey, textOf(d.trace))
 	} else if traceHeader != "" {
-		c.info.trace, c.info.hasTrace = ParseTraceContext(traceHeader)
+		x.trace, x.hasTrace = ParseTraceContext(traceHeader)
 	}
 	if d.md > 0 {
-		c.info.md = metadataOf(raw, s.keys, d.md)
+		x.md = metadataOf(raw, s.keys, d.md)
 	}
-	if dl, ok := timeoutOf(d.timeout, time.Now()); ok {
-		c.info.deadline = dl
+	dl, hasDeadline := timeoutOf(d.timeout, time.Now())
+	x.deadline = dl
+	if x.hasTrace || x.md != nil || hasDeadline {
+		c.info.x = x
+	}
+	if hasDeadline {
 		ctx, cancel = context.WithDeadline(c, dl)
 		return ctx, data, cancel
 	}

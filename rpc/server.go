@@ -559,7 +559,7 @@ func (s *Server) runCall(ctx context.Context, c *Invocation) error {
 	}
 	out, k, err := c.a.invoke(ctx, c.data, c.dst[:c.off])
 	c.dst, c.k = out, k
-	if d := c.info.deadline; !d.IsZero() && ctx.Err() != nil && !time.Now().Before(d) {
+	if d, ok := c.info.Deadline(); ok && ctx.Err() != nil && !time.Now().Before(d) {
 		// Past the deadline the caller sent: no reply goes (run says the
 		// same once the chain returns), and the interceptors (the access
 		// log, metrics, traces) see what the caller got.

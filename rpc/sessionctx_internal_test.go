@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 )
@@ -101,5 +102,17 @@ func TestSessionContextIsMadeWhenWaitedOn(t *testing.T) {
 	}
 	if !errors.Is(ss.ctx().Err(), context.Canceled) {
 		t.Errorf("an ended session's context: %v", ss.ctx().Err())
+	}
+}
+
+// The call context a session caches for its plain calls (one per action
+// it calls: every idle device's session holds one) stays in the 80-byte
+// size class: what a call may carry besides its token is apart.
+func TestCachedCallContextIs80BytesAtMost(t *testing.T) {
+	if n := unsafe.Sizeof(callCtx{}); n > 80 {
+		t.Errorf("callCtx is %d bytes, want at most 80", n)
+	}
+	if n := unsafe.Sizeof(Session{}); n > 112 {
+		t.Errorf("Session is %d bytes, want at most 112", n)
 	}
 }
