@@ -133,8 +133,7 @@ type Session struct {
 	inflightFrom uint64           // bytesOut when its write began
 	corks        int              // OnReceive (BatchSends) or Batch is running: queue sends, write them after it
 	waits        *sendWaits       // senders waiting for room, the stall watch: made the first time the queue is full
-	cause        error
-	drainCause   error // the cause a drain closes with (AbortAfterWrites)
+	cause        error            // the close's cause; before the close, the cause a drain closes with (AbortAfterWrites)
 	items        map[any]any
 
 	handler SessionHandler // from Hooks.NewHandler; set before the first receive
@@ -363,8 +362,8 @@ func (s *Session) AbortAfterWrites(err error) {
 func (s *Session) startDrain(r Reason, cause error) {
 	if cause != nil {
 		s.mu.Lock()
-		if s.drainCause == nil {
-			s.drainCause = cause
+		if s.cause == nil && s.Reason() == ReasonNone { // a close under way keeps its own
+			s.cause = cause
 		}
 		s.mu.Unlock()
 	}
@@ -389,7 +388,7 @@ func (s *Session) endDrain() {
 		r = ReasonShutdown
 	}
 	s.mu.Lock()
-	cause := s.drainCause
+	cause := s.cause
 	s.mu.Unlock()
 	s.closeWith(r, cause)
 }
