@@ -64,9 +64,16 @@ func parkingWave(before, now int64) bool {
 // server's (park.go).
 var parkedSessions atomic.Int64
 
+// bigReadsBack counts the read buffers larger than FirstReadSize that
+// sessions woken on the poller's goroutine gave back (Server.serveQuiet):
+// such a session reads a large message and parks again at once, so a
+// wave of them shows here rather than in parkedSessions.
+var bigReadsBack atomic.Int64
+
 var memWatch struct {
 	sync.Mutex
 	parked         int64     // parkedSessions at the last look
+	bigBack        int64     // bigReadsBack at the last look
 	wave           bool      // a parking wave since the last trim (or going on at it)
 	allocs, atTrim uint64    // allocations at the last look, and at the last trim
 	peak           uint64    // the most allocated between two looks since the last trim
@@ -120,7 +127,9 @@ func memoryBurstEnded() bool {
 		return false
 	}
 	w.peak = max(w.peak, allocs-last)
-	wave := parkingWave(parkedBefore, parked)
+	bigBack, bigBefore := bigReadsBack.Load(), w.bigBack
+	w.bigBack = bigBack
+	wave := parkingWave(parkedBefore, parked) || bigBack-bigBefore >= parkingWaveMin
 	burst := burstEnded(allocs-w.atTrim, allocs-last, w.peak, heap) && now.Sub(w.trim) >= memoryReturnGap
 	// (A wave's trim waits for allocation to be quiet too: one in the
 	// middle of a burst would hold the burst's own off for memoryReturnGap.)

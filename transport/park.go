@@ -238,6 +238,9 @@ func (srv *Server) serveQuiet(s *Session, edge bool) bool {
 	ended := true
 	defer func() {
 		s.putReadBuffer(buf, size)
+		if size > FirstReadSize {
+			bigReadsBack.Add(1) // a large message's buffer back: memoryBurstEnded counts them
+		}
 		if v := recover(); v != nil {
 			s.logPanic(v)
 			s.closeWith(ReasonError, &PanicError{Value: v})
