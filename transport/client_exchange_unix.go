@@ -4,12 +4,10 @@ package transport
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net"
 	"os"
 	"syscall"
-	"time"
 
 	"github.com/lifenet/lifenet/packet"
 )
@@ -96,24 +94,7 @@ func (r *syncReader) exchange(ctx context.Context, c *Client, x Exchanger) (int,
 	case n > 0:
 		return n, nil
 	}
-	err = rerr
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		if ctx.Err() != nil {
-			return 0, ctx.Err()
-		}
-		if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-			return 0, context.DeadlineExceeded
-		}
-		if r.takeWoken() {
-			return 0, ErrWoken
-		}
-		if !until.IsZero() { // limit set this call's deadline: nothing else moved it
-			return 0, ErrReceiveTimeout
-		}
-	}
-	s.closeWith(s.readReason(err, true), causeOf(err))
-	r.end(s)
-	return 0, s.closedErr()
+	return r.readEnded(ctx, s, until, rerr)
 }
 
 // readStep is the exchange's RawConn.Read function: it reads stale bytes

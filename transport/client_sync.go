@@ -133,7 +133,16 @@ func (r *syncReader) read(ctx context.Context, c *Client) (int, error) {
 	}
 	if err == nil { // an empty datagram: the peer ended the session
 		s.closeWith(ReasonPeerClosed, nil)
-	} else if errors.Is(err, os.ErrDeadlineExceeded) {
+	}
+	return r.readEnded(ctx, s, until, err)
+}
+
+// readEnded is what a read that got no byte returns for its error err (a
+// read and an exchange share it): at a deadline, the caller's context's
+// end, a Wake or the receive timeout (until: the deadline limit set);
+// otherwise the session's close, which it starts. The caller holds r.mu.
+func (r *syncReader) readEnded(ctx context.Context, s *Session, until time.Time, err error) (int, error) {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
 		}

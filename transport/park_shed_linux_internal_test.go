@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -16,25 +17,9 @@ import (
 // closed while parked (without a sender), its connection closes.
 func TestParkedSessionHoldsNoSendState(t *testing.T) {
 	leakcheck.Check(t)
-	sessions := make(chan *Session, 1)
-	srv, err := NewServer(Config{ParkAfter: 20 * time.Millisecond}, Hooks{
-		OnOpen:    func(s *Session) { sessions <- s },
+	srv, c, sessions := startParkServer(t, Hooks{
 		OnReceive: func(s *Session, p *packet.Packet) { s.SendBytes(p.Bytes()) },
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	a, err := srv.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := net.Dial("tcp", a.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	s := <-sessions
 	echo := func(msg string) {
 		t.Helper()
@@ -51,13 +36,7 @@ func TestParkedSessionHoldsNoSendState(t *testing.T) {
 	}
 	for i := range 2 {
 		echo("hello")
-		deadline := time.Now().Add(10 * time.Second)
-		for srv.Stats().Parked != 1 {
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: the session did not park", i)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		waitParked(t, srv, fmt.Sprintf("in round %d", i))
 		if out, queue, spare, stage := held(); out != nil || queue != nil || spare != nil || stage != nil {
 			t.Fatalf("round %d, parked: sender %v, queue %v, spare %v, staging buffer %v; want none", i, out, queue, spare, stage)
 		}
@@ -73,10 +52,8 @@ func TestParkedSessionHoldsNoSendState(t *testing.T) {
 // state behind either: the write that ends sheds it.
 func TestReplyAfterParkLeavesNoSendState(t *testing.T) {
 	leakcheck.Check(t)
-	sessions := make(chan *Session, 1)
 	reply := make(chan struct{})
-	srv, err := NewServer(Config{ParkAfter: 20 * time.Millisecond}, Hooks{
-		OnOpen: func(s *Session) { sessions <- s },
+	srv, c, sessions := startParkServer(t, Hooks{
 		OnReceive: func(s *Session, p *packet.Packet) {
 			msg := append([]byte(nil), p.Bytes()...)
 			go func() {
@@ -85,40 +62,16 @@ func TestReplyAfterParkLeavesNoSendState(t *testing.T) {
 			}()
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	a, err := srv.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := net.Dial("tcp", a.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	s := <-sessions
 	c.Write([]byte("later"))
-	waitParked := func(what string) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for srv.Stats().Parked != 1 {
-			if time.Now().After(deadline) {
-				t.Fatalf("the session did not park %s", what)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
 	time.Sleep(50 * time.Millisecond) // the request is read and the receive has returned
-	waitParked("before its reply")
+	waitParked(t, srv, "before its reply")
 	close(reply)
 	got := make([]byte, 5)
 	if _, err := io.ReadFull(c, got); err != nil || string(got) != "later" {
 		t.Fatalf("reply %q, %v", got, err)
 	}
-	waitParked("after its reply")
+	waitParked(t, srv, "after its reply")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		s.mu.Lock()
@@ -129,6 +82,43 @@ func TestReplyAfterParkLeavesNoSendState(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("parked after a reply written while parked: sender %v, staging buffer %v; want none", out, stage)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// startParkServer starts a server whose sessions park after 20 ms, with
+// hooks (OnOpen sends each session on the channel it returns), and dials
+// it: a connection with a 10 s read deadline.
+func startParkServer(t *testing.T, hooks Hooks) (*Server, net.Conn, chan *Session) {
+	t.Helper()
+	sessions := make(chan *Session, 1)
+	hooks.OnOpen = func(s *Session) { sessions <- s }
+	srv, err := NewServer(Config{ParkAfter: 20 * time.Millisecond}, hooks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	a, err := srv.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", a.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	return srv, c, sessions
+}
+
+// waitParked waits until srv has one session parked.
+func waitParked(t *testing.T, srv *Server, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second) // generous: a loaded machine
+	for srv.Stats().Parked != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the session did not park %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
