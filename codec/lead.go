@@ -186,6 +186,15 @@ func (c *Conn) startSync(ctx context.Context, l *lead, echo []byte, fifo bool, f
 			}
 		}()
 	}
+	size := len(body)
+	if p != nil {
+		size += p.Total()
+	}
+	small := size <= exchangeMax
+	if !small && l.take() { // stale bytes first, before the request is registered; then it is sent without the turn
+		l.drainStale(c)
+		l.give()
+	}
 	m := c.requests()
 	waited, _, err := m.acquire(ctx)
 	if err != nil {
@@ -193,7 +202,7 @@ func (c *Conn) startSync(ctx context.Context, l *lead, echo []byte, fifo bool, f
 		return 0, nil, acquireError(err)
 	}
 	key, ch := m.register(nil, echo, waited)
-	if l.take() {
+	if small && l.take() {
 		if !l.events.Load() { // else the receive goroutine reads, or is about to
 			sent, err := l.exchange(ctx, c, m, key, &held, flag, body, p, use, dst) // gives the turn back
 			if sent {
@@ -205,6 +214,33 @@ func (c *Conn) startSync(ctx context.Context, l *lead, echo []byte, fifo bool, f
 	}
 	return c.sent(m, key, ch, c.send(ctx, key, fifo, flag, body, p))
 }
+
+// exchangeMax is the largest request sent in an exchange, with the read
+// turn held: a send that may block (a large request the peer's reading
+// of cannot keep up with, while its replies to the other callers back up)
+// must not hold the turn those replies need, or both ends wait on each
+// other. A larger request is sent as another caller's is, after stale
+// bytes are drained (drainStale).
+const exchangeMax = 16 << 10
+
+// drainStale runs through the pipeline what the connection has received
+// and nobody has read, before a large request is registered (so that a
+// stale reply cannot be taken for its answer): at most exchangeStaleReads
+// reads that do not wait. The caller holds the turn.
+func (l *lead) drainStale(c *Conn) {
+	for range exchangeStaleReads {
+		p, _ := l.tc.ReceiveBuffered() // an error shows again in the next receive
+		if p == nil {
+			return
+		}
+		c.read(p)
+		p.Release()
+	}
+}
+
+// exchangeStaleReads bounds drainStale's reads, as transport's exchange
+// bounds its own: a peer that keeps sending cannot hold a request back.
+const exchangeStaleReads = 16
 
 // sent ends the start of a blocking request whose send returned err.
 func (c *Conn) sent(m *matcher, key int, ch chan result, err error) (int, chan result, error) {
