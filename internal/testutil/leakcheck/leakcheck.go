@@ -9,6 +9,7 @@ package leakcheck
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,9 @@ import (
 	"github.com/lifenet/lifenet/internal/pooltrack"
 )
 
+// checked holds the tests Check has registered its cleanup on.
+var checked sync.Map
+
 // settle is how long teardown waits for buffers that are released
 // asynchronously (by goroutines that are finishing) before it reports them.
 const settle = 2 * time.Second
@@ -24,12 +28,19 @@ const settle = 2 * time.Second
 // Check switches buffer tracking on and registers a cleanup on t that fails
 // the test if buffers taken after this call are still outstanding, or if
 // goroutines started after this call are still running. Call it first in a
-// test, before anything that takes buffers or starts goroutines.
+// test, before anything that takes buffers or starts goroutines. A second
+// call on the same test does nothing: the first one's check runs last,
+// after every cleanup registered since (a helper that calls Check, called
+// twice, would otherwise check while the first helper's server still ran).
 func Check(t testing.TB) {
 	t.Helper()
+	if _, dup := checked.LoadOrStore(t, struct{}{}); dup {
+		return
+	}
 	start := Mark()
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() {
+		defer checked.Delete(t)
 		if err := goleak.Find(ignore); err != nil {
 			t.Errorf("leakcheck: goroutines left running: %v", err)
 		}
