@@ -376,29 +376,26 @@ func (s *Server) serve(ss *Session, m *codec.Message, b body, a *action, recv in
 	head := append(appendName((*bp)[:0], b.action), 0, 0, 0, 0) // then the data's length, patched by replyBody
 	out, k, err := s.exec(ss.ctx(), ss, b.action, a, kind, b.data, "", head, &d, nil)
 	out, isErr, gone := s.replyBody(ss, b.action, head, out, k, err)
-	sent := errNotAnswered
+	answered := false
 	switch {
 	case m.Kind == codec.KindOneWay: // never answered, even on error
 	case s.stopped.Load(): // cut short by Close: it fails with its connection
 	case gone: // past the deadline the caller sent: it stopped waiting, and would drop the reply
 	case isErr || ss.proto == ProtoUDP:
-		sent = ss.sendReply(m, out, isErr) // an error reply, or a UDP peer's reply (UDPReplyFactor)
+		answered = ss.sendReply(m, out, isErr) == nil // an error reply, or a UDP peer's reply (UDPReplyFactor)
 	case cap(out) > maxPooledBody:
-		sent = ss.conn.Reply(m, packet.Wrap(out)) // the pool does not keep it: the queue takes it as it is
+		answered = ss.conn.Reply(m, packet.Wrap(out)) == nil // the pool does not keep it: the queue takes it as it is
 	default:
-		sent = ss.conn.ReplyBytes(m, out) // copied; a closed connection drops it, as it would any write
+		answered = ss.conn.ReplyBytes(m, out) == nil // copied; a closed connection drops it, as it would any write
 	}
 	if cap(out) <= maxPooledBody { // unless it grew large (and went out as it is)
 		*bp = out[:0]
 		bodyPool.Put(bp)
 	}
 	if s.cfg.OnCallDone != nil {
-		s.observeWritten(ss, &d, sent == nil)
+		s.observeWritten(ss, &d, answered)
 	}
 }
-
-// errNotAnswered stands for a reply serve did not send.
-var errNotAnswered = errors.New("rpc: not answered")
 
 // bodyPool holds reply-body buffers: a buffer that passes through an
 // action's invoker escapes, so the serving goroutines share pooled ones.
