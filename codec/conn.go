@@ -503,10 +503,10 @@ func (c *Conn) RequestAsync(ctx context.Context, m *Message, cb func(reply *Mess
 
 // RequestBytesAsync is RequestAsync with flag and a copy of payload.
 func (c *Conn) RequestBytesAsync(ctx context.Context, flag uint8, payload []byte, cb func(reply *Message, err error)) error {
-	if c.syncLead() != nil {
-		return ErrAsyncNeedsEvents
+	if err := c.asyncSRMP(); err != nil {
+		return err
 	}
-	_, _, err := c.start(ctx, &callback{msg: cb}, nil, false, flag, payload, nil)
+	_, _, err := c.begin(ctx, &callback{msg: cb}, nil, false, flag, payload, nil)
 	return err
 }
 
@@ -538,10 +538,10 @@ const (
 // StreamLeave as StreamLeave says. cb must not block. A ReceiveSync client
 // refuses it ([ErrAsyncNeedsEvents]) until [Conn.StartReceiving].
 func (c *Conn) RequestStream(ctx context.Context, flag uint8, payload []byte, prefixLen int, cb func(reply *Message, err error) StreamStep) error {
-	if c.syncLead() != nil {
-		return ErrAsyncNeedsEvents
+	if err := c.asyncSRMP(); err != nil {
+		return err
 	}
-	_, _, err := c.start(ctx, &callback{stream: cb}, payload[:min(prefixLen, MaxPrefix, len(payload))], false, flag, payload, nil)
+	_, _, err := c.begin(ctx, &callback{stream: cb}, payload[:min(prefixLen, MaxPrefix, len(payload))], false, flag, payload, nil)
 	return err
 }
 
@@ -554,6 +554,27 @@ func (c *Conn) RequestPacketAsync(ctx context.Context, p *packet.Packet, cb func
 	}
 	_, _, err := c.start(ctx, &callback{pkt: cb}, nil, true, 0, nil, p)
 	return err
+}
+
+// asyncSRMP is the refusal of an asynchronous SRMP request with a []byte
+// payload, or nil: such a request is started with begin straight away
+// (what start would decide for it).
+func (c *Conn) asyncSRMP() error {
+	if c.lead != nil || c.match != MatchSRMP { // inlined: the refusal apart
+		return c.asyncRefusal()
+	}
+	return nil
+}
+
+// asyncRefusal is asyncSRMP's error, if any.
+func (c *Conn) asyncRefusal() error {
+	if c.syncLead() != nil {
+		return ErrAsyncNeedsEvents
+	}
+	if c.match != MatchSRMP {
+		return formatError(MatchSRMP, c.match)
+	}
+	return nil
 }
 
 // startMessage starts an SRMP request carried by m (owned by the call).
@@ -586,17 +607,29 @@ func (c *Conn) start(ctx context.Context, cb *callback, echo []byte, fifo bool, 
 	if l := c.syncLead(); l != nil && cb == nil {
 		return c.startSync(ctx, l, echo, fifo, flag, body, p, nil, nil)
 	}
-	if fifo { // before acquire: its lock is held until register
-		c.fifoMu.Lock()
-		defer c.fifoMu.Unlock()
+	if fifo {
+		return c.startFIFO(ctx, cb, p)
 	}
+	return c.begin(ctx, cb, echo, false, flag, body, p)
+}
+
+// startFIFO is start for a FIFO request: registering and writing are one
+// step under Conn.fifoMu, so that wire order is queue order.
+func (c *Conn) startFIFO(ctx context.Context, cb *callback, p *packet.Packet) (int, chan result, error) {
+	c.fifoMu.Lock()
+	defer c.fifoMu.Unlock()
+	return c.begin(ctx, cb, nil, true, 0, nil, p)
+}
+
+// begin registers a request and sends it (see start), Conn.fifoMu held
+// for a FIFO one.
+func (c *Conn) begin(ctx context.Context, cb *callback, echo []byte, fifo bool, flag uint8, body []byte, p *packet.Packet) (int, chan result, error) {
 	m := c.requests()
-	waited, alone, err := m.acquire(ctx)
+	key, ch, alone, err := m.register(ctx, cb, echo)
 	if err != nil {
 		p.Release()
 		return 0, nil, acquireError(err)
 	}
-	key, ch := m.register(cb, echo, waited)
 	if cb == nil && !alone && c.batches.Load() == 0 && !c.chain.Datagram { // (a ReceiveSync client's blocking requests went by startSync)
 		err = c.sendCrowded(ctx, key, fifo, flag, body, p)
 	} else if fifo {

@@ -57,6 +57,7 @@ func TestRequestErrors(t *testing.T) {
 	noCallback := func(any, error) { t.Error("callback ran") }
 	msgCB := func(m *codec.Message, err error) { noCallback(m, err) }
 	pktCB := func(p *packet.Packet, err error) { noCallback(p, err) }
+	streamCB := func(m *codec.Message, err error) codec.StreamStep { noCallback(m, err); return codec.StreamDone }
 
 	for _, kind := range []codec.Kind{codec.KindOneWay, codec.KindReply, codec.KindError} {
 		m := codec.NewMessage(kind, 0, 0, payload([]byte("x")))
@@ -73,6 +74,8 @@ func TestRequestErrors(t *testing.T) {
 		"RequestPacketAsync on SRMP": srmp.Conn().RequestPacketAsync(ctx, payload([]byte("x")), pktCB),
 		"Request on length field":    second(lf.Request(ctx, request("x"))),
 		"RequestAsync on length fld": lf.RequestAsync(ctx, request("x"), msgCB),
+		"RequestBytesAsync on lf":    lf.RequestBytesAsync(ctx, 0, []byte("x"), msgCB),
+		"RequestStream on lf":        lf.Conn().RequestStream(ctx, 0, []byte("x"), 1, streamCB),
 	} {
 		if !errors.Is(err, codec.ErrWrongFormat) {
 			t.Errorf("%s: %v, want ErrWrongFormat", name, err)
@@ -86,6 +89,8 @@ func TestRequestErrors(t *testing.T) {
 		"RequestPacket":      second(none.RequestPacket(ctx, payload([]byte("x")))),
 		"RequestAsync":       none.RequestAsync(ctx, request("x"), msgCB),
 		"RequestPacketAsync": none.RequestPacketAsync(ctx, payload([]byte("x")), pktCB),
+		"RequestBytesAsync":  none.RequestBytesAsync(ctx, 0, []byte("x"), msgCB),
+		"RequestStream":      none.Conn().RequestStream(ctx, 0, []byte("x"), 1, streamCB),
 	} {
 		if !errors.Is(err, codec.ErrNoMatch) {
 			t.Errorf("%s without a framing stage: %v, want ErrNoMatch", name, err)

@@ -177,7 +177,7 @@ func (l *lead) readOnce(ctx context.Context, c *Conn, ch chan result) {
 // waits in its channel for await. When another goroutine holds the turn,
 // it consumes such bytes as they come, and the request is only sent.
 func (c *Conn) startSync(ctx context.Context, l *lead, echo []byte, fifo bool, flag uint8, body []byte, p *packet.Packet, use ReplyUse, dst any) (int, chan result, error) {
-	held := fifo // this call holds Conn.fifoMu, from before acquire until the request is written
+	held := fifo // this call holds Conn.fifoMu, from before register until the request is written
 	if fifo {
 		c.fifoMu.Lock()
 		defer func() {
@@ -196,12 +196,11 @@ func (c *Conn) startSync(ctx context.Context, l *lead, echo []byte, fifo bool, f
 		l.give()
 	}
 	m := c.requests()
-	waited, _, err := m.acquire(ctx)
+	key, ch, _, err := m.register(ctx, nil, echo)
 	if err != nil {
 		p.Release()
 		return 0, nil, acquireError(err)
 	}
-	key, ch := m.register(nil, echo, waited)
 	if small && l.take() {
 		if !l.events.Load() { // else the receive goroutine reads, or is about to
 			sent, err := l.exchange(ctx, c, m, key, &held, flag, body, p, use, dst) // gives the turn back

@@ -122,16 +122,17 @@ type result struct {
 type matcher struct {
 	fifo    bool
 	timeout time.Duration
+	span    int64         // timeout plus a tick, in nanoseconds: what deadline adds to the clock
 	stop    chan struct{} // closed by close; made with slots, as is freed
 	freed   chan struct{} // a slot was freed while requests waited for one
 
 	mu      sync.Mutex
-	slots   *[256]waiter // made by the first acquire: a connection that never sends a request (most server connections) holds none
+	slots   *[256]waiter // made by the first register: a connection that never sends a request (most server connections) holds none
 	free    int          // in-flight slots left: back-pressure, never overwrite
 	cap     int          // the slots there are
-	waiting int          // requests waiting in acquire for a free slot
+	waiting int          // requests waiting in register for a free slot
 	ring    *[256]uint8  // the free slots' keys, least recently freed first, from rhead to rtail; made with slots
-	rhead   uint8        // the ring's front and back (a uint8 wraps at its length): acquire's count says whether it holds a key, and
+	rhead   uint8        // the ring's front and back (a uint8 wraps at its length): free says whether it holds a key, and
 	rtail   uint8        // a slot being freed is not in it, so it is never full when one is added
 	order   *[256]int    // FIFO: slot keys in request order, a ring; made with slots
 	head    int
@@ -173,7 +174,7 @@ type matcher struct {
 	queued            atomic.Int32 // FIFO: count, readable without the lock
 	clock             atomic.Int64 // mono reading, set by the sweeper each tick while it runs (deadline, starting one): no clock read per request
 
-	reused atomic.Uint64 // MatchStats.Reused
+	reused uint64 // MatchStats.Reused; under mu, as register counts it
 }
 
 // maxRequestTimeout is the longest request timeout kept (Options.Timeout
@@ -190,26 +191,92 @@ func newMatcher(fifo bool, timeout time.Duration) *matcher {
 		timeout = DefaultRequestTimeout
 	}
 	timeout = min(timeout, maxRequestTimeout)
-	return &matcher{fifo: fifo, timeout: timeout, free: n, cap: n, due: math.MaxInt64, self: -1, hidden: -1}
+	return &matcher{fifo: fifo, timeout: timeout, span: int64(timeout + sweepEvery), free: n, cap: n, due: math.MaxInt64, self: -1, hidden: -1}
 }
 
-// acquire takes a free in-flight slot, waiting for one while all are in
+// register takes a free in-flight slot, waiting for one while all are in
 // use (back-pressure: never overwrite), for at most the timeout
-// ([ErrTimeout]): the wait is part of the request's time, and waited, which
-// register subtracts from its deadline, says how long it was; alone, that
-// no other request is in flight (read under the lock here, so that no
-// atomic counter is written per request). On success it returns with m.mu
-// held; register then claims the slot.
-func (m *matcher) acquire(ctx context.Context) (waited time.Duration, alone bool, err error) {
+// ([ErrTimeout]), claims it for a request and returns its key (the SRMP
+// sequence number, or a FIFO slot), the channel a blocking request's
+// result comes on (cb nil), and alone: no other request is in flight
+// (read under the lock here, so that no atomic counter is written per
+// request). A wait for a slot is part of the request's time: its own
+// timeout is the matcher's less the wait; a blocking request's context
+// may end it sooner (wait watches it). One call, one lock, per request.
+func (m *matcher) register(ctx context.Context, cb *callback, echo []byte) (key int, ch chan result, alone bool, err error) {
 	m.mu.Lock()
+	var waited time.Duration
+	if m.free == 0 || m.waiting > 0 || m.slots == nil || m.err != nil {
+		if waited, err = m.acquireSlow(ctx); err != nil {
+			return 0, nil, false, err
+		}
+	} else {
+		m.free-- // the common case: a slot free, nobody waiting for one
+	}
+	alone = m.cap-m.free == 1
+	// The coarse clock lags by up to a tick: adding one keeps every request
+	// waiting at least its timeout (it fails within two ticks after). As
+	// deadline, inline.
+	if !m.sweeper {
+		m.startSweeper()
+	}
+	deadline := m.clock.Load() + m.span - int64(waited)
+	m.due = min(m.due, deadline)
+	// The slot taken (so the ring holds at least one): the one free
+	// longest.
+	key = int(m.ring[m.rhead])
+	m.rhead++
+	w := &m.slots[key]
+	if w.state != slotFree {
+		m.mu.Unlock()
+		panic("codec: matcher: a taken slot in the free ring")
+	}
+	// The replies since this number's own are the numbers behind it in
+	// the ring: 256 − n with n taken (this request's included). Fewer than
+	// n, less than about a round trip, while its previous request was sent
+	// under reuseHold ago (its deadline tells), and a duplicate of that
+	// reply still on its way would be taken for this request's. Counted
+	// only: no free number has rested longer, and waiting would cut the
+	// throughput of a client that keeps 255 in flight.
+	if !m.fifo && 2*(m.cap-m.free) > len(m.ring) && w.deadline > deadline-int64(reuseHold) {
+		m.reused++
+	}
+	if m.fifo {
+		m.order[uint8(m.head+m.count)] = key // a [256] ring: a uint8 index wraps, with no bounds check
+		m.count++
+		m.queued.Store(int32(m.count))
+	}
+	w.state, w.deadline, w.async, w.streamed = slotPending, deadline, cb != nil, false
+	w.gen++
+	if len(echo) > 0 {
+		if m.echoes == nil {
+			m.echoes = new([256][MaxPrefix]byte)
+		}
+		w.echo = uint8(copy(m.echoes[key][:], echo))
+	}
+	if cb != nil {
+		w.cb = *cb
+	} else {
+		w.ch = m.takeChan()
+	}
+	ch = w.ch
+	m.mu.Unlock() // unlocked here, not deferred: nothing above can fail but the panic
+	return key, ch, alone, nil
+}
+
+// acquireSlow takes a slot for register (m.mu held on entry) when none is
+// free, requests wait for one, the slots are not made yet or the
+// connection closed: it waits for a free slot and returns how long it
+// waited, with m.mu held; on an error m.mu is released.
+func (m *matcher) acquireSlow(ctx context.Context) (waited time.Duration, err error) {
 	if m.free == 0 && m.err == nil {
 		if waited, err = m.waitFree(ctx); err != nil {
-			return 0, false, err
+			return 0, err
 		}
 	}
 	if m.err != nil {
 		m.mu.Unlock()
-		return 0, false, m.err
+		return 0, m.err
 	}
 	if m.slots == nil {
 		m.stop, m.freed = make(chan struct{}), make(chan struct{}, 1)
@@ -224,13 +291,13 @@ func (m *matcher) acquire(ctx context.Context) (waited time.Duration, alone bool
 	}
 	m.free--
 	m.passOn()
-	return waited, m.cap-m.free == 1, nil
+	return waited, nil
 }
 
 // waitFree waits, with m.mu held on entry, until a slot is free or the
 // connection closed, for at most the timeout, and returns how long it
 // waited with m.mu held; on an error m.mu is released. It is apart from
-// acquire so that acquire has no deferred call: a defer in a loop is never
+// register so that register has no deferred call: a defer in a loop is never
 // open-coded, and would cost every request a deferreturn.
 func (m *matcher) waitFree(ctx context.Context) (time.Duration, error) {
 	start := time.Now() // only a full matcher pays for the timer
@@ -272,56 +339,6 @@ func (m *matcher) passOn() {
 	}
 }
 
-// register claims the slot acquire took (m.mu held) and returns its key:
-// the SRMP sequence number, or a FIFO slot.
-// The request's own timeout is the matcher's, less what acquire waited; a
-// blocking request's context may end it sooner (wait watches it).
-func (m *matcher) register(cb *callback, echo []byte, waited time.Duration) (int, chan result) {
-	// The coarse clock lags by up to a tick: adding one keeps every request
-	// waiting at least its timeout (it fails within two ticks after).
-	deadline := m.deadline() - int64(waited)
-	// The slot acquire took (so the ring holds at least one): the one free
-	// longest.
-	key := int(m.ring[m.rhead])
-	m.rhead++
-	w := &m.slots[key]
-	if w.state != slotFree {
-		m.mu.Unlock() // held since acquire
-		panic("codec: matcher: a taken slot in the free ring")
-	}
-	// The replies since this number's own are the numbers behind it in
-	// the ring: 256 − n with n taken (this request's included). Fewer than
-	// n, less than about a round trip, while its previous request was sent
-	// under reuseHold ago (its deadline tells), and a duplicate of that
-	// reply still on its way would be taken for this request's. Counted
-	// only: no free number has rested longer, and waiting would cut the
-	// throughput of a client that keeps 255 in flight.
-	if !m.fifo && 2*(m.cap-m.free) > len(m.ring) && w.deadline > deadline-int64(reuseHold) {
-		m.reused.Add(1)
-	}
-	if m.fifo {
-		m.order[uint8(m.head+m.count)] = key // a [256] ring: a uint8 index wraps, with no bounds check
-		m.count++
-		m.queued.Store(int32(m.count))
-	}
-	w.state, w.deadline, w.async, w.streamed = slotPending, deadline, cb != nil, false
-	w.gen++
-	if len(echo) > 0 {
-		if m.echoes == nil {
-			m.echoes = new([256][MaxPrefix]byte)
-		}
-		w.echo = uint8(copy(m.echoes[key][:], echo))
-	}
-	if cb != nil {
-		w.cb = *cb
-	} else {
-		w.ch = m.takeChan()
-	}
-	ch := w.ch
-	m.mu.Unlock() // held since acquire; unlocked here, not deferred: nothing above can fail but the panic
-	return key, ch
-}
-
 // takeChan returns a free result channel: one of the matcher's own, kept
 // from earlier requests (a lock already held and a slice, where a shared
 // pool costs a round trip per request), or a new one. Called with m.mu held.
@@ -336,23 +353,28 @@ func (m *matcher) takeChan() chan result {
 
 // deadline is the deadline of a slot that becomes pending, is quarantined
 // or waits on (a stream): a timeout from now, plus a tick since the coarse
-// clock lags by up to one. Every deadline is set through it, so it keeps
-// due a bound below them all, and it starts the sweeper if none runs (the
+// clock lags by up to one. Every deadline is set through it (register
+// has its own copy, inline, less the wait for a slot), so it keeps due a
+// bound below them all, and it starts the sweeper if none runs (the
 // first request, or the first deadline since the sweeper found nothing
 // left to expire), reading the clock afresh: the last tick's value is
 // stale then. So a sweeper runs whenever a slot is pending or
 // quarantined. Called with m.mu held.
 func (m *matcher) deadline() int64 {
-	now := m.clock.Load()
 	if !m.sweeper {
-		now = mono.Now()
-		m.clock.Store(now)
-		m.sweeper = true
-		go m.sweep()
+		m.startSweeper()
 	}
-	d := now + int64(m.timeout+sweepEvery)
+	d := m.clock.Load() + m.span
 	m.due = min(m.due, d)
 	return d
+}
+
+// startSweeper starts the sweeper, the clock read afresh (apart, so that
+// deadline inlines). Called with m.mu held.
+func (m *matcher) startSweeper() {
+	m.clock.Store(mono.Now())
+	m.sweeper = true
+	go m.sweep()
 }
 
 // unregister undoes register when the request could not be sent. A FIFO
@@ -510,42 +532,25 @@ func (m *matcher) deliver(seq int, reply any) {
 		m.queued.Store(int32(m.count))
 	}
 	w := &m.slots[key]
-	if key == m.hidden {
-		m.mu.Unlock()
-		m.drop(reply)
-		return
-	}
-	switch w.state {
-	case slotPending:
-		if w.echo > 0 && !m.echoed(key, reply.(*Message)) {
-			m.mu.Unlock()
-			m.drop(reply) // an earlier request's late or repeated reply: this one waits on
-			return
-		}
-	case slotLeft: // a left stream's reply: the number waits until the peer has been quiet a timeout
-		w.deadline = m.deadline()
-		m.mu.Unlock()
-		m.drop(reply)
-		return
-	case slotAbandoned, slotQuarantine: // the late reply came: now the number can go
-		m.freeSlot(key)
-		fallthrough
-	default:
-		m.mu.Unlock()
-		m.drop(reply)
-		return
-	}
-	if w.async && w.cb.stream != nil {
-		m.deliverStream(key, reply)
+	if w.state != slotPending || key == m.hidden || w.echo > 0 && !m.echoed(key, reply.(*Message)) {
+		m.dropReply(key, reply)
 		return
 	}
 	if w.async {
+		if w.cb.stream != nil {
+			m.deliverStream(key, reply)
+			return
+		}
 		cb := w.cb
 		m.freeSlot(key)
 		m.mu.Unlock()
-		if msg, ok := reply.(*Message); ok && msg.Kind == KindError {
+		msg, isMsg := reply.(*Message)
+		switch {
+		case isMsg && msg.Kind == KindError:
 			cb.call(nil, replyError(msg))
-		} else {
+		case cb.msg != nil: // RequestAsync's, called here: the common callback
+			cb.msg(msg, nil)
+		default:
 			cb.call(reply, nil)
 		}
 		return
@@ -573,6 +578,26 @@ func (m *matcher) deliver(seq int, reply any) {
 		w.ch <- r
 	}
 	m.mu.Unlock()
+}
+
+// dropReply drops a reply that answers no pending request (m.mu held on
+// entry, released): one for the hidden request, one whose echoed prefix
+// is not its request's (an earlier request's late or repeated reply: this
+// one waits on), or one for a slot that is not pending. A left stream's
+// reply moves its quarantine's end on (the number waits until the peer
+// has been quiet a timeout); the late reply of an abandoned or quarantined
+// request frees its slot.
+func (m *matcher) dropReply(key int, reply any) {
+	if w := &m.slots[key]; key != m.hidden {
+		switch w.state {
+		case slotLeft:
+			w.deadline = m.deadline()
+		case slotAbandoned, slotQuarantine:
+			m.freeSlot(key)
+		}
+	}
+	m.mu.Unlock()
+	m.drop(reply)
 }
 
 // readFor marks key as the request whose goroutine reads next (see self),
@@ -886,7 +911,7 @@ func (m *matcher) pending() bool { return m.queued.Load() > 0 }
 
 func (m *matcher) stats() MatchStats {
 	m.mu.Lock()
-	inFlight := m.cap - m.free
+	inFlight, reused := m.cap-m.free, m.reused
 	m.mu.Unlock()
-	return MatchStats{Unknown: m.unknown.Load(), TimedOut: m.timedOut.Load(), InFlight: inFlight, Reused: m.reused.Load()}
+	return MatchStats{Unknown: m.unknown.Load(), TimedOut: m.timedOut.Load(), InFlight: inFlight, Reused: reused}
 }

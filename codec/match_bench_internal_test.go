@@ -7,7 +7,7 @@ import (
 )
 
 // BenchmarkMatcherAsyncRoundTrip: the matching of one asynchronous
-// request, from acquire to its reply's callback, with others in flight:
+// request, from register to its reply's callback, with others in flight:
 // the cost of choosing a sequence number (scripts/instrs.sh counts it).
 func BenchmarkMatcherAsyncRoundTrip(b *testing.B) {
 	for _, inFlight := range []int{1, 64, 254} {
@@ -19,11 +19,10 @@ func BenchmarkMatcherAsyncRoundTrip(b *testing.B) {
 			cb := &callback{msg: func(*Message, error) {}}
 			reply := &Message{Kind: KindReply}
 			take := func() int {
-				waited, _, err := m.acquire(context.Background())
+				k, _, _, err := m.register(context.Background(), cb, nil)
 				if err != nil {
 					b.Fatal(err)
 				}
-				k, _ := m.register(cb, nil, waited)
 				return k
 			}
 			keys := make([]int, inFlight)

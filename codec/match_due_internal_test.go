@@ -28,11 +28,11 @@ func testMatcher(t *testing.T, fifo bool, base int64) *matcher {
 
 func registerTest(t *testing.T, m *matcher, cb *callback) (int, chan result) {
 	t.Helper()
-	waited, _, err := m.acquire(context.Background())
+	key, ch, _, err := m.register(context.Background(), cb, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m.register(cb, nil, waited)
+	return key, ch
 }
 
 // TestExpireDueBookkeeping: with the sweeper's scans held back until the
@@ -153,10 +153,10 @@ func TestTimedOutNumbersComeBack(t *testing.T) {
 			m.finish(keys[i], ch, r)
 		}
 		time.Sleep(timeout + 3*sweepEvery) // the quarantines end
-		if waited, _, err := m.acquire(context.Background()); err != nil || waited != 0 {
-			t.Fatalf("a request once the quarantines ended: %v after waiting %v, want a number at once", err, waited)
+		start := time.Now()
+		if _, _, _, err := m.register(context.Background(), nil, nil); err != nil || time.Since(start) != 0 {
+			t.Fatalf("a request once the quarantines ended: %v after waiting %v, want a number at once", err, time.Since(start))
 		}
-		m.mu.Unlock() // held by a successful acquire until register
 	})
 }
 
@@ -180,7 +180,7 @@ func TestWaitForANumberIsPartOfTheTimeout(t *testing.T) {
 		defer m.close(nil)
 		fillWithPending(t, m)
 		start := time.Now()
-		if _, _, err := m.acquire(context.Background()); !errors.Is(err, ErrTimeout) || time.Since(start) != timeout {
+		if _, _, _, err := m.register(context.Background(), nil, nil); !errors.Is(err, ErrTimeout) || time.Since(start) != timeout {
 			t.Fatalf("waiting for a number: %v after %v, want ErrTimeout after %v", err, time.Since(start), timeout)
 		}
 		if n := m.stats().TimedOut; n != 1 {
