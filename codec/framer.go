@@ -71,6 +71,11 @@ type Framer struct {
 	held    int            // bytes of budget taken by partial
 	owner   *Conn          // a server's connection, in its server's partials while partial is held; nil: none
 	loan    packet.Loan    // the view of the frame being emitted
+	// short is the header length of the splitter's common frame, whose
+	// length feed reads inline (see shortLen): SRMP's 4 bytes, the default
+	// length field's 2; 0 for any other splitter. shortExt is a length
+	// value that is not such a frame (SRMP's marker of the long header).
+	short, shortExt int
 }
 
 // Expired reports whether the framer has held an incomplete frame for
@@ -95,7 +100,16 @@ func NewFramer(split Splitter, cfg FramerConfig) *Framer {
 		panic(err)
 	}
 	cfg = cfg.withDefaults()
-	return &Framer{split: split, max: cfg.MaxFrame, expire: cfg.Expire}
+	f := &Framer{split: split, max: cfg.MaxFrame, expire: cfg.Expire, shortExt: -1}
+	switch sp := split.(type) {
+	case SRMPSplitter:
+		f.short, f.shortExt = srmpHeaderLen, srmpExtMarker
+	case LengthField:
+		if sp.Offset == 0 && sp.size() == 2 {
+			f.short = 2
+		}
+	}
+	return f
 }
 
 // Buffered returns the bytes held of an incomplete frame.
@@ -192,9 +206,11 @@ func (f *Framer) feed(p *packet.Packet, emit frameReceiver) (err error) {
 			off, err = f.completePartial(data, emit)
 		}
 		for err == nil && off < len(data) {
-			var n int
-			if n, err = f.frameLen(data[off:]); err != nil {
-				break
+			n := f.shortLen(data[off:])
+			if n == 0 {
+				if n, err = f.frameLen(data[off:]); err != nil {
+					break
+				}
 			}
 			if n <= 0 || n > len(data)-off {
 				err = f.keep(data[off:], n)
@@ -211,24 +227,33 @@ func (f *Framer) feed(p *packet.Packet, emit frameReceiver) (err error) {
 	return err
 }
 
+// shortLen is the length of the frame at the start of b when it has the
+// splitter's short common header (see Framer.short), complete, and fits
+// the limit; else 0, and frameLen decides. It inlines: it runs once per
+// frame.
+func (f *Framer) shortLen(b []byte) int {
+	h := f.short
+	if h == 0 || len(b) < h || len(b) < 2 {
+		return 0
+	}
+	n := int(b[h-1])<<8 | int(b[h-2]) // the little-endian 16-bit length ending the header
+	if n == f.shortExt || h+n > f.max {
+		return 0
+	}
+	return h + n
+}
+
 // frameLen asks the splitter for the frame at the start of b, calling this
 // package's splitters directly (they inline) rather than through the
-// interface: it runs once per frame.
+// interface.
 func (f *Framer) frameLen(b []byte) (int, error) {
+	if n := f.shortLen(b); n > 0 {
+		return n, nil
+	}
 	switch sp := f.split.(type) {
 	case SRMPSplitter:
-		if len(b) >= srmpHeaderLen { // the usual frame, short header within the limit, here
-			if n := int(b[3])<<8 | int(b[2]); n != srmpExtMarker && srmpHeaderLen+n <= f.max {
-				return srmpHeaderLen + n, nil
-			}
-		}
 		return sp.FrameLen(b, f.max)
 	case LengthField:
-		if sp.Offset == 0 && (sp.Size == 0 || sp.Size == 2) && len(b) >= 2 { // the default field, likewise
-			if n := 2 + (int(b[1])<<8 | int(b[0])); n <= f.max {
-				return n, nil
-			}
-		}
 		return sp.FrameLen(b, f.max)
 	}
 	return f.split.FrameLen(b, f.max)
