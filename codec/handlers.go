@@ -148,8 +148,8 @@ func sendSRMP(ctx context.Context, c *HandlerContext, conn *Conn, kind Kind, fla
 	} else {
 		err = c.WriteBytes(hdr[:], body)
 	}
-	if p != nil {
-		p.Release() // nothing for a borrowed view
+	if p != nil && !p.Borrowed() { // a borrowed view (a handler's reply with the request's payload) holds nothing
+		p.Release()
 	}
 	return err
 }
