@@ -127,11 +127,18 @@ func DecodeSRMP(frame *packet.Packet) (*Message, error) {
 // lend fills m, a connection's reused message, with a borrowed SRMP frame
 // as cut by a [Framer] (exactly one frame): its payload is the frame's view
 // past the header.
+// It inlines (the header read here, not by parseSRMPHeader): it runs once
+// per frame.
 func (m *Message) lend(frame *packet.Packet) {
-	h := parseSRMPHeader(frame.Bytes())
-	frame.Skip(h.size)
+	b := frame.Bytes()
+	size := srmpHeaderLen
+	if b[3]&b[2] == 0xFF { // the long header's marker, srmpExtMarker
+		size = srmpExtHeaderLen
+	}
 	// Field by field, not a composite literal: see packet.Loan.Lend.
-	m.Kind, m.Flag, m.Seq, m.Payload, m.borrowed = h.kind, h.flag, h.seq, frame, true
+	m.Kind, m.Flag, m.Seq = Kind(b[0]>>srmpKindShift), b[0]&srmpFlagMask, b[1]
+	frame.Skip(size)
+	m.Payload, m.borrowed = frame, true
 }
 
 // checkSRMP parses the header of b, which must be exactly one frame.
