@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"net"
 	"os"
 	"slices"
 	"syscall"
@@ -31,11 +30,7 @@ func (s *Session) parkable() bool {
 	if !parkSupported || s.owner == nil || s.adopted || s.noPark || s.ep.cfg.ParkAfter <= 0 {
 		return false
 	}
-	switch s.conn.(type) {
-	case *net.TCPConn, *net.UnixConn:
-		return true
-	}
-	return false
+	return parkableConn(s.conn)
 }
 
 // endOfWait returns when a read with nothing to read must end the session
@@ -103,6 +98,7 @@ func (s *Session) park(end time.Time) bool {
 	if !end.IsZero() {
 		wakeAt = mono.Of(end)
 	}
+	s.detachConn(p)
 	if !p.arm(s, wakeAt) {
 		s.noPark = true // a connection the poller cannot watch: this session stays on its goroutine
 		return false

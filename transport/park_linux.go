@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -394,3 +395,35 @@ var nowReads = sync.Pool{New: func() any {
 	}
 	return r
 }}
+
+// parkableConn reports whether a session on c may park: a TCP or Unix
+// connection the poller can watch.
+func parkableConn(c net.Conn) bool {
+	switch c.(type) {
+	case *fdConn, *net.TCPConn, *net.UnixConn:
+		return true
+	}
+	return false
+}
+
+// detachConn holds the session's connection, about to park, as its
+// descriptor alone (fdConn.detach), unless a write is in progress (it
+// waits on the connection) or queued: the next park tries again. The
+// descriptor's number changes, so a connection on the watch list comes
+// off it first (arm puts it back). Only the goroutine serving s calls it.
+func (s *Session) detachConn(p *poller) {
+	c, ok := s.conn.(*fdConn)
+	if !ok || !c.attached() {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.writing || len(s.queue) > 0 {
+		return
+	}
+	if s.polled {
+		p.ctl(s, unix.EPOLL_CTL_DEL, nil)
+		s.polled = false
+	}
+	c.detach()
+}

@@ -4,6 +4,7 @@ package transport
 
 import (
 	"errors"
+	"net"
 	"sync/atomic"
 	"syscall"
 )
@@ -21,3 +22,7 @@ func (p *poller) release(*Session)         {}
 func (p *poller) stop()                    {}
 
 func readNow(syscall.RawConn, []byte) (int, bool, error) { return 0, false, errors.ErrUnsupported }
+
+func parkableConn(net.Conn) bool              { return false }
+func rawListener(l net.Listener) net.Listener { return l }
+func (s *Session) detachConn(*poller)         {}

@@ -803,10 +803,10 @@ type streamSender struct {
 	piece      [1][]byte   // the piece of a large segment being written
 	stages     []*packet.Packet
 
-	tcp       *net.TCPConn // the TCP socket under conn; nil for Unix sockets
-	sndbuf    int          // SO_SNDBUF as last set; 0: left to the OS, never touched
-	sndbufMax int          // growth limit for sndbuf
-	nagle     bool         // NoDelayAuto, Nagle still on: the first large message turns it off
+	tcp       tcpSocket // the TCP socket under conn; nil for Unix sockets
+	sndbuf    int       // SO_SNDBUF as last set; 0: left to the OS, never touched
+	sndbufMax int       // growth limit for sndbuf
+	nagle     bool      // NoDelayAuto, Nagle still on: the first large message turns it off
 }
 
 // streamSenders keeps the stream senders that parked sessions gave up
@@ -971,7 +971,7 @@ func (w *streamSender) writeVectored(s *Session) (int64, error) {
 		switch {
 		case k == len(iov):
 			w.bufs = iov
-			return w.bufs.WriteTo(w.conn)
+			return writeBuffers(w.conn, &w.bufs)
 		case k == 0: // a segment larger than a piece: its first piece
 			w.piece[0] = iov[0][:writePiece]
 			iov[0] = iov[0][writePiece:]
@@ -980,7 +980,7 @@ func (w *streamSender) writeVectored(s *Session) (int64, error) {
 			w.bufs = iov[:k]
 			iov = iov[k:]
 		}
-		n, err := w.bufs.WriteTo(w.conn)
+		n, err := writeBuffers(w.conn, &w.bufs)
 		s.io.bytesOut.Add(uint64(n))
 		if err == nil {
 			err = w.armDeadline() // WriteTimeout is each piece's, not the batch's
@@ -992,3 +992,18 @@ func (w *streamSender) writeVectored(s *Session) (int64, error) {
 }
 
 func (w *streamSender) close() error { return w.conn.Close() }
+
+// buffersWriter is a connection with a vectored write of its own (a
+// server's fdConn): net.Buffers.WriteTo makes one only for the net
+// package's connections.
+type buffersWriter interface {
+	writeBuffers(*net.Buffers) (int64, error)
+}
+
+// writeBuffers writes b to c whole, consuming it, with vectored writes.
+func writeBuffers(c net.Conn, b *net.Buffers) (int64, error) {
+	if bw, ok := c.(buffersWriter); ok {
+		return bw.writeBuffers(b)
+	}
+	return b.WriteTo(c)
+}

@@ -157,6 +157,8 @@ func (s *Server) Port() int {
 func (s *Server) Serve(l net.Listener) error {
 	if s.ep.cfg.TLS != nil {
 		l = tls.NewListener(l, s.ep.cfg.TLS)
+	} else if parkSupported && s.ep.cfg.ParkAfter > 0 {
+		l = rawListener(l) // sessions that park hold their connection as a descriptor alone
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -222,7 +222,11 @@ func newSession(ep *endpoint, id uint64, conn net.Conn, out sender) *Session {
 
 // Conn returns the session's connection (a *tls.Conn for TLS, whose
 // ConnectionState tells the handshake), or nil for a UDP peer. Reading it
-// or closing it directly breaks the session: it is for inspection.
+// or closing it directly breaks the session: it is for inspection. On
+// Linux a server's plain TCP or Unix connection, which parks, is not a
+// *net.TCPConn but the transport's own net.Conn over the descriptor (see
+// docs/design/parking.md); it implements syscall.Conn, and its
+// SyscallConn's Control reaches the socket for options.
 func (s *Session) Conn() net.Conn {
 	if s.datagram {
 		return nil

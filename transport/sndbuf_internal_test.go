@@ -79,7 +79,7 @@ func kernelSendBuffer(t *testing.T, s *Session) int {
 
 // sockopt reads an integer socket option of a session's TCP connection.
 func sockopt(t *testing.T, s *Session, level, opt int) int {
-	raw, err := tcpOf(s.conn).SyscallConn()
+	raw, err := tcpOf(s.conn).(syscall.Conn).SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,13 +7,32 @@ import (
 	"github.com/lifenet/lifenet/packet"
 )
 
+// tcpSocket is what the transport sets on a TCP connection: a
+// *net.TCPConn's methods, which a server's fdConn (Linux) has too.
+type tcpSocket interface {
+	SetNoDelay(bool) error
+	SetKeepAliveConfig(net.KeepAliveConfig) error
+	SetReadBuffer(int) error
+	SetWriteBuffer(int) error
+}
+
 // tcpOf returns the TCP connection c is (or that runs under c's TLS), or nil.
-func tcpOf(c net.Conn) *net.TCPConn {
+func tcpOf(c net.Conn) tcpSocket {
 	if t, isTLS := c.(*tls.Conn); isTLS {
 		c = t.NetConn()
 	}
-	tc, _ := c.(*net.TCPConn)
-	return tc
+	switch tc := c.(type) {
+	case *net.TCPConn:
+		return tc
+	case interface {
+		tcpSocket
+		isTCP() bool
+	}:
+		if tc.isTCP() {
+			return tc
+		}
+	}
+	return nil
 }
 
 // tuneConn applies the socket settings of cfg to a TCP connection (or the

@@ -1,0 +1,151 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
+	"github.com/lifenet/lifenet/packet"
+)
+
+// A parked session holds its connection as a descriptor alone: not in
+// the runtime's poller (no *os.File, no netFD). Heartbeats are read and
+// answered without attaching it; a session that turns busy (waits for
+// bytes) attaches it, and detaches it again when it parks; a Close of a
+// detached connection reaches the peer.
+func TestParkedConnectionIsADescriptorAlone(t *testing.T) {
+	leakcheck.Check(t)
+	srv, c, sessions := startParkServer(t, Hooks{
+		OnReceive: func(s *Session, p *packet.Packet) { s.SendBytes(p.Bytes()) },
+	})
+	s := <-sessions
+	fc, ok := s.Conn().(*fdConn)
+	if !ok {
+		t.Fatalf("a parkable server session's connection is a %T; want a descriptor held by the transport", s.Conn())
+	}
+	echo := func(msg string) {
+		t.Helper()
+		c.Write([]byte(msg))
+		got := make([]byte, len(msg))
+		if _, err := io.ReadFull(c, got); err != nil || string(got) != msg {
+			t.Fatalf("echo of %q: %q, %v", msg, got, err)
+		}
+	}
+	detached := func(what string) {
+		t.Helper()
+		waitParked(t, srv, what)
+		deadline := time.Now().Add(10 * time.Second)
+		for fc.attached() {
+			if time.Now().After(deadline) {
+				t.Fatalf("parked %s, the connection is still in the runtime's poller", what)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	echo("hello")
+	detached("after its first message")
+	for i := range 3 { // heartbeats: each wakes the session, which answers and parks
+		time.Sleep(300 * time.Millisecond) // a quiet spell longer than ParkAfter on the coarse clock (clockTick)
+		echo("beat")
+		if fc.attached() && i > 0 {
+			t.Fatalf("heartbeat %d attached the connection", i)
+		}
+		detached("after a heartbeat")
+	}
+	// Busy: messages closer together than ParkAfter make the session wait
+	// for bytes on its goroutine, attached.
+	for range 20 {
+		echo("busy")
+	}
+	detached("after a busy spell")
+	if got := s.RemoteAddr().String(); got != c.LocalAddr().String() {
+		t.Errorf("RemoteAddr %s; want the client's %s", got, c.LocalAddr())
+	}
+	if got := s.LocalAddr().String(); got != c.RemoteAddr().String() {
+		t.Errorf("LocalAddr %s; want the server's %s", got, c.RemoteAddr())
+	}
+	s.Close()
+	if n, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("after a detached session's Close: read %d, %v; want EOF", n, err)
+	}
+	if _, err := fc.Read(make([]byte, 1)); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Read after Close: %v; want net.ErrClosed", err)
+	}
+	if _, err := fc.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Write after Close: %v; want net.ErrClosed", err)
+	}
+}
+
+// A reply larger than the socket takes at once, to a parked session's
+// detached connection, waits for room (attached) and arrives whole; with
+// a peer that never reads, the write deadline set while detached ends it.
+func TestDetachedConnectionWritesWhatTheSocketCannotTakeAtOnce(t *testing.T) {
+	leakcheck.Check(t)
+	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<20) // 16 MiB: more than loopback's socket buffers hold
+	for _, reading := range []bool{true, false} {
+		closed := make(chan *CloseError, 1)
+		sessions := make(chan *Session, 1)
+		cfg := Config{ParkAfter: 20 * time.Millisecond}
+		if !reading {
+			cfg.WriteTimeout = 300 * time.Millisecond
+		}
+		srv, err := NewServer(cfg, Hooks{
+			OnOpen: func(s *Session) { sessions <- s },
+			OnReceive: func(s *Session, p *packet.Packet) {
+				if err := s.SendBytes(big); err != nil {
+					t.Logf("send: %v", err)
+				}
+			},
+			OnClose: func(s *Session, e *CloseError) { closed <- e },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := srv.Listen(context.Background(), "tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := net.Dial("tcp", a.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		readReply := func(what string) {
+			t.Helper()
+			got := make([]byte, len(big))
+			if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, big) {
+				t.Fatalf("reading the reply %s: %v", what, err)
+			}
+		}
+		c.Write([]byte("hi")) // a new connection's, detached from the start
+		s := <-sessions
+		if !reading {
+			if e := <-closed; e.Reason != ReasonWriteTimeout {
+				t.Fatalf("closed by %v; want the write timeout", e)
+			}
+			c.Close()
+			srv.Close()
+			continue
+		}
+		readReply("to the first message")
+		waitParked(t, srv, "after its first reply")
+		for deadline := time.Now().Add(10 * time.Second); s.Conn().(*fdConn).attached(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("parked, the connection stays attached")
+			}
+		}
+		time.Sleep(300 * time.Millisecond) // quiet (clockTick): the next message is a heartbeat's
+		c.Write([]byte("again"))
+		readReply("to a heartbeat")
+		c.Close()
+		if e := <-closed; e.Reason != ReasonPeerClosed {
+			t.Fatalf("closed by %v; want the peer's close", e)
+		}
+		srv.Close()
+	}
+}
