@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -146,6 +147,54 @@ func TestDetachedConnectionWritesWhatTheSocketCannotTakeAtOnce(t *testing.T) {
 		if e := <-closed; e.Reason != ReasonPeerClosed {
 			t.Fatalf("closed by %v; want the peer's close", e)
 		}
+		srv.Close()
+	}
+}
+
+// A connection accepted as a descriptor takes the socket settings of the
+// server's Config, as one accepted by the net package does.
+func TestAcceptedDescriptorTakesTheSocketSettings(t *testing.T) {
+	leakcheck.Check(t)
+	for _, tc := range []struct {
+		cfg       Config
+		noDelay   int
+		keepAlive int
+		keepIdle  int
+	}{
+		{Config{NoDelay: NoDelayOn, KeepAlive: 30 * time.Second}, 1, 1, 30},
+		{Config{NoDelay: NoDelayAuto, KeepAlive: -1}, 0, 0, -1},
+	} {
+		sessions := make(chan *Session, 1)
+		tc.cfg.ParkAfter = 20 * time.Millisecond
+		srv, err := NewServer(tc.cfg, Hooks{OnOpen: func(s *Session) { sessions <- s }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := srv.Listen(context.Background(), "tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := net.Dial("tcp", a.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte("hi"))
+		s := <-sessions
+		if _, ok := s.Conn().(*fdConn); !ok {
+			t.Fatalf("session connection %T; want a descriptor", s.Conn())
+		}
+		if got := sockopt(t, s, syscall.IPPROTO_TCP, syscall.TCP_NODELAY); (got != 0) != (tc.noDelay != 0) {
+			t.Errorf("%+v: TCP_NODELAY %d; want %d", tc.cfg.NoDelay, got, tc.noDelay)
+		}
+		if got := sockopt(t, s, syscall.SOL_SOCKET, syscall.SO_KEEPALIVE); (got != 0) != (tc.keepAlive != 0) {
+			t.Errorf("KeepAlive %v: SO_KEEPALIVE %d; want %d", tc.cfg.KeepAlive, got, tc.keepAlive)
+		}
+		if tc.keepIdle > 0 {
+			if got := sockopt(t, s, syscall.IPPROTO_TCP, syscall.TCP_KEEPIDLE); got != tc.keepIdle {
+				t.Errorf("KeepAlive %v: TCP_KEEPIDLE %d; want %d", tc.cfg.KeepAlive, got, tc.keepIdle)
+			}
+		}
+		c.Close()
 		srv.Close()
 	}
 }

@@ -42,7 +42,9 @@ func tuneConn(c net.Conn, cfg *Config) {
 	if tc == nil {
 		return
 	}
-	tc.SetNoDelay(cfg.NoDelay == NoDelayOn) // NoDelayAuto starts with Nagle on
+	if _, fromAccept4 := tc.(interface{ isTCP() bool }); !fromAccept4 || cfg.NoDelay == NoDelayOn {
+		tc.SetNoDelay(cfg.NoDelay == NoDelayOn) // NoDelayAuto starts with Nagle on, which the net package turns off and accept4 leaves on
+	}
 	if cfg.KeepAlive > 0 {
 		tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: cfg.KeepAlive, Interval: cfg.KeepAlive, Count: 3})
 	}
