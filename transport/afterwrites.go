@@ -72,6 +72,7 @@ func (s *Session) wroteLocked(n int) {
 	s.mu.Unlock()
 	runWatches(ready, true)
 	s.mu.Lock()
+	s.txLocked()
 }
 
 // unwrittenWatchesLocked takes the waiting AfterWrites calls of a closing

@@ -170,6 +170,7 @@ func Dial(ctx context.Context, network, address string, cfg ClientConfig, hooks 
 	}
 	c := &Client{cfg: cfg, network: network, address: address, stop: make(chan struct{})}
 	c.ep = endpoint{cfg: cfg.Config, hooks: hooks}
+	c.ep.retire = c.retire
 	c.ep.initLog()
 	switch cfg.Mode {
 	case ReceivePull:
@@ -229,7 +230,6 @@ func (c *Client) connect(ctx context.Context) (*Session, error) {
 	c.mu.Unlock()
 	c.ep.stats.opened()
 	sess := newSession(&c.ep, id, conn, out)
-	sess.onEnd = c.retire
 	_, sess.datagram = out.(*datagramSender)
 	return sess, nil
 }

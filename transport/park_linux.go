@@ -418,7 +418,7 @@ func (s *Session) detachConn(p *poller) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.writing || len(s.queue) > 0 {
+	if s.writing || s.pendingLocked() {
 		return
 	}
 	if s.polled {

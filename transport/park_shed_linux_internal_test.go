@@ -29,16 +29,16 @@ func TestParkedSessionHoldsNoSendState(t *testing.T) {
 			t.Fatalf("echo of %q: %q, %v", msg, got, err)
 		}
 	}
-	held := func() (out sender, queue, spare []*packet.Packet, stage *packet.Packet) {
+	held := func() (sender, *sendState) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return s.out, s.queue, s.spare, s.spareStage
+		return s.out, s.sendState
 	}
 	for i := range 2 {
 		echo("hello")
 		waitParked(t, srv, fmt.Sprintf("in round %d", i))
-		if out, queue, spare, stage := held(); out != nil || queue != nil || spare != nil || stage != nil {
-			t.Fatalf("round %d, parked: sender %v, queue %v, spare %v, staging buffer %v; want none", i, out, queue, spare, stage)
+		if out, st := held(); out != nil || st != nil {
+			t.Fatalf("round %d, parked: sender %v, send state %+v; want none", i, out, st)
 		}
 	}
 	s.Close()
@@ -75,13 +75,13 @@ func TestReplyAfterParkLeavesNoSendState(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		s.mu.Lock()
-		out, stage, writing := s.out, s.spareStage, s.writing
+		out, st, writing := s.out, s.sendState, s.writing
 		s.mu.Unlock()
-		if out == nil && stage == nil && !writing {
+		if out == nil && st == nil && !writing {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("parked after a reply written while parked: sender %v, staging buffer %v; want none", out, stage)
+			t.Fatalf("parked after a reply written while parked: sender %v, send state %+v; want none", out, st)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

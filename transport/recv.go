@@ -195,7 +195,7 @@ func (s *Session) putReadBuffer(buf *packet.Packet, size int) {
 func (s *Session) drainSends() {
 	for s.Reason() == ReasonNone {
 		s.mu.Lock()
-		pending, writing := len(s.queue) > 0, s.writing
+		pending, writing := s.pendingLocked(), s.writing
 		if pending && !writing {
 			s.writing = true
 		}

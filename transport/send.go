@@ -44,6 +44,7 @@ func (s *Session) send(ctx context.Context, p *packet.Packet) error {
 	p = p.Keep() // a borrowed view must outlive the call that lent it
 	n := p.Total()
 	s.mu.Lock()
+	s.txLocked()
 	if err := s.admitLocked(ctx, n); err != nil {
 		p.Release()
 		return err
@@ -109,6 +110,7 @@ func (s *Session) SendBytesContext(ctx context.Context, parts ...[]byte) error {
 func (s *Session) sendBytes(ctx context.Context, parts [][]byte) error {
 	n := total(parts)
 	s.mu.Lock()
+	s.txLocked()
 	if !s.admitsLocked(n) {
 		if err := s.admitLocked(ctx, n); err != nil {
 			return err
@@ -190,6 +192,7 @@ func (s *Session) directDone(err error, sent uint64, buf *packet.Packet) error {
 		s.io.messagesOut.Add(1)
 	}
 	s.mu.Lock()
+	s.txLocked()
 	if buf != nil {
 		s.keepSpareLocked(nil, buf)
 	}
@@ -224,6 +227,7 @@ func (s *Session) Enqueue(p *packet.Packet) error {
 	p = p.Keep()
 	n := p.Total()
 	s.mu.Lock()
+	s.txLocked()
 	if err := s.admitNoWaitLocked(n); err != nil {
 		p.Release()
 		return err
@@ -237,6 +241,7 @@ func (s *Session) Enqueue(p *packet.Packet) error {
 func (s *Session) EnqueueBytes(parts ...[]byte) error {
 	n := total(parts)
 	s.mu.Lock()
+	s.txLocked()
 	if err := s.admitNoWaitLocked(n); err != nil {
 		return err
 	}
@@ -374,6 +379,7 @@ func (s *Session) waitRoomLocked(ctx context.Context, n int) error {
 			s.mu.Unlock()
 			s.flush() // a failure closes the session, which the loop sees
 			s.mu.Lock()
+			s.txLocked()
 			continue
 		}
 		if w.room == nil {
@@ -384,6 +390,7 @@ func (s *Session) waitRoomLocked(ctx context.Context, n int) error {
 		select {
 		case <-room:
 			s.mu.Lock()
+			s.txLocked()
 		case <-done:
 			s.mu.Lock()
 			s.leaveWaitLocked(me)
@@ -630,6 +637,7 @@ func (s *Session) Batch(f func()) error {
 // instead of one write system call each.
 func (s *Session) cork() {
 	s.mu.Lock()
+	s.txLocked()
 	s.corks++
 	s.mu.Unlock()
 }
@@ -637,6 +645,7 @@ func (s *Session) cork() {
 // uncork writes what was queued while corked, once no cork is left.
 func (s *Session) uncork() error {
 	s.mu.Lock()
+	s.txLocked()
 	s.corks--
 	if s.corks > 0 || s.writing || len(s.queue) == 0 {
 		s.mu.Unlock()
@@ -647,14 +656,13 @@ func (s *Session) uncork() error {
 	return s.flush()
 }
 
-// shedSendScratch gives back the kept staging buffer, the queue's slices
-// and the stream sender (outLocked makes it again), for a server's session
-// about to park, unless a write is in progress or bytes are queued: a
-// parked connection then holds none of them, and its next wake makes
-// them again (a few small allocations against ~0.2 KB held per idle
-// connection). A write that ends while the session is parked (a reply of
-// a call that ran on a goroutine of its own) sheds them then
-// (shedIfParkedLocked).
+// shedSendScratch gives back the send state (its queue's slices and the
+// kept staging buffer) and the stream sender (outLocked makes it again),
+// for a server's session about to park, unless a write is in progress or
+// bytes are queued or held back: a parked connection then holds none of
+// them, and its next send takes them again from their pools. A write that
+// ends while the session is parked (a reply of a call that ran on a
+// goroutine of its own) sheds them then (shedIfParkedLocked).
 func (s *Session) shedSendScratch() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -671,14 +679,19 @@ func (s *Session) shedIfParkedLocked() {
 
 // shedLocked is shedSendScratch with s.mu held.
 func (s *Session) shedLocked() {
-	if s.writing || len(s.queue) > 0 || s.stage != nil {
+	if s.writing || s.queued > 0 || s.inflight > 0 || s.waitingLocked() > 0 {
 		return
 	}
-	if s.spareStage != nil { // a parked session holds no staging buffer
-		s.spareStage.Release()
-		s.spareStage = nil
+	if st := s.sendState; st != nil {
+		if len(st.queue) > 0 || st.stage != nil || st.corks > 0 {
+			return
+		}
+		if st.spareStage != nil { // a parked session holds no staging buffer
+			st.spareStage.Release()
+		}
+		s.sendState = nil
+		st.recycle()
 	}
-	s.queue, s.spare = nil, nil
 	if w, ok := s.out.(*streamSender); ok { // used only under s.writing, which nobody holds
 		s.out = nil
 		w.recycle()
@@ -689,7 +702,7 @@ func (s *Session) shedLocked() {
 func (s *Session) SendQueue() QueueStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return QueueStats{Messages: s.queuedMsgs, Bytes: int64(s.unwrittenLocked()), Waiting: s.waitingLocked()}
+	return QueueStats{Messages: s.queuedMsgsLocked(), Bytes: int64(s.unwrittenLocked()), Waiting: s.waitingLocked()}
 }
 
 // QueuedBytes returns the bytes waiting to be written: a view of the
@@ -706,6 +719,7 @@ func (s *Session) QueuedBytes() int {
 // one may have carried them.
 func (s *Session) flush() error {
 	s.mu.Lock()
+	s.txLocked()
 	for first := true; len(s.queue) > 0 && !s.finished && s.Reason() == ReasonNone; first = false {
 		s.sealStageLocked()
 		batch, msgs, own, out := s.queue, s.queuedMsgs, s.ownStage, s.outLocked()
@@ -729,6 +743,7 @@ func (s *Session) flush() error {
 			batch[i] = nil
 		}
 		s.mu.Lock()
+		s.txLocked() // (a finish meanwhile dropped it)
 		s.keepSpareLocked(own, keep)
 		s.spare = batch[:0]
 		n := s.inflight

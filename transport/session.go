@@ -91,6 +91,7 @@ type endpoint struct {
 	// selfRead: a [ReceiveSync] client's reader, whose callers read; nil
 	// otherwise. No receive loop ends its session's drain or finishes it.
 	selfRead *syncReader
+	retire   func(*Session) // the owner's bookkeeping of an ended session (it must retire io), run before OnClose
 	stats    counters
 	log      *slog.Logger     // Config.Log, or the default logger when the owner was made
 	limits   *logattr.Limiter // the rate limit of its Warn and Error lines
@@ -120,28 +121,19 @@ type Session struct {
 	out sender // the write side; for UDP peers, writes go through the server socket
 
 	mu           sync.Mutex
-	queue        []*packet.Packet // waiting to be written
-	stage        *packet.Packet   // the queue's last packet while SendBytes may append to it
-	stageBuf     []byte           // stage's storage, written up to stageLen
-	stageLen     int
-	spare        []*packet.Packet // the previous batch's slice, reused
-	ownStage     *packet.Packet   // the staging buffer made last (keepStage)
-	spareStage   *packet.Packet   // a written staging buffer kept for reuse (keepStage)
-	queued       int              // bytes in queue
-	queuedMsgs   int              // messages in queue (Send and SendBytes calls)
-	inflight     int              // bytes of the batch being written
-	inflightFrom uint64           // bytesOut when its write began
-	corks        int              // OnReceive (BatchSends) or Batch is running: queue sends, write them after it
-	waits        *sendWaits       // senders waiting for room, the stall watch: made the first time the queue is full
-	cause        error            // the close's cause; before the close, the cause a drain closes with (AbortAfterWrites)
+	*sendState              // the queue and staging buffers: made by the first send, dropped when the session parks (sendstate.go)
+	queued       int        // bytes in queue
+	inflight     int        // bytes of the batch being written
+	inflightFrom uint64     // bytesOut when its write began
+	waits        *sendWaits // senders waiting for room, the stall watch: made the first time the queue is full
+	cause        error      // the close's cause; before the close, the cause a drain closes with (AbortAfterWrites)
 	items        map[any]any
 
 	handler SessionHandler // from Hooks.NewHandler; set before the first receive
 
-	done  chan struct{}  // made by the first Done (mu): most sessions are never asked
-	onEnd func(*Session) // owner's bookkeeping (it must retire io), run before OnClose
-	owner *Server        // the server of an accepted connection; nil otherwise
-	poll  *poller        // the poller the session acquired when it first parked (released at finish; park.go)
+	done  chan struct{} // made by the first Done (mu): most sessions are never asked
+	owner *Server       // the server of an accepted connection; nil otherwise
+	poll  *poller       // the poller the session acquired when it first parked (released at finish; park.go)
 
 	// The small fields, together (a Session's size class counts for every
 	// idle connection a server holds).
@@ -426,17 +418,8 @@ func (s *Session) finish() {
 	s.closeWith(ReasonError, nil) // no-op unless the loop ended without a reason
 	s.mu.Lock()
 	s.finished = true
-	for i, p := range s.queue {
-		p.Release()
-		s.queue[i] = nil
-	}
-	s.queue, s.queued = s.queue[:0], 0
-	s.stage, s.stageBuf, s.stageLen = nil, nil, 0
-	if s.spareStage != nil {
-		s.spareStage.Release()
-		s.spareStage = nil
-	}
-	s.ownStage = nil
+	s.queued = 0
+	s.dropSendStateLocked()
 	s.wakeLocked()
 	if w := s.waits; w != nil && w.stall != nil {
 		w.stall.Stop()
@@ -455,8 +438,8 @@ func (s *Session) finish() {
 	}
 	r := s.Reason()
 	s.ep.stats.ended(r)
-	if s.onEnd != nil {
-		s.onEnd(s)
+	if f := s.ep.retire; f != nil {
+		f(s)
 	}
 	s.logClosed(r, cause)
 	if h := s.handler; h != nil {

@@ -39,7 +39,7 @@ func TestParkingSessionKeepsItsStagingBufferUntilItParks(t *testing.T) {
 	held := func(s *Session) bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return s.spareStage != nil
+		return s.sendState != nil && s.spareStage != nil
 	}
 	echo := func() {
 		t.Helper()

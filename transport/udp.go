@@ -271,7 +271,6 @@ func (u *udpServer) open(sl *udpSlot) *Session {
 	sess := newSession(&s.ep, id, nil, out)
 	out.sess = sess
 	sess.datagram = true
-	sess.onEnd = s.forget
 	s.sessions.add(sess)
 	s.ep.stats.opened()
 	s.mu.Unlock()
