@@ -7,18 +7,21 @@
 # with the sessions held, and per session.
 #
 #   ./scaleout.sh [--servers K] [--fleets F] [--per N] [--heartbeat 10s] [--duration 60s]
-#                 [--ramp RATE] [--sample-after S]
+#                 [--ramp RATE] [--sample-after S] [--keepalive D]
 #
 # Defaults: 6 servers, 5 fleets, 19,800 sessions each (99,000), 10 s, 60 s,
 # each fleet opening connections as fast as the servers accept (--ramp:
 # connections a second per fleet, e.g. 100/s), and the servers' RSS taken
 # --sample-after seconds after the fleets start (default: half of
 # --duration; with a slow ramp, give the ramp's length plus a little).
+# --keepalive is each server's TCP keep-alive period (serve --keepalive;
+# 0: off): at a million sessions with a heartbeat a minute, serve's 15 s
+# default costs the kernel 100,000 probe packets a second.
 # Needs Linux. Every process it starts is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")"
 source ./lib.sh # $tmp, $pids, cleanup on exit, ready
-servers=6 fleets=5 per=19800 heartbeat=10s duration=60s ramp=0 sample_after=
+servers=6 fleets=5 per=19800 heartbeat=10s duration=60s ramp=0 sample_after= keepalive=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--servers) servers=${2-} ;;
@@ -28,6 +31,7 @@ while [ $# -gt 0 ]; do
 	--duration) duration=${2-} ;;
 	--ramp) ramp=${2-} ;;
 	--sample-after) sample_after=${2-} ;;
+	--keepalive) keepalive=${2-} ;;
 	*) echo "scaleout.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift 2
@@ -41,7 +45,7 @@ rss() { # the summed VmRSS of the server PIDs, in KiB
 port=$((20000 + RANDOM % 20000))
 spids=()
 for i in $(seq 1 "$servers"); do
-	"$tmp/lifenet" serve --reuseport --port "$port" --max-conns 0 --max-conns-per-ip 0 >"$tmp/s$i.out" 2>"$tmp/s$i.err" &
+	"$tmp/lifenet" serve --reuseport --port "$port" --max-conns 0 --max-conns-per-ip 0 ${keepalive:+--keepalive "$keepalive"} >"$tmp/s$i.out" 2>"$tmp/s$i.err" &
 	pids+=($!) spids+=($!)
 	ready "serve $i" $! "$tmp/s$i.out" "$tmp/s$i.err" >/dev/null
 done

@@ -23,6 +23,16 @@ func TestConnLimitMapsZeroToNoLimit(t *testing.T) {
 	}
 }
 
+// --keepalive takes 0 for "off", which the transport spells with a
+// negative period (its 0 takes the default).
+func TestKeepAliveMapsZeroToOff(t *testing.T) {
+	for in, want := range map[time.Duration]time.Duration{0: -1, time.Minute: time.Minute} {
+		if got := keepAliveOf(in); got != want {
+			t.Errorf("keepAliveOf(%v) = %v, want %v", in, got, want)
+		}
+	}
+}
+
 func TestServeConnFlagErrorsExit2(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -33,6 +43,9 @@ func TestServeConnFlagErrorsExit2(t *testing.T) {
 		{[]string{"--max-conns", "100000001"}, "--max-conns"},
 		{[]string{"--max-conns", "5", "--impl", "netrpc"}, "lifenet servers only"},
 		{[]string{"--reuseport", "--impl", "netrpc"}, "lifenet servers only"},
+		{[]string{"--keepalive", "-1s"}, "--keepalive"},
+		{[]string{"--keepalive", "25h"}, "--keepalive"},
+		{[]string{"--keepalive", "1m", "--impl", "netrpc"}, "lifenet servers only"},
 	} {
 		var out, errOut bytes.Buffer
 		code := Serve(context.Background(), c.args, &out, &errOut)
