@@ -2,7 +2,6 @@ package transport
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -29,14 +28,7 @@ func TestParkedConnectionIsADescriptorAlone(t *testing.T) {
 	if !ok {
 		t.Fatalf("a parkable server session's connection is a %T; want a descriptor held by the transport", s.Conn())
 	}
-	echo := func(msg string) {
-		t.Helper()
-		c.Write([]byte(msg))
-		got := make([]byte, len(msg))
-		if _, err := io.ReadFull(c, got); err != nil || string(got) != msg {
-			t.Fatalf("echo of %q: %q, %v", msg, got, err)
-		}
-	}
+	echo := func(msg string) { t.Helper(); echoOver(t, c, msg) }
 	detached := func(what string) {
 		t.Helper()
 		waitParked(t, srv, what)
@@ -95,7 +87,7 @@ func TestDetachedConnectionWritesWhatTheSocketCannotTakeAtOnce(t *testing.T) {
 		if !reading {
 			cfg.WriteTimeout = 300 * time.Millisecond
 		}
-		srv, err := NewServer(cfg, Hooks{
+		srv, c := dialNewServer(t, cfg, Hooks{
 			OnOpen: func(s *Session) { sessions <- s },
 			OnReceive: func(s *Session, p *packet.Packet) {
 				if err := s.SendBytes(big); err != nil {
@@ -104,18 +96,6 @@ func TestDetachedConnectionWritesWhatTheSocketCannotTakeAtOnce(t *testing.T) {
 			},
 			OnClose: func(s *Session, e *CloseError) { closed <- e },
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := srv.Listen(context.Background(), "tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := net.Dial("tcp", a.String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.SetDeadline(time.Now().Add(20 * time.Second))
 		readReply := func(what string) {
 			t.Helper()
 			got := make([]byte, len(big))
@@ -166,18 +146,7 @@ func TestAcceptedDescriptorTakesTheSocketSettings(t *testing.T) {
 	} {
 		sessions := make(chan *Session, 1)
 		tc.cfg.ParkAfter = 20 * time.Millisecond
-		srv, err := NewServer(tc.cfg, Hooks{OnOpen: func(s *Session) { sessions <- s }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := srv.Listen(context.Background(), "tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := net.Dial("tcp", a.String())
-		if err != nil {
-			t.Fatal(err)
-		}
+		srv, c := dialNewServer(t, tc.cfg, Hooks{OnOpen: func(s *Session) { sessions <- s }})
 		c.Write([]byte("hi"))
 		s := <-sessions
 		if _, ok := s.Conn().(*fdConn); !ok {

@@ -21,14 +21,7 @@ func TestParkedSessionHoldsNoSendState(t *testing.T) {
 		OnReceive: func(s *Session, p *packet.Packet) { s.SendBytes(p.Bytes()) },
 	})
 	s := <-sessions
-	echo := func(msg string) {
-		t.Helper()
-		c.Write([]byte(msg))
-		got := make([]byte, len(msg))
-		if _, err := io.ReadFull(c, got); err != nil || string(got) != msg {
-			t.Fatalf("echo of %q: %q, %v", msg, got, err)
-		}
-	}
+	echo := func(msg string) { t.Helper(); echoOver(t, c, msg) }
 	held := func() (sender, *sendState) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -94,7 +87,15 @@ func startParkServer(t *testing.T, hooks Hooks) (*Server, net.Conn, chan *Sessio
 	t.Helper()
 	sessions := make(chan *Session, 1)
 	hooks.OnOpen = func(s *Session) { sessions <- s }
-	srv, err := NewServer(Config{ParkAfter: 20 * time.Millisecond}, hooks)
+	srv, c := dialNewServer(t, Config{ParkAfter: 20 * time.Millisecond}, hooks)
+	return srv, c, sessions
+}
+
+// dialNewServer starts a server of cfg and hooks on loopback and dials
+// it: a connection with a 20 s deadline. Both close when the test ends.
+func dialNewServer(t *testing.T, cfg Config, hooks Hooks) (*Server, net.Conn) {
+	t.Helper()
+	srv, err := NewServer(cfg, hooks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,8 +109,18 @@ func startParkServer(t *testing.T, hooks Hooks) (*Server, net.Conn, chan *Sessio
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	return srv, c, sessions
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	return srv, c
+}
+
+// echoOver writes msg to c and reads its echo back.
+func echoOver(t *testing.T, c net.Conn, msg string) {
+	t.Helper()
+	c.Write([]byte(msg))
+	got := make([]byte, len(msg))
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != msg {
+		t.Fatalf("echo of %q: %q, %v", msg, got, err)
+	}
 }
 
 // waitParked waits until srv has one session parked.
