@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"cmp"
 	"errors"
 	"io"
 	"net"
@@ -43,10 +44,6 @@ type fdConn struct {
 	unixSock bool  // a Unix socket (peer is zero)
 }
 
-// errFdClosed is the error an fdConn's operations return once it is closed:
-// net.ErrClosed, as a net.Conn's.
-var errFdClosed = net.ErrClosed
-
 func (c *fdConn) network() string {
 	if c.unixSock {
 		return "unix"
@@ -76,7 +73,7 @@ func (c *fdConn) opError(op string, err error) error {
 // held.
 func (c *fdConn) attachLocked() (*os.File, error) {
 	if c.fd < 0 {
-		return nil, errFdClosed
+		return nil, net.ErrClosed
 	}
 	if c.file != nil {
 		return c.file, nil
@@ -164,7 +161,7 @@ func (c *fdConn) writeVec(w *vecWrite) (int64, error) {
 	c.mu.Lock()
 	if c.fd < 0 {
 		c.mu.Unlock()
-		return 0, c.opError("write", errFdClosed)
+		return 0, c.opError("write", net.ErrClosed)
 	}
 	if w.fn(uintptr(c.fd)) { // attached or not: a write the socket takes at once waits for nothing
 		c.mu.Unlock()
@@ -269,7 +266,7 @@ func (c *fdConn) Close() error {
 	c.mu.Lock()
 	if c.fd < 0 {
 		c.mu.Unlock()
-		return c.opError("close", errFdClosed)
+		return c.opError("close", net.ErrClosed)
 	}
 	f, fd := c.file, c.fd
 	c.file, c.fd = nil, -1
@@ -283,7 +280,7 @@ func (c *fdConn) Close() error {
 // LocalAddr returns the socket's address (asked of the kernel).
 func (c *fdConn) LocalAddr() net.Addr {
 	var sa unix.Sockaddr
-	c.control(func(fd int) { sa, _ = unix.Getsockname(fd) })
+	c.control(func(fd uintptr) { sa, _ = unix.Getsockname(int(fd)) })
 	return c.addrOf(sa)
 }
 
@@ -296,13 +293,11 @@ func (c *fdConn) RemoteAddr() net.Addr {
 }
 
 func (c *fdConn) addrOf(sa unix.Sockaddr) net.Addr {
-	switch a := sa.(type) {
-	case *unix.SockaddrInet4:
-		return net.TCPAddrFromAddrPort(netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port)))
-	case *unix.SockaddrInet6:
-		return net.TCPAddrFromAddrPort(netip.AddrPortFrom(netip.AddrFrom16(a.Addr), uint16(a.Port)))
-	case *unix.SockaddrUnix:
+	if a, ok := sa.(*unix.SockaddrUnix); ok {
 		return &net.UnixAddr{Name: a.Name, Net: "unix"}
+	}
+	if ap, ok := addrPortOf(sa); ok {
+		return net.TCPAddrFromAddrPort(ap)
 	}
 	if c.unixSock {
 		return &net.UnixAddr{Net: "unix"}
@@ -310,15 +305,27 @@ func (c *fdConn) addrOf(sa unix.Sockaddr) net.Addr {
 	return &net.TCPAddr{}
 }
 
-// control runs f on the descriptor, with c.mu held; false once closed.
-func (c *fdConn) control(f func(fd int)) bool {
+// addrPortOf is an IPv4 or IPv6 socket address as a netip.AddrPort.
+func addrPortOf(sa unix.Sockaddr) (netip.AddrPort, bool) {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port)), true
+	case *unix.SockaddrInet6:
+		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr), uint16(a.Port)), true
+	}
+	return netip.AddrPort{}, false
+}
+
+// control runs f on the descriptor, with c.mu held (none of its system
+// calls may wait); net.ErrClosed once closed. It is also RawConn.Control.
+func (c *fdConn) control(f func(fd uintptr)) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.fd < 0 {
-		return false
+		return net.ErrClosed
 	}
-	f(c.fd)
-	return true
+	f(uintptr(c.fd))
+	return nil
 }
 
 func (c *fdConn) SetDeadline(t time.Time) error {
@@ -340,7 +347,7 @@ func (c *fdConn) setDeadline(keep *int64, t time.Time, set func(*os.File, time.T
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.fd < 0 {
-		return c.opError("set deadline", errFdClosed)
+		return c.opError("set deadline", net.ErrClosed)
 	}
 	*keep = 0
 	if !t.IsZero() {
@@ -355,11 +362,9 @@ func (c *fdConn) setDeadline(keep *int64, t time.Time, set func(*os.File, time.T
 // Socket options of the TCP connection (tuneConn, the stream sender).
 
 func (c *fdConn) setInt(level, opt, v int) error {
-	var err error
-	if !c.control(func(fd int) { err = unix.SetsockoptInt(fd, level, opt, v) }) {
-		err = errFdClosed
-	}
-	return c.opError("set", err)
+	var serr error
+	err := c.control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), level, opt, v) })
+	return c.opError("set", cmp.Or(err, serr))
 }
 
 func (c *fdConn) SetNoDelay(on bool) error {
@@ -411,16 +416,7 @@ func (c *fdConn) SyscallConn() (syscall.RawConn, error) { return (*fdRaw)(c), ni
 
 type fdRaw fdConn
 
-func (r *fdRaw) Control(f func(fd uintptr)) error {
-	c := (*fdConn)(r)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.fd < 0 {
-		return errFdClosed
-	}
-	f(uintptr(c.fd))
-	return nil
-}
+func (r *fdRaw) Control(f func(fd uintptr)) error { return (*fdConn)(r).control(f) }
 
 func (r *fdRaw) Read(f func(fd uintptr) bool) error {
 	return (*fdConn)(r).rawWait(f, syscall.RawConn.Read)
@@ -520,12 +516,7 @@ func (l *fdListener) Accept() (net.Conn, error) {
 		return nil, &net.OpError{Op: "accept", Net: l.Addr().Network(), Addr: l.Addr(), Err: os.NewSyscallError("accept4", l.err)}
 	}
 	c := &fdConn{fd: l.nfd, unixSock: l.unixSock}
-	switch a := l.sa.(type) {
-	case *unix.SockaddrInet4:
-		c.peer = netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
-	case *unix.SockaddrInet6:
-		c.peer = netip.AddrPortFrom(netip.AddrFrom16(a.Addr), uint16(a.Port))
-	}
+	c.peer, _ = addrPortOf(l.sa)
 	l.sa = nil
 	return c, nil
 }

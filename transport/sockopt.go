@@ -24,15 +24,19 @@ func tcpOf(c net.Conn) tcpSocket {
 	switch tc := c.(type) {
 	case *net.TCPConn:
 		return tc
-	case interface {
-		tcpSocket
-		isTCP() bool
-	}:
+	case accepted:
 		if tc.isTCP() {
 			return tc
 		}
 	}
 	return nil
+}
+
+// accepted is a server's connection accepted as a descriptor (fdConn,
+// Linux): Unix or TCP, whose socket starts with the kernel's defaults.
+type accepted interface {
+	tcpSocket
+	isTCP() bool
 }
 
 // tuneConn applies the socket settings of cfg to a TCP connection (or the
@@ -42,7 +46,7 @@ func tuneConn(c net.Conn, cfg *Config) {
 	if tc == nil {
 		return
 	}
-	if _, fromAccept4 := tc.(interface{ isTCP() bool }); !fromAccept4 || cfg.NoDelay == NoDelayOn {
+	if _, fromAccept4 := tc.(accepted); !fromAccept4 || cfg.NoDelay == NoDelayOn {
 		tc.SetNoDelay(cfg.NoDelay == NoDelayOn) // NoDelayAuto starts with Nagle on, which the net package turns off and accept4 leaves on
 	}
 	if cfg.KeepAlive > 0 {

@@ -1,9 +1,7 @@
 package transport
 
 import (
-	"context"
 	"io"
-	"net"
 	"testing"
 	"time"
 
@@ -19,23 +17,10 @@ import (
 func TestParkingSessionKeepsItsStagingBufferUntilItParks(t *testing.T) {
 	leakcheck.Check(t)
 	sessions := make(chan *Session, 1)
-	srv, err := NewServer(Config{ParkAfter: 2 * time.Second}, Hooks{
+	srv, c := dialNewServer(t, Config{ParkAfter: 2 * time.Second}, Hooks{
 		OnOpen:    func(s *Session) { sessions <- s },
 		OnReceive: func(s *Session, p *packet.Packet) { s.SendBytes(p.Bytes()) },
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	a, err := srv.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := net.Dial("tcp", a.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	held := func(s *Session) bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
