@@ -28,7 +28,7 @@ type writeWatch struct {
 // socket drops counts as written. Safe for concurrent use.
 func (s *Session) AfterWrites(w WriteWaiter) {
 	s.mu.Lock()
-	left := s.inflight + s.queued
+	left := s.heldLocked()
 	if s.reason.Load() != 0 {
 		s.mu.Unlock()
 		w.Written(false)

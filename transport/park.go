@@ -27,7 +27,7 @@ const (
 // parkable reports whether the session may park: a server's own TCP or
 // Unix connection (not TLS, not an adopted one) where the OS has a poller.
 func (s *Session) parkable() bool {
-	if !parkSupported || s.owner == nil || s.adopted || s.noPark || s.ep.cfg.ParkAfter <= 0 {
+	if !parkSupported || s.owner() == nil || s.adopted || s.noPark || s.ep.cfg.ParkAfter <= 0 {
 		return false
 	}
 	return parkableConn(s.conn)
@@ -74,7 +74,7 @@ func (s *Session) readDeadline(fresh bool) (at time.Time, park bool) {
 // firstByteTimeout is the time an accepted connection has to send its
 // first byte (0: no limit): a client's and an adopted connection's have none.
 func (s *Session) firstByteTimeout() time.Duration {
-	if s.owner == nil || s.adopted {
+	if s.owner() == nil || s.adopted {
 		return 0
 	}
 	return s.ep.cfg.FirstByteTimeout
@@ -88,7 +88,7 @@ func (s *Session) park(end time.Time) bool {
 	s.shedSendScratch()
 	p := s.poll
 	if p == nil {
-		if p = s.owner.acquirePoller(); p == nil {
+		if p = s.owner().acquirePoller(); p == nil {
 			s.noPark = true // no poller: this session stays on its goroutine
 			return false
 		}
@@ -193,7 +193,7 @@ func (s *Session) readOn() int {
 func (s *Session) wake() {
 	if s.claim() {
 		s.resumed = true
-		s.owner.serve(s)
+		s.owner().serve(s)
 	}
 }
 

@@ -43,7 +43,7 @@ func (s *Session) serveStream() (parked bool) {
 func (s *Session) handshake() bool {
 	tc, ok := s.conn.(*tls.Conn)
 	d := s.ep.cfg.HandshakeTimeout
-	if !ok || s.owner == nil || d <= 0 {
+	if !ok || s.owner() == nil || d <= 0 {
 		return true
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), d) // (Close ends it sooner: it closes the connection)

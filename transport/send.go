@@ -115,9 +115,10 @@ func (s *Session) sendBytes(ctx context.Context, parts [][]byte) error {
 		if err := s.admitLocked(ctx, n); err != nil {
 			return err
 		}
-	}
-	if w := s.directLocked(n); w != nil {
-		return s.writeDirect(w, n, parts)
+	} else if s.corks == 0 && !s.writing { // nothing held back or being written: it may leave at once
+		if w := s.directLocked(n); w != nil {
+			return s.writeDirect(w, n, parts)
+		}
 	}
 	s.stageBytesLocked(n, parts)
 	return s.queuedLocked(ctx, n)
@@ -138,14 +139,14 @@ func (s *Session) admitsLocked(n int) bool {
 // takes them whole in practice.
 const directMax = smallSegment
 
-// directLocked returns the stream sender through which a client's lone
-// small message may be written at once, skipping the queue (writeDirect),
-// or nil: only when nothing is queued, being written or held back, and
-// the client's kept staging buffer is there to copy it into. Called with
-// s.mu held.
+// directLocked returns the stream sender through which a lone small
+// message may be written at once, skipping the queue (writeDirect), or
+// nil: only when nothing is queued, and the kept staging buffer is there
+// to copy it into. Its caller has seen that nothing is being written or
+// held back, and that the message was admitted at once. Called with s.mu
+// held.
 func (s *Session) directLocked(n int) *streamSender {
-	if !s.keepStage || n > directMax || s.writing || s.corks > 0 || len(s.queue) > 0 ||
-		s.spareStage == nil || s.spareStage.Cap() < n {
+	if !s.keepStage || n > directMax || len(s.queue) > 0 || s.spareStage == nil || s.spareStage.Cap() < n {
 		return nil
 	}
 	w, _ := s.outLocked().(*streamSender)
@@ -267,9 +268,9 @@ func total(parts [][]byte) int {
 // room (newStageLocked). Called with s.mu held.
 func (s *Session) stageBytesLocked(n int, parts [][]byte) {
 	var dst []byte
-	if end := s.stageLen + n; end <= len(s.stageBuf) && s.stage != nil { // the common case (a datagram session has no stage)
-		dst = s.stageBuf[s.stageLen:end]
-		s.stageLen = end
+	if st := s.sendState; st.stageLen+n <= len(st.stageBuf) && st.stage != nil { // the common case (a datagram session has no stage)
+		dst = st.stageBuf[st.stageLen:]
+		st.stageLen += n
 	} else {
 		dst = s.newStageLocked(n)
 	}
@@ -334,10 +335,14 @@ func (s *Session) admitNoWaitLocked(n int) error {
 	if err := s.openLocked(n); err != nil {
 		return err
 	}
-	if held := s.queued + s.inflight; held > 0 && held+n > 2*s.ep.cfg.SendQueueBytes {
+	held := s.queued + s.inflight
+	if held > 0 && held+n > 2*s.ep.cfg.SendQueueBytes {
 		s.mu.Unlock()
 		s.slowConsumer()
 		return notWritten{ErrSlowConsumer}
+	}
+	if held+n > s.ep.cfg.SendQueueBytes {
+		s.watchStallLocked() // nobody waits for room: the stall watch judges the peer
 	}
 	return nil
 }
@@ -432,6 +437,9 @@ func (s *Session) fullLocked() bool {
 // progress not yet taken by the socket (as far as its pieces show).
 // Called with s.mu held.
 func (s *Session) unwrittenLocked() int {
+	if s.sendState == nil {
+		return 0
+	}
 	n := s.queued
 	if s.inflight > 0 {
 		n += max(0, s.inflight-int(s.io.bytesOut.Load()-s.inflightFrom))
@@ -551,12 +559,10 @@ func (s *Session) sealStageLocked() {
 // cause), since part of the message may be on the wire, and the call
 // returns; a smaller one cannot block long once the queue had room.
 func (s *Session) queuedLocked(ctx context.Context, n int) error {
-	s.queued += n
-	s.queuedMsgs++
-	if s.ep.hooks.NoWaitSends && s.queued+s.inflight > s.ep.cfg.SendQueueBytes {
-		s.watchStallLocked() // nobody waits for room: the stall watch judges the peer
-	}
-	if s.writing || s.corks > 0 && s.queued < corkLimit {
+	st := s.sendState
+	st.queued += n
+	st.queuedMsgs++
+	if s.writing || st.corks > 0 && st.queued < corkLimit {
 		s.mu.Unlock()
 		return nil
 	}
@@ -594,9 +600,6 @@ func (s *Session) abandonWrite(cause error) {
 func (s *Session) enqueuedLocked(n int) error {
 	s.queued += n
 	s.queuedMsgs++
-	if s.queued+s.inflight > s.ep.cfg.SendQueueBytes {
-		s.watchStallLocked()
-	}
 	if s.writing || s.corks > 0 && s.queued < corkLimit {
 		s.mu.Unlock()
 		return nil
@@ -679,11 +682,11 @@ func (s *Session) shedIfParkedLocked() {
 
 // shedLocked is shedSendScratch with s.mu held.
 func (s *Session) shedLocked() {
-	if s.writing || s.queued > 0 || s.inflight > 0 || s.waitingLocked() > 0 {
+	if s.writing || s.waitingLocked() > 0 {
 		return
 	}
 	if st := s.sendState; st != nil {
-		if len(st.queue) > 0 || st.stage != nil || st.corks > 0 {
+		if st.queued > 0 || st.inflight > 0 || len(st.queue) > 0 || st.stage != nil || st.corks > 0 {
 			return
 		}
 		if st.spareStage != nil { // a parked session holds no staging buffer
@@ -710,6 +713,9 @@ func (s *Session) SendQueue() QueueStats {
 func (s *Session) QueuedBytes() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.sendState == nil {
+		return 0
+	}
 	return s.queued
 }
 

@@ -9,8 +9,9 @@ import (
 // sendState is a session's send queue and staging buffers. A session
 // makes it with its first send (txLocked) and gives it back when it parks
 // with nothing queued, held back or being written (shedLocked), so that
-// an idle connection holds none of it: 128 bytes fewer in every parked
-// session, whose Session is then a 256-byte object. Guarded by the
+// an idle connection holds none of it: 152 bytes fewer in every parked
+// session, whose Session is then a 224-byte object. Without it a
+// session has nothing queued or being written (heldLocked). Guarded by the
 // session's mu, like the fields of the Session it is embedded in; every
 // function that locks mu and then reads or writes these fields calls
 // txLocked first (after each lock: it may have been dropped meanwhile).
@@ -24,6 +25,10 @@ type sendState struct {
 	spareStage *packet.Packet   // a written staging buffer kept for reuse (keepStage)
 	queuedMsgs int              // messages in queue (Send and SendBytes calls)
 	corks      int              // OnReceive (BatchSends) or Batch is running: queue sends, write them after it
+
+	queued       int    // bytes in queue
+	inflight     int    // bytes of the batch being written
+	inflightFrom uint64 // bytesOut when its write began
 }
 
 // sendStates keeps the send states that parked sessions gave back, so
@@ -46,6 +51,15 @@ func (s *Session) queuedMsgsLocked() int {
 	return s.queuedMsgs
 }
 
+// heldLocked is the bytes queued and being written. Called with s.mu
+// held.
+func (s *Session) heldLocked() int {
+	if s.sendState == nil {
+		return 0
+	}
+	return s.queued + s.inflight
+}
+
 // pendingLocked reports whether messages are queued. Called with s.mu
 // held.
 func (s *Session) pendingLocked() bool {
@@ -66,6 +80,7 @@ func (s *Session) dropSendStateLocked() {
 		st.queue[i] = nil
 	}
 	st.queue = st.queue[:0]
+	st.queued = 0
 	st.stage, st.stageBuf, st.stageLen, st.ownStage = nil, nil, 0, nil
 	if st.spareStage != nil {
 		st.spareStage.Release()

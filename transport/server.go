@@ -64,7 +64,7 @@ func NewServer(cfg Config, hooks Hooks) (*Server, error) {
 		perIP:    make(map[netip.Addr]int),
 		stopped:  make(chan struct{}),
 	}
-	s.ep.retire = s.forget
+	s.ep.srv, s.ep.retire = s, s.forget
 	s.ep.initLog()
 	return s, nil
 }
@@ -228,7 +228,6 @@ func (s *Server) admit(c net.Conn) {
 	tuneConn(c, cfg)
 	id := s.nextID.Add(1)
 	sess := newSession(&s.ep, id, c, newStreamSender(c, cfg))
-	sess.owner = s
 	sess.keepStage = sess.parkable() // a staging buffer kept between reads only where parking gives it back
 	s.sessions.add(sess)
 	s.ep.stats.opened()
@@ -252,7 +251,7 @@ func (s *Server) Adopt(c net.Conn) error {
 	cfg := &s.ep.cfg
 	id := s.nextID.Add(1)
 	sess := newSession(&s.ep, id, c, newStreamSender(c, cfg))
-	sess.owner, sess.adopted = s, true
+	sess.adopted = true
 	sess.keepStage = sess.parkable() // false: an adopted session never parks, so it keeps no staging buffer
 	s.sessions.add(sess)
 	s.ep.stats.opened()

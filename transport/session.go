@@ -91,6 +91,7 @@ type endpoint struct {
 	// selfRead: a [ReceiveSync] client's reader, whose callers read; nil
 	// otherwise. No receive loop ends its session's drain or finishes it.
 	selfRead *syncReader
+	srv      *Server        // the server whose endpoint this is; nil for a client
 	retire   func(*Session) // the owner's bookkeeping of an ended session (it must retire io), run before OnClose
 	stats    counters
 	log      *slog.Logger     // Config.Log, or the default logger when the owner was made
@@ -120,20 +121,16 @@ type Session struct {
 
 	out sender // the write side; for UDP peers, writes go through the server socket
 
-	mu           sync.Mutex
-	*sendState              // the queue and staging buffers: made by the first send, dropped when the session parks (sendstate.go)
-	queued       int        // bytes in queue
-	inflight     int        // bytes of the batch being written
-	inflightFrom uint64     // bytesOut when its write began
-	waits        *sendWaits // senders waiting for room, the stall watch: made the first time the queue is full
-	cause        error      // the close's cause; before the close, the cause a drain closes with (AbortAfterWrites)
-	items        map[any]any
+	mu         sync.Mutex
+	*sendState            // the queue, its byte counts and staging buffers: made by the first send, dropped when the session parks (sendstate.go)
+	waits      *sendWaits // senders waiting for room, the stall watch: made the first time the queue is full
+	cause      error      // the close's cause; before the close, the cause a drain closes with (AbortAfterWrites)
+	items      map[any]any
 
 	handler SessionHandler // from Hooks.NewHandler; set before the first receive
 
-	done  chan struct{} // made by the first Done (mu): most sessions are never asked
-	owner *Server       // the server of an accepted connection; nil otherwise
-	poll  *poller       // the poller the session acquired when it first parked (released at finish; park.go)
+	done chan struct{} // made by the first Done (mu): most sessions are never asked
+	poll *poller       // the poller the session acquired when it first parked (released at finish; park.go)
 
 	// The small fields, together (a Session's size class counts for every
 	// idle connection a server holds).
@@ -201,6 +198,15 @@ func (s *Session) waitingLocked() int {
 type sender interface {
 	writeBatch(s *Session, batch []*packet.Packet) error
 	close() error
+}
+
+// owner returns the server of an accepted connection; nil for a
+// client's session and a UDP peer's.
+func (s *Session) owner() *Server {
+	if s.datagram {
+		return nil
+	}
+	return s.ep.srv
 }
 
 // newSession returns a session of conn, or of a UDP peer (conn nil, out
@@ -418,7 +424,6 @@ func (s *Session) finish() {
 	s.closeWith(ReasonError, nil) // no-op unless the loop ended without a reason
 	s.mu.Lock()
 	s.finished = true
-	s.queued = 0
 	s.dropSendStateLocked()
 	s.wakeLocked()
 	if w := s.waits; w != nil && w.stall != nil {
@@ -434,7 +439,7 @@ func (s *Session) finish() {
 		if s.pollSlot != 0 {
 			p.release(s)
 		}
-		s.owner.releasePoller(p)
+		s.owner().releasePoller(p)
 	}
 	r := s.Reason()
 	s.ep.stats.ended(r)
