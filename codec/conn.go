@@ -90,8 +90,8 @@ func (o *Options) Validate() error {
 // Conn is one connection seen through the codec layer: its pipeline, and
 // its pending requests. All methods are safe for concurrent use.
 type Conn struct {
+	chain  Chain
 	sess   *transport.Session
-	chain  *Chain
 	m      atomic.Pointer[matcher] // its pending requests (requests); a server's connection makes it with its first request
 	opts   *Options
 	fifoMu sync.Mutex // FIFO: register and write in one step, so wire order is queue order
@@ -106,6 +106,15 @@ type Conn struct {
 	readAt  int64        // mono reading of the read being handled (Options.ReadTimes; the reading goroutine's)
 	batches atomic.Int32 // Batch calls in progress: their writes are held back already
 	heard   bool         // the first bytes were read (the reading goroutine's)
+}
+
+// connOne is a [Conn] whose pipeline is one framing stage of this package
+// (Pipeline.one), held with its chain's stage and that stage's framer: a
+// connection's codec state is one allocation.
+type connOne struct {
+	Conn
+	stage [1]stage
+	fr    framing
 }
 
 // SetState attaches the value of the layer above codec to the connection
@@ -160,25 +169,34 @@ func (c *Conn) makeRequests() *matcher {
 // newConn builds the codec state of a session and opens its handlers;
 // srv is the server whose connection it is, nil for a client's.
 func newConn(s *transport.Session, o *Options, srv *Server) *Conn {
-	c := &Conn{sess: s, opts: o, server: srv, match: o.Pipeline.match}
-	c.chain = o.Pipeline.NewChain(s, c.sink)
-	c.chain.conn = c
-	c.chain.Datagram = s.Datagram()
-	if srv != nil {
-		for _, h := range c.chain.handlers {
-			if f := framingOf(h); f != nil {
-				f.framer.budget, f.framer.owner = srv.budget, c
-			}
+	p := o.Pipeline
+	var c *Conn
+	if fc := p.one; fc != nil {
+		w := &connOne{}
+		w.fr.framer.conf = fc
+		w.stage[0].h = w.fr.handler()
+		c = &w.Conn
+		c.chain.init(w.stage[:])
+	} else {
+		c = &Conn{}
+		c.chain.init(p.newStages())
+	}
+	c.sess, c.opts, c.server, c.match = s, o, srv, p.match
+	c.chain.sess, c.chain.conn, c.chain.Datagram = s, c, s.Datagram()
+	st := c.chain.stages
+	for i := range st {
+		if f := framingOf(st[i].h); f != nil {
+			f.framer.owner = c
 		}
 	}
-	if n := len(c.chain.handlers); n > 0 {
-		if _, ok := c.chain.handlers[n-1].(srmpHandler); ok {
-			c.srmpCtx = &c.chain.ctxs[n-1]
+	if n := len(st); n > 0 {
+		if _, ok := st[n-1].h.(srmpHandler); ok {
+			c.srmpCtx = &st[n-1].ctx
 		}
-		if f := framingOf(c.chain.handlers[n-1]); f != nil {
-			f.tail = c // the tail stage hands its messages straight to the sink
+		if f := framingOf(st[n-1].h); f != nil {
+			f.tail = true // the tail stage hands its messages straight to the sink
 		}
-		c.head = framingOf(c.chain.handlers[0])
+		c.head = framingOf(st[0].h)
 	}
 	if srv == nil && c.match != MatchNone {
 		c.m.Store(newMatcher(c.match == MatchFIFO, o.Timeout)) // a client's connection is for requests
@@ -216,7 +234,7 @@ func (h *sessionHandler) Receive(_ *transport.Session, p *packet.Packet) {
 	}
 	var err error
 	if f := c.head; f != nil {
-		err = f.Read(&c.chain.ctxs[0], p)
+		err = f.Read(c.chain.ctx(0), p)
 	} else {
 		err = c.chain.Read(p)
 	}
@@ -233,8 +251,8 @@ func (h *sessionHandler) Closed(_ *transport.Session, e *transport.CloseError) {
 // an incomplete frame past its Expire at now, a mono reading (any
 // goroutine may ask).
 func (c *Conn) frameExpired(now int64) bool {
-	for _, h := range c.chain.handlers {
-		if f := framingOf(h); f != nil && f.framer.expiredAt(now) {
+	for i := range c.chain.stages {
+		if f := framingOf(c.chain.stages[i].h); f != nil && f.framer.expiredAt(now) {
 			return true
 		}
 	}

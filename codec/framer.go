@@ -62,20 +62,31 @@ func (c FramerConfig) withDefaults() FramerConfig {
 //
 // A [Framer] holds one connection's state and is not safe for concurrent use.
 type Framer struct {
-	split   Splitter
-	max     int
-	expire  time.Duration
+	conf    *framerConf    // the splitter and limits, shared by the connections of a pipeline's stage
 	partial *packet.Packet // bytes of an incomplete frame (owned)
 	since   atomic.Int64   // mono reading of the partial frame's first byte; 0 without one (read by sweepers)
-	budget  *budget        // a server's bytes for partial frames, shared by its connections; nil: none
-	held    int            // bytes of budget taken by partial
-	owner   *Conn          // a server's connection, in its server's partials while partial is held; nil: none
-	loan    packet.Loan    // the view of the frame being emitted
+	held    int            // bytes of its server's budget taken by partial
+	owner   *Conn          // the connection whose stage this is (a server's is in its server's partials while partial is held); nil: none
+}
+
+// framerConf is what the framers of a pipeline's stage share: the
+// splitter, its limits, and how the stage turns a frame into the message
+// it lends on. It never changes once made.
+type framerConf struct {
+	split  Splitter
+	max    int
+	expire time.Duration
 	// short is the header length of the splitter's common frame, whose
 	// length feed reads inline (see shortLen): SRMP's 4 bytes, the default
 	// length field's 2; 0 for any other splitter. shortExt is a length
 	// value that is not such a frame (SRMP's marker of the long header).
 	short, shortExt int
+
+	kind   stageKind   // the framing stage's format
+	decode frameDecode // how the stage's frame becomes the message it lends on
+	header int         // length-field with a fixed-size field: the header to skip
+	lf     LengthField // the length-field stage's format
+	delim  Delimiter   // the delimiter stage's
 }
 
 // Expired reports whether the framer has held an incomplete frame for
@@ -90,26 +101,32 @@ func (f *Framer) Expired(now time.Time) bool { return f.expiredAt(mono.Of(now)) 
 // expiredAt is Expired at a mono reading.
 func (f *Framer) expiredAt(now int64) bool {
 	t := f.since.Load()
-	return t != 0 && f.expire > 0 && now-t > int64(f.expire)
+	return t != 0 && f.conf.expire > 0 && now-t > int64(f.conf.expire)
 }
 
 // NewFramer returns a framer using split. It panics if cfg does not
 // Validate (a programming error, as with a nil split).
 func NewFramer(split Splitter, cfg FramerConfig) *Framer {
+	return &Framer{conf: newFramerConf(split, cfg)}
+}
+
+// newFramerConf returns the settings of framers using split. It panics
+// if cfg does not Validate.
+func newFramerConf(split Splitter, cfg FramerConfig) *framerConf {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
 	cfg = cfg.withDefaults()
-	f := &Framer{split: split, max: cfg.MaxFrame, expire: cfg.Expire, shortExt: -1}
+	fc := &framerConf{split: split, max: cfg.MaxFrame, expire: cfg.Expire, shortExt: -1}
 	switch sp := split.(type) {
 	case SRMPSplitter:
-		f.short, f.shortExt = srmpHeaderLen, srmpExtMarker
+		fc.short, fc.shortExt = srmpHeaderLen, srmpExtMarker
 	case LengthField:
 		if sp.Offset == 0 && sp.size() == 2 {
-			f.short = 2
+			fc.short = 2
 		}
 	}
-	return f
+	return fc
 }
 
 // Buffered returns the bytes held of an incomplete frame.
@@ -126,7 +143,7 @@ func (f *Framer) Reset() {
 		f.partial.Release()
 		f.partial = nil
 		f.since.Store(0)
-		f.budget.give(f.held)
+		f.budget().give(f.held)
 		f.held = 0
 		f.tellOwner(false)
 	}
@@ -135,9 +152,18 @@ func (f *Framer) Reset() {
 // tellOwner tells the server of the framer's connection, if any, that the
 // framer now holds a partial frame, or (held false) holds none.
 func (f *Framer) tellOwner(held bool) {
-	if f.owner != nil {
-		f.owner.server.hold(f.owner, held)
+	if o := f.owner; o != nil && o.server != nil {
+		o.server.hold(o, held)
 	}
+}
+
+// budget is the budget of the framer's server for partial frames; nil
+// (no limit) for a client's framer or one of NewFramer.
+func (f *Framer) budget() *budget {
+	if o := f.owner; o != nil && o.server != nil {
+		return o.server.budget
+	}
+	return nil
 }
 
 // budget counts the bytes a server's connections hold in partial frames
@@ -181,7 +207,9 @@ func (f *Framer) Close() error {
 // emit borrows (see [Framer]). p stays the caller's.
 // On an error the framer's state is dropped and the connection must end.
 func (f *Framer) Feed(p *packet.Packet, emit func(*packet.Packet) error) error {
-	return f.feed(p, frameFunc(emit))
+	s := getScratch()
+	defer putScratch(s)
+	return f.feed(p, frameFunc(emit), &s.loan)
 }
 
 // frameReceiver gets the frames a [Framer] cuts (an interface, so that the
@@ -194,7 +222,8 @@ type frameFunc func(*packet.Packet) error
 
 func (f frameFunc) receiveFrame(frame *packet.Packet) error { return f(frame) }
 
-func (f *Framer) feed(p *packet.Packet, emit frameReceiver) (err error) {
+// feed is Feed to a frame receiver, lending the frames through loan.
+func (f *Framer) feed(p *packet.Packet, emit frameReceiver, loan *packet.Loan) (err error) {
 	if f.partial != nil && f.expiredAt(mono.Now()) {
 		f.Reset()
 		return ErrFrameExpired
@@ -203,7 +232,7 @@ func (f *Framer) feed(p *packet.Packet, emit frameReceiver) (err error) {
 		data := seg.Bytes()
 		off := 0
 		if f.partial != nil {
-			off, err = f.completePartial(data, emit)
+			off, err = f.completePartial(data, emit, loan)
 		}
 		for err == nil && off < len(data) {
 			n := f.shortLen(data[off:])
@@ -216,8 +245,8 @@ func (f *Framer) feed(p *packet.Packet, emit frameReceiver) (err error) {
 				err = f.keep(data[off:], n)
 				break
 			}
-			err = emit.receiveFrame(f.loan.Lend(seg, off, n))
-			f.loan.End()
+			err = emit.receiveFrame(loan.Lend(seg, off, n))
+			loan.End()
 			off += n
 		}
 	}
@@ -232,12 +261,13 @@ func (f *Framer) feed(p *packet.Packet, emit frameReceiver) (err error) {
 // the limit; else 0, and frameLen decides. It inlines: it runs once per
 // frame.
 func (f *Framer) shortLen(b []byte) int {
-	h := f.short
+	fc := f.conf
+	h := fc.short
 	if h == 0 || len(b) < h || len(b) < 2 {
 		return 0
 	}
 	n := int(b[h-1])<<8 | int(b[h-2]) // the little-endian 16-bit length ending the header
-	if n == f.shortExt || h+n > f.max {
+	if n == fc.shortExt || h+n > fc.max {
 		return 0
 	}
 	return h + n
@@ -250,13 +280,14 @@ func (f *Framer) frameLen(b []byte) (int, error) {
 	if n := f.shortLen(b); n > 0 {
 		return n, nil
 	}
-	switch sp := f.split.(type) {
+	fc := f.conf
+	switch sp := fc.split.(type) {
 	case SRMPSplitter:
-		return sp.FrameLen(b, f.max)
+		return sp.FrameLen(b, fc.max)
 	case LengthField:
-		return sp.FrameLen(b, f.max)
+		return sp.FrameLen(b, fc.max)
 	}
-	return f.split.FrameLen(b, f.max)
+	return fc.split.FrameLen(b, fc.max)
 }
 
 // keepFirst is the most a partial buffer reserves before the frame's bytes
@@ -273,7 +304,7 @@ func (f *Framer) keep(b []byte, want int) error {
 		size = min(want, max(len(b), keepFirst))
 	}
 	size = max(size, len(b))
-	if !f.budget.take(size) {
+	if !f.budget().take(size) {
 		return ErrMemoryCap
 	}
 	f.held = size
@@ -292,7 +323,7 @@ func (f *Framer) appendPartial(b []byte, want int) error {
 	p := f.partial
 	if need := p.Len() + len(b); need > p.Cap() {
 		size := max(need, min(2*p.Cap(), want))
-		if !f.budget.take(size - f.held) {
+		if !f.budget().take(size - f.held) {
 			return ErrMemoryCap
 		}
 		f.held = size
@@ -310,7 +341,7 @@ func (f *Framer) appendPartial(b []byte, want int) error {
 // complete (emitting it) or data runs out; it returns how many bytes of
 // data it used. Bytes past the frame's end never enter the partial buffer
 // unless the splitter cannot tell the length without them (a delimiter).
-func (f *Framer) completePartial(data []byte, emit frameReceiver) (int, error) {
+func (f *Framer) completePartial(data []byte, emit frameReceiver, loan *packet.Loan) (int, error) {
 	used := 0
 	for f.partial != nil {
 		n, err := f.frameLen(f.partial.Bytes())
@@ -318,7 +349,7 @@ func (f *Framer) completePartial(data []byte, emit frameReceiver) (int, error) {
 			return used, err
 		}
 		if n > 0 && n <= f.partial.Len() {
-			if err := f.emitPartial(n, emit); err != nil {
+			if err := f.emitPartial(n, emit, loan); err != nil {
 				return used, err
 			}
 			continue
@@ -342,11 +373,11 @@ func (f *Framer) completePartial(data []byte, emit frameReceiver) (int, error) {
 // inline handler, or one waiting to write its reply) for an expired partial
 // one. The rest, the next frame's start, is timed from when emit returns,
 // when reading resumes.
-func (f *Framer) emitPartial(n int, emit frameReceiver) error {
+func (f *Framer) emitPartial(n int, emit frameReceiver, loan *packet.Loan) error {
 	p := f.partial
 	f.since.Store(0)
-	err := emit.receiveFrame(f.loan.Lend(p, 0, n))
-	f.loan.End()
+	err := emit.receiveFrame(loan.Lend(p, 0, n))
+	loan.End()
 	if n == p.Len() {
 		f.Reset()
 	} else {

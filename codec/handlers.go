@@ -2,21 +2,18 @@ package codec
 
 import (
 	"context"
+	"sync"
 
 	"github.com/lifenet/lifenet/packet"
 )
 
 // framing is the part shared by the framing handlers: one connection's
-// framer, how a frame becomes the message passed on, and the context of the
-// read in progress.
+// framer (its settings, conf, shared by the stage's connections). What a
+// read needs only while it runs, the loan of the frame and the message
+// made of it, is a [readScratch] taken for the read.
 type framing struct {
-	framer *Framer
-	ctx    *HandlerContext
-	decode frameDecode
-	header int // length-field with a fixed-size field: the header to skip
-	lf     *LengthField
-	in     Message // SRMP: the borrowed message lent to the next stage
-	tail   *Conn   // set when this stage is the pipeline's tail: messages go straight to its sink
+	framer Framer
+	tail   bool // the pipeline's tail, of a Conn's chain: messages go straight to framer.owner's sink
 }
 
 // How a framing stage turns a frame into the message it lends on.
@@ -29,39 +26,71 @@ const (
 	decodeWhole                     // the frame as it is (delimited lines)
 )
 
-func newFraming(split Splitter, cfg FramerConfig, decode frameDecode) *framing {
-	return &framing{framer: NewFramer(split, cfg), decode: decode}
+// stageKind names the framing stages of this package.
+type stageKind uint8
+
+const (
+	stageSRMP stageKind = iota
+	stageLengthField
+	stageDelimiter
+)
+
+// handler returns f as the Handler of its stage's kind (a one-pointer
+// value: no allocation).
+func (f *framing) handler() Handler {
+	switch f.framer.conf.kind {
+	case stageLengthField:
+		return lengthFieldHandler{f}
+	case stageDelimiter:
+		return delimiterHandler{f}
+	}
+	return srmpHandler{f}
+}
+
+// readScratch is what a framing stage's read uses while it runs: the
+// loan of the frame being lent and, for SRMP, the message made of it.
+// Reads take one from a pool, so that a connection between reads (an idle
+// one, parked) holds none.
+type readScratch struct {
+	loan packet.Loan
+	in   Message         // SRMP: the borrowed message lent to the next stage
+	f    *framing        // the stage reading
+	ctx  *HandlerContext // its context
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(readScratch) }}
+
+func getScratch() *readScratch { return scratchPool.Get().(*readScratch) }
+
+func putScratch(s *readScratch) {
+	s.f, s.ctx = nil, nil
+	scratchPool.Put(s)
 }
 
 // receiveFrame lends one borrowed frame to the next stage.
-func (f *framing) receiveFrame(frame *packet.Packet) error {
-	switch f.decode {
+func (s *readScratch) receiveFrame(frame *packet.Packet) error {
+	f := s.f
+	fc := f.framer.conf
+	switch fc.decode {
 	case decodeSRMP:
-		f.in.lend(frame)
+		s.in.lend(frame)
 		var err error
-		if f.tail != nil {
-			err = f.tail.sinkMessage(&f.in)
+		if f.tail {
+			err = f.framer.owner.sinkMessage(&s.in)
 		} else {
-			err = f.ctx.FireRead(&f.in)
+			err = s.ctx.FireRead(&s.in)
 		}
-		f.in = Message{}
+		s.in = Message{}
 		return err
 	case decodeHeader:
-		frame.Skip(f.header)
+		frame.Skip(fc.header)
 	case decodeVarint:
-		frame.Skip(f.lf.HeaderLen(frame.Bytes()))
+		frame.Skip(fc.lf.HeaderLen(frame.Bytes()))
 	}
-	return f.next(frame)
-}
-
-// next passes a message on: straight to the connection when this stage is
-// the pipeline's tail (the common one-stage pipeline), else to the next
-// stage.
-func (f *framing) next(msg any) error {
-	if f.tail != nil {
-		return f.tail.sink(msg)
+	if f.tail {
+		return f.framer.owner.sink(frame)
 	}
-	return f.ctx.FireRead(msg)
+	return s.ctx.FireRead(frame)
 }
 
 // Read frames a borrowed packet; anything else passes through.
@@ -70,8 +99,11 @@ func (f *framing) Read(c *HandlerContext, msg any) error {
 	if !ok {
 		return c.FireRead(msg)
 	}
-	f.ctx = c
-	if err := f.framer.feed(p, f); err != nil {
+	s := getScratch()
+	s.f, s.ctx = f, c
+	err := f.framer.feed(p, s, &s.loan)
+	putScratch(s)
+	if err != nil {
 		return err
 	}
 	if c.chain.Datagram {
@@ -97,7 +129,8 @@ type srmpHandler struct{ *framing }
 // values become frames. Requests on its connections match replies by
 // sequence number.
 func SRMPFraming(cfg FramerConfig) func() Handler {
-	return func() Handler { return srmpHandler{newFraming(SRMPSplitter{}, cfg, decodeSRMP)} }
+	fc := newFramerConf(SRMPSplitter{}, cfg) // kind stageSRMP, decode decodeSRMP
+	return func() Handler { return srmpHandler{&framing{framer: Framer{conf: fc}}} }
 }
 
 func (srmpHandler) match() MatchMode { return MatchSRMP }
@@ -175,10 +208,7 @@ func copyPacket(b []byte) *packet.Packet {
 }
 
 // lengthFieldHandler strips and adds length-field headers.
-type lengthFieldHandler struct {
-	*framing
-	lf LengthField
-}
+type lengthFieldHandler struct{ *framing }
 
 // LengthFieldFraming returns the pipeline stage of NewLife's
 // LengthFieldCodec: inbound bytes become borrowed payload *packet.Packet
@@ -189,40 +219,40 @@ func LengthFieldFraming(lf LengthField, cfg FramerConfig) func() Handler {
 	if err := lf.Validate(); err != nil {
 		panic(err)
 	}
-	return func() Handler {
-		f := newFraming(lf, cfg, decodeHeader)
-		f.header = lf.Offset + lf.width() // a fixed header: no second parse
-		if lf.size() == VarintLength {
-			f.decode, f.lf = decodeVarint, &lf
-		}
-		return &lengthFieldHandler{f, lf}
+	fc := newFramerConf(lf, cfg)
+	fc.kind, fc.decode, fc.lf = stageLengthField, decodeHeader, lf
+	fc.header = lf.Offset + lf.width() // a fixed header: no second parse
+	if lf.size() == VarintLength {
+		fc.decode = decodeVarint
 	}
+	return func() Handler { return lengthFieldHandler{&framing{framer: Framer{conf: fc}}} }
 }
 
-func (*lengthFieldHandler) match() MatchMode { return MatchFIFO }
+func (lengthFieldHandler) match() MatchMode { return MatchFIFO }
 
 // lfHeaderRoom is the header size the copy path writes from the stack.
 const lfHeaderRoom = 16
 
-func (h *lengthFieldHandler) Write(c *HandlerContext, msg any) error {
+func (h lengthFieldHandler) Write(c *HandlerContext, msg any) error {
 	p, ok := msg.(*packet.Packet)
 	if !ok {
 		return c.FireWrite(msg)
 	}
-	if small(p) && h.lf.Offset+h.lf.width() <= lfHeaderRoom { // one copy, header and payload, into the send buffer
+	lf := &h.framer.conf.lf
+	if small(p) && lf.Offset+lf.width() <= lfHeaderRoom { // one copy, header and payload, into the send buffer
 		var hdr [lfHeaderRoom]byte
 		if p == nil {
-			k, _ := h.lf.header(hdr[:], 0)
+			k, _ := lf.header(hdr[:], 0)
 			return c.WriteBytes(hdr[:k])
 		}
-		k, err := h.lf.header(hdr[:], p.Len())
+		k, err := lf.header(hdr[:], p.Len())
 		if err == nil { // else a payload the field cannot describe
 			err = c.WriteBytes(hdr[:k], p.Bytes())
 		}
 		p.Release() // nothing for a borrowed view
 		return err
 	}
-	f, err := h.lf.Encode(p)
+	f, err := lf.Encode(p)
 	if err != nil {
 		return err
 	}
@@ -230,10 +260,7 @@ func (h *lengthFieldHandler) Write(c *HandlerContext, msg any) error {
 }
 
 // delimiterHandler frames lines.
-type delimiterHandler struct {
-	*framing
-	d Delimiter
-}
+type delimiterHandler struct{ *framing }
 
 // DelimiterFraming returns the pipeline stage of NewLife's SplitDataCodec: inbound
 // frames are borrowed packets that end with (and include) the delimiter;
@@ -243,12 +270,14 @@ func DelimiterFraming(d Delimiter, cfg FramerConfig) func() Handler {
 	if cfg.MaxFrame == 0 {
 		cfg.MaxFrame = DefaultMaxLine
 	}
-	return func() Handler { return &delimiterHandler{newFraming(d, cfg, decodeWhole), d} }
+	fc := newFramerConf(d, cfg)
+	fc.kind, fc.decode, fc.delim = stageDelimiter, decodeWhole, d
+	return func() Handler { return delimiterHandler{&framing{framer: Framer{conf: fc}}} }
 }
 
-func (*delimiterHandler) match() MatchMode { return MatchFIFO }
+func (delimiterHandler) match() MatchMode { return MatchFIFO }
 
-func (h *delimiterHandler) Write(c *HandlerContext, msg any) error {
+func (h delimiterHandler) Write(c *HandlerContext, msg any) error {
 	p, ok := msg.(*packet.Packet)
 	if !ok {
 		return c.FireWrite(msg)
@@ -259,9 +288,9 @@ func (h *delimiterHandler) Write(c *HandlerContext, msg any) error {
 			b = p.Bytes()
 			defer p.Release()
 		}
-		return c.WriteBytes(b, h.d.delim())
+		return c.WriteBytes(b, h.framer.conf.delim.delim())
 	}
-	return c.FireWrite(h.d.Encode(p.Keep()))
+	return c.FireWrite(h.framer.conf.delim.Encode(p.Keep()))
 }
 
 var _ CloseHandler = (*framing)(nil) // a framing stage drops its partial frame when the connection ends
@@ -271,9 +300,9 @@ func framingOf(h Handler) *framing {
 	switch h := h.(type) {
 	case srmpHandler:
 		return h.framing
-	case *lengthFieldHandler:
+	case lengthFieldHandler:
 		return h.framing
-	case *delimiterHandler:
+	case delimiterHandler:
 		return h.framing
 	}
 	return nil

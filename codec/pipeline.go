@@ -47,6 +47,10 @@ type CloseHandler interface {
 type Pipeline struct {
 	makers []func() Handler
 	match  MatchMode
+	// one is the stage's settings when the pipeline is one framing stage
+	// of this package (the common case): a connection's Conn then holds
+	// its chain and that stage in one allocation (newConn).
+	one *framerConf
 }
 
 // MatchMode is how a pipeline's connections pair replies with requests; it
@@ -70,8 +74,12 @@ type matcherStage interface{ match() MatchMode }
 func NewPipeline(makers ...func() Handler) *Pipeline {
 	p := &Pipeline{makers: append([]func() Handler(nil), makers...)}
 	for _, mk := range p.makers {
-		if m, ok := mk().(matcherStage); ok {
+		h := mk()
+		if m, ok := h.(matcherStage); ok {
 			p.match = m.match()
+		}
+		if f := framingOf(h); f != nil && len(p.makers) == 1 {
+			p.one = f.framer.conf
 		}
 	}
 	return p
@@ -93,13 +101,24 @@ type Chain struct {
 	// whole datagram, framed on its own.
 	Datagram bool
 
-	handlers []Handler
-	ctxs     []HandlerContext
-	noWait   []HandlerContext // the stages' contexts for writes that must not wait for the peer (Enqueue)
-	out      Sender
-	sess     *transport.Session // out, when it is a session: small messages are copied into its send buffer
-	sink     func(msg any) error
-	conn     *Conn // the sink's Conn, called directly (no method value's wrapper)
+	stages []stage
+	sess   *transport.Session // where encoded packets go, when it is a session: small messages are copied into its send buffer
+	ext    *chainEnds         // NewChain's Sender and sink; nil for a Conn's chain (the session, and the Conn's sink)
+	conn   *Conn              // the Conn whose chain this is (its sink called directly); nil for NewChain's
+}
+
+// stage is one handler of a chain and its two contexts: for writes that
+// may wait for room in the send queue, and for those that must not (a
+// write of Chain.Enqueue).
+type stage struct {
+	h           Handler
+	ctx, noWait HandlerContext
+}
+
+// chainEnds is where a chain that NewChain built sends and delivers.
+type chainEnds struct {
+	out  Sender
+	sink func(msg any) error
 }
 
 // HandlerContext links a handler to its place in a chain. Its methods follow the
@@ -108,59 +127,84 @@ type Chain struct {
 // kind: one given by [Chain.Enqueue] leaves by the session's Enqueue.
 type HandlerContext struct {
 	chain  *Chain
-	index  int
+	index  int32
 	noWait bool // a write of Chain.Enqueue: it must not wait for the peer
 }
 
 // NewChain builds the handlers for one connection: encoded packets go to
 // out, decoded messages leave the tail through sink, which borrows them.
 func (p *Pipeline) NewChain(out Sender, sink func(msg any) error) *Chain {
-	n := len(p.makers)
-	ctxs := make([]HandlerContext, 2*n)
-	ch := &Chain{out: out, sink: sink, handlers: make([]Handler, n), ctxs: ctxs[:n:n], noWait: ctxs[n:]}
+	ch := &Chain{ext: &chainEnds{out: out, sink: sink}}
 	ch.sess, _ = out.(*transport.Session)
-	for i, mk := range p.makers {
-		ch.handlers[i] = mk()
-		ch.ctxs[i] = HandlerContext{chain: ch, index: i}
-		ch.noWait[i] = HandlerContext{chain: ch, index: i, noWait: true}
-	}
+	ch.init(p.newStages())
 	return ch
 }
+
+// newStages makes a chain's stages, each with its own handlers.
+func (p *Pipeline) newStages() []stage {
+	st := make([]stage, len(p.makers))
+	for i, mk := range p.makers {
+		st[i].h = mk()
+	}
+	return st
+}
+
+// init sets the chain's stages and their contexts.
+func (ch *Chain) init(st []stage) {
+	ch.stages = st
+	for i := range st {
+		st[i].ctx = HandlerContext{chain: ch, index: int32(i)}
+		st[i].noWait = HandlerContext{chain: ch, index: int32(i), noWait: true}
+	}
+}
+
+// ctx is the context of stage i for writes that may wait.
+func (ch *Chain) ctx(i int) *HandlerContext { return &ch.stages[i].ctx }
 
 // Read lends an inbound message to the head (typically the transport's
 // receive buffer, valid during the call).
 func (ch *Chain) Read(msg any) error {
-	if len(ch.handlers) == 0 {
+	if len(ch.stages) == 0 {
 		return ch.toSink(msg)
 	}
-	return ch.handlers[0].Read(&ch.ctxs[0], msg)
+	st := &ch.stages[0]
+	return st.h.Read(&st.ctx, msg)
 }
 
 // Write gives an outbound message to the tail; it must leave the head as a
 // *packet.Packet (or bytes, see [HandlerContext.WriteBytes]), which is sent.
-func (ch *Chain) Write(msg any) error { return ch.write(msg, ch.ctxs, false) }
+func (ch *Chain) Write(msg any) error { return ch.write(msg, false) }
 
 // Enqueue is Write for a message that must not wait for the peer (a
 // server's push): it leaves by the session's Enqueue, which queues it and
 // returns (see transport.Session.Enqueue), where Write's message waits for
 // room in a full send queue. A Sender that is not a session gets it by Send.
-func (ch *Chain) Enqueue(msg any) error { return ch.write(msg, ch.noWait, true) }
+func (ch *Chain) Enqueue(msg any) error { return ch.write(msg, true) }
 
-// write gives msg to the tail through its context in ctxs.
-func (ch *Chain) write(msg any, ctxs []HandlerContext, noWait bool) error {
-	n := len(ch.handlers)
+// write gives msg to the tail through its context of noWait's kind.
+func (ch *Chain) write(msg any, noWait bool) error {
+	n := len(ch.stages)
 	if n == 0 {
 		return ch.sendVia(msg, noWait)
 	}
-	return ch.handlers[n-1].Write(&ctxs[n-1], msg)
+	return ch.stages[n-1].write(msg, noWait)
+}
+
+// write gives msg to the stage's handler through its context of noWait's
+// kind.
+func (st *stage) write(msg any, noWait bool) error {
+	if noWait {
+		return st.h.Write(&st.noWait, msg)
+	}
+	return st.h.Write(&st.ctx, msg)
 }
 
 // Open tells every handler that implements [OpenHandler] that the connection
 // started, head first, stopping at the first error.
 func (ch *Chain) Open() error {
-	for i, h := range ch.handlers {
-		if o, ok := h.(OpenHandler); ok {
-			if err := o.Opened(&ch.ctxs[i]); err != nil {
+	for i := range ch.stages {
+		if o, ok := ch.stages[i].h.(OpenHandler); ok {
+			if err := o.Opened(ch.ctx(i)); err != nil {
 				return err
 			}
 		}
@@ -171,9 +215,9 @@ func (ch *Chain) Open() error {
 // Close tells every handler that implements [CloseHandler] that the connection
 // ended, tail first.
 func (ch *Chain) Close(err error) {
-	for i := len(ch.handlers) - 1; i >= 0; i-- {
-		if c, ok := ch.handlers[i].(CloseHandler); ok {
-			c.Closed(&ch.ctxs[i], err)
+	for i := len(ch.stages) - 1; i >= 0; i-- {
+		if c, ok := ch.stages[i].h.(CloseHandler); ok {
+			c.Closed(ch.ctx(i), err)
 		}
 	}
 }
@@ -185,18 +229,12 @@ func (ch *Chain) sendVia(msg any, noWait bool) error {
 	case !ok:
 		release(msg)
 		return fmt.Errorf("%w: %T", ErrUnencoded, msg)
-	case noWait && ch.sess != nil:
+	case ch.sess == nil:
+		return ch.ext.out.Send(p)
+	case noWait:
 		return ch.sess.Enqueue(p)
 	}
-	return ch.out.Send(p)
-}
-
-// ctxsOf returns the contexts a write through c goes on with.
-func (c *HandlerContext) ctxsOf() []HandlerContext {
-	if c.noWait {
-		return c.chain.noWait
-	}
-	return c.chain.ctxs
+	return ch.sess.Send(p)
 }
 
 // Conn returns the connection the context's chain serves, or nil for a
@@ -206,8 +244,9 @@ func (c *HandlerContext) Conn() *Conn { return c.chain.conn }
 // FireRead passes msg to the next handler, or out of the tail.
 func (c *HandlerContext) FireRead(msg any) error {
 	ch := c.chain
-	if i := c.index + 1; i < len(ch.handlers) {
-		return ch.handlers[i].Read(&ch.ctxs[i], msg)
+	if i := int(c.index) + 1; i < len(ch.stages) {
+		st := &ch.stages[i]
+		return st.h.Read(&st.ctx, msg)
 	}
 	return ch.toSink(msg)
 }
@@ -217,7 +256,7 @@ func (ch *Chain) toSink(msg any) error {
 	if ch.conn != nil {
 		return ch.conn.sink(msg)
 	}
-	return ch.sink(msg)
+	return ch.ext.sink(msg)
 }
 
 // FireWrite passes msg to the previous handler, or out of the head to the
@@ -225,7 +264,7 @@ func (ch *Chain) toSink(msg any) error {
 func (c *HandlerContext) FireWrite(msg any) error {
 	ch := c.chain
 	if i := c.index - 1; i >= 0 {
-		return ch.handlers[i].Write(&c.ctxsOf()[i], msg)
+		return ch.stages[i].write(msg, c.noWait)
 	}
 	return ch.sendVia(msg, c.noWait)
 }
