@@ -37,11 +37,30 @@ import (
 // calls it from its receive side with its write turn free (park).
 type fdConn struct {
 	mu       sync.Mutex
-	fd       int      // the descriptor; -1 once closed
+	fd       int32    // the descriptor; -1 once closed
+	peerPort uint16   // the peer's port
+	peer4    bool     // the peer's address is IPv4, in peerIP's first 4 bytes
+	unixSock bool     // a Unix socket (no peer address)
 	file     *os.File // attached: fd in the runtime's poller; nil while detached
-	peer     netip.AddrPort
-	rdl, wdl int64 // read and write deadlines (UnixNano; 0: none), kept for the next attach
-	unixSock bool  // a Unix socket (peer is zero)
+	peerIP   [16]byte // the peer's address: a netip.AddrPort would take 32 bytes of a 64-byte object
+	rdl, wdl int64    // read and write deadlines (UnixNano; 0: none), kept for the next attach
+}
+
+// setPeer keeps the peer's address from sa (an IPv4 or IPv6 socket
+// address; any other leaves it zero).
+func (c *fdConn) setPeer(sa unix.Sockaddr) {
+	if ap, ok := addrPortOf(sa); ok {
+		c.peerIP, c.peerPort, c.peer4 = ap.Addr().As16(), ap.Port(), ap.Addr().Is4()
+	}
+}
+
+// peer returns the peer's address.
+func (c *fdConn) peer() netip.AddrPort {
+	ip := netip.AddrFrom16(c.peerIP)
+	if c.peer4 {
+		ip = ip.Unmap()
+	}
+	return netip.AddrPortFrom(ip, c.peerPort)
 }
 
 func (c *fdConn) network() string {
@@ -110,7 +129,7 @@ func (c *fdConn) detach() bool {
 		return false
 	}
 	c.file.Close()
-	c.file, c.fd = nil, nfd
+	c.file, c.fd = nil, int32(nfd)
 	return true
 }
 
@@ -274,7 +293,7 @@ func (c *fdConn) Close() error {
 	if f != nil {
 		return c.opError("close", f.Close())
 	}
-	return c.opError("close", unix.Close(fd))
+	return c.opError("close", unix.Close(int(fd)))
 }
 
 // LocalAddr returns the socket's address (asked of the kernel).
@@ -289,7 +308,7 @@ func (c *fdConn) RemoteAddr() net.Addr {
 	if c.unixSock {
 		return &net.UnixAddr{Net: "unix"} // an accepted Unix connection's peer is unnamed
 	}
-	return net.TCPAddrFromAddrPort(c.peer)
+	return net.TCPAddrFromAddrPort(c.peer())
 }
 
 func (c *fdConn) addrOf(sa unix.Sockaddr) net.Addr {
@@ -515,8 +534,8 @@ func (l *fdListener) Accept() (net.Conn, error) {
 	if l.err != nil {
 		return nil, &net.OpError{Op: "accept", Net: l.Addr().Network(), Addr: l.Addr(), Err: os.NewSyscallError("accept4", l.err)}
 	}
-	c := &fdConn{fd: l.nfd, unixSock: l.unixSock}
-	c.peer, _ = addrPortOf(l.sa)
+	c := &fdConn{fd: int32(l.nfd), unixSock: l.unixSock}
+	c.setPeer(l.sa)
 	l.sa = nil
 	return c, nil
 }

@@ -4,12 +4,14 @@ package transport
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 	"github.com/lifenet/lifenet/packet"
@@ -167,5 +169,47 @@ func TestAcceptedDescriptorTakesTheSocketSettings(t *testing.T) {
 		}
 		c.Close()
 		srv.Close()
+	}
+}
+
+// A descriptor's connection is a 64-byte object (every parked connection
+// has one) and keeps its peer's address, IPv4 or IPv6, as the kernel gave
+// it at accept.
+func TestDescriptorKeepsThePeersAddressIn64Bytes(t *testing.T) {
+	leakcheck.Check(t)
+	if n := unsafe.Sizeof(fdConn{}); n > 64 {
+		t.Errorf("fdConn is %d bytes, want at most 64", n)
+	}
+	for _, addr := range []string{"127.0.0.1:0", "[::1]:0"} {
+		t.Run(addr, func(t *testing.T) {
+			remote := make(chan net.Addr, 1)
+			srv, err := NewServer(Config{ParkAfter: 20 * time.Millisecond}, Hooks{OnOpen: func(s *Session) {
+				if _, ok := s.Conn().(*fdConn); !ok {
+					remote <- nil
+					return
+				}
+				remote <- s.Conn().RemoteAddr()
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			a, err := srv.Listen(context.Background(), "tcp", addr)
+			if err != nil {
+				t.Skipf("no %s here: %v", addr, err)
+			}
+			c, err := net.Dial("tcp", a.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			got := <-remote
+			if got == nil {
+				t.Fatal("the session's connection is not a descriptor held by the transport")
+			}
+			if got.String() != c.LocalAddr().String() {
+				t.Errorf("the session's peer is %s; want the client's %s", got, c.LocalAddr())
+			}
+		})
 	}
 }
