@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+	"weak"
 )
 
 // CallKind tells calls apart: a call waiting for its reply, a one-way
@@ -172,17 +173,33 @@ type callCtxExtras struct {
 // callCache holds a session's call contexts of the calls that carry no
 // more than a token (no trace, deadline or metadata), by action: such a
 // context never changes, so the calls of the same action share one, and a
-// call allocates none.
-type callCache [4]atomic.Pointer[callCtx]
+// call allocates none. It holds them weakly: a context lives while a call
+// (or anything the call gave it to) holds it, and a collection after the
+// session's calls have ended frees it, so that an idle session (an idle
+// device's, parked) holds no context; its next call makes one again.
+type callCache struct {
+	slots atomic.Pointer[callSlots] // replaced, never changed: nil until the session's first call
+}
+
+// callSlots are a callCache's contexts, by action ID.
+type callSlots [4]weak.Pointer[callCtx]
 
 // get returns the shared context of calls of kind of action a on ss.
 func (cc *callCache) get(ss *Session, a *action, kind CallKind) context.Context {
-	p := &cc[a.id&uint32(len(cc)-1)]
-	if c := p.Load(); c != nil && c.info.kind == kind && c.info.action == a.name {
-		return c
+	i := a.id & uint32(len(callSlots{})-1)
+	old := cc.slots.Load()
+	if old != nil {
+		if c := old[i].Value(); c != nil && c.info.kind == kind && c.info.action == a.name {
+			return c
+		}
 	}
 	c := &callCtx{Context: ss.ctx(), info: CallInfo{action: a.name, kind: kind, ss: ss}}
-	p.Store(c)
+	n := new(callSlots)
+	if old != nil {
+		*n = *old
+	}
+	n[i] = weak.Make(c)
+	cc.slots.Store(n) // a concurrent call's new entry may be lost: it is made again when next needed
 	return c
 }
 

@@ -28,7 +28,6 @@ type Session struct {
 	spare   atomic.Pointer[Invocation] // an emptied Invocation for the session's next intercepted call
 
 	tlsState atomic.Pointer[tls.ConnectionState] // read from the connection on first use (TLS)
-	mu       sync.Mutex                          // the bag's, and the making of lived
 }
 
 // webSession is what an HTTP request's session has of its own.
@@ -36,7 +35,8 @@ type webSession struct {
 	conn net.Conn        // the connection net/http serves
 	id   uint64          // the transport's ID of the connection (an SRMP conn's session has it otherwise)
 	base context.Context // the request's context, its calls' parent (sessionctx.go)
-	bag  map[any]any     // Set's values (an SRMP session keeps them in its transport session)
+	mu   sync.Mutex
+	bag  map[any]any // Set's values (an SRMP session keeps them in its transport session), under mu
 }
 
 // Protocol is what a session's connection speaks.
@@ -123,8 +123,8 @@ func (s *Session) Set(key, value any) {
 		s.conn.Session().Set(key, value)
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.web.mu.Lock()
+	defer s.web.mu.Unlock()
 	if s.web.bag == nil {
 		s.web.bag = make(map[any]any)
 	}
@@ -136,8 +136,8 @@ func (s *Session) Get(key any) (any, bool) {
 	if s.web == nil {
 		return s.conn.Session().Get(key)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.web.mu.Lock()
+	defer s.web.mu.Unlock()
 	v, ok := s.web.bag[key]
 	return v, ok
 }

@@ -38,17 +38,15 @@ func (c *sessionContext) live() *liveCtx {
 	if l := c.lived.Load(); l != nil {
 		return l
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if l := c.lived.Load(); l != nil {
-		return l
-	}
 	ctx, cancel := context.WithCancel(c.parent())
-	if c.ended.Load() {
+	l := &liveCtx{ctx, cancel}
+	if !c.lived.CompareAndSwap(nil, l) { // another goroutine made it first
+		cancel()
+		return c.lived.Load()
+	}
+	if c.ended.Load() { // the session ended before lived was set: endContext may not have seen it
 		cancel()
 	}
-	l := &liveCtx{ctx, cancel}
-	c.lived.Store(l)
 	return l
 }
 
@@ -82,11 +80,8 @@ func (c *sessionContext) Value(k any) any {
 
 // endContext cancels the session's context: its calls' contexts end.
 func (ss *Session) endContext() {
-	ss.mu.Lock()
 	ss.ended.Store(true)
-	l := ss.lived.Load()
-	ss.mu.Unlock()
-	if l != nil {
+	if l := ss.lived.Load(); l != nil { // else live, making it after this, sees ended
 		l.cancel()
 	}
 }
