@@ -90,8 +90,7 @@ func (o *Options) Validate() error {
 // Conn is one connection seen through the codec layer: its pipeline, and
 // its pending requests. All methods are safe for concurrent use.
 type Conn struct {
-	chain  Chain
-	sess   *transport.Session
+	chain  Chain                   // its session is the connection's
 	m      atomic.Pointer[matcher] // its pending requests (requests); a server's connection makes it with its first request
 	opts   *Options
 	fifoMu sync.Mutex // FIFO: register and write in one step, so wire order is queue order
@@ -106,6 +105,11 @@ type Conn struct {
 	readAt  int64        // mono reading of the read being handled (Options.ReadTimes; the reading goroutine's)
 	batches atomic.Int32 // Batch calls in progress: their writes are held back already
 	heard   bool         // the first bytes were read (the reading goroutine's)
+	// scratch is a client's for the reads of its head framing stage:
+	// a client has few connections, and its reads then take nothing from
+	// a pool. A server's is nil (its reads take one from the pool: an
+	// idle connection, of the very many a server may hold, holds none).
+	scratch *readScratch
 }
 
 // connOne is a [Conn] whose pipeline is one framing stage of this package
@@ -181,7 +185,7 @@ func newConn(s *transport.Session, o *Options, srv *Server) *Conn {
 		c = &Conn{}
 		c.chain.init(p.newStages())
 	}
-	c.sess, c.opts, c.server, c.match = s, o, srv, p.match
+	c.opts, c.server, c.match = o, srv, p.match
 	c.chain.sess, c.chain.conn, c.chain.Datagram = s, c, s.Datagram()
 	st := c.chain.stages
 	for i := range st {
@@ -197,6 +201,9 @@ func newConn(s *transport.Session, o *Options, srv *Server) *Conn {
 			f.tail = true // the tail stage hands its messages straight to the sink
 		}
 		c.head = framingOf(st[0].h)
+	}
+	if srv == nil && c.head != nil {
+		c.scratch = new(readScratch)
 	}
 	if srv == nil && c.match != MatchNone {
 		c.m.Store(newMatcher(c.match == MatchFIFO, o.Timeout)) // a client's connection is for requests
@@ -227,7 +234,7 @@ func (h *sessionHandler) Receive(_ *transport.Session, p *packet.Packet) {
 		if c.server == nil && c.match == MatchSRMP {
 			if err := foreignProtocol(p.Bytes()); err != nil {
 				c.requests().close(err) // its pending requests fail naming it, not after their timeout
-				c.sess.Abort(err)
+				c.chain.sess.Abort(err)
 				return
 			}
 		}
@@ -239,7 +246,7 @@ func (h *sessionHandler) Receive(_ *transport.Session, p *packet.Packet) {
 		err = c.chain.Read(p)
 	}
 	if err != nil {
-		c.sess.AbortAfterWrites(err) // the answers to the frames before the bad one still go out
+		c.chain.sess.AbortAfterWrites(err) // the answers to the frames before the bad one still go out
 	}
 }
 
@@ -279,7 +286,7 @@ func (c *Conn) closed(e *transport.CloseError) {
 
 // read is the session's Receive, for the reads a ReceiveSync client's
 // caller makes itself.
-func (c *Conn) read(p *packet.Packet) { (*sessionHandler)(c).Receive(c.sess, p) }
+func (c *Conn) read(p *packet.Packet) { (*sessionHandler)(c).Receive(c.chain.sess, p) }
 
 // sink is the tail of the inbound pipeline: replies go to their requests,
 // everything else to the handler. msg is borrowed.
@@ -319,10 +326,10 @@ func (c *Conn) handle(msg any) {
 // left, including replies still held for the current read's batch (see
 // transport.Session.CloseAfterWrites; Session().Close() ends it at once
 // and drops them).
-func (c *Conn) Close() error { return c.sess.CloseAfterWrites() }
+func (c *Conn) Close() error { return c.chain.sess.CloseAfterWrites() }
 
 // Session returns the transport session under the connection.
-func (c *Conn) Session() *transport.Session { return c.sess }
+func (c *Conn) Session() *transport.Session { return c.chain.sess }
 
 // Write gives msg to the pipeline without waiting for a reply (a one-way
 // message, a length-field reply). When the session's send queue is full it
@@ -705,7 +712,7 @@ func sendError(err error) error {
 // client's callers and a datagram are written at once (start decides).
 func (c *Conn) sendCrowded(ctx context.Context, key int, fifo bool, flag uint8, body []byte, p *packet.Packet) error {
 	var err error
-	werr := c.sess.Batch(func() {
+	werr := c.chain.sess.Batch(func() {
 		err = c.send(ctx, key, fifo, flag, body, p)
 		runtime.Gosched()
 	})
@@ -730,7 +737,7 @@ func formatError(want, got MatchMode) error {
 func (c *Conn) Batch(f func()) error {
 	c.batches.Add(1)
 	defer c.batches.Add(-1)
-	return c.sess.Batch(f)
+	return c.chain.sess.Batch(f)
 }
 
 // Stats returns the connection's matching counters.

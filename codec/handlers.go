@@ -49,8 +49,9 @@ func (f *framing) handler() Handler {
 
 // readScratch is what a framing stage's read uses while it runs: the
 // loan of the frame being lent and, for SRMP, the message made of it.
-// Reads take one from a pool, so that a connection between reads (an idle
-// one, parked) holds none.
+// A server's reads take one from a pool, so that a connection between
+// reads (an idle one, parked) holds none; a client's connection keeps
+// its own (Conn.scratch).
 type readScratch struct {
 	loan packet.Loan
 	in   Message         // SRMP: the borrowed message lent to the next stage
@@ -99,10 +100,19 @@ func (f *framing) Read(c *HandlerContext, msg any) error {
 	if !ok {
 		return c.FireRead(msg)
 	}
-	s := getScratch()
+	var s *readScratch
+	if o := f.framer.owner; o != nil && o.head == f {
+		s = o.scratch // a client's; nil for a server's
+	}
+	pooled := s == nil
+	if pooled {
+		s = getScratch()
+	}
 	s.f, s.ctx = f, c
 	err := f.framer.feed(p, s, &s.loan)
-	putScratch(s)
+	if pooled {
+		putScratch(s)
+	}
 	if err != nil {
 		return err
 	}

@@ -17,10 +17,10 @@ import (
 // SRMP echo server holds after one request (two collections), the test's
 // own client net.Conn included: the transport's parked session and the
 // codec's state of the connection. It checks the codec's part stays one
-// allocation of about 200 bytes: under 1,150 bytes in all, which the
-// codec's seven objects a connection before 2026-12-08 (~530 bytes: the
-// Conn, the chain and its contexts, the sink closure, the framing stage
-// and its framer; 1,390 in all) exceed.
+// allocation of 256 bytes: under 1,150 bytes in all, which the codec's
+// seven objects a connection exceeded (2026-12-07: 1,256 bytes, with the
+// Conn, the chain, its handlers and contexts, the sink closure, the
+// framing stage and its framer apart; 942 since they are one).
 // docs/perf/connections.md quotes its log line:
 //
 //	go test -run TestParkedConnHeap -v ./codec

@@ -187,16 +187,16 @@ func (ch *Chain) write(msg any, noWait bool) error {
 	if n == 0 {
 		return ch.sendVia(msg, noWait)
 	}
-	return ch.stages[n-1].write(msg, noWait)
+	st := &ch.stages[n-1]
+	return st.h.Write(st.context(noWait), msg)
 }
 
-// write gives msg to the stage's handler through its context of noWait's
-// kind.
-func (st *stage) write(msg any, noWait bool) error {
+// context is the stage's context for writes of noWait's kind.
+func (st *stage) context(noWait bool) *HandlerContext {
 	if noWait {
-		return st.h.Write(&st.noWait, msg)
+		return &st.noWait
 	}
-	return st.h.Write(&st.ctx, msg)
+	return &st.ctx
 }
 
 // Open tells every handler that implements [OpenHandler] that the connection
@@ -264,7 +264,8 @@ func (ch *Chain) toSink(msg any) error {
 func (c *HandlerContext) FireWrite(msg any) error {
 	ch := c.chain
 	if i := c.index - 1; i >= 0 {
-		return ch.stages[i].write(msg, c.noWait)
+		st := &ch.stages[i]
+		return st.h.Write(st.context(c.noWait), msg)
 	}
 	return ch.sendVia(msg, c.noWait)
 }

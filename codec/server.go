@@ -113,7 +113,7 @@ func (s *Server) sweep() {
 			var more bool
 			expired, more = s.expired(mono.Of(now), expired[:0])
 			for _, c := range expired {
-				c.sess.Abort(ErrFrameExpired) // its framer's Reset removes it
+				c.chain.sess.Abort(ErrFrameExpired) // its framer's Reset removes it
 			}
 			if !more {
 				return
