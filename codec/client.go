@@ -55,7 +55,7 @@ func Dial(ctx context.Context, network, address string, cfg transport.ClientConf
 	c.tc = tc
 	if syncReads { // no reconnects in this mode: this is the only Conn
 		conn := c.Conn()
-		conn.lead = &lead{tc: tc, wake: make(chan struct{}, 1)}
+		conn.side.lead = &lead{tc: tc, wake: make(chan struct{}, 1)}
 		if m := conn.m.Load(); m != nil {
 			m.setOnExpire(tc.Wake)
 		}
@@ -114,7 +114,7 @@ func (c *Client) Transport() *transport.Client { return c.tc }
 
 // Close closes the client; pending requests fail with ErrConnClosed.
 func (c *Client) Close() error {
-	if l := c.Conn().lead; l != nil { // ReceiveSync: not under a caller reading for the others
+	if l := c.Conn().side.lead; l != nil { // ReceiveSync: not under a caller reading for the others
 		return l.close()
 	}
 	return c.tc.Close()

@@ -93,23 +93,38 @@ type Conn struct {
 	chain  Chain                   // its session is the connection's
 	m      atomic.Pointer[matcher] // its pending requests (requests); a server's connection makes it with its first request
 	opts   *Options
+	side   *connSide  // its server's (shared), or a client's own
 	fifoMu sync.Mutex // FIFO: register and write in one step, so wire order is queue order
-	lead   *lead      // a ReceiveSync client's read turn; nil when a receive goroutine reads (see syncLead)
+	head   *framing   // the pipeline's head when it is a framing stage of this package: reads go straight to it
+	state  any        // the application's per-connection value (SetState)
+	readAt int64      // mono reading of the read being handled (Options.ReadTimes; the reading goroutine's)
 
-	srmpCtx *HandlerContext // the SRMP stage's context when it is the pipeline's tail (sendSRMP), else nil
-	head    *framing        // the pipeline's head when it is a framing stage of this package: reads go straight to it
-	match   MatchMode       // the pipeline's (Pipeline.Match)
+	batches  atomic.Int32 // Batch calls in progress: their writes are held back already
+	match    MatchMode    // the pipeline's (Pipeline.Match)
+	heard    bool         // the first bytes were read (the reading goroutine's)
+	srmpTail bool         // the pipeline's tail is an SRMP stage (srmpCtx)
+}
 
-	server  *Server      // the server whose connection this is (nil for a client)
-	state   any          // the application's per-connection value (SetState)
-	readAt  int64        // mono reading of the read being handled (Options.ReadTimes; the reading goroutine's)
-	batches atomic.Int32 // Batch calls in progress: their writes are held back already
-	heard   bool         // the first bytes were read (the reading goroutine's)
-	// scratch is a client's for the reads of its head framing stage:
-	// a client has few connections, and its reads then take nothing from
-	// a pool. A server's is nil (its reads take one from the pool: an
-	// idle connection, of the very many a server may hold, holds none).
-	scratch *readScratch
+// connSide is what a connection has of the end it belongs to: a server's
+// connections share their server's; a client's connection has its own.
+type connSide struct {
+	server *Server // the server whose connection this is (nil for a client's)
+	lead   *lead   // a ReceiveSync client's read turn; nil when a receive goroutine reads (see syncLead)
+	// scratch is a client's for the reads of its head framing stage: a
+	// client has few connections, and its reads then take nothing from a
+	// pool. A server's connections' reads take one from the pool: an idle
+	// connection, of the very many a server may hold, holds none.
+	scratch readScratch
+}
+
+// srmpCtx is the SRMP stage's context when it is the pipeline's tail
+// (sendSRMP), else nil.
+func (c *Conn) srmpCtx() *HandlerContext {
+	if !c.srmpTail {
+		return nil
+	}
+	st := c.chain.stages
+	return &st[len(st)-1].ctx
 }
 
 // connOne is a [Conn] whose pipeline is one framing stage of this package
@@ -185,7 +200,12 @@ func newConn(s *transport.Session, o *Options, srv *Server) *Conn {
 		c = &Conn{}
 		c.chain.init(p.newStages())
 	}
-	c.opts, c.server, c.match = o, srv, p.match
+	c.opts, c.match = o, p.match
+	if srv != nil {
+		c.side = &srv.side
+	} else {
+		c.side = new(connSide)
+	}
 	c.chain.sess, c.chain.conn, c.chain.Datagram = s, c, s.Datagram()
 	st := c.chain.stages
 	for i := range st {
@@ -195,15 +215,12 @@ func newConn(s *transport.Session, o *Options, srv *Server) *Conn {
 	}
 	if n := len(st); n > 0 {
 		if _, ok := st[n-1].h.(srmpHandler); ok {
-			c.srmpCtx = &st[n-1].ctx
+			c.srmpTail = true
 		}
 		if f := framingOf(st[n-1].h); f != nil {
 			f.tail = true // the tail stage hands its messages straight to the sink
 		}
 		c.head = framingOf(st[0].h)
-	}
-	if srv == nil && c.head != nil {
-		c.scratch = new(readScratch)
 	}
 	if srv == nil && c.match != MatchNone {
 		c.m.Store(newMatcher(c.match == MatchFIFO, o.Timeout)) // a client's connection is for requests
@@ -231,7 +248,7 @@ func (h *sessionHandler) Receive(_ *transport.Session, p *packet.Packet) {
 	}
 	if !c.heard {
 		c.heard = true
-		if c.server == nil && c.match == MatchSRMP {
+		if c.side.server == nil && c.match == MatchSRMP {
 			if err := foreignProtocol(p.Bytes()); err != nil {
 				c.requests().close(err) // its pending requests fail naming it, not after their timeout
 				c.chain.sess.Abort(err)
@@ -353,17 +370,17 @@ func (c *Conn) Enqueue(msg any) error { return c.chain.Enqueue(msg) }
 // borrowed (a borrowed payload, such as req.Payload itself, is copied or
 // kept); req stays the caller's.
 func (c *Conn) Reply(req *Message, payload *packet.Packet) error {
-	return sendSRMP(context.Background(), c.srmpCtx, c, KindReply, req.Flag, req.Seq, nil, payload)
+	return sendSRMP(context.Background(), c.srmpCtx(), c, KindReply, req.Flag, req.Seq, nil, payload)
 }
 
 // ReplyBytes answers an SRMP request with a copy of b.
 func (c *Conn) ReplyBytes(req *Message, b []byte) error {
-	return sendSRMP(context.Background(), c.srmpCtx, c, KindReply, req.Flag, req.Seq, b, nil)
+	return sendSRMP(context.Background(), c.srmpCtx(), c, KindReply, req.Flag, req.Seq, b, nil)
 }
 
 // ReplyError answers an SRMP request with an error reply; see Reply.
 func (c *Conn) ReplyError(req *Message, payload *packet.Packet) error {
-	return sendSRMP(context.Background(), c.srmpCtx, c, KindError, req.Flag, req.Seq, nil, payload)
+	return sendSRMP(context.Background(), c.srmpCtx(), c, KindError, req.Flag, req.Seq, nil, payload)
 }
 
 // Request sends an SRMP request and waits for its reply, which the caller
@@ -467,7 +484,7 @@ func (c *Conn) RequestPacket(ctx context.Context, p *packet.Packet) (*packet.Pac
 // syncLead is the read turn of a ReceiveSync client whose callers read,
 // nil when a receive goroutine reads: from Dial, or since StartReceiving.
 func (c *Conn) syncLead() *lead {
-	if l := c.lead; l != nil && !l.events.Load() {
+	if l := c.side.lead; l != nil && !l.events.Load() {
 		return l
 	}
 	return nil
@@ -488,7 +505,7 @@ func (c *Conn) StartReceiving() error {
 	if c.syncLead() == nil {
 		return nil
 	}
-	return c.lead.startReceiving()
+	return c.side.lead.startReceiving()
 }
 
 // waitTyped waits for the reply of a started request.
@@ -585,7 +602,7 @@ func (c *Conn) RequestPacketAsync(ctx context.Context, p *packet.Packet, cb func
 // payload, or nil: such a request is started with begin straight away
 // (what start would decide for it).
 func (c *Conn) asyncSRMP() error {
-	if c.lead != nil || c.match != MatchSRMP { // inlined: the refusal apart
+	if c.side.lead != nil || c.match != MatchSRMP { // inlined: the refusal apart
 		return c.asyncRefusal()
 	}
 	return nil
@@ -660,7 +677,7 @@ func (c *Conn) begin(ctx context.Context, cb *callback, echo []byte, fifo bool, 
 	} else if fifo {
 		err = c.chain.Write(p)
 	} else {
-		err = sendSRMP(ctx, c.srmpCtx, c, KindRequest, flag, uint8(key), body, p)
+		err = sendSRMP(ctx, c.srmpCtx(), c, KindRequest, flag, uint8(key), body, p)
 	}
 	if err != nil {
 		if !m.unregister(key, cb != nil) {
@@ -676,7 +693,7 @@ func (c *Conn) send(ctx context.Context, key int, fifo bool, flag uint8, body []
 	if fifo {
 		return c.chain.Write(p)
 	}
-	return sendSRMP(ctx, c.srmpCtx, c, KindRequest, flag, uint8(key), body, p)
+	return sendSRMP(ctx, c.srmpCtx(), c, KindRequest, flag, uint8(key), body, p)
 }
 
 // acquireError is a request's error when it got no in-flight slot.

@@ -152,16 +152,16 @@ func (f *Framer) Reset() {
 // tellOwner tells the server of the framer's connection, if any, that the
 // framer now holds a partial frame, or (held false) holds none.
 func (f *Framer) tellOwner(held bool) {
-	if o := f.owner; o != nil && o.server != nil {
-		o.server.hold(o, held)
+	if o := f.owner; o != nil && o.side.server != nil {
+		o.side.server.hold(o, held)
 	}
 }
 
 // budget is the budget of the framer's server for partial frames; nil
 // (no limit) for a client's framer or one of NewFramer.
 func (f *Framer) budget() *budget {
-	if o := f.owner; o != nil && o.server != nil {
-		return o.server.budget
+	if o := f.owner; o != nil && o.side.server != nil {
+		return o.side.server.budget
 	}
 	return nil
 }

@@ -51,7 +51,7 @@ func (f *framing) handler() Handler {
 // loan of the frame being lent and, for SRMP, the message made of it.
 // A server's reads take one from a pool, so that a connection between
 // reads (an idle one, parked) holds none; a client's connection keeps
-// its own (Conn.scratch).
+// its own (connSide.scratch).
 type readScratch struct {
 	loan packet.Loan
 	in   Message         // SRMP: the borrowed message lent to the next stage
@@ -101,8 +101,8 @@ func (f *framing) Read(c *HandlerContext, msg any) error {
 		return c.FireRead(msg)
 	}
 	var s *readScratch
-	if o := f.framer.owner; o != nil && o.head == f {
-		s = o.scratch // a client's; nil for a server's
+	if o := f.framer.owner; o != nil && o.head == f && o.side.server == nil {
+		s = &o.side.scratch // a client's
 	}
 	pooled := s == nil
 	if pooled {

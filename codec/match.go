@@ -144,7 +144,7 @@ type matcher struct {
 
 	// onExpire, if set, runs after the sweeper failed blocking requests:
 	// a synchronous client wakes the request reading for the others, which
-	// may be one of them (see Conn.lead). Set under mu (setOnExpire): a
+	// may be one of them (see connSide.lead). Set under mu (setOnExpire): a
 	// request sent from OnOpen may have started the sweeper already.
 	onExpire func()
 

@@ -18,6 +18,7 @@ type Server struct {
 	opts     *Options
 	budget   *budget // bytes held in incomplete frames (MaxPartialBytes); nil: no cap
 	partials partials
+	side     connSide // what its connections have of it
 	stop     chan struct{}
 	once     sync.Once
 }
@@ -30,6 +31,7 @@ func NewServer(cfg transport.Config, opts Options) (*Server, error) {
 	}
 	cfg.Log = cmp.Or(cfg.Log, opts.Log) // neither: the transport takes slog.Default()
 	s := &Server{opts: &opts, stop: make(chan struct{})}
+	s.side.server = s
 	if opts.MaxPartialBytes >= 0 { // negative: no cap
 		s.budget = &budget{limit: cmp.Or(opts.MaxPartialBytes, DefaultMaxPartialBytes)}
 	}
