@@ -148,7 +148,8 @@ func TraceContextFrom(ctx context.Context) (tc TraceContext, ok bool) {
 // with the call's CallInfo.
 type callCtx struct {
 	context.Context
-	info CallInfo
+	info  CallInfo
+	slots *callSlots // the session's cache that holds it, kept while the context lives; nil for a call's own
 }
 
 func (c *callCtx) Value(k any) any {
@@ -173,33 +174,36 @@ type callCtxExtras struct {
 // callCache holds a session's call contexts of the calls that carry no
 // more than a token (no trace, deadline or metadata), by action: such a
 // context never changes, so the calls of the same action share one, and a
-// call allocates none. It holds them weakly: a context lives while a call
-// (or anything the call gave it to) holds it, and a collection after the
-// session's calls have ended frees it, so that an idle session (an idle
-// device's, parked) holds no context; its next call makes one again.
+// call allocates none. It holds them weakly: its slots live while a call
+// holds one of their contexts (or anything the call gave it to does),
+// and a collection after the session's calls have ended frees them all,
+// so that an idle session (an idle device's, parked) holds no context;
+// its next call makes them again.
 type callCache struct {
-	slots atomic.Pointer[callSlots] // replaced, never changed: nil until the session's first call
+	w atomic.Pointer[weak.Pointer[callSlots]] // replaced, never changed; nil until the session's first call
 }
 
-// callSlots are a callCache's contexts, by action ID.
-type callSlots [4]weak.Pointer[callCtx]
+// callSlots are a callCache's contexts, by action ID. Each context holds
+// its slots (callCtx.slots).
+type callSlots [4]atomic.Pointer[callCtx]
 
 // get returns the shared context of calls of kind of action a on ss.
 func (cc *callCache) get(ss *Session, a *action, kind CallKind) context.Context {
-	i := a.id & uint32(len(callSlots{})-1)
-	old := cc.slots.Load()
-	if old != nil {
-		if c := old[i].Value(); c != nil && c.info.kind == kind && c.info.action == a.name {
-			return c
-		}
+	var sl *callSlots
+	if w := cc.w.Load(); w != nil {
+		sl = w.Value()
 	}
-	c := &callCtx{Context: ss.ctx(), info: CallInfo{action: a.name, kind: kind, ss: ss}}
-	n := new(callSlots)
-	if old != nil {
-		*n = *old
+	if sl == nil {
+		sl = new(callSlots)
+		w := weak.Make(sl)
+		cc.w.Store(&w) // a concurrent first call's slots may be lost: their contexts are made again when next needed
 	}
-	n[i] = weak.Make(c)
-	cc.slots.Store(n) // a concurrent call's new entry may be lost: it is made again when next needed
+	p := &sl[a.id&uint32(len(sl)-1)]
+	if c := p.Load(); c != nil && c.info.kind == kind && c.info.action == a.name {
+		return c
+	}
+	c := &callCtx{Context: ss.ctx(), info: CallInfo{action: a.name, kind: kind, ss: ss}, slots: sl}
+	p.Store(c)
 	return c
 }
 
