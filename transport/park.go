@@ -220,13 +220,15 @@ func (s *Session) claim() bool {
 }
 
 // serveQuiet serves a session claimed from parking on the calling
-// goroutine (the poller's leader), if it was woken after a quiet spell and
-// has opened: it reads what came, delivers it and parks again
-// (readWoken, with edge as given), or ends, as receiveStream would. It reports false,
-// having done nothing, for any other session, which the caller hands to a
-// worker; a session that could not park again goes to one too.
+// goroutine (the poller's leader), if it has opened and was woken after a
+// quiet spell, or while maxWaiting sessions wait in goroutines of their
+// own (a burst: it then takes no goroutine of its own either): it reads
+// what came, delivers it and parks again (readWoken, with edge as given),
+// or ends, as receiveStream would. It reports false, having done nothing,
+// for any other session, which the caller hands to a worker; a session
+// that could not park again goes to one too.
 func (srv *Server) serveQuiet(s *Session, edge bool) bool {
-	if !s.opened || s.draining.Load() || now()-s.lastRx.Load() < int64(s.ep.cfg.ParkAfter) {
+	if !s.opened || s.draining.Load() || now()-s.lastRx.Load() < int64(s.ep.cfg.ParkAfter) && srv.waiting.Load() < maxWaiting {
 		return false
 	}
 	size := min(s.ep.cfg.ReadBufferSize, FirstReadSize)
@@ -280,6 +282,15 @@ const (
 	maxIdleWorkers = 256
 	workerIdle     = 2 * time.Second
 )
+
+// maxWaiting is the most sessions that wait for their next bytes in a
+// goroutine each (receiveStream's loop, which keeps a busy session off
+// the poller). Past it a session woken from parking reads what has come
+// and parks again at once, as a quiet one does: a burst on 20,000
+// connections at once then runs on a few goroutines rather than one a
+// connection, and the runtime keeps every goroutine a program ran at once
+// (~0.5 KB each) for good.
+const maxWaiting = 256
 
 // worker is a goroutine of Server.work waiting for a session (Server.idle).
 type worker struct {

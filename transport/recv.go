@@ -95,13 +95,22 @@ func (s *Session) receiveStream() (parked bool) {
 	// ramp of connections then holds no goroutine each while their first
 	// bytes are on the way (goroutines a program made stay in the runtime's
 	// list for good, ~0.5 KB each).
-	if fresh && now()-s.lastRx.Load() >= int64(s.ep.cfg.ParkAfter) || beforeFirst && s.parkable() {
+	// So does one woken while maxWaiting sessions wait in this loop already
+	// (a burst on many connections at once): each holds a goroutine.
+	srv := s.owner()
+	parkable := srv != nil && s.parkable()
+	if fresh && (now()-s.lastRx.Load() >= int64(s.ep.cfg.ParkAfter) || parkable && srv.waiting.Load() >= maxWaiting) ||
+		beforeFirst && parkable {
 		switch s.readAvailable(&buf, &size) {
 		case wokeParked:
 			return true
 		case wokeEnded:
 			return false
 		}
+	}
+	if parkable {
+		srv.waiting.Add(1)
+		defer srv.waiting.Add(-1)
 	}
 	if s.polled { // busy now: its bytes are read here, not watched (park.go)
 		s.poll.disarm(s)

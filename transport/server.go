@@ -44,6 +44,7 @@ type Server struct {
 
 	idleMu  sync.Mutex     // idle
 	idle    []*worker      // workers waiting for a session to serve, the last to wait last (park.go)
+	waiting atomic.Int32   // parkable sessions in receiveStream's waiting loop, each holding a goroutine (maxWaiting)
 	workers sync.WaitGroup // worker goroutines, the poller's leader and its memory returns
 }
 
