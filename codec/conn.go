@@ -107,14 +107,10 @@ type Conn struct {
 
 // connSide is what a connection has of the end it belongs to: a server's
 // connections share their server's; a client's connection has its own.
+// (A client's lead would otherwise be a field of every server's Conn.)
 type connSide struct {
 	server *Server // the server whose connection this is (nil for a client's)
 	lead   *lead   // a ReceiveSync client's read turn; nil when a receive goroutine reads (see syncLead)
-	// scratch is a client's for the reads of its head framing stage: a
-	// client has few connections, and its reads then take nothing from a
-	// pool. A server's connections' reads take one from the pool: an idle
-	// connection, of the very many a server may hold, holds none.
-	scratch readScratch
 }
 
 // srmpCtx is the SRMP stage's context when it is the pipeline's tail
@@ -370,17 +366,17 @@ func (c *Conn) Enqueue(msg any) error { return c.chain.Enqueue(msg) }
 // borrowed (a borrowed payload, such as req.Payload itself, is copied or
 // kept); req stays the caller's.
 func (c *Conn) Reply(req *Message, payload *packet.Packet) error {
-	return sendSRMP(context.Background(), c.srmpCtx(), c, KindReply, req.Flag, req.Seq, nil, payload)
+	return sendSRMP(context.Background(), nil, c, KindReply, req.Flag, req.Seq, nil, payload)
 }
 
 // ReplyBytes answers an SRMP request with a copy of b.
 func (c *Conn) ReplyBytes(req *Message, b []byte) error {
-	return sendSRMP(context.Background(), c.srmpCtx(), c, KindReply, req.Flag, req.Seq, b, nil)
+	return sendSRMP(context.Background(), nil, c, KindReply, req.Flag, req.Seq, b, nil)
 }
 
 // ReplyError answers an SRMP request with an error reply; see Reply.
 func (c *Conn) ReplyError(req *Message, payload *packet.Packet) error {
-	return sendSRMP(context.Background(), c.srmpCtx(), c, KindError, req.Flag, req.Seq, nil, payload)
+	return sendSRMP(context.Background(), nil, c, KindError, req.Flag, req.Seq, nil, payload)
 }
 
 // Request sends an SRMP request and waits for its reply, which the caller
@@ -677,7 +673,7 @@ func (c *Conn) begin(ctx context.Context, cb *callback, echo []byte, fifo bool, 
 	} else if fifo {
 		err = c.chain.Write(p)
 	} else {
-		err = sendSRMP(ctx, c.srmpCtx(), c, KindRequest, flag, uint8(key), body, p)
+		err = sendSRMP(ctx, nil, c, KindRequest, flag, uint8(key), body, p)
 	}
 	if err != nil {
 		if !m.unregister(key, cb != nil) {
@@ -693,7 +689,7 @@ func (c *Conn) send(ctx context.Context, key int, fifo bool, flag uint8, body []
 	if fifo {
 		return c.chain.Write(p)
 	}
-	return sendSRMP(ctx, c.srmpCtx(), c, KindRequest, flag, uint8(key), body, p)
+	return sendSRMP(ctx, nil, c, KindRequest, flag, uint8(key), body, p)
 }
 
 // acquireError is a request's error when it got no in-flight slot.

@@ -207,8 +207,8 @@ func (f *Framer) Close() error {
 // emit borrows (see [Framer]). p stays the caller's.
 // On an error the framer's state is dropped and the connection must end.
 func (f *Framer) Feed(p *packet.Packet, emit func(*packet.Packet) error) error {
-	s := getScratch()
-	defer putScratch(s)
+	s := takeScratch(0)
+	defer giveScratch(0, s)
 	return f.feed(p, frameFunc(emit), &s.loan)
 }
 

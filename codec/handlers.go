@@ -2,7 +2,7 @@ package codec
 
 import (
 	"context"
-	"sync"
+	"sync/atomic"
 
 	"github.com/lifenet/lifenet/packet"
 )
@@ -49,9 +49,8 @@ func (f *framing) handler() Handler {
 
 // readScratch is what a framing stage's read uses while it runs: the
 // loan of the frame being lent and, for SRMP, the message made of it.
-// A server's reads take one from a pool, so that a connection between
-// reads (an idle one, parked) holds none; a client's connection keeps
-// its own (connSide.scratch).
+// Reads take one from spareScratch and give it back, so that a
+// connection between reads (an idle one, parked) holds none.
 type readScratch struct {
 	loan packet.Loan
 	in   Message         // SRMP: the borrowed message lent to the next stage
@@ -59,13 +58,30 @@ type readScratch struct {
 	ctx  *HandlerContext // its context
 }
 
-var scratchPool = sync.Pool{New: func() any { return new(readScratch) }}
+// spareScratch holds read scratch between reads, in slots a read picks by
+// its connection's session ID: reads of different connections at the
+// same time seldom meet on a slot, and a read takes and gives back with
+// one atomic swap each (sync.Pool's per-P caches cost a read several
+// times that). A read that finds its slot empty makes one; one given back
+// replaces the slot's spare, if any, which is dropped. At most a slot's
+// worth is held, whatever the number of connections.
+var spareScratch [64]struct {
+	p atomic.Pointer[readScratch]
+	_ [56]byte // a slot a cache line: reads on different cores do not share one
+}
 
-func getScratch() *readScratch { return scratchPool.Get().(*readScratch) }
+// takeScratch returns the spare scratch of slot id, or a new one.
+func takeScratch(id uint64) *readScratch {
+	if s := spareScratch[id%uint64(len(spareScratch))].p.Swap(nil); s != nil {
+		return s
+	}
+	return new(readScratch)
+}
 
-func putScratch(s *readScratch) {
+// giveScratch puts s, which the read of slot id is done with, back.
+func giveScratch(id uint64, s *readScratch) {
 	s.f, s.ctx = nil, nil
-	scratchPool.Put(s)
+	spareScratch[id%uint64(len(spareScratch))].p.Store(s)
 }
 
 // receiveFrame lends one borrowed frame to the next stage.
@@ -100,19 +116,14 @@ func (f *framing) Read(c *HandlerContext, msg any) error {
 	if !ok {
 		return c.FireRead(msg)
 	}
-	var s *readScratch
-	if o := f.framer.owner; o != nil && o.head == f && o.side.server == nil {
-		s = &o.side.scratch // a client's
+	var id uint64
+	if o := f.framer.owner; o != nil {
+		id = o.chain.sess.ID()
 	}
-	pooled := s == nil
-	if pooled {
-		s = getScratch()
-	}
+	s := takeScratch(id)
 	s.f, s.ctx = f, c
 	err := f.framer.feed(p, s, &s.loan)
-	if pooled {
-		putScratch(s)
-	}
+	giveScratch(id, s)
 	if err != nil {
 		return err
 	}
@@ -159,8 +170,9 @@ func (h srmpHandler) Write(c *HandlerContext, msg any) error {
 
 // sendSRMP is the one way an SRMP message of this package's making (a
 // reply, an error reply, a request) leaves: towards the head from c, the
-// SRMP stage's context; when c is nil (conn's SRMP stage is not the tail
-// of its pipeline) it is written as a [Message] through conn's tail stage.
+// SRMP stage's context (nil: conn's, when its SRMP stage is the tail of
+// its pipeline); otherwise it is written as a [Message] through conn's
+// tail stage.
 // Its payload is p (taken: nil, borrowed or owned) or, when p is nil, a
 // copy of body. A small payload is copied with its header as one message
 // of bytes (from the head over a session, straight into its send queue: no
@@ -169,10 +181,12 @@ func (h srmpHandler) Write(c *HandlerContext, msg any) error {
 // stages their wait is not bounded by it.
 func sendSRMP(ctx context.Context, c *HandlerContext, conn *Conn, kind Kind, flag, seq uint8, body []byte, p *packet.Packet) error {
 	if c == nil {
-		if p == nil {
-			p = copyPacket(body)
+		if c = conn.srmpCtx(); c == nil {
+			if p == nil {
+				p = copyPacket(body)
+			}
+			return conn.chain.Write(NewMessage(kind, flag, seq, p))
 		}
-		return conn.chain.Write(NewMessage(kind, flag, seq, p))
 	}
 	if p != nil && !small(p) {
 		return sendSRMPFrame(ctx, c, kind, flag, seq, p)
