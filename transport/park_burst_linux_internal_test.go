@@ -57,7 +57,11 @@ func TestBurstOnManyConnectionsHoldsFewGoroutines(t *testing.T) {
 		clients = append(clients, c)
 		echo(c) // a new connection reads its first bytes and parks at once
 	}
-	testwait.For(t, 30*time.Second, "every connection to park", func() bool { return srv.Stats().Parked == conns })
+	// (One whose bytes woke it while it was parking waits in a goroutine
+	// for ParkAfter: that wait counts in before.)
+	testwait.For(t, 30*time.Second, "every session to park or wait", func() bool {
+		return srv.Stats().Parked+int64(srv.waiting.Load()) == conns
+	})
 	before := runtime.NumGoroutine()
 	for _, c := range clients {
 		echo(c) // within ParkAfter of its first: a busy session, which waits in a goroutine while there is room
@@ -69,7 +73,7 @@ func TestBurstOnManyConnectionsHoldsFewGoroutines(t *testing.T) {
 	if w := srv.waiting.Load(); w > maxWaiting {
 		t.Errorf("%d sessions wait in goroutines of their own; want at most %d", w, maxWaiting)
 	}
-	if p := srv.Stats().Parked; p < conns-maxWaiting {
-		t.Errorf("%d of %d sessions parked after the burst; want at least %d", p, conns, conns-maxWaiting)
-	}
+	testwait.For(t, 20*time.Second, "all but maxWaiting sessions to park", func() bool {
+		return srv.Stats().Parked >= conns-maxWaiting
+	})
 }

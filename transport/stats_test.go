@@ -2,7 +2,9 @@ package transport_test
 
 import (
 	"context"
+	"errors"
 	"net"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -68,19 +70,26 @@ func TestStatsUDPPeersAndReadBuffers(t *testing.T) {
 	const readBuf = 16 << 10
 	// (No parking: a parked session holds no buffer, and a connection that
 	// has sent nothing parks at once.)
-	srv, err := transport.NewServer(transport.Config{ReadBufferSize: readBuf, UDPReadBatch: 1, ParkAfter: -1}, transport.Hooks{})
-	if err != nil {
-		t.Fatal(err)
+	var srv *transport.Server
+	var tcp, udp net.Addr
+	for try := 0; ; try++ { // the UDP port of the TCP one may be another test's: a new server picks another
+		var err error
+		srv, err = transport.NewServer(transport.Config{ReadBufferSize: readBuf, UDPReadBatch: 1, ParkAfter: -1}, transport.Hooks{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tcp, err = srv.Listen(context.Background(), "tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		if udp, err = srv.Listen(context.Background(), "udp", "127.0.0.1:0"); err == nil {
+			break
+		}
+		srv.Close()
+		if !errors.Is(err, syscall.EADDRINUSE) || try == 4 {
+			t.Fatal(err)
+		}
 	}
 	defer srv.Close()
-	tcp, err := srv.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	udp, err := srv.Listen(context.Background(), "udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	if st := srv.Stats(); st.UDPPeers != 0 || st.ReadBufferBytes != 64<<10 {
 		t.Fatalf("before any peer: %d UDP peers, %d receive buffer bytes, want 0 and one 64 KiB slot", st.UDPPeers, st.ReadBufferBytes)
 	}
