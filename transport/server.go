@@ -356,9 +356,7 @@ func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.ep.stats.snapshot()
-	for _, sess := range s.sessions.list {
-		sess.io.addTo(&st)
-	}
+	s.sessions.all(func(sess *Session) { sess.io.addTo(&st) })
 	st.UDPPeers = int64(s.sessions.len() - s.streams)
 	st.Parked = s.poll.parkedCount()
 	if !s.closing {
