@@ -51,7 +51,7 @@ func (s *Session) AfterWrites(w WriteWaiter) {
 // watch covers every byte an earlier one does, so the done ones are a
 // prefix of the list. Called with s.mu held.
 func (s *Session) wroteLocked(n int) {
-	w := s.waits
+	w := s.waits()
 	if w == nil || len(w.afterWrites) == 0 {
 		return
 	}
@@ -79,7 +79,7 @@ func (s *Session) wroteLocked(n int) {
 // session, for the caller to run (runWatches, false) once it has unlocked
 // s.mu. Called with s.mu held.
 func (s *Session) unwrittenWatchesLocked() []writeWatch {
-	w := s.waits
+	w := s.waits()
 	if w == nil || len(w.afterWrites) == 0 {
 		return nil
 	}

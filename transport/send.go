@@ -408,7 +408,7 @@ func (s *Session) waitRoomLocked(ctx context.Context, n int) error {
 // leaveWaitLocked takes ticket me off the wait queue and wakes the
 // others: the next may now be first. Called with s.mu held.
 func (s *Session) leaveWaitLocked(me uint64) {
-	w := s.waits
+	w := s.waits()
 	for i, t := range w.waitq {
 		if t == me {
 			w.waitq = append(w.waitq[:i], w.waitq[i+1:]...)
@@ -420,7 +420,7 @@ func (s *Session) leaveWaitLocked(me uint64) {
 
 // wakeLocked wakes the senders waiting for room. Called with s.mu held.
 func (s *Session) wakeLocked() {
-	if w := s.waits; w != nil && w.room != nil {
+	if w := s.waits(); w != nil && w.room != nil {
 		close(w.room)
 		w.room = nil
 	}
@@ -479,7 +479,7 @@ func stallLook(d time.Duration) time.Duration { return max(d/4, time.Millisecond
 func (s *Session) lookForStall() {
 	d := s.ep.cfg.SendStallTimeout
 	s.mu.Lock()
-	w := s.waits // made before the watch started
+	w := s.waits() // made before the watch started
 	if !w.watching {
 		s.mu.Unlock()
 		return

@@ -123,14 +123,12 @@ type Session struct {
 
 	mu         sync.Mutex
 	*sendState            // the queue, its byte counts and staging buffers: made by the first send, dropped when the session parks (sendstate.go)
-	waits      *sendWaits // senders waiting for room, the stall watch: made the first time the queue is full
+	rare       *rareState // what few sessions need (senders waiting for room, Done, the bag): made on first use
 	cause      error      // the close's cause; before the close, the cause a drain closes with (AbortAfterWrites)
-	items      map[any]any
 
 	handler SessionHandler // from Hooks.NewHandler; set before the first receive
 
-	done chan struct{} // made by the first Done (mu): most sessions are never asked
-	poll *poller       // the poller the session acquired when it first parked (released at finish; park.go)
+	poll *poller // the poller the session acquired when it first parked (released at finish; park.go)
 
 	// The small fields, together (a Session's size class counts for every
 	// idle connection a server holds).
@@ -175,22 +173,44 @@ type sendWaits struct {
 	afterWrites []writeWatch // AfterWrites calls waiting for their bytes (afterwrites.go)
 }
 
+// rareState is the state few sessions need, apart from the Session, whose
+// size counts for every idle connection a server holds. Guarded by the
+// session's mu; made on first use (rareLocked).
+type rareState struct {
+	sendWaits               // used the first time the queue is full, or by AfterWrites
+	done      chan struct{} // made by the first Done: most sessions are never asked
+	items     map[any]any   // Set's values
+}
+
+// rareLocked returns the session's rareState, made on first use. Called
+// with s.mu held.
+func (s *Session) rareLocked() *rareState {
+	if s.rare == nil {
+		s.rare = new(rareState)
+	}
+	return s.rare
+}
+
 // waitsLocked returns the session's sendWaits, made on first use. Called
 // with s.mu held.
-func (s *Session) waitsLocked() *sendWaits {
-	if s.waits == nil {
-		s.waits = new(sendWaits)
+func (s *Session) waitsLocked() *sendWaits { return &s.rareLocked().sendWaits }
+
+// waits returns the session's sendWaits, or nil before its first use.
+// Called with s.mu held.
+func (s *Session) waits() *sendWaits {
+	if s.rare == nil {
+		return nil
 	}
-	return s.waits
+	return &s.rare.sendWaits
 }
 
 // waitingLocked is the number of senders waiting for room. Called with
 // s.mu held.
 func (s *Session) waitingLocked() int {
-	if s.waits == nil {
+	if s.rare == nil {
 		return 0
 	}
-	return len(s.waits.waitq)
+	return len(s.rare.waitq)
 }
 
 // sender writes batches of packets for a session: a stream connection, or
@@ -271,13 +291,14 @@ func (s *Session) LastActive() time.Time { return mono.Time(s.lastRx.Load()) }
 func (s *Session) Done() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done == nil {
-		s.done = make(chan struct{})
+	r := s.rareLocked()
+	if r.done == nil {
+		r.done = make(chan struct{})
 		if s.ended {
-			close(s.done)
+			close(r.done)
 		}
 	}
-	return s.done
+	return r.done
 }
 
 // Reason returns why the session ended, or [ReasonNone] while it is open.
@@ -290,17 +311,21 @@ func (s *Session) Reason() Reason { return Reason(s.reason.Load()) }
 func (s *Session) Set(key, value any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.items == nil {
-		s.items = make(map[any]any)
+	r := s.rareLocked()
+	if r.items == nil {
+		r.items = make(map[any]any)
 	}
-	s.items[key] = value
+	r.items[key] = value
 }
 
 // Get returns a value from the session's bag.
 func (s *Session) Get(key any) (any, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v, ok := s.items[key]
+	if s.rare == nil {
+		return nil, false
+	}
+	v, ok := s.rare.items[key]
 	return v, ok
 }
 
@@ -426,7 +451,7 @@ func (s *Session) finish() {
 	s.finished = true
 	s.dropSendStateLocked()
 	s.wakeLocked()
-	if w := s.waits; w != nil && w.stall != nil {
+	if w := s.waits(); w != nil && w.stall != nil {
 		w.stall.Stop()
 		w.watching = false
 	}
@@ -454,8 +479,8 @@ func (s *Session) finish() {
 	}
 	s.mu.Lock()
 	s.ended = true
-	if s.done != nil {
-		close(s.done)
+	if r := s.rare; r != nil && r.done != nil {
+		close(r.done)
 	}
 	s.mu.Unlock()
 }
