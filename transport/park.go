@@ -85,6 +85,9 @@ func (s *Session) firstByteTimeout() time.Duration {
 // when the sweep wakes it. It reports false when the session cannot park
 // now (a wake came meanwhile, or the poller failed): read on.
 func (s *Session) park(end time.Time) bool {
+	if h, ok := s.handler.(ParkHandler); ok {
+		h.Parked(s)
+	}
 	s.shedSendScratch()
 	p := s.poll
 	if p == nil {

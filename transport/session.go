@@ -19,7 +19,8 @@ type Hooks struct {
 	// NewHandler, if set, gives each session a handler of its own when it
 	// starts, before OnOpen: its Receive and Closed run in place of
 	// OnReceive and OnClose (set one or the other). A protocol layer keeps
-	// its per-connection state in the handler, as the codec package does.
+	// its per-connection state in the handler, as the codec package does;
+	// a [ParkHandler] is told when its session parks.
 	NewHandler func(s *Session) SessionHandler
 	// OnOpen runs when a session starts, before its first OnReceive.
 	OnOpen func(s *Session)
@@ -74,6 +75,17 @@ type Hooks struct {
 type SessionHandler interface {
 	Receive(s *Session, p *packet.Packet)
 	Closed(s *Session, err *CloseError)
+}
+
+// ParkHandler is a [SessionHandler] told when its session parks
+// (Config.ParkAfter): a session with nothing to read gives up its
+// goroutine and buffers, and the handler may drop what only a busy
+// session needs, which its next Receive makes again. Parked runs on the
+// session's receive goroutine, never concurrently with Receive or Closed,
+// and must not block; a session that cannot park after all reads on.
+type ParkHandler interface {
+	SessionHandler
+	Parked(s *Session)
 }
 
 func (h *Hooks) validate() error {
