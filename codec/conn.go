@@ -52,6 +52,18 @@ type Options struct {
 	// first message) and when it has ended, on its reading goroutine.
 	OnOpen  func(c *Conn)
 	OnClose func(c *Conn, err error)
+	// OnPark, if set, runs each time a server's connection parks: it
+	// gives its goroutine and read buffer up until its next bytes (see
+	// transport.Config.ParkAfter; a new connection may park before its
+	// first message). It runs on the connection's reading goroutine,
+	// between reads: never while [Options.Handler], OnOpen or OnClose runs
+	// for it. It may drop what the layer above keeps only for a busy
+	// connection (the rpc package drops a session's cached call contexts),
+	// which the connection's next message makes again; it must not block.
+	// It runs as the connection is about to park: one that cannot park
+	// after all (bytes came meanwhile) reads on. Clients' connections
+	// never park. See [transport.ParkHandler].
+	OnPark func(c *Conn)
 	// Route, RouteTimeout and HandOff, for a server, choose the stack of
 	// each stream connection from its first bytes (see
 	// [transport.Hooks.Route]): a connection routed to
@@ -265,6 +277,15 @@ func (h *sessionHandler) Receive(_ *transport.Session, p *packet.Packet) {
 
 func (h *sessionHandler) Closed(_ *transport.Session, e *transport.CloseError) {
 	(*Conn)(h).closed(e)
+}
+
+var _ transport.ParkHandler = (*sessionHandler)(nil)
+
+// Parked runs [Options.OnPark] (the session is a [transport.ParkHandler]).
+func (h *sessionHandler) Parked(*transport.Session) {
+	if f := h.opts.OnPark; f != nil {
+		f((*Conn)(h))
+	}
 }
 
 // frameExpired reports whether a framing stage of the connection has held
