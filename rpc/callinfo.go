@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
-	"weak"
 )
 
 // CallKind tells calls apart: a call waiting for its reply, a one-way
@@ -148,8 +147,7 @@ func TraceContextFrom(ctx context.Context) (tc TraceContext, ok bool) {
 // with the call's CallInfo.
 type callCtx struct {
 	context.Context
-	info  CallInfo
-	slots *callSlots // the session's cache that holds it, kept while the context lives; nil for a call's own
+	info CallInfo
 }
 
 func (c *callCtx) Value(k any) any {
@@ -174,37 +172,40 @@ type callCtxExtras struct {
 // callCache holds a session's call contexts of the calls that carry no
 // more than a token (no trace, deadline or metadata), by action: such a
 // context never changes, so the calls of the same action share one, and a
-// call allocates none. It holds them weakly: its slots live while a call
-// holds one of their contexts (or anything the call gave it to does),
-// and a collection after the session's calls have ended frees them all,
-// so that an idle session (an idle device's, parked) holds no context;
-// its next call makes them again.
+// call allocates none. Its slots are made by the session's first such
+// call and dropped when the session parks (Server.onPark): a busy
+// session keeps them, an idle one (an idle device's) holds none, and its
+// next call makes them again.
 type callCache struct {
-	w atomic.Pointer[weak.Pointer[callSlots]] // replaced, never changed; nil until the session's first call
+	slots atomic.Pointer[callSlots] // nil until a call makes it, and again once the session parks
 }
 
-// callSlots are a callCache's contexts, by action ID. Each context holds
-// its slots (callCtx.slots).
+// callSlots are a callCache's contexts, by action ID.
 type callSlots [4]atomic.Pointer[callCtx]
 
 // get returns the shared context of calls of kind of action a on ss.
 func (cc *callCache) get(ss *Session, a *action, kind CallKind) context.Context {
-	var sl *callSlots
-	if w := cc.w.Load(); w != nil {
-		sl = w.Value()
-	}
+	sl := cc.slots.Load()
 	if sl == nil {
 		sl = new(callSlots)
-		w := weak.Make(sl)
-		cc.w.Store(&w) // a concurrent first call's slots may be lost: their contexts are made again when next needed
+		cc.slots.Store(sl) // a concurrent call's slots may be lost: their contexts are made again when next needed
 	}
 	p := &sl[a.id&uint32(len(sl)-1)]
 	if c := p.Load(); c != nil && c.info.kind == kind && c.info.action == a.name {
 		return c
 	}
-	c := &callCtx{Context: ss.ctx(), info: CallInfo{action: a.name, kind: kind, ss: ss}, slots: sl}
+	c := &callCtx{Context: ss.ctx(), info: CallInfo{action: a.name, kind: kind, ss: ss}}
 	p.Store(c)
 	return c
+}
+
+// drop lets the cache's slots and contexts go (a call running meanwhile
+// may store its context in the dropped slots: it is made again when next
+// needed).
+func (cc *callCache) drop() {
+	if cc.slots.Load() != nil {
+		cc.slots.Store(nil)
+	}
 }
 
 // callContext reads what a request's data carries besides its arguments:

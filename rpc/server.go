@@ -78,6 +78,7 @@ func NewServer(cfg Config) (*Server, error) {
 		Handler:  s.onMessage,
 		OnOpen:   s.onOpen,
 		OnClose:  s.onClose,
+		OnPark:   s.onPark,
 		Log:      cfg.Log, // the transport's too, unless Transport.Log is set
 
 		ReadTimes: cfg.OnCallDone != nil, // a CallEvent's times start at the socket's read
@@ -235,6 +236,24 @@ func (s *Server) onClose(c *codec.Conn, err error) {
 	}
 }
 
+// onPark drops what a session keeps only while it is busy: the call
+// contexts its calls share (callCache). It runs on the connection's
+// reading goroutine as the connection parks, never during an inline call;
+// calls still running on their own goroutines (a new connection parks
+// right after its first read) may cache a context after it, so the last
+// of them to end drops the cache again (end).
+func (s *Server) onPark(c *codec.Conn) {
+	ss, ok := c.State().(*Session)
+	if !ok {
+		return
+	}
+	ss.parkRan.Store(true) // before the drop and the count: a call that ends after either sees it
+	ss.calls.drop()
+	if ss.running.Load() == 0 {
+		ss.parkRan.Store(false) // no call to drop after
+	}
+}
+
 // Session returns the open SRMP, WebSocket or UDP session whose ID is id
 // (NewLife NetServer.GetSession): what a device gateway pushes to by a
 // device's ID it kept. HTTP sessions last one request and are not found.
@@ -330,7 +349,9 @@ func (s *Server) begin(ss *Session) {
 }
 
 func (s *Server) end(ss *Session) {
-	ss.running.Add(-1)
+	if ss.running.Add(-1) == 0 && ss.parkRan.Load() && ss.parkRan.CompareAndSwap(true, false) {
+		ss.calls.drop() // what the calls cached after the session parked (onPark)
+	}
 	s.spawned.Add(-1)
 }
 

@@ -20,6 +20,7 @@ type Session struct {
 	web     *webSession             // HTTP's own; nil otherwise (an SRMP session's size counts for every idle device)
 	proto   Protocol                // chosen once, by the connection's first bytes (accept.go)
 	ended   atomic.Bool             // the session has ended: its context is cancelled
+	parkRan atomic.Bool             // it parked while calls ran on their own goroutines: the last to end drops calls (Server.onPark)
 	lived   atomic.Pointer[liveCtx] // the session's cancellable context, made when first waited on (sessionctx.go)
 	running atomic.Int32            // calls running on their own goroutines
 	inline  atomic.Int32            // calls running on the reading goroutine (0 or 1), for Stats.InFlight
