@@ -135,8 +135,7 @@ type Session struct {
 
 	mu         sync.Mutex
 	*sendState            // the queue, its byte counts and staging buffers: made by the first send, dropped when the session parks (sendstate.go)
-	rare       *rareState // what few sessions need (senders waiting for room, Done, the bag): made on first use
-	cause      error      // the close's cause; before the close, the cause a drain closes with (AbortAfterWrites)
+	rare       *rareState // what few sessions need (senders waiting for room, Done, the bag, an error close's cause): made on first use
 
 	handler SessionHandler // from Hooks.NewHandler; set before the first receive
 
@@ -192,6 +191,24 @@ type rareState struct {
 	sendWaits               // used the first time the queue is full, or by AfterWrites
 	done      chan struct{} // made by the first Done: most sessions are never asked
 	items     map[any]any   // Set's values
+	cause     error         // the close's cause (none for a peer's close); before the close, the cause a drain closes with (AbortAfterWrites)
+}
+
+// causeLocked returns the close's cause (causeOf's rules), or the cause a
+// drain will close with; nil for none. Called with s.mu held.
+func (s *Session) causeLocked() error {
+	if s.rare == nil {
+		return nil
+	}
+	return s.rare.cause
+}
+
+// setCauseLocked sets the cause; a nil one makes no rareState. Called with
+// s.mu held.
+func (s *Session) setCauseLocked(err error) {
+	if err != nil || s.rare != nil {
+		s.rareLocked().cause = err
+	}
 }
 
 // rareLocked returns the session's rareState, made on first use. Called
@@ -401,8 +418,8 @@ func (s *Session) AbortAfterWrites(err error) {
 func (s *Session) startDrain(r Reason, cause error) {
 	if cause != nil {
 		s.mu.Lock()
-		if s.cause == nil && s.Reason() == ReasonNone { // a close under way keeps its own
-			s.cause = cause
+		if s.causeLocked() == nil && s.Reason() == ReasonNone { // a close under way keeps its own
+			s.setCauseLocked(cause)
 		}
 		s.mu.Unlock()
 	}
@@ -427,7 +444,7 @@ func (s *Session) endDrain() {
 		r = ReasonShutdown
 	}
 	s.mu.Lock()
-	cause := s.cause
+	cause := s.causeLocked()
 	s.mu.Unlock()
 	s.closeWith(r, cause)
 }
@@ -439,7 +456,7 @@ func (s *Session) closeWith(r Reason, cause error) bool {
 		return false
 	}
 	s.mu.Lock()
-	s.cause = cause
+	s.setCauseLocked(cause)
 	s.wakeLocked() // senders waiting for room fail now
 	s.mu.Unlock()
 	if s.conn != nil && !s.datagram {
@@ -467,7 +484,7 @@ func (s *Session) finish() {
 		w.stall.Stop()
 		w.watching = false
 	}
-	cause := s.cause
+	cause := s.causeLocked()
 	unwritten := s.unwrittenWatchesLocked()
 	s.mu.Unlock()
 	runWatches(unwritten, false)
@@ -531,5 +548,5 @@ func (s *Session) openSafely() (err error) {
 func (s *Session) closedErr() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return &CloseError{Reason: s.Reason(), Err: s.cause}
+	return &CloseError{Reason: s.Reason(), Err: s.causeLocked()}
 }
