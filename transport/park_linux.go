@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"sync"
@@ -68,8 +69,23 @@ type poller struct {
 // pollSlot is one session's place in the poller.
 type pollSlot struct {
 	s      *Session
-	wakeAt int64  // mono reading at which a parked session must run to end its wait (0: never)
+	wakeAt uint32 // when a parked session must run to end its wait, in wakeUnits of the mono clock, rounded up (0: never)
 	gen    uint32 // bumped when the slot is freed: events of its last session are stale
+}
+
+// wakeUnitShift makes the unit of a poll slot's wakeAt, 2²⁶ ns (67 ms):
+// far finer than the sweep's second, and a 32-bit count of them spans 9
+// years of a process's life, so that a slot is 16 bytes.
+const wakeUnitShift = 26
+
+// wakeUnits is the mono reading at (0: never) in wakeUnits, rounded up so
+// that no sweep finds it due early; one past 9 years of the process's life
+// is taken as never.
+func wakeUnits(at int64) uint32 {
+	if at <= 0 || at > (math.MaxUint32-1)<<wakeUnitShift {
+		return 0
+	}
+	return uint32((at + 1<<wakeUnitShift - 1) >> wakeUnitShift)
 }
 
 // sweepEvery is how often the poller wakes parked sessions whose wait has
@@ -126,7 +142,7 @@ func (p *poller) arm(s *Session, wakeAt int64) bool {
 		p.take(s)
 	}
 	i := s.pollSlot - 1
-	p.slots[i].wakeAt = wakeAt
+	p.slots[i].wakeAt = wakeUnits(wakeAt)
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: i, Pad: int32(p.slots[i].gen)}
 	p.mu.Unlock()
 	if s.polled {
@@ -235,7 +251,7 @@ func (p *poller) lead() {
 			p.nextSweep = t + int64(sweepEvery)
 			p.file.SetReadDeadline(mono.Time(p.nextSweep))
 			for i := range p.slots {
-				if sl := &p.slots[i]; sl.s != nil && sl.wakeAt != 0 && sl.wakeAt <= t && sl.s.parkState.Load() == parkParked {
+				if sl := &p.slots[i]; sl.s != nil && sl.wakeAt != 0 && int64(sl.wakeAt)<<wakeUnitShift <= t && sl.s.parkState.Load() == parkParked {
 					due = append(due, woken{s: sl.s})
 				}
 			}
