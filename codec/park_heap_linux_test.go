@@ -20,7 +20,8 @@ import (
 // allocation of 256 bytes: under 1,150 bytes in all, which the codec's
 // seven objects a connection exceeded (2026-12-07: 1,256 bytes, with the
 // Conn, the chain, its handlers and contexts, the sink closure, the
-// framing stage and its framer apart; ~900 since they are one).
+// framing stage and its framer apart; ~900 since they are one; 849-855
+// with the transport's later cuts).
 // docs/perf/connections.md quotes its log line:
 //
 //	go test -run TestParkedConnHeap -v ./codec

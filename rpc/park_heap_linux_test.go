@@ -18,7 +18,9 @@ import (
 // connection and the rpc session. It checks it stays under 1,200 bytes,
 // which the codec's seven objects a connection and the rpc session's
 // cached call context, held for good, exceeded (2026-12-07: 1,474 bytes;
-// ~1,020 with the codec's state one object and the contexts held weakly).
+// ~1,020 with the codec's state one object and the contexts held weakly;
+// 965-984 with the transport's later cuts and the contexts dropped when
+// the session parks).
 // docs/perf/connections.md quotes its log line:
 //
 //	go test -run TestParkedSessionHeap -v ./rpc
