@@ -143,11 +143,12 @@ func (p *poller) arm(s *Session, wakeAt int64) bool {
 	}
 	i := s.pollSlot - 1
 	p.slots[i].wakeAt = wakeUnits(wakeAt)
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: i, Pad: int32(p.slots[i].gen)}
+	gen := p.slots[i].gen
 	p.mu.Unlock()
 	if s.polled {
 		return true
 	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: i, Pad: int32(gen)} // (it escapes: made only when added)
 	if p.ctl(s, unix.EPOLL_CTL_ADD, &ev) != nil {
 		return false
 	}
