@@ -37,13 +37,12 @@ func Dial(ctx context.Context, network, address string, cfg transport.ClientConf
 	if !syncReads {
 		cfg.Mode = transport.ReceiveEvent
 	}
-	o := &opts
 	c := &Client{}
 	h := transport.Hooks{
 		// BatchSends stays off: a client's receive goroutine must keep
 		// reading (see transport.Hooks).
 		NewHandler: func(s *transport.Session) transport.SessionHandler {
-			conn := newConn(s, o, nil)
+			conn := newConn(s, &connSide{opts: opts}) // each connection its own (its read turn)
 			c.conn.Store(conn)
 			return (*sessionHandler)(conn)
 		},

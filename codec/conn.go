@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -102,14 +101,14 @@ func (o *Options) Validate() error {
 // Conn is one connection seen through the codec layer: its pipeline, and
 // its pending requests. All methods are safe for concurrent use.
 type Conn struct {
-	chain  Chain                   // its session is the connection's
-	m      atomic.Pointer[matcher] // its pending requests (requests); a server's connection makes it with its first request
-	opts   *Options
-	side   *connSide  // its server's (shared), or a client's own
-	fifoMu sync.Mutex // FIFO: register and write in one step, so wire order is queue order
-	head   *framing   // the pipeline's head when it is a framing stage of this package: reads go straight to it
-	state  any        // the application's per-connection value (SetState)
-	readAt int64      // mono reading of the read being handled (Options.ReadTimes; the reading goroutine's)
+	chain Chain                   // its session is the connection's
+	m     atomic.Pointer[matcher] // its pending requests (requests); a server's connection makes it with its first request
+	side  *connSide               // its server's (shared), or a client's own: the options, the server, a read turn
+	one   *connOne                // the connOne this Conn is, when its pipeline is one framing stage of this package; else nil
+	state any                     // the application's per-connection value (SetState)
+	// readAt is the mono reading of the read being handled
+	// (Options.ReadTimes; the reading goroutine's).
+	readAt int64
 
 	batches  atomic.Int32 // Batch calls in progress: their writes are held back already
 	match    MatchMode    // the pipeline's (Pipeline.Match)
@@ -121,18 +120,21 @@ type Conn struct {
 // connections share their server's; a client's connection has its own.
 // (A client's lead would otherwise be a field of every server's Conn.)
 type connSide struct {
+	opts   Options // the server's or client's options
 	server *Server // the server whose connection this is (nil for a client's)
 	lead   *lead   // a ReceiveSync client's read turn; nil when a receive goroutine reads (see syncLead)
 }
 
 // srmpCtx is the SRMP stage's context when it is the pipeline's tail
-// (sendSRMP), else nil.
+// (sendSRMP), else nil. A connOne's is at a fixed place (no chain walk).
 func (c *Conn) srmpCtx() *HandlerContext {
 	if !c.srmpTail {
 		return nil
 	}
-	st := c.chain.stages
-	return &st[len(st)-1].ctx
+	if w := c.one; w != nil {
+		return &w.stage[0].ctx
+	}
+	return c.chain.tailCtx()
 }
 
 // connOne is a [Conn] whose pipeline is one framing stage of this package
@@ -189,13 +191,14 @@ var closedRequests = func() *matcher {
 // makeRequests makes the matcher requests returns (apart, so that
 // requests inlines).
 func (c *Conn) makeRequests() *matcher {
-	c.m.CompareAndSwap(nil, newMatcher(c.match == MatchFIFO, c.opts.Timeout))
+	c.m.CompareAndSwap(nil, newMatcher(c.match == MatchFIFO, c.side.opts.Timeout))
 	return c.m.Load()
 }
 
 // newConn builds the codec state of a session and opens its handlers;
-// srv is the server whose connection it is, nil for a client's.
-func newConn(s *transport.Session, o *Options, srv *Server) *Conn {
+// side is its server's (shared), or a client's connection's own.
+func newConn(s *transport.Session, side *connSide) *Conn {
+	o := &side.opts
 	p := o.Pipeline
 	var c *Conn
 	if fc := p.one; fc != nil {
@@ -203,34 +206,24 @@ func newConn(s *transport.Session, o *Options, srv *Server) *Conn {
 		w.fr.framer.conf = fc
 		w.stage[0].h = w.fr.handler()
 		c = &w.Conn
+		c.one = w
 		c.chain.init(w.stage[:])
 	} else {
 		c = &Conn{}
 		c.chain.init(p.newStages())
 	}
-	c.opts, c.match = o, p.match
-	if srv != nil {
-		c.side = &srv.side
-	} else {
-		c.side = new(connSide)
-	}
+	c.side, c.match = side, p.match
 	c.chain.sess, c.chain.conn, c.chain.Datagram = s, c, s.Datagram()
 	st := c.chain.stages
-	for i := range st {
-		if f := framingOf(st[i].h); f != nil {
-			f.framer.owner = c
-		}
-	}
 	if n := len(st); n > 0 {
 		if _, ok := st[n-1].h.(srmpHandler); ok {
 			c.srmpTail = true
 		}
-		if f := framingOf(st[n-1].h); f != nil {
-			f.tail = true // the tail stage hands its messages straight to the sink
+		if framingOf(st[n-1].h) != nil {
+			st[n-1].ctx.tail = true // the tail stage (its reads' context) hands its messages straight to the sink
 		}
-		c.head = framingOf(st[0].h)
 	}
-	if srv == nil && c.match != MatchNone {
+	if side.server == nil && c.match != MatchNone {
 		c.m.Store(newMatcher(c.match == MatchFIFO, o.Timeout)) // a client's connection is for requests
 	}
 	if err := c.chain.Open(); err != nil {
@@ -247,11 +240,11 @@ func newConn(s *transport.Session, o *Options, srv *Server) *Conn {
 type sessionHandler Conn
 
 // Receive runs received bytes through the pipeline: straight into the
-// framing head when there is one (no dispatch through the chain); bytes
+// framing stage of a connOne (no dispatch through the chain); bytes
 // the pipeline rejects end the connection. p stays the caller's.
 func (h *sessionHandler) Receive(_ *transport.Session, p *packet.Packet) {
 	c := (*Conn)(h)
-	if c.opts.ReadTimes {
+	if c.side.opts.ReadTimes {
 		c.readAt = mono.Now()
 	}
 	if !c.heard {
@@ -265,8 +258,8 @@ func (h *sessionHandler) Receive(_ *transport.Session, p *packet.Packet) {
 		}
 	}
 	var err error
-	if f := c.head; f != nil {
-		err = f.Read(c.chain.ctx(0), p)
+	if w := c.one; w != nil {
+		err = w.fr.Read(&w.stage[0].ctx, p)
 	} else {
 		err = c.chain.Read(p)
 	}
@@ -283,7 +276,7 @@ var _ transport.ParkHandler = (*sessionHandler)(nil)
 
 // Parked runs [Options.OnPark] (the session is a [transport.ParkHandler]).
 func (h *sessionHandler) Parked(*transport.Session) {
-	if f := h.opts.OnPark; f != nil {
+	if f := h.side.opts.OnPark; f != nil {
 		f((*Conn)(h))
 	}
 }
@@ -313,8 +306,8 @@ func (c *Conn) closed(e *transport.CloseError) {
 			c.m.Load().close(cause)
 		}
 	}
-	if c.opts.OnClose != nil {
-		c.opts.OnClose(c, e)
+	if f := c.side.opts.OnClose; f != nil {
+		f(c, e)
 	}
 }
 
@@ -351,7 +344,7 @@ func (c *Conn) sinkMessage(m *Message) error {
 
 // handle gives an inbound message that is not a reply to Options.Handler.
 func (c *Conn) handle(msg any) {
-	if h := c.opts.Handler; h != nil {
+	if h := c.side.opts.Handler; h != nil {
 		h(c, msg)
 	}
 }
@@ -673,14 +666,15 @@ func (c *Conn) start(ctx context.Context, cb *callback, echo []byte, fifo bool, 
 }
 
 // startFIFO is start for a FIFO request: registering and writing are one
-// step under Conn.fifoMu, so that wire order is queue order.
+// step under the matcher's fifoMu, so that wire order is queue order.
 func (c *Conn) startFIFO(ctx context.Context, cb *callback, p *packet.Packet) (int, chan result, error) {
-	c.fifoMu.Lock()
-	defer c.fifoMu.Unlock()
+	mu := &c.requests().fifoMu
+	mu.Lock()
+	defer mu.Unlock()
 	return c.begin(ctx, cb, nil, true, 0, nil, p)
 }
 
-// begin registers a request and sends it (see start), Conn.fifoMu held
+// begin registers a request and sends it (see start), the matcher's fifoMu held
 // for a FIFO one.
 func (c *Conn) begin(ctx context.Context, cb *callback, echo []byte, fifo bool, flag uint8, body []byte, p *packet.Packet) (int, chan result, error) {
 	m := c.requests()

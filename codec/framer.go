@@ -66,7 +66,12 @@ type Framer struct {
 	partial *packet.Packet // bytes of an incomplete frame (owned)
 	since   atomic.Int64   // mono reading of the partial frame's first byte; 0 without one (read by sweepers)
 	held    int            // bytes of its server's budget taken by partial
-	owner   *Conn          // the connection whose stage this is (a server's is in its server's partials while partial is held); nil: none
+	// A framer of a Conn's pipeline stage is told its connection, its
+	// owner, by each call that may start or drop a partial frame (a
+	// server's connection is in its server's partials while its framer
+	// holds one, and the bytes count in the server's budget); a framer of
+	// NewFramer or NewChain has none. It is not a field: that would be one
+	// more pointer in every idle connection.
 }
 
 // framerConf is what the framers of a pipeline's stage share: the
@@ -138,30 +143,34 @@ func (f *Framer) Buffered() int {
 }
 
 // Reset drops any incomplete frame.
-func (f *Framer) Reset() {
+func (f *Framer) Reset() { f.reset(nil) }
+
+// reset is Reset for a framer of owner's (see [Framer]).
+func (f *Framer) reset(owner *Conn) {
 	if f.partial != nil {
 		f.partial.Release()
 		f.partial = nil
 		f.since.Store(0)
-		f.budget().give(f.held)
+		partialBudget(owner).give(f.held)
 		f.held = 0
-		f.tellOwner(false)
+		tellOwner(owner, false)
 	}
 }
 
-// tellOwner tells the server of the framer's connection, if any, that the
-// framer now holds a partial frame, or (held false) holds none.
-func (f *Framer) tellOwner(held bool) {
-	if o := f.owner; o != nil && o.side.server != nil {
-		o.side.server.hold(o, held)
+// tellOwner tells the server of owner, a framer's connection (nil: none),
+// that the framer now holds a partial frame, or (held false) holds none.
+func tellOwner(owner *Conn, held bool) {
+	if owner != nil && owner.side.server != nil {
+		owner.side.server.hold(owner, held)
 	}
 }
 
-// budget is the budget of the framer's server for partial frames; nil
-// (no limit) for a client's framer or one of NewFramer.
-func (f *Framer) budget() *budget {
-	if o := f.owner; o != nil && o.side.server != nil {
-		return o.side.server.budget
+// partialBudget is the budget for partial frames of the server of owner,
+// a framer's connection; nil (no limit) for a client's framer or one
+// without a connection.
+func partialBudget(owner *Conn) *budget {
+	if owner != nil && owner.side.server != nil {
+		return owner.side.server.budget
 	}
 	return nil
 }
@@ -194,9 +203,12 @@ func (b *budget) give(n int) {
 
 // Close reports [ErrTruncated] if the stream ended inside a frame, and
 // releases what the framer holds.
-func (f *Framer) Close() error {
+func (f *Framer) Close() error { return f.close(nil) }
+
+// close is Close for a framer of owner's.
+func (f *Framer) close(owner *Conn) error {
 	n := f.Buffered()
-	f.Reset()
+	f.reset(owner)
 	if n > 0 {
 		return fmt.Errorf("%w (%d bytes buffered)", ErrTruncated, n)
 	}
@@ -209,7 +221,7 @@ func (f *Framer) Close() error {
 func (f *Framer) Feed(p *packet.Packet, emit func(*packet.Packet) error) error {
 	s := takeScratch(0)
 	defer giveScratch(0, s)
-	return f.feed(p, frameFunc(emit), &s.loan)
+	return f.feed(p, frameFunc(emit), &s.loan, nil)
 }
 
 // frameReceiver gets the frames a [Framer] cuts (an interface, so that the
@@ -222,17 +234,18 @@ type frameFunc func(*packet.Packet) error
 
 func (f frameFunc) receiveFrame(frame *packet.Packet) error { return f(frame) }
 
-// feed is Feed to a frame receiver, lending the frames through loan.
-func (f *Framer) feed(p *packet.Packet, emit frameReceiver, loan *packet.Loan) (err error) {
+// feed is Feed to a frame receiver, lending the frames through loan, for
+// a framer of owner's.
+func (f *Framer) feed(p *packet.Packet, emit frameReceiver, loan *packet.Loan, owner *Conn) (err error) {
 	if f.partial != nil && f.expiredAt(mono.Now()) {
-		f.Reset()
+		f.reset(owner)
 		return ErrFrameExpired
 	}
 	for seg := p; seg != nil && err == nil; seg = seg.Next() {
 		data := seg.Bytes()
 		off := 0
 		if f.partial != nil {
-			off, err = f.completePartial(data, emit, loan)
+			off, err = f.completePartial(data, emit, loan, owner)
 		}
 		for err == nil && off < len(data) {
 			n := f.shortLen(data[off:])
@@ -242,7 +255,7 @@ func (f *Framer) feed(p *packet.Packet, emit frameReceiver, loan *packet.Loan) (
 				}
 			}
 			if n <= 0 || n > len(data)-off {
-				err = f.keep(data[off:], n)
+				err = f.keep(data[off:], n, owner)
 				break
 			}
 			err = emit.receiveFrame(loan.Lend(seg, off, n))
@@ -251,7 +264,7 @@ func (f *Framer) feed(p *packet.Packet, emit frameReceiver, loan *packet.Loan) (
 		}
 	}
 	if err != nil {
-		f.Reset()
+		f.reset(owner)
 	}
 	return err
 }
@@ -298,13 +311,13 @@ const keepFirst = 4 << 10
 
 // keep starts a partial frame with the unframed tail b; want is the frame
 // length (or the negated bytes needed), used to size the buffer.
-func (f *Framer) keep(b []byte, want int) error {
+func (f *Framer) keep(b []byte, want int, owner *Conn) error {
 	size := len(b)
 	if want > 0 {
 		size = min(want, max(len(b), keepFirst))
 	}
 	size = max(size, len(b))
-	if !f.budget().take(size) {
+	if !partialBudget(owner).take(size) {
 		return ErrMemoryCap
 	}
 	f.held = size
@@ -312,18 +325,18 @@ func (f *Framer) keep(b []byte, want int) error {
 	f.partial.Resize(0)
 	f.partial.Write(b)
 	f.since.Store(mono.Now())
-	f.tellOwner(true)
+	tellOwner(owner, true)
 	return nil
 }
 
 // appendPartial adds b to the partial frame of want bytes. The buffer
 // grows geometrically but never past the frame's declared size: a 10 MiB
 // frame holds 10 MiB, not the next power of two.
-func (f *Framer) appendPartial(b []byte, want int) error {
+func (f *Framer) appendPartial(b []byte, want int, owner *Conn) error {
 	p := f.partial
 	if need := p.Len() + len(b); need > p.Cap() {
 		size := max(need, min(2*p.Cap(), want))
-		if !f.budget().take(size - f.held) {
+		if !partialBudget(owner).take(size - f.held) {
 			return ErrMemoryCap
 		}
 		f.held = size
@@ -341,7 +354,7 @@ func (f *Framer) appendPartial(b []byte, want int) error {
 // complete (emitting it) or data runs out; it returns how many bytes of
 // data it used. Bytes past the frame's end never enter the partial buffer
 // unless the splitter cannot tell the length without them (a delimiter).
-func (f *Framer) completePartial(data []byte, emit frameReceiver, loan *packet.Loan) (int, error) {
+func (f *Framer) completePartial(data []byte, emit frameReceiver, loan *packet.Loan, owner *Conn) (int, error) {
 	used := 0
 	for f.partial != nil {
 		n, err := f.frameLen(f.partial.Bytes())
@@ -349,7 +362,7 @@ func (f *Framer) completePartial(data []byte, emit frameReceiver, loan *packet.L
 			return used, err
 		}
 		if n > 0 && n <= f.partial.Len() {
-			if err := f.emitPartial(n, emit, loan); err != nil {
+			if err := f.emitPartial(n, emit, loan, owner); err != nil {
 				return used, err
 			}
 			continue
@@ -359,7 +372,7 @@ func (f *Framer) completePartial(data []byte, emit frameReceiver, loan *packet.L
 		}
 		want := max(n, -n) // the frame's length, or the bytes needed to know it
 		k := min(want-f.partial.Len(), len(data)-used)
-		if err := f.appendPartial(data[used:used+k], want); err != nil {
+		if err := f.appendPartial(data[used:used+k], want, owner); err != nil {
 			return used, err
 		}
 		used += k
@@ -373,13 +386,13 @@ func (f *Framer) completePartial(data []byte, emit frameReceiver, loan *packet.L
 // inline handler, or one waiting to write its reply) for an expired partial
 // one. The rest, the next frame's start, is timed from when emit returns,
 // when reading resumes.
-func (f *Framer) emitPartial(n int, emit frameReceiver, loan *packet.Loan) error {
+func (f *Framer) emitPartial(n int, emit frameReceiver, loan *packet.Loan, owner *Conn) error {
 	p := f.partial
 	f.since.Store(0)
 	err := emit.receiveFrame(loan.Lend(p, 0, n))
 	loan.End()
 	if n == p.Len() {
-		f.Reset()
+		f.reset(owner)
 	} else {
 		p.Skip(n)
 		f.since.Store(mono.Now()) // the rest starts the next frame

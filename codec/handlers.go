@@ -13,7 +13,6 @@ import (
 // made of it, is a [readScratch] taken for the read.
 type framing struct {
 	framer Framer
-	tail   bool // the pipeline's tail, of a Conn's chain: messages go straight to framer.owner's sink
 }
 
 // How a framing stage turns a frame into the message it lends on.
@@ -86,16 +85,15 @@ func giveScratch(id uint64, s *readScratch) {
 
 // receiveFrame lends one borrowed frame to the next stage.
 func (s *readScratch) receiveFrame(frame *packet.Packet) error {
-	f := s.f
-	fc := f.framer.conf
+	fc, c := s.f.framer.conf, s.ctx
 	switch fc.decode {
 	case decodeSRMP:
 		s.in.lend(frame)
 		var err error
-		if f.tail {
-			err = f.framer.owner.sinkMessage(&s.in)
+		if c.tail {
+			err = c.chain.conn.sinkMessage(&s.in)
 		} else {
-			err = s.ctx.FireRead(&s.in)
+			err = c.FireRead(&s.in)
 		}
 		s.in = Message{}
 		return err
@@ -104,10 +102,10 @@ func (s *readScratch) receiveFrame(frame *packet.Packet) error {
 	case decodeVarint:
 		frame.Skip(fc.lf.HeaderLen(frame.Bytes()))
 	}
-	if f.tail {
-		return f.framer.owner.sink(frame)
+	if c.tail {
+		return c.chain.conn.sink(frame)
 	}
-	return s.ctx.FireRead(frame)
+	return c.FireRead(frame)
 }
 
 // Read frames a borrowed packet; anything else passes through.
@@ -117,24 +115,24 @@ func (f *framing) Read(c *HandlerContext, msg any) error {
 		return c.FireRead(msg)
 	}
 	var id uint64
-	if o := f.framer.owner; o != nil {
-		id = o.chain.sess.ID()
+	if sess := c.chain.sess; sess != nil {
+		id = sess.ID()
 	}
 	s := takeScratch(id)
 	s.f, s.ctx = f, c
-	err := f.framer.feed(p, s, &s.loan)
+	err := f.framer.feed(p, s, &s.loan, c.chain.conn)
 	giveScratch(id, s)
 	if err != nil {
 		return err
 	}
 	if c.chain.Datagram {
-		return f.framer.Close() // a datagram holds whole frames only
+		return f.framer.close(c.chain.conn) // a datagram holds whole frames only
 	}
 	return nil
 }
 
 // Closed drops a partial frame when the connection ends.
-func (f *framing) Closed(*HandlerContext, error) { f.framer.Reset() }
+func (f *framing) Closed(c *HandlerContext, _ error) { f.framer.reset(c.chain.conn) }
 
 // small reports whether payload goes out by copy (see copyBelow).
 func small(payload *packet.Packet) bool {

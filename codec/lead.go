@@ -177,12 +177,13 @@ func (l *lead) readOnce(ctx context.Context, c *Conn, ch chan result) {
 // waits in its channel for await. When another goroutine holds the turn,
 // it consumes such bytes as they come, and the request is only sent.
 func (c *Conn) startSync(ctx context.Context, l *lead, echo []byte, fifo bool, flag uint8, body []byte, p *packet.Packet, use ReplyUse, dst any) (int, chan result, error) {
-	held := fifo // this call holds Conn.fifoMu, from before register until the request is written
+	held := fifo // this call holds the matcher's fifoMu, from before register until the request is written
 	if fifo {
-		c.fifoMu.Lock()
+		mu := &c.requests().fifoMu
+		mu.Lock()
 		defer func() {
 			if held {
-				c.fifoMu.Unlock()
+				mu.Unlock()
 			}
 		}()
 	}
@@ -276,7 +277,7 @@ func (x *exchanged) Send() error {
 	c.requests().hidden = -1
 	x.err = c.send(x.ctx, x.key, x.fifo, x.flag, x.body, x.p)
 	if x.fifo {
-		c.fifoMu.Unlock() // written: the next FIFO request may register
+		c.requests().fifoMu.Unlock() // written: the next FIFO request may register
 	}
 	return x.err
 }
@@ -307,7 +308,7 @@ func (l *lead) exchange(ctx context.Context, c *Conn, m *matcher, key int, held 
 	q, _ := l.tc.Exchange(ctx, x)
 	sent, err = x.sent, x.err
 	if sent {
-		*held = false // Send gave Conn.fifoMu up (a FIFO request's), before anything that may panic
+		*held = false // Send gave the matcher's fifoMu up (a FIFO request's), before anything that may panic
 	}
 	x.ctx, x.p, x.err = nil, nil, nil
 	if sent && err == nil && q != nil {

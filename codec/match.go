@@ -121,6 +121,7 @@ type result struct {
 // recent request instead: LIFO.)
 type matcher struct {
 	fifo    bool
+	fifoMu  sync.Mutex // FIFO: a request registers and is written in one step under it, so that wire order is queue order (Conn.startFIFO)
 	timeout time.Duration
 	span    int64         // timeout plus a tick, in nanoseconds: what deadline adds to the clock
 	stop    chan struct{} // closed by close; made with slots, as is freed
@@ -378,7 +379,7 @@ func (m *matcher) startSweeper() {
 }
 
 // unregister undoes register when the request could not be sent. A FIFO
-// request leaves the queue again (it is its tail: Conn.fifoMu keeps
+// request leaves the queue again (it is its tail: matcher.fifoMu keeps
 // registering and writing in one step), so the next reply goes to the
 // request it answers. It reports false when an asynchronous request's
 // callback has had its outcome already (a stray reply on its number,

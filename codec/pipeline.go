@@ -129,6 +129,7 @@ type HandlerContext struct {
 	chain  *Chain
 	index  int32
 	noWait bool // a write of Chain.Enqueue: it must not wait for the peer
+	tail   bool // the tail stage of a Conn's chain, a framing stage of this package: its messages go straight to the Conn's sink
 }
 
 // NewChain builds the handlers for one connection: encoded packets go to
@@ -160,6 +161,10 @@ func (ch *Chain) init(st []stage) {
 
 // ctx is the context of stage i for writes that may wait.
 func (ch *Chain) ctx(i int) *HandlerContext { return &ch.stages[i].ctx }
+
+// tailCtx is the context of the tail stage for writes that may wait; the
+// chain has stages.
+func (ch *Chain) tailCtx() *HandlerContext { return &ch.stages[len(ch.stages)-1].ctx }
 
 // Read lends an inbound message to the head (typically the transport's
 // receive buffer, valid during the call).

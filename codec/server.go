@@ -15,10 +15,10 @@ import (
 // codec-level counterpart of Dial. All methods are safe for concurrent use.
 type Server struct {
 	ts       *transport.Server
-	opts     *Options
-	budget   *budget // bytes held in incomplete frames (MaxPartialBytes); nil: no cap
+	opts     *Options // &side.opts
+	budget   *budget  // bytes held in incomplete frames (MaxPartialBytes); nil: no cap
 	partials partials
-	side     connSide // what its connections have of it
+	side     connSide // what its connections have of it: its options, itself
 	stop     chan struct{}
 	once     sync.Once
 }
@@ -30,8 +30,8 @@ func NewServer(cfg transport.Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	cfg.Log = cmp.Or(cfg.Log, opts.Log) // neither: the transport takes slog.Default()
-	s := &Server{opts: &opts, stop: make(chan struct{})}
-	s.side.server = s
+	s := &Server{side: connSide{opts: opts}, stop: make(chan struct{})}
+	s.side.server, s.opts = s, &s.side.opts
 	if opts.MaxPartialBytes >= 0 { // negative: no cap
 		s.budget = &budget{limit: cmp.Or(opts.MaxPartialBytes, DefaultMaxPartialBytes)}
 	}
@@ -52,7 +52,7 @@ func (s *Server) hooks() transport.Hooks {
 		RouteTimeout: s.opts.RouteTimeout,
 		HandOff:      s.opts.HandOff,
 		NewHandler: func(sess *transport.Session) transport.SessionHandler {
-			return (*sessionHandler)(newConn(sess, s.opts, s))
+			return (*sessionHandler)(newConn(sess, &s.side))
 		},
 	}
 }

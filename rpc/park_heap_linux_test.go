@@ -20,7 +20,8 @@ import (
 // cached call context, held for good, exceeded (2026-12-07: 1,474 bytes;
 // ~1,020 with the codec's state one object and the contexts held weakly;
 // 965-984 with the transport's later cuts and the contexts dropped when
-// the session parks).
+// the session parks; 909-944 with more of them; 881-914 with the codec's
+// object 192 bytes, was 224).
 // docs/perf/connections.md quotes its log line:
 //
 //	go test -run TestParkedSessionHeap -v ./rpc
