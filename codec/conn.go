@@ -101,19 +101,14 @@ func (o *Options) Validate() error {
 // Conn is one connection seen through the codec layer: its pipeline, and
 // its pending requests. All methods are safe for concurrent use.
 type Conn struct {
-	chain Chain                   // its session is the connection's
-	m     atomic.Pointer[matcher] // its pending requests (requests); a server's connection makes it with its first request
-	side  *connSide               // its server's (shared), or a client's own: the options, the server, a read turn
-	one   *connOne                // the connOne this Conn is, when its pipeline is one framing stage of this package; else nil
-	state any                     // the application's per-connection value (SetState)
-	// readAt is the mono reading of the read being handled
-	// (Options.ReadTimes; the reading goroutine's).
-	readAt int64
-
-	batches  atomic.Int32 // Batch calls in progress: their writes are held back already
-	match    MatchMode    // the pipeline's (Pipeline.Match)
-	heard    bool         // the first bytes were read (the reading goroutine's)
-	srmpTail bool         // the pipeline's tail is an SRMP stage (srmpCtx)
+	chain  Chain                   // its session is the connection's
+	m      atomic.Pointer[matcher] // its pending requests (requests); a server's connection makes it with its first request
+	side   *connSide               // its server's (shared), or a client's own: the options, the server, a read turn
+	one    *connOne                // the connOne this Conn is, when its pipeline is one framing stage of this package; else nil
+	state  any                     // the application's per-connection value (SetState)
+	readAt int64                   // mono reading of the read being handled (Options.ReadTimes; the reading goroutine's)
+	// Its small fields (match, heard, srmpTail, batches) are the chain's,
+	// packed with Chain.Datagram.
 }
 
 // connSide is what a connection has of the end it belongs to: a server's
@@ -128,7 +123,7 @@ type connSide struct {
 // srmpCtx is the SRMP stage's context when it is the pipeline's tail
 // (sendSRMP), else nil. A connOne's is at a fixed place (no chain walk).
 func (c *Conn) srmpCtx() *HandlerContext {
-	if !c.srmpTail {
+	if !c.chain.srmpTail {
 		return nil
 	}
 	if w := c.one; w != nil {
@@ -191,7 +186,7 @@ var closedRequests = func() *matcher {
 // makeRequests makes the matcher requests returns (apart, so that
 // requests inlines).
 func (c *Conn) makeRequests() *matcher {
-	c.m.CompareAndSwap(nil, newMatcher(c.match == MatchFIFO, c.side.opts.Timeout))
+	c.m.CompareAndSwap(nil, newMatcher(c.chain.match == MatchFIFO, c.side.opts.Timeout))
 	return c.m.Load()
 }
 
@@ -212,19 +207,19 @@ func newConn(s *transport.Session, side *connSide) *Conn {
 		c = &Conn{}
 		c.chain.init(p.newStages())
 	}
-	c.side, c.match = side, p.match
+	c.side, c.chain.match = side, p.match
 	c.chain.sess, c.chain.conn, c.chain.Datagram = s, c, s.Datagram()
 	st := c.chain.stages
 	if n := len(st); n > 0 {
 		if _, ok := st[n-1].h.(srmpHandler); ok {
-			c.srmpTail = true
+			c.chain.srmpTail = true
 		}
 		if framingOf(st[n-1].h) != nil {
 			st[n-1].ctx.tail = true // the tail stage (its reads' context) hands its messages straight to the sink
 		}
 	}
-	if side.server == nil && c.match != MatchNone {
-		c.m.Store(newMatcher(c.match == MatchFIFO, o.Timeout)) // a client's connection is for requests
+	if side.server == nil && c.chain.match != MatchNone {
+		c.m.Store(newMatcher(c.chain.match == MatchFIFO, o.Timeout)) // a client's connection is for requests
 	}
 	if err := c.chain.Open(); err != nil {
 		s.Abort(err)
@@ -247,9 +242,9 @@ func (h *sessionHandler) Receive(_ *transport.Session, p *packet.Packet) {
 	if c.side.opts.ReadTimes {
 		c.readAt = mono.Now()
 	}
-	if !c.heard {
-		c.heard = true
-		if c.side.server == nil && c.match == MatchSRMP {
+	if !c.chain.heard {
+		c.chain.heard = true
+		if c.side.server == nil && c.chain.match == MatchSRMP {
 			if err := foreignProtocol(p.Bytes()); err != nil {
 				c.requests().close(err) // its pending requests fail naming it, not after their timeout
 				c.chain.sess.Abort(err)
@@ -297,7 +292,7 @@ func (c *Conn) frameExpired(now int64) bool {
 // pending requests with ErrConnClosed.
 func (c *Conn) closed(e *transport.CloseError) {
 	c.chain.Close(e)
-	if c.match != MatchNone {
+	if c.chain.match != MatchNone {
 		var cause error
 		if e != nil && (errors.Is(e.Err, ErrNotSRMP) || errors.Is(e.Err, ErrFrameTooLarge) || errors.Is(e.Err, ErrCorruptFrame)) {
 			cause = e.Err // the pending requests fail naming what the peer sent
@@ -322,7 +317,7 @@ func (c *Conn) sink(msg any) error {
 	case *Message:
 		return c.sinkMessage(v)
 	case *packet.Packet:
-		if m := c.m.Load(); m != nil && c.match == MatchFIFO && m.pending() {
+		if m := c.m.Load(); m != nil && c.chain.match == MatchFIFO && m.pending() {
 			m.deliver(0, v)
 			return nil
 		}
@@ -334,7 +329,7 @@ func (c *Conn) sink(msg any) error {
 // sinkMessage is sink for a message, which an SRMP tail stage passes
 // straight (no interface value to unpack).
 func (c *Conn) sinkMessage(m *Message) error {
-	if m.IsReply() && c.match == MatchSRMP {
+	if m.IsReply() && c.chain.match == MatchSRMP {
 		c.requests().deliver(int(m.Seq), m) // a stray reply to a server's connection makes its matcher, to count it
 		return nil
 	}
@@ -612,7 +607,7 @@ func (c *Conn) RequestPacketAsync(ctx context.Context, p *packet.Packet, cb func
 // payload, or nil: such a request is started with begin straight away
 // (what start would decide for it).
 func (c *Conn) asyncSRMP() error {
-	if c.side.lead != nil || c.match != MatchSRMP { // inlined: the refusal apart
+	if c.side.lead != nil || c.chain.match != MatchSRMP { // inlined: the refusal apart
 		return c.asyncRefusal()
 	}
 	return nil
@@ -623,8 +618,8 @@ func (c *Conn) asyncRefusal() error {
 	if c.syncLead() != nil {
 		return ErrAsyncNeedsEvents
 	}
-	if c.match != MatchSRMP {
-		return formatError(MatchSRMP, c.match)
+	if c.chain.match != MatchSRMP {
+		return formatError(MatchSRMP, c.chain.match)
 	}
 	return nil
 }
@@ -652,9 +647,9 @@ func (c *Conn) start(ctx context.Context, cb *callback, echo []byte, fifo bool, 
 	if fifo {
 		want = MatchFIFO
 	}
-	if c.match != want {
+	if c.chain.match != want {
 		p.Release()
-		return 0, nil, formatError(want, c.match)
+		return 0, nil, formatError(want, c.chain.match)
 	}
 	if l := c.syncLead(); l != nil && cb == nil {
 		return c.startSync(ctx, l, echo, fifo, flag, body, p, nil, nil)
@@ -683,7 +678,7 @@ func (c *Conn) begin(ctx context.Context, cb *callback, echo []byte, fifo bool, 
 		p.Release()
 		return 0, nil, acquireError(err)
 	}
-	if cb == nil && !alone && c.batches.Load() == 0 && !c.chain.Datagram { // (a ReceiveSync client's blocking requests went by startSync)
+	if cb == nil && !alone && c.chain.batches.Load() == 0 && !c.chain.Datagram { // (a ReceiveSync client's blocking requests went by startSync)
 		err = c.sendCrowded(ctx, key, fifo, flag, body, p)
 	} else if fifo {
 		err = c.chain.Write(p)
@@ -763,8 +758,8 @@ func formatError(want, got MatchMode) error {
 // was sent meanwhile in one write: several RequestAsync calls (or writes)
 // cost one system call instead of one each. See transport.Session.Batch.
 func (c *Conn) Batch(f func()) error {
-	c.batches.Add(1)
-	defer c.batches.Add(-1)
+	c.chain.batches.Add(1)
+	defer c.chain.batches.Add(-1)
 	return c.chain.sess.Batch(f)
 }
 

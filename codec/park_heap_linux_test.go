@@ -22,7 +22,8 @@ import (
 // its handlers and contexts, the sink closure, the framing stage and its
 // framer apart; ~900 since they are one; 849-855 with the transport's
 // later cuts; 813-822 with more of them, the codec's object 224 bytes;
-// 781-796 since it is 192, TestParkedConnIsOneObjectOfAtMost192Bytes).
+// 781-796 at 192; 765-781 since it is 176,
+// TestParkedConnIsOneObjectOfAtMost176Bytes).
 // docs/perf/connections.md quotes its log line:
 //
 //	go test -run TestParkedConnHeap -v ./codec

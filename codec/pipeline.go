@@ -2,6 +2,7 @@ package codec
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/lifenet/lifenet/packet"
 	"github.com/lifenet/lifenet/transport"
@@ -101,18 +102,30 @@ type Chain struct {
 	// whole datagram, framed on its own.
 	Datagram bool
 
+	// The rest of the first word: the small fields of the Conn whose
+	// chain this is (unused for NewChain's), packed with Datagram.
+	match    MatchMode    // the pipeline's (Pipeline.Match)
+	heard    bool         // the first bytes were read (the reading goroutine's)
+	srmpTail bool         // the pipeline's tail is an SRMP stage (Conn.srmpCtx)
+	batches  atomic.Int32 // Conn.Batch calls in progress: their writes are held back already
+
 	stages []stage
 	sess   *transport.Session // where encoded packets go, when it is a session: small messages are copied into its send buffer
 	ext    *chainEnds         // NewChain's Sender and sink; nil for a Conn's chain (the session, and the Conn's sink)
 	conn   *Conn              // the Conn whose chain this is (its sink called directly); nil for NewChain's
+	// noWait is the stages' contexts for writes that must not wait for
+	// room in the send queue (Chain.Enqueue's), made by the first: most
+	// connections never make one, and each idle connection would hold
+	// them.
+	noWait atomic.Pointer[[]HandlerContext]
 }
 
-// stage is one handler of a chain and its two contexts: for writes that
-// may wait for room in the send queue, and for those that must not (a
-// write of Chain.Enqueue).
+// stage is one handler of a chain and its context: for reads, and for
+// writes that may wait for room in the send queue (for those that must
+// not, see Chain.noWait).
 type stage struct {
-	h           Handler
-	ctx, noWait HandlerContext
+	h   Handler
+	ctx HandlerContext
 }
 
 // chainEnds is where a chain that NewChain built sends and delivers.
@@ -155,7 +168,6 @@ func (ch *Chain) init(st []stage) {
 	ch.stages = st
 	for i := range st {
 		st[i].ctx = HandlerContext{chain: ch, index: int32(i)}
-		st[i].noWait = HandlerContext{chain: ch, index: int32(i), noWait: true}
 	}
 }
 
@@ -192,16 +204,33 @@ func (ch *Chain) write(msg any, noWait bool) error {
 	if n == 0 {
 		return ch.sendVia(msg, noWait)
 	}
-	st := &ch.stages[n-1]
-	return st.h.Write(st.context(noWait), msg)
+	return ch.stages[n-1].h.Write(ch.context(n-1, noWait), msg)
 }
 
-// context is the stage's context for writes of noWait's kind.
-func (st *stage) context(noWait bool) *HandlerContext {
+// context is stage i's context for writes of noWait's kind.
+func (ch *Chain) context(i int, noWait bool) *HandlerContext {
 	if noWait {
-		return &st.noWait
+		return ch.noWaitCtx(i)
 	}
-	return &st.ctx
+	return &ch.stages[i].ctx
+}
+
+// noWaitCtx is stage i's context for writes that must not wait, the
+// contexts made by the first such write.
+func (ch *Chain) noWaitCtx(i int) *HandlerContext {
+	p := ch.noWait.Load()
+	if p == nil {
+		cs := make([]HandlerContext, len(ch.stages))
+		for j := range cs {
+			cs[j] = HandlerContext{chain: ch, index: int32(j), noWait: true}
+		}
+		if ch.noWait.CompareAndSwap(nil, &cs) {
+			p = &cs
+		} else {
+			p = ch.noWait.Load() // another write's
+		}
+	}
+	return &(*p)[i]
 }
 
 // Open tells every handler that implements [OpenHandler] that the connection
@@ -269,8 +298,7 @@ func (ch *Chain) toSink(msg any) error {
 func (c *HandlerContext) FireWrite(msg any) error {
 	ch := c.chain
 	if i := c.index - 1; i >= 0 {
-		st := &ch.stages[i]
-		return st.h.Write(st.context(c.noWait), msg)
+		return ch.stages[i].h.Write(ch.context(int(i), c.noWait), msg)
 	}
 	return ch.sendVia(msg, c.noWait)
 }

@@ -86,6 +86,54 @@ func TestEnqueueDoesNotWaitForThePeer(t *testing.T) {
 	})
 }
 
+// A push keeps its kind through every stage of a pipeline: through two
+// stages that pass it on to the framing stage, pushes from four goroutines
+// at once (the first of them make the stages' contexts for such writes)
+// take none of the bubble's clock either, and the peer that reads none is
+// closed as a slow consumer.
+func TestEnqueueThroughStagesDoesNotWaitForThePeer(t *testing.T) {
+	leakcheck.Check(t)
+	synctest.Test(t, func(t *testing.T) {
+		cfg := transport.Config{SendQueueBytes: 64 << 10, SendStallTimeout: time.Second}
+		pass := func() codec.Handler { return passThrough{} }
+		opened := make(chan *codec.Conn, 1)
+		ended := make(chan error, 1)
+		peer := memPeer(t, cfg, codec.Options{
+			Pipeline: codec.NewPipeline(codec.SRMPFraming(codec.FramerConfig{}), pass, pass),
+			OnOpen:   func(c *codec.Conn) { opened <- c },
+			OnClose:  func(_ *codec.Conn, err error) { ended <- err },
+		})
+		peer.Write([]byte{0x01, 0x01, 0x00, 0x00})
+		c := <-opened
+		start := time.Now()
+		errs := make(chan error, 4)
+		for range 4 {
+			go func() {
+				for i := range 25 {
+					msg := codec.NewMessage(codec.KindOneWay, codec.FlagPacket, uint8(i), packet.Wrap(make([]byte, 1024)))
+					if err := c.Enqueue(msg); err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range 4 {
+			if err := <-errs; err != nil {
+				t.Fatalf("push: %v", err)
+			}
+		}
+		if d := time.Since(start); d != 0 {
+			t.Fatalf("100 pushes took %v of the bubble's clock, want none", d)
+		}
+		err := <-ended
+		if d := time.Since(start); !errors.Is(err, transport.ErrSlowConsumer) || d > cfg.SendStallTimeout*5/4 {
+			t.Fatalf("ended with %v after %v, want a slow consumer within SendStallTimeout (%v) and a quarter", err, d, cfg.SendStallTimeout)
+		}
+	})
+}
+
 // A request that finds the send queue full waits for room as long as its
 // context lets it, then fails with the context's error: the connection is
 // not failed for it, and the request never left (ErrNotWritten). Over TCP

@@ -21,7 +21,7 @@ import (
 // ~1,020 with the codec's state one object and the contexts held weakly;
 // 965-984 with the transport's later cuts and the contexts dropped when
 // the session parks; 909-944 with more of them; 881-914 with the codec's
-// object 192 bytes, was 224).
+// object 192 bytes, was 224; 861-903 at 176).
 // docs/perf/connections.md quotes its log line:
 //
 //	go test -run TestParkedSessionHeap -v ./rpc
