@@ -1,10 +1,8 @@
 //go:build linux
 
-package transport_test
+package transport
 
 import (
-	"context"
-	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,7 +10,6 @@ import (
 	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
 	"github.com/lifenet/lifenet/internal/testutil/testwait"
 	"github.com/lifenet/lifenet/packet"
-	"github.com/lifenet/lifenet/transport"
 )
 
 // parkCounter echoes, and counts its session's parks; it fails the test
@@ -23,15 +20,15 @@ type parkCounter struct {
 	receiving atomic.Bool
 }
 
-func (h *parkCounter) Receive(s *transport.Session, p *packet.Packet) {
+func (h *parkCounter) Receive(s *Session, p *packet.Packet) {
 	h.receiving.Store(true)
 	defer h.receiving.Store(false)
 	s.SendBytes(p.Bytes())
 }
 
-func (h *parkCounter) Closed(*transport.Session, *transport.CloseError) {}
+func (h *parkCounter) Closed(*Session, *CloseError) {}
 
-func (h *parkCounter) Parked(*transport.Session) {
+func (h *parkCounter) Parked(*Session) {
 	if h.receiving.Load() {
 		h.t.Error("Parked ran during Receive")
 	}
@@ -43,23 +40,9 @@ func (h *parkCounter) Parked(*transport.Session) {
 func TestParkHandlerIsToldOfEachPark(t *testing.T) {
 	leakcheck.Check(t)
 	h := &parkCounter{t: t}
-	srv, err := transport.NewServer(parkConfig(), transport.Hooks{NewHandler: func(*transport.Session) transport.SessionHandler { return h }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	a, err := srv.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := net.Dial("tcp", a.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(20 * time.Second))
+	srv, c := dialNewServer(t, Config{ParkAfter: 20 * time.Millisecond}, Hooks{NewHandler: func(*Session) SessionHandler { return h }})
 	for i := range int32(3) {
-		roundTrip(t, c, "ping")
+		echoOver(t, c, "ping")
 		testwait.For(t, 10*time.Second, "the session to park", func() bool {
 			return srv.Stats().Parked == 1 && h.parks.Load() > i
 		})
