@@ -48,7 +48,7 @@ func (c *Client) exchangeNow(ctx context.Context, x Exchanger) (p *packet.Packet
 		return nil, false, nil
 	}
 	r.loan.End() // the previous borrowed view, if any, is over
-	defer s.inExchange.Store(false)
+	defer s.flags.And(^flagInExchange)
 	n, err := r.exchange(ctx, c, x)
 	if n > 0 {
 		p = r.loan.Lend(r.buf, 0, n) // counted as received by the step
@@ -134,9 +134,9 @@ func (e *exchange) readStep(fd uintptr) bool {
 			return true
 		}
 		e.stale++
-		e.s.inExchange.Store(true)
+		e.s.flags.Or(flagInExchange)
 		e.x.Stale(e.r.loan.Lend(buf, 0, k))
-		e.s.inExchange.Store(false)
+		e.s.flags.And(^flagInExchange)
 		e.r.loan.End()
 		if e.s.Reason() != ReasonNone { // the pipeline ended the session: the read ends for its close
 			e.err = net.ErrClosed
@@ -149,8 +149,8 @@ func (e *exchange) readStep(fd uintptr) bool {
 // (a failed write) closes its connection on another goroutine, since
 // the connection's Close waits for this read to end.
 func (e *exchange) send() error {
-	e.s.inExchange.Store(true)
+	e.s.flags.Or(flagInExchange)
 	err := e.x.Send()
-	e.s.inExchange.Store(false)
+	e.s.flags.And(^flagInExchange)
 	return err
 }

@@ -146,7 +146,7 @@ func (s *Session) readWoken(buf **packet.Packet, size *int, edge bool) int {
 		return s.readOn()
 	}
 	for {
-		if s.draining.Load() {
+		if s.draining() {
 			s.drainSends()
 			s.endDrain()
 			return wokeEnded
@@ -158,7 +158,7 @@ func (s *Session) readWoken(buf **packet.Packet, size *int, edge bool) int {
 			s.gotFirst = true
 			s.deliver(*buf, n)
 			*buf, *size = s.nextBuffer(*buf, n, *size)
-			if !edge || n == len(b) || s.draining.Load() {
+			if !edge || n == len(b) || s.draining() {
 				continue
 			}
 			fallthrough // emptied: park
@@ -173,7 +173,7 @@ func (s *Session) readWoken(buf **packet.Packet, size *int, edge bool) int {
 			}
 			return s.readOn()
 		default:
-			if s.draining.Load() {
+			if s.draining() {
 				continue // a drain's interrupt: the loop's top drains
 			}
 			s.closeWith(s.readReason(err, s.gotFirst), causeOf(err))
@@ -231,7 +231,7 @@ func (s *Session) claim() bool {
 // for any other session, which the caller hands to a worker; a session
 // that could not park again goes to one too.
 func (srv *Server) serveQuiet(s *Session, edge bool) bool {
-	if !s.opened || s.draining.Load() || now()-s.lastRx.Load() < int64(s.ep.cfg.ParkAfter) && srv.waiting.Load() < maxWaiting {
+	if !s.opened || s.draining() || now()-s.lastRx.Load() < int64(s.ep.cfg.ParkAfter) && srv.waiting.Load() < maxWaiting {
 		return false
 	}
 	size := min(s.ep.cfg.ReadBufferSize, FirstReadSize)

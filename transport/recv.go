@@ -126,7 +126,7 @@ func (s *Session) receiveStream() (parked bool) {
 		// goroutine sets draining before its interrupting deadline, which
 		// the move above may have overwritten; the read would then wait
 		// for the peer or the idle timeout.
-		if s.draining.Load() {
+		if s.draining() {
 			s.drainSends()
 			s.endDrain()
 			return false
@@ -147,7 +147,7 @@ func (s *Session) receiveStream() (parked bool) {
 			s.closeWith(ReasonPeerClosed, nil)
 			return false
 		}
-		if err != nil && !s.draining.Load() { // a drain's interrupt is no error: the loop's top drains
+		if err != nil && !s.draining() { // a drain's interrupt is no error: the loop's top drains
 			if parkAt && errors.Is(err, os.ErrDeadlineExceeded) {
 				if s.park(s.endOfWait()) {
 					return true

@@ -98,7 +98,7 @@ func (s *Session) route(buf **packet.Packet, size *int) (n int, st routeState) {
 	s.resumed = false
 	s.conn.SetReadDeadline(at)
 	for {
-		if s.draining.Load() {
+		if s.draining() {
 			s.closeWith(ReasonShutdown, nil)
 			return 0, routeEnded
 		}
@@ -136,7 +136,7 @@ func (s *Session) route(buf **packet.Packet, size *int) (n int, st routeState) {
 				b = bigger.Bytes()
 			}
 		}
-		if err != nil && !s.draining.Load() {
+		if err != nil && !s.draining() {
 			if parkAt && errors.Is(err, os.ErrDeadlineExceeded) {
 				if s.park(s.endOfWait()) {
 					return 0, routeParked
@@ -184,7 +184,7 @@ func (s *Session) readFirstNow(b []byte) (n int, st routeState, done bool) {
 			return 0, routeParked, true
 		}
 		return 0, routeServe, false
-	case s.draining.Load():
+	case s.draining():
 		return 0, routeServe, false // the loop's top drains
 	}
 	s.closeWith(s.readReason(err, false), causeOf(err))

@@ -477,7 +477,7 @@ func (s *Server) Close() error {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stop()
 	for _, sess := range s.snapshot() {
-		sess.draining.Store(true)
+		sess.flags.Or(flagDraining) // (a drain started already keeps its reason)
 		if sess.conn != nil {
 			sess.interruptRead()
 		} else {

@@ -143,20 +143,17 @@ type Session struct {
 
 	// The small fields, together (a Session's size class counts for every
 	// idle connection a server holds).
-	slot        int32         // index in the server's session list (owner's lock)
-	reason      atomic.Uint32 // Reason once closing has started
-	drainReason atomic.Uint32 // the Reason a drain closes with (0: ReasonShutdown)
-	openedDone  atomic.Bool   // open has set handler: other goroutines may read it (Handler)
-	draining    atomic.Bool   // Shutdown: stop reading, flush, then close
-	retired     bool          // io has been added to the owner's totals (owner's lock)
-	keepStage   bool          // a client's stream session, or a server's that parks: a written staging buffer is kept for the next SendBytes (spareStage; mu), given back when the session parks
-	inExchange  atomic.Bool   // a sync client's Exchange runs its callbacks inside a read of conn: a close then must not wait for that read (closeWith)
-	writing     bool          // some goroutine is flushing the queue (mu)
-	finished    bool          // the receive side has ended; no more sends (mu)
-	opened      bool          // open has run (receive goroutine, or Dial before it starts)
-	datagram    bool          // UDP: each receive is one datagram
-	ended       bool          // finish has run OnClose (mu): Done is closed
-	adopted     bool          // served by Server.Adopt: it holds no place in MaxConns of its own
+	slot      int32         // index in the server's session list (owner's lock)
+	reason    atomic.Uint32 // Reason once closing has started
+	flags     atomic.Uint32 // flagOpened, flagDraining, flagInExchange and a drain's Reason (sessionflags.go)
+	retired   bool          // io has been added to the owner's totals (owner's lock)
+	keepStage bool          // a client's stream session, or a server's that parks: a written staging buffer is kept for the next SendBytes (spareStage; mu), given back when the session parks
+	writing   bool          // some goroutine is flushing the queue (mu)
+	finished  bool          // the receive side has ended; no more sends (mu)
+	opened    bool          // open has run (receive goroutine, or Dial before it starts)
+	datagram  bool          // UDP: each receive is one datagram
+	ended     bool          // finish has run OnClose (mu): Done is closed
+	adopted   bool          // served by Server.Adopt: it holds no place in MaxConns of its own
 
 	// Parking (park.go): the receive goroutine's state, owned by whichever
 	// goroutine serves the session.
@@ -284,7 +281,7 @@ func (s *Session) Conn() net.Conn {
 // Handler returns the handler Hooks.NewHandler gave the session, or nil
 // (none yet: a server's connection whose first bytes have not come).
 func (s *Session) Handler() SessionHandler {
-	if !s.openedDone.Load() {
+	if s.flags.Load()&flagOpened == 0 {
 		return nil
 	}
 	return s.handler
@@ -423,8 +420,7 @@ func (s *Session) startDrain(r Reason, cause error) {
 		}
 		s.mu.Unlock()
 	}
-	s.drainReason.Store(uint32(r))
-	s.draining.Store(true)
+	s.setDrain(r)
 	s.interruptRead()
 }
 
@@ -439,7 +435,7 @@ func (s *Session) interruptRead() {
 
 // endDrain closes a drained session with the drain's reason and cause.
 func (s *Session) endDrain() {
-	r := Reason(s.drainReason.Load())
+	r := s.drainReason()
 	if r == ReasonNone {
 		r = ReasonShutdown
 	}
@@ -460,7 +456,7 @@ func (s *Session) closeWith(r Reason, cause error) bool {
 	s.wakeLocked() // senders waiting for room fail now
 	s.mu.Unlock()
 	if s.conn != nil && !s.datagram {
-		if s.inExchange.Load() { // Close waits for the read the exchange's callback runs in, maybe on this goroutine
+		if s.flags.Load()&flagInExchange != 0 { // Close waits for the read the exchange's callback runs in, maybe on this goroutine
 			go s.conn.Close()
 		} else {
 			s.conn.Close() // its stream sender's connection (which a parked session drops: shedSendScratch)
@@ -525,7 +521,7 @@ func (s *Session) open() {
 	if f := s.ep.hooks.NewHandler; f != nil {
 		s.handler = f(s)
 	}
-	s.openedDone.Store(true)
+	s.flags.Or(flagOpened)
 	if f := s.ep.hooks.OnOpen; f != nil {
 		f(s)
 	}

@@ -208,7 +208,7 @@ func (u *udpServer) datagram(sl *udpSlot) {
 		}
 	}
 	u.safeDeliver(sess, sl.buf, sl.n)
-	if sess.draining.Load() && sess.Reason() == ReasonNone { // AbortAfterWrites: the replies have left (deliver's flush)
+	if sess.draining() && sess.Reason() == ReasonNone { // AbortAfterWrites: the replies have left (deliver's flush)
 		sess.endDrain()
 		u.end(sess)
 	}
