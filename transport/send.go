@@ -559,14 +559,22 @@ func (s *Session) sealStageLocked() {
 // cause), since part of the message may be on the wire, and the call
 // returns; a smaller one cannot block long once the queue had room.
 func (s *Session) queuedLocked(ctx context.Context, n int) error {
-	st := s.sendState
-	st.queued += n
-	st.queuedMsgs++
-	if s.writing || st.corks > 0 && st.queued < corkLimit {
+	if s.countQueuedLocked(n) {
 		s.mu.Unlock()
 		return nil
 	}
 	return s.writeQueueLocked(ctx, n)
+}
+
+// countQueuedLocked counts a message of n bytes just queued, and reports
+// whether its write is left to others: to the write in progress, or to the
+// end of the cork holding writes back (until corkLimit bytes are queued).
+// Called with s.mu held.
+func (s *Session) countQueuedLocked(n int) (leftToOthers bool) {
+	st := s.sendState
+	st.queued += n
+	st.queuedMsgs++
+	return s.writing || st.corks > 0 && st.queued < corkLimit
 }
 
 // writeQueueLocked takes the write turn and writes the queue, for a
@@ -598,9 +606,7 @@ func (s *Session) abandonWrite(cause error) {
 // goroutine of its own writes the queue. It starts the stall watch when
 // the queue is past SendQueueBytes. It unlocks s.mu.
 func (s *Session) enqueuedLocked(n int) error {
-	s.queued += n
-	s.queuedMsgs++
-	if s.writing || s.corks > 0 && s.queued < corkLimit {
+	if s.countQueuedLocked(n) {
 		s.mu.Unlock()
 		return nil
 	}

@@ -9,9 +9,8 @@ import (
 // sendState is a session's send queue and staging buffers. A session
 // makes it with its first send (txLocked) and gives it back when it parks
 // with nothing queued, held back or being written (shedLocked), so that
-// an idle connection holds none of it: 152 bytes fewer in every parked
-// session, whose Session is then a 224-byte object. Without it a
-// session has nothing queued or being written (heldLocked). Guarded by the
+// an idle connection holds none of it (a 144-byte object, pooled).
+// Without it a session has nothing queued or being written (heldLocked). Guarded by the
 // session's mu, like the fields of the Session it is embedded in; every
 // function that locks mu and then reads or writes these fields calls
 // txLocked first (after each lock: it may have been dropped meanwhile).
