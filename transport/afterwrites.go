@@ -29,7 +29,7 @@ type writeWatch struct {
 func (s *Session) AfterWrites(w WriteWaiter) {
 	s.mu.Lock()
 	left := s.heldLocked()
-	if s.reason.Load() != 0 {
+	if s.Reason() != ReasonNone {
 		s.mu.Unlock()
 		w.Written(false)
 		return

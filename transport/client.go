@@ -209,17 +209,14 @@ func (c *Client) connect(ctx context.Context) (*Session, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
 	defer cancel()
 	var (
-		conn net.Conn
-		out  sender
-		err  error
+		conn  net.Conn
+		dgram sender // nil for a stream: its sender comes with its first send
+		err   error
 	)
 	if strings.HasPrefix(c.network, "udp") {
-		conn, out, err = c.dialUDP(ctx)
+		conn, dgram, err = c.dialUDP(ctx)
 	} else {
 		conn, err = c.dialStream(ctx)
-		if err == nil {
-			out = newStreamSender(conn, &c.cfg.Config)
-		}
 	}
 	if err != nil {
 		return nil, err
@@ -229,8 +226,8 @@ func (c *Client) connect(ctx context.Context) (*Session, error) {
 	id := c.nextID
 	c.mu.Unlock()
 	c.ep.stats.opened()
-	sess := newSession(&c.ep, id, conn, out)
-	_, sess.datagram = out.(*datagramSender)
+	sess := newSession(&c.ep, id, conn, dgram)
+	sess.keepStage = !sess.datagram // a client's stream keeps its written staging buffer for its next SendBytes
 	return sess, nil
 }
 
@@ -437,7 +434,7 @@ func (c *Client) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.ep.stats.snapshot()
-	if !c.sess.retired {
+	if !c.sess.has(flagRetired) {
 		c.sess.io.addTo(&st)
 	}
 	return st
@@ -447,7 +444,7 @@ func (c *Client) Stats() Stats {
 func (c *Client) retire(s *Session) {
 	c.mu.Lock()
 	c.ep.stats.retired.absorb(&s.io)
-	s.retired = true
+	s.flags.Or(flagRetired)
 	c.mu.Unlock()
 }
 

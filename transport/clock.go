@@ -88,3 +88,34 @@ func timeOf(reading int64) time.Time {
 	tk := coarse.tick.Load()
 	return tk.at.Add(time.Duration(reading - tk.reading))
 }
+
+// A session keeps the time of its last receive in 32 bits (Session.lastRx):
+// a stamp, the coarse clock in units of 2²⁴ ns (16.8 ms), which wrap every
+// 2.2 years. An age is a difference of stamps modulo that, right for any
+// age under it, and taken one unit short: never more than the true age, so
+// that nothing is idle too soon.
+const stampShift = 24
+
+// stampOf returns the stamp of mono reading t.
+func stampOf(t int64) uint32 { return uint32(t >> stampShift) }
+
+// ageAt returns how long before mono reading t the stamp was taken, at
+// most (never more than the true age, up to two units less).
+func ageAt(stamp uint32, t int64) time.Duration {
+	d := stampOf(t) - stamp
+	if d == 0 || d > 1<<31 { // the same unit, or a stamp taken after t was read (a receive meanwhile)
+		return 0
+	}
+	return time.Duration(d-1) << stampShift
+}
+
+// rxAge returns how long before mono reading t the session last received
+// (ageAt's rules).
+func (s *Session) rxAge(t int64) time.Duration { return ageAt(s.lastRx.Load(), t) }
+
+// lastRxAt returns the coarse time of the last receive, as a mono reading
+// (never earlier than the true one: rxAge).
+func (s *Session) lastRxAt() int64 {
+	t := now()
+	return t - int64(s.rxAge(t))
+}

@@ -27,7 +27,7 @@ const (
 // parkable reports whether the session may park: a server's own TCP or
 // Unix connection (not TLS, not an adopted one) where the OS has a poller.
 func (s *Session) parkable() bool {
-	if !parkSupported || s.owner() == nil || s.adopted || s.noPark || s.ep.cfg.ParkAfter <= 0 {
+	if !parkSupported || s.owner() == nil || s.has(flagAdopted) || s.noPark || s.ep.cfg.ParkAfter <= 0 {
 		return false
 	}
 	return parkableConn(s.conn)
@@ -40,7 +40,7 @@ func (s *Session) endOfWait() time.Time {
 	cfg := &s.ep.cfg
 	if s.gotFirst {
 		if cfg.IdleTimeout > 0 {
-			return timeOf(s.lastRx.Load()).Add(cfg.IdleTimeout + clockTick)
+			return timeOf(s.lastRxAt()).Add(cfg.IdleTimeout + clockTick)
 		}
 		return time.Time{}
 	}
@@ -74,7 +74,7 @@ func (s *Session) readDeadline(fresh bool) (at time.Time, park bool) {
 // firstByteTimeout is the time an accepted connection has to send its
 // first byte (0: no limit): a client's and an adopted connection's have none.
 func (s *Session) firstByteTimeout() time.Duration {
-	if s.owner() == nil || s.adopted {
+	if s.owner() == nil || s.has(flagAdopted) {
 		return 0
 	}
 	return s.ep.cfg.FirstByteTimeout
@@ -231,7 +231,7 @@ func (s *Session) claim() bool {
 // for any other session, which the caller hands to a worker; a session
 // that could not park again goes to one too.
 func (srv *Server) serveQuiet(s *Session, edge bool) bool {
-	if !s.opened || s.draining() || now()-s.lastRx.Load() < int64(s.ep.cfg.ParkAfter) && srv.waiting.Load() < maxWaiting {
+	if !s.has(flagStarted) || s.draining() || s.rxAge(now()) < s.ep.cfg.ParkAfter && srv.waiting.Load() < maxWaiting {
 		return false
 	}
 	size := min(s.ep.cfg.ReadBufferSize, FirstReadSize)

@@ -71,8 +71,8 @@ func (s *Session) receiveStream() (parked bool) {
 	buf := s.getReadBuffer(size)
 	defer func() { s.putReadBuffer(buf, size) }()
 
-	if !s.opened {
-		if s.ep.hooks.Route != nil && !s.adopted {
+	if !s.has(flagStarted) {
+		if s.ep.hooks.Route != nil && !s.has(flagAdopted) {
 			n, st := s.route(&buf, &size)
 			if st != routeServe {
 				return st == routeParked
@@ -87,7 +87,7 @@ func (s *Session) receiveStream() (parked bool) {
 	}
 	// The read deadline moves when a receive moves lastRx (at most once a
 	// clock tick) or the first byte comes: not once per read.
-	armedRx, armedFirst, parkAt := int64(0), false, false
+	armedRx, armedFirst, parkAt := uint32(0), false, false
 	fresh := s.resumed
 	s.resumed = false
 	// A session woken after a quiet spell, and a server's connection that
@@ -99,7 +99,7 @@ func (s *Session) receiveStream() (parked bool) {
 	// (a burst on many connections at once): each holds a goroutine.
 	srv := s.owner()
 	parkable := srv != nil && s.parkable()
-	if fresh && (now()-s.lastRx.Load() >= int64(s.ep.cfg.ParkAfter) || parkable && srv.waiting.Load() >= maxWaiting) ||
+	if fresh && (s.rxAge(now()) >= s.ep.cfg.ParkAfter || parkable && srv.waiting.Load() >= maxWaiting) ||
 		beforeFirst && parkable {
 		switch s.readAvailable(&buf, &size) {
 		case wokeParked:
@@ -249,7 +249,7 @@ func (s *Session) received(n int) {
 	// The coarse clock moves every 250 ms: most receives find lastRx
 	// current, and a load costs less than a store (a locked exchange on
 	// amd64) on a line that [Stats] and the UDP sweep read.
-	if t := now(); s.lastRx.Load() != t {
+	if t := stampOf(now()); s.lastRx.Load() != t {
 		s.lastRx.Store(t)
 	}
 	s.io.bytesIn.Add(uint64(n))

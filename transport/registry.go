@@ -36,24 +36,22 @@ func (set *sessionSet) len() int { return len(set.list) - set.holes }
 func (set *sessionSet) add(s *Session) {
 	n := len(set.list)
 	if n == 0 || set.list[n-1].id < s.id {
-		s.slot = int32(n) // (a process holds far fewer than 2³¹ sessions: each has a descriptor or a UDP peer's slot)
 		set.list = append(set.list, sessionEntry{s.id, s})
 		return
 	}
 	i, _ := set.search(s.id)
 	set.list = slices.Insert(set.list, i, sessionEntry{s.id, s})
-	set.renumber(i)
 }
 
-// remove takes s out, leaving a hole, in constant time but for the
-// squeeze of the holes a quarter of removals pays for. Removing a session
-// that is not in the set does nothing.
+// remove takes s out, leaving a hole, in the time of a binary search but
+// for the squeeze of the holes a quarter of removals pays for. Removing a
+// session that is not in the set does nothing.
 func (set *sessionSet) remove(s *Session) {
-	if s.slot < 0 || int(s.slot) >= len(set.list) || set.list[s.slot].s != s {
+	i, ok := set.search(s.id)
+	if !ok || set.list[i].s != s {
 		return
 	}
-	set.list[s.slot].s = nil
-	s.slot = -1
+	set.list[i].s = nil
 	set.holes++
 	for n := len(set.list); n > 0 && set.list[n-1].s == nil; n-- { // the newest leave no hole behind
 		set.list = set.list[:n-1]
@@ -77,16 +75,6 @@ func (set *sessionSet) compact() {
 	set.list, set.holes = kept, 0
 	if cap(set.list) > 1024 && len(set.list) < cap(set.list)/4 {
 		set.list = slices.Clip(slices.Clone(set.list))
-	}
-	set.renumber(0)
-}
-
-// renumber sets the slots of the sessions from entry i on.
-func (set *sessionSet) renumber(i int) {
-	for ; i < len(set.list); i++ {
-		if s := set.list[i].s; s != nil {
-			s.slot = int32(i)
-		}
 	}
 }
 

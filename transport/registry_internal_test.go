@@ -6,8 +6,9 @@ import (
 )
 
 // A sessionSet finds every session it holds by ID, none it does not, and
-// keeps each session's slot right through removals, squeezes and IDs
-// that come out of order; its holes stay under a quarter of the list, or
+// keeps its list in ID order through removals, squeezes and IDs that come
+// out of order; removing a session it does not hold (another with a held
+// one's ID) does nothing; its holes stay under a quarter of the list, or
 // compactAbove.
 func TestSessionSetFindsByIDThroughRemovals(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -23,8 +24,14 @@ func TestSessionSetFindsByIDThroughRemovals(t *testing.T) {
 			if got, ok := set.lookup(id); !ok || got != s {
 				t.Fatalf("step %d: lookup(%d) = %p, %v; want %p", step, id, got, ok, s)
 			}
-			if set.list[s.slot].s != s {
-				t.Fatalf("step %d: session %d's slot %d holds another", step, id, s.slot)
+			set.remove(&Session{id: id}) // not the one held
+			if got, ok := set.lookup(id); !ok || got != s {
+				t.Fatalf("step %d: removing a stranger with ID %d took %p out", step, id, s)
+			}
+		}
+		for i := 1; i < len(set.list); i++ {
+			if set.list[i-1].id >= set.list[i].id {
+				t.Fatalf("step %d: entry %d has ID %d after %d", step, i, set.list[i].id, set.list[i-1].id)
 			}
 		}
 		if n := len(set.list); set.holes > max(n/4+1, compactAbove) {

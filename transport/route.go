@@ -194,7 +194,7 @@ func (s *Session) readFirstNow(b []byte) (n int, st routeState, done bool) {
 // handOff ends the session without closing its connection, which goes to
 // Hooks.HandOff with the bytes read so far (copied: buf is reused).
 func (s *Session) handOff(first []byte) {
-	if !s.reason.CompareAndSwap(uint32(ReasonNone), uint32(ReasonHandedOff)) {
+	if !s.setReason(ReasonHandedOff) {
 		return // closing already: the connection closes with the session
 	}
 	s.conn.SetReadDeadline(time.Time{})

@@ -130,7 +130,7 @@ func (s *Session) sendBytes(ctx context.Context, parts [][]byte) error {
 // for admitLocked's bound in both modes). It is the common case, decided
 // inline; admitLocked decides the rest. Called with s.mu held.
 func (s *Session) admitsLocked(n int) bool {
-	return !s.datagram && !s.finished && s.waitingLocked() == 0 && s.reason.Load() == 0 &&
+	return !s.datagram && !s.sendsEnded() && s.waitingLocked() == 0 &&
 		s.queued+s.inflight+n <= s.ep.cfg.SendQueueBytes
 }
 
@@ -153,9 +153,10 @@ func (s *Session) directLocked(n int) *streamSender {
 	return w
 }
 
-// outLocked returns the session's sender, made again for a stream session
-// that parked without it (shedSendScratch). Its caller takes the write
-// turn (s.writing) before it writes through it. Called with s.mu held.
+// outLocked returns the session's sender: a stream session's is made with
+// its first send, and again after its send state was given back
+// (shedSendScratch). Its caller takes the write turn (s.writing) before it
+// writes through it. Called with s.mu held, after txLocked.
 func (s *Session) outLocked() sender {
 	if s.out == nil {
 		s.out = newStreamSender(s.conn, &s.ep.cfg)
@@ -293,7 +294,7 @@ func copyParts(dst []byte, parts [][]byte) {
 // openLocked checks that a message of n bytes may be sent at all. On
 // failure it unlocks s.mu. Called with s.mu held.
 func (s *Session) openLocked(n int) error {
-	if s.finished || s.Reason() != ReasonNone {
+	if s.sendsEnded() {
 		s.mu.Unlock()
 		return notWritten{s.closedErr()}
 	}
@@ -370,7 +371,7 @@ func (s *Session) waitRoomLocked(ctx context.Context, n int) error {
 	s.watchStallLocked()
 	done := ctx.Done() // nil for Send's context.Background: the wait ends with room or the session
 	for {
-		if s.finished || s.Reason() != ReasonNone {
+		if s.sendsEnded() {
 			s.leaveWaitLocked(me)
 			s.mu.Unlock()
 			return notWritten{s.closedErr()}
@@ -484,7 +485,7 @@ func (s *Session) lookForStall() {
 		s.mu.Unlock()
 		return
 	}
-	if s.finished || s.Reason() != ReasonNone || !s.fullLocked() {
+	if s.sendsEnded() || !s.fullLocked() {
 		w.watching = false
 		s.mu.Unlock()
 		return
@@ -503,10 +504,11 @@ func (s *Session) lookForStall() {
 	s.slowConsumer()
 }
 
-// maxDatagram is the largest message one datagram to this session's peer
-// carries: [MaxDatagram], or 65527 bytes to an IPv6 peer (datagramMax).
+// maxDatagram is the largest message one datagram to this datagram
+// session's peer carries: [MaxDatagram], or 65527 bytes to an IPv6 peer
+// (datagramMax).
 func (s *Session) maxDatagram() int {
-	switch w := s.out.(type) {
+	switch w := s.datagramOut().(type) {
 	case *datagramSender:
 		return w.max
 	case *udpSender:
@@ -701,10 +703,6 @@ func (s *Session) shedLocked() {
 		s.sendState = nil
 		st.recycle()
 	}
-	if w, ok := s.out.(*streamSender); ok { // used only under s.writing, which nobody holds
-		s.out = nil
-		w.recycle()
-	}
 }
 
 // SendQueue returns the state of the session's send queue now.
@@ -732,7 +730,7 @@ func (s *Session) QueuedBytes() int {
 func (s *Session) flush() error {
 	s.mu.Lock()
 	s.txLocked()
-	for first := true; len(s.queue) > 0 && !s.finished && s.Reason() == ReasonNone; first = false {
+	for first := true; len(s.queue) > 0 && !s.sendsEnded(); first = false {
 		s.sealStageLocked()
 		batch, msgs, own, out := s.queue, s.queuedMsgs, s.ownStage, s.outLocked()
 		sent := s.io.bytesOut.Load() // only this goroutine writes meanwhile
@@ -800,7 +798,7 @@ func (s *Session) keepSpareLocked(own, p *packet.Packet) {
 	if p == nil {
 		return
 	}
-	if s.spareStage != nil || s.finished {
+	if s.spareStage != nil || s.finished() {
 		p.Release()
 		return
 	}

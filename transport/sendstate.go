@@ -6,14 +6,16 @@ import (
 	"github.com/lifenet/lifenet/packet"
 )
 
-// sendState is a session's send queue and staging buffers. A session
-// makes it with its first send (txLocked) and gives it back when it parks
-// with nothing queued, held back or being written (shedLocked), so that
-// an idle connection holds none of it (a 144-byte object, pooled).
-// Without it a session has nothing queued or being written (heldLocked). Guarded by the
-// session's mu, like the fields of the Session it is embedded in; every
-// function that locks mu and then reads or writes these fields calls
-// txLocked first (after each lock: it may have been dropped meanwhile).
+// sendState is a session's send queue, staging buffers and sender. A
+// stream session makes it with its first send (txLocked) and gives it
+// back when it parks with nothing queued, held back or being written
+// (shedLocked), so that an idle connection holds none of it (a 160-byte
+// object, pooled); a datagram session has it from the start to the end,
+// for its sender. Without it a session has nothing queued or being
+// written (heldLocked). Guarded by the session's mu, like the fields of
+// the Session it is embedded in; every function that locks mu and then
+// reads or writes these fields calls txLocked first (after each lock: it
+// may have been dropped meanwhile).
 type sendState struct {
 	queue      []*packet.Packet // waiting to be written
 	stage      *packet.Packet   // the queue's last packet while SendBytes may append to it
@@ -28,6 +30,12 @@ type sendState struct {
 	queued       int    // bytes in queue
 	inflight     int    // bytes of the batch being written
 	inflightFrom uint64 // bytesOut when its write began
+
+	// out writes the batches: a stream session's *streamSender, made by
+	// its first write (outLocked) and given back with the state; a
+	// datagram session's sender, set when the session is made and kept
+	// for its life, with the state (datagramOut).
+	out sender
 }
 
 // sendStates keeps the send states that parked sessions gave back, so
@@ -85,7 +93,7 @@ func (s *Session) dropSendStateLocked() {
 		st.spareStage.Release()
 		st.spareStage = nil
 	}
-	if !s.writing {
+	if !s.writing && !s.datagram { // a datagram session's state holds its sender
 		s.sendState = nil
 		st.recycle()
 	}
@@ -101,6 +109,9 @@ func (st *sendState) recycle() {
 	}
 	clear(queue[:cap(queue)])
 	clear(spare[:cap(spare)])
+	if w, ok := st.out.(*streamSender); ok { // used only under the write turn, which nobody holds
+		w.recycle()
+	}
 	*st = sendState{queue: queue[:0], spare: spare[:0]}
 	sendStates.Put(st)
 }

@@ -228,7 +228,7 @@ func (s *Server) admit(c net.Conn) {
 	s.streams++
 	tuneConn(c, cfg)
 	id := s.nextID.Add(1)
-	sess := newSession(&s.ep, id, c, newStreamSender(c, cfg))
+	sess := newSession(&s.ep, id, c, nil)
 	sess.keepStage = sess.parkable() // a staging buffer kept between reads only where parking gives it back
 	s.sessions.add(sess)
 	s.ep.stats.opened()
@@ -249,10 +249,9 @@ func (s *Server) Adopt(c net.Conn) error {
 		s.mu.Unlock()
 		return ErrClosed
 	}
-	cfg := &s.ep.cfg
 	id := s.nextID.Add(1)
-	sess := newSession(&s.ep, id, c, newStreamSender(c, cfg))
-	sess.adopted = true
+	sess := newSession(&s.ep, id, c, nil)
+	sess.flags.Or(flagAdopted)
 	sess.keepStage = sess.parkable() // false: an adopted session never parks, so it keeps no staging buffer
 	s.sessions.add(sess)
 	s.ep.stats.opened()
@@ -307,10 +306,10 @@ func (s *Server) forget(sess *Session) {
 	s.mu.Lock()
 	s.sessions.remove(sess)
 	s.ep.stats.retired.absorb(&sess.io)
-	sess.retired = true
+	sess.flags.Or(flagRetired)
 	// UDP peers count in neither budget of streams; a connection handed
 	// off or adopted keeps (or holds) its place through its HandedConn.
-	if !sess.datagram && !sess.adopted && sess.Reason() != ReasonHandedOff {
+	if !sess.datagram && !sess.has(flagAdopted) && sess.Reason() != ReasonHandedOff {
 		s.releaseSlotLocked(ip, hasIP)
 	}
 	s.mu.Unlock()

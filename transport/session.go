@@ -127,14 +127,11 @@ type Session struct {
 	id      uint64
 	conn    net.Conn // nil for UDP virtual sessions
 	ep      *endpoint
-	created int64        // mono reading of the start
-	lastRx  atomic.Int64 // coarse mono reading of the last receive
-	io      traffic      // this session's bytes and messages
-
-	out sender // the write side; for UDP peers, writes go through the server socket
+	created int64   // mono reading of the start
+	io      traffic // this session's bytes and messages
 
 	mu         sync.Mutex
-	*sendState            // the queue, its byte counts and staging buffers: made by the first send, dropped when the session parks (sendstate.go)
+	*sendState            // the queue, its byte counts, staging buffers and the write side: made by the first send, dropped when the session parks (sendstate.go); a datagram session's for its whole life
 	rare       *rareState // what few sessions need (senders waiting for room, Done, the bag, an error close's cause): made on first use
 
 	handler SessionHandler // from Hooks.NewHandler; set before the first receive
@@ -143,17 +140,11 @@ type Session struct {
 
 	// The small fields, together (a Session's size class counts for every
 	// idle connection a server holds).
-	slot      int32         // index in the server's session list (owner's lock)
-	reason    atomic.Uint32 // Reason once closing has started
-	flags     atomic.Uint32 // flagOpened, flagDraining, flagInExchange and a drain's Reason (sessionflags.go)
-	retired   bool          // io has been added to the owner's totals (owner's lock)
+	lastRx    atomic.Uint32 // the coarse clock at the last receive, as a stamp (stampOf)
+	flags     atomic.Uint32 // flags, a drain's Reason and the close's Reason (sessionflags.go)
 	keepStage bool          // a client's stream session, or a server's that parks: a written staging buffer is kept for the next SendBytes (spareStage; mu), given back when the session parks
 	writing   bool          // some goroutine is flushing the queue (mu)
-	finished  bool          // the receive side has ended; no more sends (mu)
-	opened    bool          // open has run (receive goroutine, or Dial before it starts)
 	datagram  bool          // UDP: each receive is one datagram
-	ended     bool          // finish has run OnClose (mu): Done is closed
-	adopted   bool          // served by Server.Adopt: it holds no place in MaxConns of its own
 
 	// Parking (park.go): the receive goroutine's state, owned by whichever
 	// goroutine serves the session.
@@ -255,14 +246,26 @@ func (s *Session) owner() *Server {
 	return s.ep.srv
 }
 
-// newSession returns a session of conn, or of a UDP peer (conn nil, out
-// its *udpSender). The addresses are conn's, or out's: not kept apart.
-func newSession(ep *endpoint, id uint64, conn net.Conn, out sender) *Session {
-	s := &Session{id: id, conn: conn, ep: ep, out: out, created: mono.Now()}
-	_, s.keepStage = out.(*streamSender)
-	s.lastRx.Store(now())
+// newSession returns a stream session of conn (dgram nil: its stream
+// sender is made by its first send, outLocked), or a datagram session
+// writing through dgram: a UDP peer's (conn nil, dgram its *udpSender) or
+// a client's datagram socket's. The addresses are conn's, or dgram's: not
+// kept apart.
+func newSession(ep *endpoint, id uint64, conn net.Conn, dgram sender) *Session {
+	s := &Session{id: id, conn: conn, ep: ep, created: mono.Now()}
+	if dgram != nil {
+		s.datagram = true
+		s.sendState = sendStates.Get().(*sendState) // never given back: it holds the sender
+		s.out = dgram
+	}
+	s.lastRx.Store(stampOf(now()))
 	return s
 }
+
+// datagramOut returns a datagram session's sender, which its send state
+// holds for the session's life (set before the session is shared: read
+// without s.mu).
+func (s *Session) datagramOut() sender { return s.sendState.out }
 
 // Conn returns the session's connection (a *tls.Conn for TLS, whose
 // ConnectionState tells the handshake), or nil for a UDP peer. Reading it
@@ -293,7 +296,7 @@ func (s *Session) ID() uint64 { return s.id }
 // LocalAddr returns the local address.
 func (s *Session) LocalAddr() net.Addr {
 	if s.conn == nil {
-		return s.out.(*udpSender).u.pc.LocalAddr()
+		return s.datagramOut().(*udpSender).u.pc.LocalAddr()
 	}
 	return s.conn.LocalAddr()
 }
@@ -301,7 +304,7 @@ func (s *Session) LocalAddr() net.Addr {
 // RemoteAddr returns the peer's address.
 func (s *Session) RemoteAddr() net.Addr {
 	if s.conn == nil {
-		return s.out.(*udpSender).to
+		return s.datagramOut().(*udpSender).to
 	}
 	return s.conn.RemoteAddr()
 }
@@ -311,7 +314,7 @@ func (s *Session) Created() time.Time { return mono.Time(s.created) }
 
 // LastActive returns when the session last received bytes (to the
 // resolution of the coarse clock, 250 ms).
-func (s *Session) LastActive() time.Time { return mono.Time(s.lastRx.Load()) }
+func (s *Session) LastActive() time.Time { return mono.Time(s.lastRxAt()) }
 
 // Done is closed when the session has ended and OnClose has run.
 func (s *Session) Done() <-chan struct{} {
@@ -320,7 +323,7 @@ func (s *Session) Done() <-chan struct{} {
 	r := s.rareLocked()
 	if r.done == nil {
 		r.done = make(chan struct{})
-		if s.ended {
+		if s.has(flagEnded) {
 			close(r.done)
 		}
 	}
@@ -328,7 +331,7 @@ func (s *Session) Done() <-chan struct{} {
 }
 
 // Reason returns why the session ended, or [ReasonNone] while it is open.
-func (s *Session) Reason() Reason { return Reason(s.reason.Load()) }
+func (s *Session) Reason() Reason { return Reason(s.flags.Load() >> reasonShift & 0xff) }
 
 // Set stores a value in the session's key/value bag: the one place for
 // application state that belongs to this connection (NewLife's
@@ -448,7 +451,7 @@ func (s *Session) endDrain() {
 // closeWith starts closing with reason r unless closing already started;
 // the first reason wins. It reports whether this call started it.
 func (s *Session) closeWith(r Reason, cause error) bool {
-	if !s.reason.CompareAndSwap(uint32(ReasonNone), uint32(r)) {
+	if !s.setReason(r) {
 		return false
 	}
 	s.mu.Lock()
@@ -463,7 +466,7 @@ func (s *Session) closeWith(r Reason, cause error) bool {
 		}
 		s.wake() // a parked session reads the close and finishes
 	} else {
-		s.out.close()
+		s.datagramOut().close()
 	}
 	return true
 }
@@ -473,7 +476,7 @@ func (s *Session) closeWith(r Reason, cause error) bool {
 func (s *Session) finish() {
 	s.closeWith(ReasonError, nil) // no-op unless the loop ended without a reason
 	s.mu.Lock()
-	s.finished = true
+	s.flags.Or(flagFinished)
 	s.dropSendStateLocked()
 	s.wakeLocked()
 	if w := s.waits(); w != nil && w.stall != nil {
@@ -503,7 +506,7 @@ func (s *Session) finish() {
 		f(s, &CloseError{Reason: r, Err: cause})
 	}
 	s.mu.Lock()
-	s.ended = true
+	s.flags.Or(flagEnded)
 	if r := s.rare; r != nil && r.done != nil {
 		close(r.done)
 	}
@@ -513,10 +516,10 @@ func (s *Session) finish() {
 // open runs when the session starts, on its receive goroutine: it makes
 // the session's handler, then runs OnOpen.
 func (s *Session) open() {
-	if s.opened {
+	if s.has(flagStarted) {
 		return
 	}
-	s.opened = true
+	s.flags.Or(flagStarted)
 	s.logOpened()
 	if f := s.ep.hooks.NewHandler; f != nil {
 		s.handler = f(s)

@@ -270,7 +270,6 @@ func (u *udpServer) open(sl *udpSlot) *Session {
 	id := s.nextID.Add(1)
 	sess := newSession(&s.ep, id, nil, out)
 	out.sess = sess
-	sess.datagram = true
 	s.sessions.add(sess)
 	s.ep.stats.opened()
 	s.mu.Unlock()
@@ -312,9 +311,9 @@ const evictSample = 64
 // evictOne ends the least recently active of up to evictSample peers.
 func (u *udpServer) evictOne() bool {
 	var victim *Session
-	n := 0
+	n, t := 0, now()
 	u.each(func(sess *Session) bool {
-		if victim == nil || sess.lastRx.Load() < victim.lastRx.Load() {
+		if victim == nil || sess.rxAge(t) > victim.rxAge(t) {
 			victim = sess
 		}
 		n++
@@ -330,7 +329,7 @@ func (u *udpServer) evictOne() bool {
 
 // end finishes a peer's session on the receive goroutine.
 func (u *udpServer) end(sess *Session) {
-	out := sess.out.(*udpSender)
+	out := sess.datagramOut().(*udpSender)
 	if u.lastSess == sess {
 		u.lastAddr, u.lastSess = netip.AddrPort{}, nil
 	}
@@ -353,7 +352,7 @@ func (u *udpServer) sweep(t int64) {
 	if idle := u.srv.ep.cfg.UDPPeerIdle; idle > 0 {
 		var expired []*Session
 		u.each(func(sess *Session) bool {
-			if t-sess.lastRx.Load() > int64(idle) {
+			if sess.rxAge(t) > idle {
 				expired = append(expired, sess)
 			}
 			return true
