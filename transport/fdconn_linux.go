@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lifenet/lifenet/internal/mono"
 )
 
 // fdConn is a server's accepted TCP or Unix connection held as its file
@@ -42,20 +44,28 @@ type fdConn struct {
 	peer4    bool     // the peer's address is IPv4, in peerIP's first 4 bytes
 	unixSock bool     // a Unix socket (no peer address)
 	file     *os.File // attached: fd in the runtime's poller; nil while detached
-	peerIP   [16]byte // the peer's address: a netip.AddrPort would take 32 bytes of a 64-byte object
-	rdl, wdl int64    // read and write deadlines (UnixNano; 0: none), kept for the next attach
+	peerIP   [16]byte // the peer's address: a netip.AddrPort would take 32 bytes of a 48-byte object
+	rdl, wdl uint32   // read and write deadlines as stamps (deadlineStamp; 0: none), kept for the next attach
 }
 
-// setPeer keeps the peer's address from sa (an IPv4 or IPv6 socket
-// address; any other leaves it zero).
-func (c *fdConn) setPeer(sa unix.Sockaddr) {
-	if ap, ok := addrPortOf(sa); ok {
-		c.peerIP, c.peerPort, c.peer4 = ap.Addr().As16(), ap.Port(), ap.Addr().Is4()
+// setPeer keeps the peer's address from rsa, as accept4 filled it (an
+// IPv4 or IPv6 socket address; any other leaves it zero).
+func (c *fdConn) setPeer(rsa *unix.RawSockaddrAny) {
+	switch rsa.Addr.Family {
+	case unix.AF_INET:
+		a := (*unix.RawSockaddrInet4)(unsafe.Pointer(rsa))
+		c.peerIP, c.peerPort, c.peer4 = netip.AddrFrom4(a.Addr).As16(), netPort(&a.Port), true
+	case unix.AF_INET6:
+		a := (*unix.RawSockaddrInet6)(unsafe.Pointer(rsa))
+		c.peerIP, c.peerPort = a.Addr, netPort(&a.Port)
 	}
 }
 
-// peer returns the peer's address.
+// peer returns the peer's address; none for a Unix socket.
 func (c *fdConn) peer() netip.AddrPort {
+	if c.unixSock {
+		return netip.AddrPort{}
+	}
 	ip := netip.AddrFrom16(c.peerIP)
 	if c.peer4 {
 		ip = ip.Unmap()
@@ -99,10 +109,10 @@ func (c *fdConn) attachLocked() (*os.File, error) {
 	}
 	f := os.NewFile(uintptr(c.fd), "") // non-blocking: the runtime polls it
 	if c.rdl != 0 {
-		f.SetReadDeadline(time.Unix(0, c.rdl))
+		f.SetReadDeadline(deadlineOf(c.rdl))
 	}
 	if c.wdl != 0 {
-		f.SetWriteDeadline(time.Unix(0, c.wdl))
+		f.SetWriteDeadline(deadlineOf(c.wdl))
 	}
 	c.file = f
 	return f, nil
@@ -362,16 +372,13 @@ func (c *fdConn) SetWriteDeadline(t time.Time) error {
 	return c.setDeadline(&c.wdl, t, (*os.File).SetWriteDeadline)
 }
 
-func (c *fdConn) setDeadline(keep *int64, t time.Time, set func(*os.File, time.Time) error) error {
+func (c *fdConn) setDeadline(keep *uint32, t time.Time, set func(*os.File, time.Time) error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.fd < 0 {
 		return c.opError("set deadline", net.ErrClosed)
 	}
-	*keep = 0
-	if !t.IsZero() {
-		*keep = max(t.UnixNano(), 1)
-	}
+	*keep = deadlineStamp(t)
 	if c.file != nil {
 		return set(c.file, t)
 	}
@@ -469,7 +476,8 @@ type fdListener struct {
 	unixSock bool
 	acceptFn func(fd uintptr) bool
 	nfd      int
-	sa       unix.Sockaddr
+	rsa      unix.RawSockaddrAny // the peer's address, as accept4 gives it (kept here: no allocation per connection)
+	rsaLen   uint32
 	err      error
 }
 
@@ -513,7 +521,13 @@ func (l *fdListener) Close() error {
 // connection waits.
 func (l *fdListener) acceptNow(fd uintptr) bool {
 	for {
-		l.nfd, l.sa, l.err = unix.Accept4(int(fd), unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		l.rsaLen = unix.SizeofSockaddrAny
+		nfd, _, errno := unix.Syscall6(unix.SYS_ACCEPT4, fd, uintptr(unsafe.Pointer(&l.rsa)), uintptr(unsafe.Pointer(&l.rsaLen)),
+			unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0, 0)
+		l.nfd, l.err = int(nfd), nil
+		if errno != 0 {
+			l.err = errno
+		}
 		switch l.err {
 		case unix.EINTR, unix.ECONNABORTED: // a connection reset while it waited: the next
 			continue
@@ -535,7 +549,41 @@ func (l *fdListener) Accept() (net.Conn, error) {
 		return nil, &net.OpError{Op: "accept", Net: l.Addr().Network(), Addr: l.Addr(), Err: os.NewSyscallError("accept4", l.err)}
 	}
 	c := &fdConn{fd: int32(l.nfd), unixSock: l.unixSock}
-	c.setPeer(l.sa)
-	l.sa = nil
+	c.setPeer(&l.rsa)
 	return c, nil
+}
+
+// A descriptor keeps its deadlines for its next attach as stamps (32 bits,
+// stampOf's 16.8 ms units), so that a parked connection is a 48-byte
+// object: a deadline set while detached, or carried over a detach, comes
+// back rounded up to a unit (never early). An attached connection's own
+// deadlines are exact. One more than about a year ahead (2³¹ units) counts
+// as none while kept; one that passed while kept stays passed for as long
+// again (a year), the stamps' range.
+
+// deadlineStamp returns the stamp that keeps deadline t: 0 for none, the
+// stamp of now for one passed.
+func deadlineStamp(t time.Time) uint32 {
+	if t.IsZero() {
+		return 0
+	}
+	n, at := mono.Now(), mono.Of(t)
+	switch {
+	case at <= n:
+		return max(stampOf(n), 1)
+	case at-n >= 1<<(31+stampShift):
+		return 0
+	}
+	return max(stampOf(at+1<<stampShift-1), 1)
+}
+
+// deadlineOf returns the deadline stamp s keeps: a time in the past for
+// one passed.
+func deadlineOf(s uint32) time.Time {
+	n := mono.Now()
+	ahead := int32(s - stampOf(n))
+	if ahead <= 0 {
+		return time.Unix(1, 0)
+	}
+	return mono.Time((n>>stampShift + int64(ahead)) << stampShift)
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -172,13 +173,13 @@ func TestAcceptedDescriptorTakesTheSocketSettings(t *testing.T) {
 	}
 }
 
-// A descriptor's connection is a 64-byte object (every parked connection
+// A descriptor's connection is a 48-byte object (every parked connection
 // has one) and keeps its peer's address, IPv4 or IPv6, as the kernel gave
 // it at accept.
-func TestDescriptorKeepsThePeersAddressIn64Bytes(t *testing.T) {
+func TestDescriptorKeepsThePeersAddressIn48Bytes(t *testing.T) {
 	leakcheck.Check(t)
-	if n := unsafe.Sizeof(fdConn{}); n > 64 {
-		t.Errorf("fdConn is %d bytes, want at most 64", n)
+	if n := unsafe.Sizeof(fdConn{}); n > 48 {
+		t.Errorf("fdConn is %d bytes, want at most 48", n)
 	}
 	for _, addr := range []string{"127.0.0.1:0", "[::1]:0"} {
 		t.Run(addr, func(t *testing.T) {
@@ -211,5 +212,82 @@ func TestDescriptorKeepsThePeersAddressIn64Bytes(t *testing.T) {
 				t.Errorf("the session's peer is %s; want the client's %s", got, c.LocalAddr())
 			}
 		})
+	}
+}
+
+// A deadline kept as a stamp comes back no earlier than it was set and
+// less than a stamp unit later; none stays none, a passed one stays
+// passed, and one beyond the stamps' reach counts as none.
+func TestDeadlineStampsComeBackNoEarlier(t *testing.T) {
+	for _, ahead := range []time.Duration{time.Second, 30*time.Second + 7, 300 * 24 * time.Hour} { // (not passed before deadlineOf runs, on a loaded machine too)
+		want := time.Now().Add(ahead)
+		got := deadlineOf(deadlineStamp(want))
+		if got.Before(want) || !got.Before(want.Add(1<<stampShift)) {
+			t.Errorf("a deadline %v ahead came back %v off", ahead, got.Sub(want))
+		}
+	}
+	if s := deadlineStamp(time.Time{}); s != 0 {
+		t.Errorf("no deadline kept as %d", s)
+	}
+	now := time.Now()
+	for _, passed := range []time.Time{now.Add(-time.Millisecond), time.Unix(1, 0)} {
+		if s := deadlineStamp(passed); s == 0 || !deadlineOf(s).Before(time.Now()) {
+			t.Errorf("the passed deadline %v came back as %d, %v", passed, s, deadlineOf(s))
+		}
+	}
+	if s := deadlineStamp(now.Add(2 * 365 * 24 * time.Hour)); s != 0 {
+		t.Errorf("a deadline two years ahead kept as %d; want none", s)
+	}
+}
+
+// Deadlines set on a detached descriptor hold when a read attaches it: a
+// read deadline ends the read no earlier than set, a passed one at once,
+// and a cleared one lets the read wait for the peer's bytes.
+func TestDetachedDescriptorKeepsItsDeadlines(t *testing.T) {
+	leakcheck.Check(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := rawListener(l)
+	defer fl.Close()
+	peer, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	nc, err := fl.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c, ok := nc.(*fdConn)
+	if !ok || c.attached() {
+		t.Fatalf("accepted a %T, attached %v; want a detached descriptor", nc, ok && c.attached())
+	}
+	buf := make([]byte, 1)
+
+	set := time.Now().Add(150 * time.Millisecond)
+	c.SetReadDeadline(set)
+	if _, err := c.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read past a deadline set while detached: %v", err)
+	}
+	if early := time.Until(set); early > 0 {
+		t.Fatalf("the read ended %v before its deadline", early)
+	}
+
+	c.detach()
+	c.SetReadDeadline(time.Unix(1, 0))
+	if _, err := c.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read past a passed deadline set while detached: %v", err)
+	}
+
+	c.detach()
+	c.SetReadDeadline(time.Time{})
+	if _, err := peer.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.Read(buf); n != 1 || err != nil || buf[0] != 'x' {
+		t.Fatalf("read with the deadline cleared while detached: %d, %v", n, err)
 	}
 }

@@ -171,24 +171,43 @@ func (p *poller) disarm(s *Session) {
 
 // ctl is epoll_ctl(op) on the session's connection.
 func (p *poller) ctl(s *Session, op int, ev *unix.EpollEvent) error {
-	sc, ok := s.conn.(syscall.Conn)
-	if !ok {
-		return errors.ErrUnsupported
+	var (
+		errno syscall.Errno
+		err   error
+	)
+	if c, ok := s.conn.(*fdConn); ok { // called directly, its closure is not made on the heap: a park allocates nothing
+		err = c.control(func(fd uintptr) { errno = p.epollCtl(op, fd, ev) })
+	} else {
+		errno, err = p.ctlRaw(s.conn, op, ev)
 	}
-	rc, err := sc.SyscallConn()
 	if err != nil {
-		return err
-	}
-	var errno syscall.Errno
-	if err := rc.Control(func(fd uintptr) {
-		_, _, errno = unix.RawSyscall6(unix.SYS_EPOLL_CTL, uintptr(p.epfd), uintptr(op), fd, uintptr(unsafe.Pointer(ev)), 0, 0)
-	}); err != nil {
 		return err
 	}
 	if errno != 0 {
 		return os.NewSyscallError("epoll_ctl", errno)
 	}
 	return nil
+}
+
+// ctlRaw is ctl for a net.Conn of the net package, through its RawConn.
+func (p *poller) ctlRaw(c net.Conn, op int, ev *unix.EpollEvent) (syscall.Errno, error) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return 0, errors.ErrUnsupported
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var errno syscall.Errno
+	err = rc.Control(func(fd uintptr) { errno = p.epollCtl(op, fd, ev) })
+	return errno, err
+}
+
+// epollCtl is the epoll_ctl system call on the poller's epoll instance.
+func (p *poller) epollCtl(op int, fd uintptr, ev *unix.EpollEvent) syscall.Errno {
+	_, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_CTL, uintptr(p.epfd), uintptr(op), fd, uintptr(unsafe.Pointer(ev)), 0, 0)
+	return errno
 }
 
 // take gives s a slot. Called with p.mu held.

@@ -200,7 +200,7 @@ func (s *Session) handOff(first []byte) {
 	s.conn.SetReadDeadline(time.Time{})
 	hc := &HandedConn{Conn: s.conn, id: s.id, first: append([]byte(nil), first...), release: func() {}}
 	if srv := s.owner(); srv != nil {
-		ip, hasIP := remoteIP(s.RemoteAddr())
+		ip, hasIP := remoteIP(s.conn)
 		hc.release = func() { srv.releaseSlot(ip, hasIP) }
 	}
 	s.ep.hooks.HandOff(hc)

@@ -210,7 +210,7 @@ func (ep *endpoint) reportError(err error) {
 // starts its session.
 func (s *Server) admit(c net.Conn) {
 	cfg := &s.ep.cfg
-	ip, hasIP := remoteIP(c.RemoteAddr())
+	ip, hasIP := remoteIP(c)
 	s.mu.Lock()
 	if limit := s.refusalLocked(ip, hasIP); limit != "" {
 		s.mu.Unlock()
@@ -302,7 +302,7 @@ func (s *Server) overFairShareLocked(n int) bool {
 
 // forget removes an ended session from the server's set and the per-IP counts.
 func (s *Server) forget(sess *Session) {
-	ip, hasIP := remoteIP(sess.RemoteAddr())
+	ip, hasIP := remoteIP(sess.conn) // (a UDP peer's, nil, counts in no budget)
 	s.mu.Lock()
 	s.sessions.remove(sess)
 	s.ep.stats.retired.absorb(&sess.io)
@@ -333,9 +333,16 @@ func (s *Server) releaseSlotLocked(ip netip.Addr, hasIP bool) {
 	}
 }
 
-// remoteIP extracts the IP of a TCP or UDP address.
-func remoteIP(a net.Addr) (netip.Addr, bool) {
-	switch a := a.(type) {
+// remoteIP returns the IP of c's peer, for a TCP or UDP connection.
+func remoteIP(c net.Conn) (netip.Addr, bool) {
+	if c == nil {
+		return netip.Addr{}, false
+	}
+	if p, ok := c.(interface{ peer() netip.AddrPort }); ok { // a descriptor's: no address made
+		ap := p.peer()
+		return ap.Addr().Unmap(), ap.IsValid()
+	}
+	switch a := c.RemoteAddr().(type) {
 	case *net.TCPAddr:
 		return a.AddrPort().Addr().Unmap(), true
 	case *net.UDPAddr:
