@@ -4,8 +4,8 @@
 # lifenet_debug build, the whole suite in the normal build without the
 # race detector (the hostile battery at full size, the Prometheus scrape),
 # the etcd module's tests against an embedded etcd (about 25 s) and its
-# failure drill in network namespaces (about 45 s, root only), a short
-# fuzz of every target and a 2-minute soak. Figures on 2 cores in
+# failure drill in network namespaces (about 45 s, root only), a 2-minute
+# soak and then a short fuzz of every target. Figures on 2 cores in
 # README.md ("Quick start").
 #
 # LIFENET_INSTALL=1 (set by .ci/run) lets it install what a test needs
@@ -21,9 +21,7 @@ TOOLS="$PWD/.tools"
 # Files the steps write (the drill's figures, the soak's log) go to a
 # directory of this run's own, removed at the end.
 work=$(mktemp -d "${TMPDIR:-/tmp}/lifenet-test.XXXXXX")
-soak_pid=
 cleanup() {
-  if [ -n "$soak_pid" ]; then kill "$soak_pid" 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -104,24 +102,20 @@ go test -race -count=1 "${vflag[@]}" -tags lifenet_debug "${MODS[@]}"
 step "go test, normal build without the race detector (the hostile battery at full size, the Prometheus scrape)"
 go test -count=1 "${vflag[@]}" "${MODS[@]}"
 
-# The soak is paced (its connections sleep between operations) and uses
-# a fraction of a core: it runs beside the fuzzing, which is bounded by
-# time, and both must pass.
-step "soak (2 minutes of mixed load, churn and faults; fails on growth or no return to baseline), beside the fuzzing"
+# The soak and the fuzzing run one after the other: beside the soak, the
+# fuzzing engine's own time limits were missed often enough (a target
+# ending with "context deadline exceeded" and no failing input) to make
+# a run red for nothing.
+step "soak (2 minutes of mixed load, churn and faults; fails on growth or no return to baseline)"
 soak_flags=(--minutes 2)
 if [ -n "${LIFENET_VERBOSE:-}" ]; then soak_flags+=(--verbose); fi
 go build -o "$work/lifenet" ./cmd/lifenet
-"$work/lifenet" soak "${soak_flags[@]}" >"$work/soak.log" 2>&1 &
-soak_pid=$!
+soak_rc=0
+"$work/lifenet" soak "${soak_flags[@]}" >"$work/soak.log" 2>&1 || soak_rc=$?
+cat "$work/soak.log"
+if [ "$soak_rc" -ne 0 ]; then echo "soak failed (exit $soak_rc)"; exit 1; fi
 
 step "fuzz every target briefly on top of its seed corpus (one worker each)"
 LIFENET_FUZZ_WORKERS=1 ./scripts/fuzz.sh 5s
-
-step "soak result"
-soak_rc=0
-wait "$soak_pid" || soak_rc=$?
-soak_pid=
-cat "$work/soak.log"
-if [ "$soak_rc" -ne 0 ]; then echo "soak failed (exit $soak_rc)"; exit 1; fi
 
 step "all passed"
