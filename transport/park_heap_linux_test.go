@@ -14,10 +14,10 @@ import (
 // (after two collections), the test's own client connection included (a
 // net.Conn, about half a kilobyte): an upper bound of the server's part.
 // It checks it stays under 1,280 bytes, which a net.Conn kept under a
-// parked session (~555 B more) would exceed (2026-12-07: ~861 bytes since a parked
-// connection is its descriptor alone; ~1,240 with a net.Conn under it,
-// 2,082 before new connections parked at once and the Session shrank to
-// 384 bytes).
+// parked session (~555 B more) would exceed (2026-12-07: ~550 bytes with a
+// 144-byte Session and a 48-byte descriptor; ~861 when a parked
+// connection first was its descriptor alone; ~1,240 with a net.Conn under
+// it, 2,082 before new connections parked at once).
 // docs/perf/connections.md quotes its log line:
 //
 //	go test -run TestParkedSessionHeap -v ./transport
