@@ -317,12 +317,20 @@ func (c *Conn) sink(msg any) error {
 	case *Message:
 		return c.sinkMessage(v)
 	case *packet.Packet:
-		if m := c.m.Load(); m != nil && c.chain.match == MatchFIFO && m.pending() {
-			m.deliver(0, v)
-			return nil
-		}
+		return c.sinkPacket(v)
 	}
 	c.handle(msg)
+	return nil
+}
+
+// sinkPacket is sink for a packet, which a length-field or delimiter tail
+// stage passes straight (no interface value to unpack).
+func (c *Conn) sinkPacket(p *packet.Packet) error {
+	if m := c.m.Load(); m != nil && c.chain.match == MatchFIFO && m.pending() {
+		m.deliver(0, p)
+		return nil
+	}
+	c.handle(p)
 	return nil
 }
 
@@ -398,15 +406,17 @@ func (c *Conn) ReplyError(req *Message, payload *packet.Packet) error {
 // fails with ctx's error, with [ErrTimeout] after Options.Timeout, or with
 // ErrConnClosed. It takes ownership of m.
 func (c *Conn) Request(ctx context.Context, m *Message) (*Message, error) {
-	key, ch, err := c.startMessage(ctx, m, nil)
-	return waitTyped[*Message](ctx, c, key, ch, err)
+	flag, p, err := requestOf(m)
+	if err != nil {
+		return nil, err
+	}
+	return replyAs[*Message](c.call(ctx, nil, false, flag, nil, p, nil, nil))
 }
 
 // RequestBytes sends an SRMP request with flag and a copy of payload (no
 // pooled message or packet is needed) and waits for its reply; see Request.
 func (c *Conn) RequestBytes(ctx context.Context, flag uint8, payload []byte) (*Message, error) {
-	key, ch, err := c.start(ctx, nil, nil, false, flag, payload, nil)
-	return waitTyped[*Message](ctx, c, key, ch, err)
+	return replyAs[*Message](c.call(ctx, nil, false, flag, payload, nil, nil, nil))
 }
 
 // MaxPrefix is the longest prefix RequestBytesPrefixed compares.
@@ -419,8 +429,7 @@ const MaxPrefix = 64
 // late or repeated reply — SRMP has 256 numbers, so they are reused — and
 // dropped, counted in MatchStats.Unknown, while the request waits on.
 func (c *Conn) RequestBytesPrefixed(ctx context.Context, flag uint8, payload []byte, prefixLen int) (*Message, error) {
-	key, ch, err := c.start(ctx, nil, payload[:min(prefixLen, MaxPrefix, len(payload))], false, flag, payload, nil)
-	return waitTyped[*Message](ctx, c, key, ch, err)
+	return replyAs[*Message](c.call(ctx, payload[:min(prefixLen, MaxPrefix, len(payload))], false, flag, payload, nil, nil, nil))
 }
 
 // ReplyUse is what a caller of [Conn.RequestBytesInto] does with its
@@ -442,23 +451,7 @@ type ReplyUse func(dst any, reply *Message) error
 // on the read, the replies after it in the same read wait. A panic in use
 // reaches the caller once the connection's read turn is given back.
 func (c *Conn) RequestBytesInto(ctx context.Context, flag uint8, payload []byte, prefixLen int, use ReplyUse, dst any) (used bool, err error) {
-	echo := payload[:min(prefixLen, MaxPrefix, len(payload))]
-	var key int
-	var ch chan result
-	if l := c.syncLead(); l != nil { // its own read may use the reply
-		key, ch, err = c.startSync(ctx, l, echo, false, flag, payload, nil, use, dst)
-	} else {
-		key, ch, err = c.start(ctx, nil, echo, false, flag, payload, nil)
-	}
-	if err != nil {
-		return false, err
-	}
-	var r any
-	if l := c.syncLead(); l != nil {
-		r, err = l.await(ctx, c, key, ch, use, dst)
-	} else {
-		r, err = c.requests().wait(ctx, key, ch)
-	}
+	r, err := c.call(ctx, payload[:min(prefixLen, MaxPrefix, len(payload))], false, flag, payload, nil, use, dst)
 	if err != nil {
 		_, used = r.(usedReply)
 		return used, err
@@ -482,8 +475,7 @@ func useKept(use ReplyUse, dst any, reply *Message) error {
 // and waits for the next reply in order (FIFO), which the caller owns and
 // must release; see Request. It takes ownership of p.
 func (c *Conn) RequestPacket(ctx context.Context, p *packet.Packet) (*packet.Packet, error) {
-	key, ch, err := c.start(ctx, nil, nil, true, 0, nil, p)
-	return waitTyped[*packet.Packet](ctx, c, key, ch, err)
+	return replyAs[*packet.Packet](c.call(ctx, nil, true, 0, nil, p, nil, nil))
 }
 
 // syncLead is the read turn of a ReceiveSync client whose callers read,
@@ -513,22 +505,41 @@ func (c *Conn) StartReceiving() error {
 	return c.side.lead.startReceiving()
 }
 
-// waitTyped waits for the reply of a started request.
-func waitTyped[T any](ctx context.Context, c *Conn, key int, ch chan result, err error) (T, error) {
-	var zero T
+// replyAs is a blocking request's reply as the type its format gives.
+func replyAs[T any](r any, err error) (T, error) {
 	if err != nil {
-		return zero, err
-	}
-	var r any
-	if l := c.syncLead(); l != nil {
-		r, err = l.await(ctx, c, key, ch, nil, nil)
-	} else {
-		r, err = c.requests().wait(ctx, key, ch)
-	}
-	if err != nil {
+		var zero T
 		return zero, err
 	}
 	return r.(T), nil
+}
+
+// call sends a blocking request and waits for its reply: an SRMP
+// request with flag carrying p (taken) or, when p is nil, a copy of body,
+// whose reply must start with echo; for fifo, the packet p (see begin);
+// use and dst as for Conn.RequestBytesInto, else nil. On a ReceiveSync
+// client's connection its caller takes its turn reading (callSync), else
+// the receive goroutine delivers the reply.
+func (c *Conn) call(ctx context.Context, echo []byte, fifo bool, flag uint8, body []byte, p *packet.Packet, use ReplyUse, dst any) (any, error) {
+	if err := c.matches(fifo); err != nil {
+		p.Release()
+		return nil, err
+	}
+	if l := c.syncLead(); l != nil {
+		return c.callSync(ctx, l, echo, fifo, flag, body, p, use, dst)
+	}
+	var key int
+	var ch chan result
+	var err error
+	if fifo {
+		key, ch, err = c.startFIFO(ctx, nil, p)
+	} else {
+		key, ch, err = c.begin(ctx, nil, echo, false, flag, body, p)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c.requests().wait(ctx, key, ch)
 }
 
 // RequestAsync sends an SRMP request like Request but returns once it is
@@ -544,7 +555,11 @@ func (c *Conn) RequestAsync(ctx context.Context, m *Message, cb func(reply *Mess
 		m.Release()
 		return ErrAsyncNeedsEvents
 	}
-	_, _, err := c.startMessage(ctx, m, &callback{msg: cb})
+	flag, p, err := requestOf(m)
+	if err != nil {
+		return err
+	}
+	_, _, err = c.start(ctx, &callback{msg: cb}, false, flag, p)
 	return err
 }
 
@@ -599,7 +614,7 @@ func (c *Conn) RequestPacketAsync(ctx context.Context, p *packet.Packet, cb func
 		p.Release()
 		return ErrAsyncNeedsEvents
 	}
-	_, _, err := c.start(ctx, &callback{pkt: cb}, nil, true, 0, nil, p)
+	_, _, err := c.start(ctx, &callback{pkt: cb}, true, 0, p)
 	return err
 }
 
@@ -624,40 +639,44 @@ func (c *Conn) asyncRefusal() error {
 	return nil
 }
 
-// startMessage starts an SRMP request carried by m (owned by the call).
-func (c *Conn) startMessage(ctx context.Context, m *Message, cb *callback) (int, chan result, error) {
+// requestOf takes the flag and payload of m, an SRMP request, and
+// releases m (also when it is not a request).
+func requestOf(m *Message) (flag uint8, p *packet.Packet, err error) {
 	if m.Kind != KindRequest {
 		m.Release()
 		return 0, nil, fmt.Errorf("%w (kind %d)", ErrNotRequest, m.Kind)
 	}
-	flag, p := m.Flag, m.Payload
+	flag, p = m.Flag, m.Payload
 	m.Payload = nil
 	m.Release()
-	return c.start(ctx, cb, nil, false, flag, nil, p)
+	return flag, p, nil
 }
 
-// start registers a request and sends it with the request's key (for
-// SRMP its sequence number): an SRMP request with flag carrying p (taken)
-// or, when p is nil, a copy of body; for fifo, the packet p. p is released
-// if the request fails before it is sent. (Separate parameters, not one
-// struct: escape analysis follows a struct as a whole, and p's leaking
-// would take body, often the caller's stack buffer, with it.)
-func (c *Conn) start(ctx context.Context, cb *callback, echo []byte, fifo bool, flag uint8, body []byte, p *packet.Packet) (int, chan result, error) {
+// matches reports a request of the wrong format for the connection: an
+// SRMP one, or for fifo a length-field or delimiter one.
+func (c *Conn) matches(fifo bool) error {
 	want := MatchSRMP
 	if fifo {
 		want = MatchFIFO
 	}
 	if c.chain.match != want {
-		p.Release()
-		return 0, nil, formatError(want, c.chain.match)
+		return formatError(want, c.chain.match)
 	}
-	if l := c.syncLead(); l != nil && cb == nil {
-		return c.startSync(ctx, l, echo, fifo, flag, body, p, nil, nil)
+	return nil
+}
+
+// start starts an asynchronous request (cb) carrying p (see begin), of
+// the connection's format. A ReceiveSync client's connection has refused
+// it before; blocking requests go by call.
+func (c *Conn) start(ctx context.Context, cb *callback, fifo bool, flag uint8, p *packet.Packet) (int, chan result, error) {
+	if err := c.matches(fifo); err != nil {
+		p.Release()
+		return 0, nil, err
 	}
 	if fifo {
 		return c.startFIFO(ctx, cb, p)
 	}
-	return c.begin(ctx, cb, echo, false, flag, body, p)
+	return c.begin(ctx, cb, nil, false, flag, nil, p)
 }
 
 // startFIFO is start for a FIFO request: registering and writing are one
@@ -669,8 +688,13 @@ func (c *Conn) startFIFO(ctx context.Context, cb *callback, p *packet.Packet) (i
 	return c.begin(ctx, cb, nil, true, 0, nil, p)
 }
 
-// begin registers a request and sends it (see start), the matcher's fifoMu held
-// for a FIFO one.
+// begin registers a request, asynchronous (cb) or blocking (cb nil), and
+// sends it with the request's key (for SRMP its sequence number): an SRMP
+// request with flag carrying p (taken) or, when p is nil, a copy of body;
+// for fifo, the packet p, the matcher's fifoMu held. p is released if the
+// request fails before it is sent. (Separate parameters, not one struct:
+// escape analysis follows a struct as a whole, and p's leaking would take
+// body, often the caller's stack buffer, with it.)
 func (c *Conn) begin(ctx context.Context, cb *callback, echo []byte, fifo bool, flag uint8, body []byte, p *packet.Packet) (int, chan result, error) {
 	m := c.requests()
 	key, ch, alone, err := m.register(ctx, cb, echo)
@@ -678,7 +702,7 @@ func (c *Conn) begin(ctx context.Context, cb *callback, echo []byte, fifo bool, 
 		p.Release()
 		return 0, nil, acquireError(err)
 	}
-	if cb == nil && !alone && c.chain.batches.Load() == 0 && !c.chain.Datagram { // (a ReceiveSync client's blocking requests went by startSync)
+	if cb == nil && !alone && c.chain.batches.Load() == 0 && !c.chain.Datagram { // (a ReceiveSync client's blocking requests went by callSync)
 		err = c.sendCrowded(ctx, key, fifo, flag, body, p)
 	} else if fifo {
 		err = c.chain.Write(p)
@@ -694,7 +718,7 @@ func (c *Conn) begin(ctx context.Context, cb *callback, echo []byte, fifo bool, 
 	return key, ch, nil
 }
 
-// send writes a started request with its key (see start); it takes p.
+// send writes a started request with its key (see begin); it takes p.
 func (c *Conn) send(ctx context.Context, key int, fifo bool, flag uint8, body []byte, p *packet.Packet) error {
 	if fifo {
 		return c.chain.Write(p)
@@ -732,7 +756,7 @@ func sendError(err error) error {
 // requests leave in the same write instead of one system call each. A
 // lone request, an asynchronous one (its caller may be the reading
 // goroutine, or pipelining), one inside Batch, one of a ReceiveSync
-// client's callers and a datagram are written at once (start decides).
+// client's callers and a datagram are written at once (begin decides).
 func (c *Conn) sendCrowded(ctx context.Context, key int, fifo bool, flag uint8, body []byte, p *packet.Packet) error {
 	var err error
 	werr := c.chain.sess.Batch(func() {

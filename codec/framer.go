@@ -220,23 +220,33 @@ func (f *Framer) close(owner *Conn) error {
 // On an error the framer's state is dropped and the connection must end.
 func (f *Framer) Feed(p *packet.Packet, emit func(*packet.Packet) error) error {
 	s := takeScratch(0)
+	s.fn = emit
 	defer giveScratch(0, s)
-	return f.feed(p, frameFunc(emit), &s.loan, nil)
+	return f.feed(p, (*funcScratch)(s), nil)
 }
 
-// frameReceiver gets the frames a [Framer] cuts (an interface, so that the
-// framing stages are called directly, without a method value's wrapper).
+// frameReceiver gets the frames a [Framer] cuts: the n bytes of src's
+// first segment from off, which it lends on (packet.Loan) as what its
+// stage passes, and whose loan it ends before it returns. (An interface,
+// so that the framing stages are called directly, without a method
+// value's wrapper; the receiver lends, so that a stage lends its payload
+// past the header at once, not the frame to be skipped.)
 type frameReceiver interface {
-	receiveFrame(frame *packet.Packet) error
+	receiveFrame(src *packet.Packet, off, n int) error
 }
 
-type frameFunc func(*packet.Packet) error
+// funcScratch is the read scratch of Framer.Feed, lending each frame
+// whole to its fn.
+type funcScratch readScratch
 
-func (f frameFunc) receiveFrame(frame *packet.Packet) error { return f(frame) }
+func (s *funcScratch) receiveFrame(src *packet.Packet, off, n int) error {
+	err := s.fn(s.loan.Lend(src, off, n))
+	s.loan.End()
+	return err
+}
 
-// feed is Feed to a frame receiver, lending the frames through loan, for
-// a framer of owner's.
-func (f *Framer) feed(p *packet.Packet, emit frameReceiver, loan *packet.Loan, owner *Conn) (err error) {
+// feed is Feed to a frame receiver, for a framer of owner's.
+func (f *Framer) feed(p *packet.Packet, emit frameReceiver, owner *Conn) (err error) {
 	if f.partial != nil && f.expiredAt(mono.Now()) {
 		f.reset(owner)
 		return ErrFrameExpired
@@ -245,7 +255,7 @@ func (f *Framer) feed(p *packet.Packet, emit frameReceiver, loan *packet.Loan, o
 		data := seg.Bytes()
 		off := 0
 		if f.partial != nil {
-			off, err = f.completePartial(data, emit, loan, owner)
+			off, err = f.completePartial(data, emit, owner)
 		}
 		for err == nil && off < len(data) {
 			n := f.shortLen(data[off:])
@@ -258,8 +268,7 @@ func (f *Framer) feed(p *packet.Packet, emit frameReceiver, loan *packet.Loan, o
 				err = f.keep(data[off:], n, owner)
 				break
 			}
-			err = emit.receiveFrame(loan.Lend(seg, off, n))
-			loan.End()
+			err = emit.receiveFrame(seg, off, n)
 			off += n
 		}
 	}
@@ -354,7 +363,7 @@ func (f *Framer) appendPartial(b []byte, want int, owner *Conn) error {
 // complete (emitting it) or data runs out; it returns how many bytes of
 // data it used. Bytes past the frame's end never enter the partial buffer
 // unless the splitter cannot tell the length without them (a delimiter).
-func (f *Framer) completePartial(data []byte, emit frameReceiver, loan *packet.Loan, owner *Conn) (int, error) {
+func (f *Framer) completePartial(data []byte, emit frameReceiver, owner *Conn) (int, error) {
 	used := 0
 	for f.partial != nil {
 		n, err := f.frameLen(f.partial.Bytes())
@@ -362,7 +371,7 @@ func (f *Framer) completePartial(data []byte, emit frameReceiver, loan *packet.L
 			return used, err
 		}
 		if n > 0 && n <= f.partial.Len() {
-			if err := f.emitPartial(n, emit, loan, owner); err != nil {
+			if err := f.emitPartial(n, emit, owner); err != nil {
 				return used, err
 			}
 			continue
@@ -386,11 +395,10 @@ func (f *Framer) completePartial(data []byte, emit frameReceiver, loan *packet.L
 // inline handler, or one waiting to write its reply) for an expired partial
 // one. The rest, the next frame's start, is timed from when emit returns,
 // when reading resumes.
-func (f *Framer) emitPartial(n int, emit frameReceiver, loan *packet.Loan, owner *Conn) error {
+func (f *Framer) emitPartial(n int, emit frameReceiver, owner *Conn) error {
 	p := f.partial
 	f.since.Store(0)
-	err := emit.receiveFrame(loan.Lend(p, 0, n))
-	loan.End()
+	err := emit.receiveFrame(p, 0, n)
 	if n == p.Len() {
 		f.reset(owner)
 	} else {

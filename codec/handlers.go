@@ -52,9 +52,10 @@ func (f *framing) handler() Handler {
 // connection between reads (an idle one, parked) holds none.
 type readScratch struct {
 	loan packet.Loan
-	in   Message         // SRMP: the borrowed message lent to the next stage
-	f    *framing        // the stage reading
-	ctx  *HandlerContext // its context
+	in   Message                    // SRMP: the borrowed message lent to the next stage
+	f    *framing                   // the stage reading
+	ctx  *HandlerContext            // its context
+	fn   func(*packet.Packet) error // Framer.Feed's emit (funcScratch); nil for a stage's read
 }
 
 // spareScratch holds read scratch between reads, in slots a read picks by
@@ -79,33 +80,41 @@ func takeScratch(id uint64) *readScratch {
 
 // giveScratch puts s, which the read of slot id is done with, back.
 func giveScratch(id uint64, s *readScratch) {
-	s.f, s.ctx = nil, nil
+	s.f, s.ctx, s.fn = nil, nil, nil
 	spareScratch[id%uint64(len(spareScratch))].p.Store(s)
 }
 
-// receiveFrame lends one borrowed frame to the next stage.
-func (s *readScratch) receiveFrame(frame *packet.Packet) error {
+// receiveFrame lends one frame, the n bytes of src from off, to the next
+// stage: an SRMP message, or the payload past its header.
+func (s *readScratch) receiveFrame(src *packet.Packet, off, n int) error {
 	fc, c := s.f.framer.conf, s.ctx
+	var err error
 	switch fc.decode {
 	case decodeSRMP:
-		s.in.lend(frame)
-		var err error
+		hdr, size := srmpHeaderOf(src.Bytes()[off:])
+		s.in.lend(hdr, s.loan.Lend(src, off+size, n-size))
 		if c.tail {
 			err = c.chain.conn.sinkMessage(&s.in)
 		} else {
 			err = c.FireRead(&s.in)
 		}
 		s.in = Message{}
+		s.loan.End()
 		return err
 	case decodeHeader:
-		frame.Skip(fc.header)
+		off, n = off+fc.header, n-fc.header
 	case decodeVarint:
-		frame.Skip(fc.lf.HeaderLen(frame.Bytes()))
+		h := fc.lf.HeaderLen(src.Bytes()[off : off+n])
+		off, n = off+h, n-h
 	}
+	frame := s.loan.Lend(src, off, n)
 	if c.tail {
-		return c.chain.conn.sink(frame)
+		err = c.chain.conn.sinkPacket(frame)
+	} else {
+		err = c.FireRead(frame)
 	}
-	return c.FireRead(frame)
+	s.loan.End()
+	return err
 }
 
 // Read frames a borrowed packet; anything else passes through.
@@ -120,7 +129,7 @@ func (f *framing) Read(c *HandlerContext, msg any) error {
 	}
 	s := takeScratch(id)
 	s.f, s.ctx = f, c
-	err := f.framer.feed(p, s, &s.loan, c.chain.conn)
+	err := f.framer.feed(p, s, c.chain.conn)
 	giveScratch(id, s)
 	if err != nil {
 		return err
@@ -260,18 +269,30 @@ func (h lengthFieldHandler) Write(c *HandlerContext, msg any) error {
 	if !ok {
 		return c.FireWrite(msg)
 	}
-	lf := &h.framer.conf.lf
-	if small(p) && lf.Offset+lf.width() <= lfHeaderRoom { // one copy, header and payload, into the send buffer
+	fc := h.framer.conf
+	lf := &fc.lf
+	if small(p) && fc.header <= lfHeaderRoom { // one copy, header and payload, into the send buffer
+		var body []byte
+		if p != nil {
+			body = p.Bytes()
+		}
 		var hdr [lfHeaderRoom]byte
-		if p == nil {
-			k, _ := lf.header(hdr[:], 0)
-			return c.WriteBytes(hdr[:k])
+		k, err := 2, error(nil)
+		if fc.short == 2 { // the default field (two bytes, little-endian, no offset), inline: a small payload fits it
+			hdr[0], hdr[1] = byte(len(body)), byte(len(body)>>8)
+		} else {
+			k, err = lf.header(hdr[:], len(body))
 		}
-		k, err := lf.header(hdr[:], p.Len())
-		if err == nil { // else a payload the field cannot describe
-			err = c.WriteBytes(hdr[:k], p.Bytes())
+		switch sess := c.headSession(); {
+		case err != nil: // a payload the field cannot describe
+		case sess != nil:
+			err = sess.SendBytes(hdr[:k], body) // as WriteBytes, without its call
+		default:
+			err = c.WriteBytes(hdr[:k], body)
 		}
-		p.Release() // nothing for a borrowed view
+		if p != nil && !p.Borrowed() { // a borrowed view (the request's payload sent back) holds nothing
+			p.Release()
+		}
 		return err
 	}
 	f, err := lf.Encode(p)

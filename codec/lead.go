@@ -119,8 +119,8 @@ func (l *lead) await(ctx context.Context, c *Conn, key int, ch chan result, use 
 		l.readOnce(ctx, c, ch)
 		r, got := c.requests().readDone()
 		l.give()
-		if got {
-			return c.requests().finish(key, ch, r)
+		if got { // its slot freed by deliver
+			return r.reply, r.err
 		}
 	}
 }
@@ -163,9 +163,23 @@ func (l *lead) readOnce(ctx context.Context, c *Conn, ch chan result) {
 	c.read(p)
 }
 
-// startSync is Conn.start for a blocking request on a ReceiveSync
-// client's connection (use and dst as for Conn.RequestBytesInto, else
-// nil). When the read turn is free it takes it and sends the request in
+// callSync is Conn.call on a ReceiveSync client's connection: startSync,
+// then await, unless the exchange brought the reply already.
+func (c *Conn) callSync(ctx context.Context, l *lead, echo []byte, fifo bool, flag uint8, body []byte, p *packet.Packet, use ReplyUse, dst any) (any, error) {
+	key, ch, r, got, err := c.startSync(ctx, l, echo, fifo, flag, body, p, use, dst)
+	switch {
+	case err != nil:
+		return nil, err
+	case got: // its slot freed by deliver
+		return r.reply, r.err
+	}
+	return l.await(ctx, c, key, ch, use, dst)
+}
+
+// startSync starts a blocking request on a ReceiveSync client's
+// connection (use and dst as for Conn.RequestBytesInto, else nil), and
+// returns its result too when the exchange brought it (got). When the
+// read turn is free it takes it and sends the request in
 // an exchange (transport.Client.Exchange): what the connection received
 // before the request existed (a reply sent unasked at connect, a
 // duplicated or late reply) goes through the pipeline first and, the
@@ -174,9 +188,9 @@ func (l *lead) readOnce(ctx context.Context, c *Conn, ch chan result) {
 // and the read that waits for its reply is the one that looked for stale
 // bytes, with no system call between. The first bytes of the answer go
 // through the pipeline before it returns; a reply of its own found there
-// waits in its channel for await. When another goroutine holds the turn,
+// is returned. When another goroutine holds the turn,
 // it consumes such bytes as they come, and the request is only sent.
-func (c *Conn) startSync(ctx context.Context, l *lead, echo []byte, fifo bool, flag uint8, body []byte, p *packet.Packet, use ReplyUse, dst any) (int, chan result, error) {
+func (c *Conn) startSync(ctx context.Context, l *lead, echo []byte, fifo bool, flag uint8, body []byte, p *packet.Packet, use ReplyUse, dst any) (key int, ch chan result, r result, got bool, err error) {
 	held := fifo // this call holds the matcher's fifoMu, from before register until the request is written
 	if fifo {
 		mu := &c.requests().fifoMu
@@ -197,22 +211,25 @@ func (c *Conn) startSync(ctx context.Context, l *lead, echo []byte, fifo bool, f
 		l.give()
 	}
 	m := c.requests()
-	key, ch, _, err := m.register(ctx, nil, echo)
+	key, ch, _, err = m.register(ctx, nil, echo)
 	if err != nil {
 		p.Release()
-		return 0, nil, acquireError(err)
+		return 0, nil, r, false, acquireError(err)
 	}
 	if small && l.take() {
 		if !l.events.Load() { // else the receive goroutine reads, or is about to
-			sent, err := l.exchange(ctx, c, m, key, &held, flag, body, p, use, dst) // gives the turn back
+			var sent bool
+			sent, r, got, err = l.exchange(ctx, c, m, key, &held, flag, body, p, use, dst) // gives the turn back
 			if sent {
-				return c.sent(m, key, ch, err)
+				key, ch, err = c.sent(m, key, ch, err)
+				return key, ch, r, got, err
 			}
 		} else {
 			l.give()
 		}
 	}
-	return c.sent(m, key, ch, c.send(ctx, key, fifo, flag, body, p))
+	key, ch, err = c.sent(m, key, ch, c.send(ctx, key, fifo, flag, body, p))
+	return key, ch, r, false, err
 }
 
 // exchangeMax is the largest request sent in an exchange, with the read
@@ -285,10 +302,12 @@ func (x *exchanged) Send() error {
 // exchange sends request key in an exchange with the turn held, runs the
 // first bytes of the answer through the pipeline, and gives the turn
 // back. sent reports that the request's send ran, err its error; unsent,
-// p is still the caller's to send. A read that fails needs no handling
+// p is still the caller's to send. got reports that the answer's first
+// bytes held the request's reply: r is its result, and deliver has freed
+// its slot. A read that fails needs no handling
 // here: await sees ctx's end, a Wake, and the close (which failed every
 // pending request).
-func (l *lead) exchange(ctx context.Context, c *Conn, m *matcher, key int, held *bool, flag uint8, body []byte, p *packet.Packet, use ReplyUse, dst any) (sent bool, err error) {
+func (l *lead) exchange(ctx context.Context, c *Conn, m *matcher, key int, held *bool, flag uint8, body []byte, p *packet.Packet, use ReplyUse, dst any) (sent bool, r result, got bool, err error) {
 	ended := false
 	defer func() {
 		m.hidden = -1
@@ -314,12 +333,10 @@ func (l *lead) exchange(ctx context.Context, c *Conn, m *matcher, key int, held 
 	if sent && err == nil && q != nil {
 		m.readFor(key, use, dst) // a reply of its own read reaches it without its channel
 		c.read(q)
-		if r, got := m.readDone(); got {
-			m.slots[key].ch <- r // where await finds it: the slot is done, no one else sends
-		}
+		r, got = m.readDone()
 	}
 	ended = true
-	return sent, err
+	return sent, r, got, err
 }
 
 // startReceiving hands the connection to a receive goroutine

@@ -154,7 +154,8 @@ type matcher struct {
 	// self is the key of the request whose own goroutine is reading the
 	// connection now (a ReceiveSync client's turn holder, see lead), or -1:
 	// deliver hands that request's result over in selfRes instead of its
-	// channel, from which its goroutine would take it at once. Only the
+	// channel, from which its goroutine would take it at once, and frees
+	// its slot, which its goroutine's finish would do next. Only the
 	// turn holder sets and reads these, and in that mode deliver runs on
 	// it; the sweeper and close still use the channel.
 	// selfUse, when set, gets that request's reply borrowed, with
@@ -556,16 +557,29 @@ func (m *matcher) deliver(seq int, reply any) {
 		}
 		return
 	}
-	w.state = slotDone
 	var re *ReplyError
 	msg, isMsg := reply.(*Message)
 	if isMsg && msg.Kind == KindError {
 		re = replyError(msg)
 	}
-	if isMsg && re == nil && key == m.self && m.selfUse != nil {
-		m.mu.Unlock() // use is the caller's code; the slot is done, and only its waiter frees it
-		m.selfRes, m.selfGot = m.use(msg), true
-		return
+	own := key == m.self
+	if own {
+		// The turn holder's own reply, handed over in selfRes: its slot is
+		// freed here, as its waiter's finish would (answered), with no
+		// channel and no second lock. Its number may be given out again
+		// at once: a later frame of the read that bears it is not this
+		// request's (self is cleared).
+		m.chans = append(m.chans, w.ch)
+		w.ch = nil
+		m.freeSlot(key)
+		m.self = -1
+		if isMsg && re == nil && m.selfUse != nil {
+			m.mu.Unlock() // use is the caller's code
+			m.selfRes, m.selfGot = m.use(msg), true
+			return
+		}
+	} else {
+		w.state = slotDone
 	}
 	r := result{answered: true}
 	if re != nil {
@@ -573,7 +587,7 @@ func (m *matcher) deliver(seq int, reply any) {
 	} else {
 		r.reply = keep(reply)
 	}
-	if key == m.self {
+	if own {
 		m.selfRes, m.selfGot = r, true
 	} else {
 		w.ch <- r

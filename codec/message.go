@@ -125,20 +125,24 @@ func DecodeSRMP(frame *packet.Packet) (*Message, error) {
 }
 
 // lend fills m, a connection's reused message, with a borrowed SRMP frame
-// as cut by a [Framer] (exactly one frame): its payload is the frame's view
-// past the header.
+// as cut by a [Framer] (exactly one frame): hdr is its header, payload
+// the frame's view past it (lent; see srmpHeaderOf).
 // It inlines (the header read here, not by parseSRMPHeader): it runs once
 // per frame.
-func (m *Message) lend(frame *packet.Packet) {
-	b := frame.Bytes()
-	size := srmpHeaderLen
-	if b[3]&b[2] == 0xFF { // the long header's marker, srmpExtMarker
-		size = srmpExtHeaderLen
-	}
+func (m *Message) lend(hdr []byte, payload *packet.Packet) {
 	// Field by field, not a composite literal: see packet.Loan.Lend.
-	m.Kind, m.Flag, m.Seq = Kind(b[0]>>srmpKindShift), b[0]&srmpFlagMask, b[1]
-	frame.Skip(size)
-	m.Payload, m.borrowed = frame, true
+	m.Kind, m.Flag, m.Seq = Kind(hdr[0]>>srmpKindShift), hdr[0]&srmpFlagMask, hdr[1]
+	m.Payload, m.borrowed = payload, true
+}
+
+// srmpHeaderOf returns the header of the SRMP frame at the start of b, a
+// whole frame as a [Framer] cuts it, and its length (4 or 8). It inlines.
+func srmpHeaderOf(b []byte) (hdr []byte, size int) {
+	hdr = b[:srmpHeaderLen]
+	if hdr[3]&hdr[2] == 0xFF { // the long header's marker, srmpExtMarker
+		return hdr, srmpExtHeaderLen
+	}
+	return hdr, srmpHeaderLen
 }
 
 // checkSRMP parses the header of b, which must be exactly one frame.
