@@ -412,10 +412,7 @@ func (m *matcher) unregister(key int, async bool) (undone bool) {
 		m.giveUp(key)
 		return false
 	}
-	if w.ch != nil {
-		m.chans = append(m.chans, w.ch) // nothing was sent: the request never left
-		w.ch = nil
-	}
+	m.giveChan(w) // nothing was sent: the request never left
 	// The queue's tail leaves it; a done request is out of the queue
 	// already (FIFO), or holds a number no late reply can come for: it
 	// never left.
@@ -441,9 +438,8 @@ func (m *matcher) forget(key int) {
 			release(r.reply)
 		default:
 		}
-		m.chans = append(m.chans, w.ch)
-		w.ch = nil
 	}
+	m.giveChan(w)
 	m.popTail(key)
 	m.freeSlot(key)
 }
@@ -495,6 +491,15 @@ func (m *matcher) queuedKey(key int) bool {
 		}
 	}
 	return false
+}
+
+// giveChan gives w's result channel, if it has one, back to the
+// matcher's spares. Called with m.mu held.
+func (m *matcher) giveChan(w *waiter) {
+	if w.ch != nil {
+		m.chans = append(m.chans, w.ch)
+		w.ch = nil
+	}
 }
 
 // freeSlot returns a slot and its token; the slot goes to the back of the
@@ -569,8 +574,7 @@ func (m *matcher) deliver(seq int, reply any) {
 		// channel and no second lock. Its number may be given out again
 		// at once: a later frame of the read that bears it is not this
 		// request's (self is cleared).
-		m.chans = append(m.chans, w.ch)
-		w.ch = nil
+		m.giveChan(w)
 		m.freeSlot(key)
 		m.self = -1
 		if isMsg && re == nil && m.selfUse != nil {
