@@ -697,7 +697,25 @@ func (c *Conn) startFIFO(ctx context.Context, cb *callback, p *packet.Packet) (i
 // body, often the caller's stack buffer, with it.)
 func (c *Conn) begin(ctx context.Context, cb *callback, echo []byte, fifo bool, flag uint8, body []byte, p *packet.Packet) (int, chan result, error) {
 	m := c.requests()
-	key, ch, alone, err := m.register(ctx, cb, echo)
+	var key int
+	var ch chan result
+	var alone bool
+	var err error
+	if cb != nil && !fifo && c.chain.batches.Load() != 0 && small(p) && len(body) < copyBelow && c.stagesRequests() {
+		if p != nil {
+			body = p.Bytes()
+		}
+		var staged int
+		if key, staged, err = m.registerStaged(ctx, cb, flag, body); err == nil && staged > 0 {
+			releaseOwned(p)
+			if staged >= stageFlushAt {
+				m.flushStaged(false) // a failed write closes the connection: the callbacks get it
+			}
+			return key, nil, nil
+		}
+	} else {
+		key, ch, alone, err = m.register(ctx, cb, echo)
+	}
 	if err != nil {
 		p.Release()
 		return 0, nil, acquireError(err)
@@ -781,10 +799,28 @@ func formatError(want, got MatchMode) error {
 // Batch runs f with the connection's writes held back, then writes what
 // was sent meanwhile in one write: several RequestAsync calls (or writes)
 // cost one system call instead of one each. See transport.Session.Batch.
+// Small asynchronous SRMP requests sent meanwhile (from any goroutine) are
+// framed into a buffer of the batch as their sequence numbers are given
+// out, which saves each a lock; they reach the session before any other
+// write of the connection, but a write straight to [Conn.Session] may
+// pass them.
 func (c *Conn) Batch(f func()) error {
 	c.chain.batches.Add(1)
 	defer c.chain.batches.Add(-1)
-	return c.chain.sess.Batch(f)
+	if !c.stagesRequests() {
+		return c.chain.sess.Batch(f)
+	}
+	m := c.requests()
+	m.startBatch(c.chain.sess)
+	var ferr error
+	err := c.chain.sess.Batch(func() {
+		defer func() { ferr = m.flushStaged(true) }() // also when f panics: the batch is counted out
+		f()
+	})
+	if err == nil {
+		err = ferr
+	}
+	return err
 }
 
 // Stats returns the connection's matching counters.

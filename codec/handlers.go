@@ -188,6 +188,7 @@ func (h srmpHandler) Write(c *HandlerContext, msg any) error {
 // stages their wait is not bounded by it.
 func sendSRMP(ctx context.Context, c *HandlerContext, conn *Conn, kind Kind, flag, seq uint8, body []byte, p *packet.Packet) error {
 	if c == nil {
+		conn.flushBatch() // after a running batch's staged requests
 		if c = conn.srmpCtx(); c == nil {
 			if p == nil {
 				p = copyPacket(body)
@@ -212,10 +213,16 @@ func sendSRMP(ctx context.Context, c *HandlerContext, conn *Conn, kind Kind, fla
 	} else {
 		err = c.WriteBytes(hdr[:], body)
 	}
-	if p != nil && !p.Borrowed() { // a borrowed view (a handler's reply with the request's payload) holds nothing
+	releaseOwned(p)
+	return err
+}
+
+// releaseOwned releases p (nil: none) unless it is a borrowed view (a
+// handler's reply with the request's payload), which holds nothing.
+func releaseOwned(p *packet.Packet) {
+	if p != nil && !p.Borrowed() {
 		p.Release()
 	}
-	return err
 }
 
 // sendSRMPFrame frames p in place (taking it) and passes the frame on.

@@ -151,6 +151,8 @@ type matcher struct {
 
 	echoes *[256][MaxPrefix]byte // RequestBytesPrefixed's prefixes, made on first use
 
+	batch atomic.Pointer[batchStage] // requests staged inside Batch, made by the first Batch that stages
+
 	// self is the key of the request whose own goroutine is reading the
 	// connection now (a ReceiveSync client's turn holder, see lead), or -1:
 	// deliver hands that request's result over in selfRes instead of its
@@ -207,6 +209,32 @@ func newMatcher(fifo bool, timeout time.Duration) *matcher {
 // may end it sooner (wait watches it). One call, one lock, per request.
 func (m *matcher) register(ctx context.Context, cb *callback, echo []byte) (key int, ch chan result, alone bool, err error) {
 	m.mu.Lock()
+	if key, ch, alone, err = m.claimLocked(ctx, cb, echo); err == nil {
+		m.mu.Unlock()
+	}
+	return key, ch, alone, err
+}
+
+// registerStaged is register for an asynchronous SRMP request inside a
+// Batch (see batchStage): with the slot claimed, under the same lock, it
+// frames the request with flag and body into the batch's staging buffer
+// and returns how many bytes are staged now; 0 when no batch stages (it
+// ended meanwhile), and the caller sends the request itself.
+func (m *matcher) registerStaged(ctx context.Context, cb *callback, flag uint8, body []byte) (key, staged int, err error) {
+	m.mu.Lock()
+	if key, _, _, err = m.claimLocked(ctx, cb, nil); err != nil {
+		return 0, 0, err
+	}
+	if bs := m.batch.Load(); bs != nil && bs.batching.Load() > 0 {
+		staged = bs.stageLocked(flag, uint8(key), body)
+	}
+	m.mu.Unlock()
+	return key, staged, nil
+}
+
+// claimLocked is register's work, with m.mu held on entry and, unless it
+// fails, on return.
+func (m *matcher) claimLocked(ctx context.Context, cb *callback, echo []byte) (key int, ch chan result, alone bool, err error) {
 	var waited time.Duration
 	if m.free == 0 || m.waiting > 0 || m.slots == nil || m.err != nil {
 		if waited, err = m.acquireSlow(ctx); err != nil {
@@ -261,9 +289,7 @@ func (m *matcher) register(ctx context.Context, cb *callback, echo []byte) (key 
 	} else {
 		w.ch = m.takeChan()
 	}
-	ch = w.ch
-	m.mu.Unlock() // unlocked here, not deferred: nothing above can fail but the panic
-	return key, ch, alone, nil
+	return key, w.ch, alone, nil
 }
 
 // acquireSlow takes a slot for register (m.mu held on entry) when none is

@@ -200,6 +200,9 @@ func (ch *Chain) Enqueue(msg any) error { return ch.write(msg, true) }
 
 // write gives msg to the tail through its context of noWait's kind.
 func (ch *Chain) write(msg any, noWait bool) error {
+	if ch.conn != nil {
+		ch.conn.flushBatch() // after a running batch's staged requests
+	}
 	n := len(ch.stages)
 	if n == 0 {
 		return ch.sendVia(msg, noWait)
