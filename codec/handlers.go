@@ -56,6 +56,8 @@ type readScratch struct {
 	f    *framing                   // the stage reading
 	ctx  *HandlerContext            // its context
 	fn   func(*packet.Packet) error // Framer.Feed's emit (funcScratch); nil for a stage's read
+
+	replies replyQueue // SRMP: replies cut and not yet delivered (see replyBatch)
 }
 
 // spareScratch holds read scratch between reads, in slots a read picks by
@@ -91,7 +93,17 @@ func (s *readScratch) receiveFrame(src *packet.Packet, off, n int) error {
 	var err error
 	switch fc.decode {
 	case decodeSRMP:
-		hdr, size := srmpHeaderOf(src.Bytes()[off:])
+		b := src.Bytes()[off:]
+		if c.tail && Kind(b[0]>>srmpKindShift) == KindReply && c.chain.match == MatchSRMP && src != s.f.framer.partial &&
+			c.chain.conn.syncLead() == nil { // (a ReceiveSync turn holder reads its own reply alone: see matcher.self)
+			return s.queueReply(src, off, n, b[1])
+		}
+		if s.replies.n > 0 { // what came before this frame first
+			if err := s.deliverQueued(); err != nil {
+				return err
+			}
+		}
+		hdr, size := srmpHeaderOf(b)
 		s.in.lend(hdr, s.loan.Lend(src, off+size, n-size))
 		if c.tail {
 			err = c.chain.conn.sinkMessage(&s.in)
@@ -130,6 +142,11 @@ func (f *framing) Read(c *HandlerContext, msg any) error {
 	s := takeScratch(id)
 	s.f, s.ctx = f, c
 	err := f.framer.feed(p, s, c.chain.conn)
+	if s.replies.n > 0 { // the replies cut before the read's end, or before its error
+		if derr := s.deliverQueued(); err == nil {
+			err = derr
+		}
+	}
 	giveScratch(id, s)
 	if err != nil {
 		return err
