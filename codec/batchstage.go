@@ -120,12 +120,19 @@ func (c *Conn) stagesRequests() bool {
 }
 
 // flushBatch hands a running batch's staged requests to the session
-// before another write of c (see batchStage): a cheap check unless a
+// before another write of c (see batchStage): an inlined check unless a
 // Batch runs.
 func (c *Conn) flushBatch() {
-	if c.chain.batches.Load() == 0 {
-		return
+	if c.chain.batches.Load() != 0 {
+		c.flushStaged()
 	}
+}
+
+// flushStaged is flushBatch while a Batch runs: kept out of line, so that
+// flushBatch inlines into every write.
+//
+//go:noinline
+func (c *Conn) flushStaged() {
 	if m := c.m.Load(); m != nil {
 		m.flushStaged(false) // a failed write closes the session, and the write that follows fails with it
 	}

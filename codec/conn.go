@@ -707,7 +707,9 @@ func (c *Conn) begin(ctx context.Context, cb *callback, echo []byte, fifo bool, 
 		}
 		var staged int
 		if key, staged, err = m.registerStaged(ctx, cb, flag, body); err == nil && staged > 0 {
-			releaseOwned(p)
+			if p != nil && !p.Borrowed() {
+				p.Release()
+			}
 			if staged >= stageFlushAt {
 				m.flushStaged(false) // a failed write closes the connection: the callbacks get it
 			}

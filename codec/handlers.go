@@ -93,17 +93,15 @@ func (s *readScratch) receiveFrame(src *packet.Packet, off, n int) error {
 	var err error
 	switch fc.decode {
 	case decodeSRMP:
-		b := src.Bytes()[off:]
-		if c.tail && Kind(b[0]>>srmpKindShift) == KindReply && c.chain.match == MatchSRMP && src != s.f.framer.partial &&
-			c.chain.conn.syncLead() == nil { // (a ReceiveSync turn holder reads its own reply alone: see matcher.self)
-			return s.queueReply(src, off, n, b[1])
+		hdr, size := srmpHeaderOf(src.Bytes()[off:])
+		if Kind(hdr[0]>>srmpKindShift) == KindReply && s.queues(src) {
+			return s.queueReply(src, off, n, hdr[1])
 		}
 		if s.replies.n > 0 { // what came before this frame first
 			if err := s.deliverQueued(); err != nil {
 				return err
 			}
 		}
-		hdr, size := srmpHeaderOf(b)
 		s.in.lend(hdr, s.loan.Lend(src, off+size, n-size))
 		if c.tail {
 			err = c.chain.conn.sinkMessage(&s.in)
@@ -230,16 +228,10 @@ func sendSRMP(ctx context.Context, c *HandlerContext, conn *Conn, kind Kind, fla
 	} else {
 		err = c.WriteBytes(hdr[:], body)
 	}
-	releaseOwned(p)
-	return err
-}
-
-// releaseOwned releases p (nil: none) unless it is a borrowed view (a
-// handler's reply with the request's payload), which holds nothing.
-func releaseOwned(p *packet.Packet) {
-	if p != nil && !p.Borrowed() {
+	if p != nil && !p.Borrowed() { // a borrowed view (a handler's reply with the request's payload) holds nothing
 		p.Release()
 	}
+	return err
 }
 
 // sendSRMPFrame frames p in place (taking it) and passes the frame on.

@@ -43,6 +43,15 @@ type replyQueue struct {
 // whose callback panicked get: the panic ends the connection.
 var errCallbackPanicked = fmt.Errorf("%w: a callback of an earlier reply in the same read panicked", ErrConnClosed)
 
+// queues reports whether a reply frame from src is queued: the stage is
+// the tail of an SRMP connection, src is not the framer's partial buffer,
+// and no ReceiveSync turn holder reads (it takes its own reply alone, see
+// matcher.self).
+func (s *readScratch) queues(src *packet.Packet) bool {
+	c := s.ctx
+	return c.tail && c.chain.match == MatchSRMP && src != s.f.framer.partial && c.chain.conn.syncLead() == nil
+}
+
 // queueReply queues the SRMP reply frame of n bytes of src from off for
 // deliverQueued, delivering the queue when it is full.
 func (s *readScratch) queueReply(src *packet.Packet, off, n int, seq uint8) error {
