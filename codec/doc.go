@@ -34,7 +34,13 @@
 //
 // Writes through a Conn leave in the order they were made: every write,
 // from the handler or any other goroutine, goes to the transport session's
-// one send queue. A push ([Conn.Enqueue]) never waits for the peer.
+// one send queue. A push ([Conn.Enqueue]) never waits for the peer. Inside
+// [Conn.Batch], small asynchronous SRMP requests wait in the batch's
+// buffer and join that queue before the connection's next other write, so
+// the order holds there too (a write straight to [Conn.Session] may pass
+// them). Replies, and the messages the handler gets, are handled in the
+// order they came: the replies of one read are matched together, then
+// their callbacks run in turn.
 //
 // # Concurrency
 //
