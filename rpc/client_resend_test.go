@@ -49,7 +49,7 @@ func silentServer(t *testing.T) (addr string, accepted <-chan net.Conn) {
 func TestRequestCutOffPartWayIsNotResent(t *testing.T) {
 	addr, accepted := silentServer(t)
 	cfg := rpc.ClientConfig{Timeout: 5 * time.Second, Framer: codec.FramerConfig{MaxFrame: 128 << 20}} // the client lets the 64 MiB request go
-	cfg.Transport.WriteTimeout = time.Second                                                           // well past the coarse clock's lag, so the write starts before its deadline
+	cfg.Transport.WriteTimeout = 3 * time.Second                                                       // well past the coarse clock's lag and a loaded machine's pauses, so the write starts before its deadline
 	cl := dialClient(t, addr, cfg)
 	err := cl.Invoke(context.Background(), "Do/Big", bytes.Repeat([]byte{1}, 64<<20), nil)
 	if !errors.Is(err, codec.ErrConnClosed) || errors.Is(err, codec.ErrNotSent) {
