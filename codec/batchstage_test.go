@@ -215,3 +215,40 @@ func TestBatchEndedByACloseFailsItsStagedRequests(t *testing.T) {
 		t.Fatalf("%d of %d staged requests failed with ErrConnClosed", failed, n)
 	}
 }
+
+// A prefixed stream request staged inside Batch keeps its prefix: a
+// reply with its number that does not start with the prefix is not its.
+func TestBatchedStreamRequestKeepsItsPrefix(t *testing.T) {
+	leakcheck.Check(t)
+	_, addr := serve(t, "tcp", codec.Options{Pipeline: srmpPipeline(), Handler: func(c *codec.Conn, msg any) {
+		m := msg.(*codec.Message)
+		c.ReplyBytes(m, []byte("zz: a stray reply with its number"))
+		c.ReplyBytes(m, append([]byte("ab: "), m.PayloadBytes()...))
+	}})
+	c := dialCodec(t, "tcp", addr, codec.Options{Pipeline: srmpPipeline()})
+	got := make(chan string, 2)
+	err := c.Batch(func() {
+		err := c.Conn().RequestStream(context.Background(), codec.FlagString, []byte("ab"), 2, func(r *codec.Message, err error) codec.StreamStep {
+			if err != nil {
+				got <- err.Error()
+			} else {
+				got <- string(r.PayloadBytes())
+			}
+			return codec.StreamDone
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-got:
+		if r != "ab: ab" {
+			t.Fatalf("the stream got %q, want the reply with its prefix", r)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no reply")
+	}
+}

@@ -706,7 +706,7 @@ func (c *Conn) begin(ctx context.Context, cb *callback, echo []byte, fifo bool, 
 			body = p.Bytes()
 		}
 		var staged int
-		if key, staged, err = m.registerStaged(ctx, cb, flag, body); err == nil && staged > 0 {
+		if key, staged, err = m.registerStaged(ctx, cb, echo, flag, body); err == nil && staged > 0 {
 			if p != nil && !p.Borrowed() {
 				p.Release()
 			}

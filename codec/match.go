@@ -216,13 +216,14 @@ func (m *matcher) register(ctx context.Context, cb *callback, echo []byte) (key 
 }
 
 // registerStaged is register for an asynchronous SRMP request inside a
-// Batch (see batchStage): with the slot claimed, under the same lock, it
-// frames the request with flag and body into the batch's staging buffer
-// and returns how many bytes are staged now; 0 when no batch stages (it
-// ended meanwhile), and the caller sends the request itself.
-func (m *matcher) registerStaged(ctx context.Context, cb *callback, flag uint8, body []byte) (key, staged int, err error) {
+// Batch (see batchStage): with the slot claimed as register claims it
+// (echo included), under the same lock, it frames the request with flag
+// and body into the batch's staging buffer and returns how many bytes are
+// staged now; 0 when no batch stages (it ended meanwhile), and the caller
+// sends the request itself.
+func (m *matcher) registerStaged(ctx context.Context, cb *callback, echo []byte, flag uint8, body []byte) (key, staged int, err error) {
 	m.mu.Lock()
-	if key, _, _, err = m.claimLocked(ctx, cb, nil); err != nil {
+	if key, _, _, err = m.claimLocked(ctx, cb, echo); err != nil {
 		return 0, 0, err
 	}
 	if bs := m.batch.Load(); bs != nil && bs.batching.Load() > 0 {
