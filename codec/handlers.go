@@ -108,8 +108,7 @@ func (s *readScratch) receiveFrame(src *packet.Packet, off, n int) error {
 		} else {
 			err = c.FireRead(&s.in)
 		}
-		s.in = Message{}
-		s.loan.End()
+		s.endLend()
 		return err
 	case decodeHeader:
 		off, n = off+fc.header, n-fc.header

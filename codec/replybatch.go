@@ -67,14 +67,10 @@ func (s *readScratch) queueReply(src *packet.Packet, off, n int, seq uint8) erro
 func (s *readScratch) deliverQueued() error {
 	rq := &s.replies
 	conn := s.ctx.chain.conn
-	var m *matcher
-	if rq.n > 1 {
-		m = conn.requests()
-	}
 	for i := 0; i < rq.n; {
 		k := 0
 		if rq.n > 1 { // a lone reply (a serial caller's) goes by deliver at once: there is no lock to share
-			k = m.takeReplies(s, i)
+			k = conn.requests().takeReplies(s, i)
 		}
 		s.callMatched(i, i+k)
 		if i += k; i == rq.n {
