@@ -16,7 +16,6 @@ import (
 // Without it the time is zero.
 func TestReadTimeIsTheReadThatCompletedTheFrame(t *testing.T) {
 	leakcheck.Check(t)
-	t.Parallel()
 	type seen struct{ read, handled time.Time }
 	got := make(chan seen, 2)
 	handler := func(c *codec.Conn, msg any) {

@@ -15,7 +15,6 @@ import (
 // first's reply leaves with the second's, when the read's frames are all
 // handled, so its Written takes in the second's handler too.
 func TestCallEventRunsFromTheReadToTheWrite(t *testing.T) {
-	t.Parallel()
 	const nap = 50 * time.Millisecond
 	var log eventLog
 	_, addr := startServer(t, rpc.Config{OnCallDone: log.add}, func(s *rpc.Server) {

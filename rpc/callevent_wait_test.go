@@ -18,7 +18,6 @@ import (
 // read in it: a body sent 200 ms after the head waits that long). A
 // stream's is 0.
 func TestCallEventWait(t *testing.T) {
-	t.Parallel()
 	var log eventLog
 	_, addr := startServer(t, rpc.Config{OnCallDone: log.add}, func(s *rpc.Server) {
 		must(t, rpc.Handle(s, "T/Echo", func(_ context.Context, s string) (string, error) { return s, nil }))

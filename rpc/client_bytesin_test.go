@@ -14,7 +14,6 @@ import (
 // and never answers) from one that answered: 0 after a timed-out call to
 // the first, more after a call to a server.
 func TestClientStatsBytesInTellsASilentPeer(t *testing.T) {
-	t.Parallel()
 	_, addr := startServer(t, rpc.Config{}, func(s *rpc.Server) { stdActions(t, s) })
 	cl := dialClient(t, addr, rpc.ClientConfig{})
 	if st := cl.Stats(); st.BytesIn != 0 {

@@ -23,7 +23,6 @@ type afterWritesCall struct {
 // nothing queued it runs at once, on the caller.
 func TestAfterWritesRunsOnceTheBytesBeforeItAreWritten(t *testing.T) {
 	leakcheck.Check(t)
-	t.Parallel()
 	calls := make(chan afterWritesCall, 4)
 	var inReceive atomic.Bool
 	ranInReceive := make(chan bool, 4)
@@ -69,7 +68,6 @@ func TestAfterWritesRunsOnceTheBytesBeforeItAreWritten(t *testing.T) {
 // session runs with false at once.
 func TestAfterWritesOfUnwrittenBytesSeesTheClose(t *testing.T) {
 	leakcheck.Check(t)
-	t.Parallel()
 	order := make(chan string, 4)
 	sess := make(chan *transport.Session, 1)
 	_, a := startServer(t, transport.Config{SocketSendBuffer: 4096}, handle(funcHandler{receive: func(s *transport.Session, p *packet.Packet) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lifenet/lifenet/internal/testutil/testwait"
 	lnotel "github.com/lifenet/lifenet/otel"
 	"github.com/lifenet/lifenet/rpc"
 )
@@ -87,6 +88,13 @@ func TestServeMetricsAndStatus(t *testing.T) {
 	}
 	ctx, cl := callNoArg(t, ready, 5)
 	cl.Invoke(ctx, "No/Such", nil, nil)
+	// A call is counted after its reply's write, so the client may hold
+	// its last answer before the server has counted it.
+	testwait.For(t, 10*time.Second, "the six calls counted", func() bool {
+		var st Status
+		return json.Unmarshal([]byte(get(t, metrics[1])), &st) == nil &&
+			st.Actions["Bench/NoArg"].Calls == 5 && st.Actions["_OTHER"].Errors == 1
+	})
 
 	text := get(t, metrics[0])
 	for _, want := range []string{
@@ -135,7 +143,11 @@ func TestServeMetricsFlag(t *testing.T) {
 func TestServeTraces(t *testing.T) {
 	ready, metrics := startServe(t, "--port", "0", "--udp=false", "--metrics", "127.0.0.1:0", "--traces", "1")
 	callNoArg(t, ready, 3)
-	if text := get(t, metrics[0]); !strings.Contains(text, `rpc_method="Bench/NoArg"`) {
+	var text string
+	if !testwait.Until(10*time.Second, func() bool {
+		text = get(t, metrics[0])
+		return strings.Contains(text, `rpc_method="Bench/NoArg"`)
+	}) {
 		t.Errorf("/metrics has no Bench/NoArg series:\n%.2000s", text)
 	}
 }

@@ -2,8 +2,11 @@
 // of a test no pooled buffer taken during it may be outstanding and no
 // goroutine started during it may still run.
 //
-// Tests that call Check must not run in parallel with tests that take pooled
-// buffers, since buffer tracking is process-wide.
+// Tests that call Check must not run in parallel with other tests: buffer
+// tracking is process-wide, and so are the goroutines a package shares
+// between its users (transport's clock and poller start with the first
+// server and stop with the last), which a parallel test's check would
+// count as its own. Check enforces this (see [Check]).
 package leakcheck
 
 import (
@@ -28,8 +31,10 @@ const settle = 2 * time.Second
 // Check switches buffer tracking on and registers a cleanup on t that fails
 // the test if buffers taken after this call are still outstanding, or if
 // goroutines started after this call are still running. Call it first in a
-// test, before anything that takes buffers or starts goroutines. A second
-// call on the same test does nothing: the first one's check runs last,
+// test, before anything that takes buffers or starts goroutines. It panics
+// if t runs in parallel (t.Setenv's rule), since another test's goroutines
+// would count as t's. A second call on the same test does nothing: the
+// first one's check runs last,
 // after every cleanup registered since (a helper that calls Check, called
 // twice, would otherwise check while the first helper's server still ran).
 func Check(t testing.TB) {
@@ -37,6 +42,9 @@ func Check(t testing.TB) {
 	if _, dup := checked.LoadOrStore(t, struct{}{}); dup {
 		return
 	}
+	// t.Setenv panics in a parallel test and makes a later t.Parallel
+	// panic: a checked test cannot run beside others either way.
+	t.Setenv("LIFENET_LEAKCHECK", "1")
 	start := Mark()
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() {
