@@ -410,13 +410,13 @@ func (c *Conn) Request(ctx context.Context, m *Message) (*Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	return replyAs[*Message](c.call(ctx, nil, false, flag, nil, p, nil, nil))
+	return replyAs[*Message](c.call(ctx, nil, false, flag, nil, p, replyUse{}))
 }
 
 // RequestBytes sends an SRMP request with flag and a copy of payload (no
 // pooled message or packet is needed) and waits for its reply; see Request.
 func (c *Conn) RequestBytes(ctx context.Context, flag uint8, payload []byte) (*Message, error) {
-	return replyAs[*Message](c.call(ctx, nil, false, flag, payload, nil, nil, nil))
+	return replyAs[*Message](c.call(ctx, nil, false, flag, payload, nil, replyUse{}))
 }
 
 // MaxPrefix is the longest prefix RequestBytesPrefixed compares.
@@ -429,7 +429,7 @@ const MaxPrefix = 64
 // late or repeated reply — SRMP has 256 numbers, so they are reused — and
 // dropped, counted in MatchStats.Unknown, while the request waits on.
 func (c *Conn) RequestBytesPrefixed(ctx context.Context, flag uint8, payload []byte, prefixLen int) (*Message, error) {
-	return replyAs[*Message](c.call(ctx, payload[:min(prefixLen, MaxPrefix, len(payload))], false, flag, payload, nil, nil, nil))
+	return replyAs[*Message](c.call(ctx, payload[:min(prefixLen, MaxPrefix, len(payload))], false, flag, payload, nil, replyUse{}))
 }
 
 // ReplyUse is what a caller of [Conn.RequestBytesInto] does with its
@@ -451,31 +451,88 @@ type ReplyUse func(dst any, reply *Message) error
 // on the read, the replies after it in the same read wait. A panic in use
 // reaches the caller once the connection's read turn is given back.
 func (c *Conn) RequestBytesInto(ctx context.Context, flag uint8, payload []byte, prefixLen int, use ReplyUse, dst any) (used bool, err error) {
-	r, err := c.call(ctx, payload[:min(prefixLen, MaxPrefix, len(payload))], false, flag, payload, nil, use, dst)
+	return c.requestInto(ctx, payload[:min(prefixLen, MaxPrefix, len(payload))], false, flag, payload, nil, replyUse{msg: use, dst: dst})
+}
+
+// requestInto is call for RequestBytesInto and RequestPacketInto: use
+// gets the reply, borrowed when the caller's goroutine read it, else a
+// kept copy it releases after use.
+func (c *Conn) requestInto(ctx context.Context, echo []byte, fifo bool, flag uint8, body []byte, p *packet.Packet, use replyUse) (used bool, err error) {
+	r, err := c.call(ctx, echo, fifo, flag, body, p, use)
 	if err != nil {
 		_, used = r.(usedReply)
 		return used, err
 	}
 	switch reply := r.(type) {
-	case *Message:
-		return true, useKept(use, dst, reply)
+	case usedReply:
+		return true, nil
 	case usePanic:
 		panic(reply.v)
 	}
-	return true, nil // usedReply
+	return true, useKept(use, r)
 }
 
 // useKept runs use on an owned reply and releases it, also when use panics.
-func useKept(use ReplyUse, dst any, reply *Message) error {
-	defer reply.Release()
-	return use(dst, reply)
+func useKept(use replyUse, reply any) error {
+	defer release(reply)
+	return use.run(reply)
+}
+
+// replyUse is a caller's use of its reply: an SRMP reply's (msg,
+// [Conn.RequestBytesInto]) or a FIFO reply's (pkt,
+// [Conn.RequestPacketInto]), with the caller's dst. The zero value uses
+// none: the caller gets its reply kept.
+type replyUse struct {
+	msg ReplyUse
+	pkt PacketUse
+	dst any
+}
+
+// takes reports whether u uses reply, a reply of its kind.
+func (u *replyUse) takes(reply any) bool {
+	switch reply.(type) {
+	case *Message:
+		return u.msg != nil
+	case *packet.Packet:
+		return u.pkt != nil
+	}
+	return false
+}
+
+// run runs u on reply, which u takes.
+func (u *replyUse) run(reply any) error {
+	if msg, ok := reply.(*Message); ok {
+		return u.msg(u.dst, msg)
+	}
+	return u.pkt(u.dst, reply.(*packet.Packet))
 }
 
 // RequestPacket sends a request on a length-field or delimiter connection
 // and waits for the next reply in order (FIFO), which the caller owns and
 // must release; see Request. It takes ownership of p.
 func (c *Conn) RequestPacket(ctx context.Context, p *packet.Packet) (*packet.Packet, error) {
-	return replyAs[*packet.Packet](c.call(ctx, nil, true, 0, nil, p, nil, nil))
+	return replyAs[*packet.Packet](c.call(ctx, nil, true, 0, nil, p, replyUse{}))
+}
+
+// PacketUse is what a caller of [Conn.RequestPacketInto] does with its
+// reply: decode it into dst, the destination the caller passed along.
+type PacketUse func(dst any, reply *packet.Packet) error
+
+// RequestPacketInto is RequestPacket for a caller that is done with its
+// reply once it has decoded it, as [Conn.RequestBytesInto] is for SRMP:
+// use gets the reply, borrowed for the call, with dst, on the caller's
+// goroutine, instead of the reply being returned. When that goroutine
+// reads the reply itself (a ReceiveSync client's turn holder) use runs on
+// the read buffer the reply came in and the call takes no copy of it;
+// otherwise use gets a kept copy, released when it returns. used reports
+// that a reply came and use ran: err is then use's; otherwise err is the
+// request's error, as RequestPacket returns it. use must neither block
+// nor make requests on the connection, and must not keep the reply past
+// its return (Keep it to hold it longer). A panic in use reaches the
+// caller once the connection's read turn is given back. It takes
+// ownership of p.
+func (c *Conn) RequestPacketInto(ctx context.Context, p *packet.Packet, use PacketUse, dst any) (used bool, err error) {
+	return c.requestInto(ctx, nil, true, 0, nil, p, replyUse{pkt: use, dst: dst})
 }
 
 // syncLead is the read turn of a ReceiveSync client whose callers read,
@@ -520,13 +577,13 @@ func replyAs[T any](r any, err error) (T, error) {
 // use and dst as for Conn.RequestBytesInto, else nil. On a ReceiveSync
 // client's connection its caller takes its turn reading (callSync), else
 // the receive goroutine delivers the reply.
-func (c *Conn) call(ctx context.Context, echo []byte, fifo bool, flag uint8, body []byte, p *packet.Packet, use ReplyUse, dst any) (any, error) {
+func (c *Conn) call(ctx context.Context, echo []byte, fifo bool, flag uint8, body []byte, p *packet.Packet, use replyUse) (any, error) {
 	if err := c.matches(fifo); err != nil {
 		p.Release()
 		return nil, err
 	}
 	if l := c.syncLead(); l != nil {
-		return c.callSync(ctx, l, echo, fifo, flag, body, p, use, dst)
+		return c.callSync(ctx, l, echo, fifo, flag, body, p, use)
 	}
 	var key int
 	var ch chan result

@@ -94,7 +94,7 @@ func (l *lead) give() {
 // await waits for the reply on ch, reading the connection whenever it is
 // this goroutine's turn; use, when not nil, gets the reply of its own read
 // borrowed, with dst (see Conn.RequestBytesInto).
-func (l *lead) await(ctx context.Context, c *Conn, key int, ch chan result, use ReplyUse, dst any) (any, error) {
+func (l *lead) await(ctx context.Context, c *Conn, key int, ch chan result, use replyUse) (any, error) {
 	for {
 		if len(ch) > 0 { // only this goroutine receives from ch
 			return c.requests().finish(key, ch, <-ch)
@@ -115,7 +115,7 @@ func (l *lead) await(ctx context.Context, c *Conn, key int, ch chan result, use 
 			l.give()
 			return c.requests().wait(ctx, key, ch)
 		}
-		c.requests().readFor(key, use, dst) // a reply of its own read reaches it without its channel
+		c.requests().readFor(key, use) // a reply of its own read reaches it without its channel
 		l.readOnce(ctx, c, ch)
 		r, got := c.requests().readDone()
 		l.give()
@@ -165,15 +165,15 @@ func (l *lead) readOnce(ctx context.Context, c *Conn, ch chan result) {
 
 // callSync is Conn.call on a ReceiveSync client's connection: startSync,
 // then await, unless the exchange brought the reply already.
-func (c *Conn) callSync(ctx context.Context, l *lead, echo []byte, fifo bool, flag uint8, body []byte, p *packet.Packet, use ReplyUse, dst any) (any, error) {
-	key, ch, r, got, err := c.startSync(ctx, l, echo, fifo, flag, body, p, use, dst)
+func (c *Conn) callSync(ctx context.Context, l *lead, echo []byte, fifo bool, flag uint8, body []byte, p *packet.Packet, use replyUse) (any, error) {
+	key, ch, r, got, err := c.startSync(ctx, l, echo, fifo, flag, body, p, use)
 	switch {
 	case err != nil:
 		return nil, err
 	case got: // its slot freed by deliver
 		return r.reply, r.err
 	}
-	return l.await(ctx, c, key, ch, use, dst)
+	return l.await(ctx, c, key, ch, use)
 }
 
 // startSync starts a blocking request on a ReceiveSync client's
@@ -190,7 +190,7 @@ func (c *Conn) callSync(ctx context.Context, l *lead, echo []byte, fifo bool, fl
 // through the pipeline before it returns; a reply of its own found there
 // is returned. When another goroutine holds the turn,
 // it consumes such bytes as they come, and the request is only sent.
-func (c *Conn) startSync(ctx context.Context, l *lead, echo []byte, fifo bool, flag uint8, body []byte, p *packet.Packet, use ReplyUse, dst any) (key int, ch chan result, r result, got bool, err error) {
+func (c *Conn) startSync(ctx context.Context, l *lead, echo []byte, fifo bool, flag uint8, body []byte, p *packet.Packet, use replyUse) (key int, ch chan result, r result, got bool, err error) {
 	held := fifo // this call holds the matcher's fifoMu, from before register until the request is written
 	if fifo {
 		mu := &c.requests().fifoMu
@@ -219,7 +219,7 @@ func (c *Conn) startSync(ctx context.Context, l *lead, echo []byte, fifo bool, f
 	if small && l.take() {
 		if !l.events.Load() { // else the receive goroutine reads, or is about to
 			var sent bool
-			sent, r, got, err = l.exchange(ctx, c, m, key, &held, flag, body, p, use, dst) // gives the turn back
+			sent, r, got, err = l.exchange(ctx, c, m, key, &held, flag, body, p, use) // gives the turn back
 			if sent {
 				key, ch, err = c.sent(m, key, ch, err)
 				return key, ch, r, got, err
@@ -307,7 +307,7 @@ func (x *exchanged) Send() error {
 // its slot. A read that fails needs no handling
 // here: await sees ctx's end, a Wake, and the close (which failed every
 // pending request).
-func (l *lead) exchange(ctx context.Context, c *Conn, m *matcher, key int, held *bool, flag uint8, body []byte, p *packet.Packet, use ReplyUse, dst any) (sent bool, r result, got bool, err error) {
+func (l *lead) exchange(ctx context.Context, c *Conn, m *matcher, key int, held *bool, flag uint8, body []byte, p *packet.Packet, use replyUse) (sent bool, r result, got bool, err error) {
 	ended := false
 	defer func() {
 		m.hidden = -1
@@ -331,7 +331,7 @@ func (l *lead) exchange(ctx context.Context, c *Conn, m *matcher, key int, held 
 	}
 	x.ctx, x.p, x.err = nil, nil, nil
 	if sent && err == nil && q != nil {
-		m.readFor(key, use, dst) // a reply of its own read reaches it without its channel
+		m.readFor(key, use) // a reply of its own read reaches it without its channel
 		c.read(q)
 		r, got = m.readDone()
 	}

@@ -160,8 +160,9 @@ type matcher struct {
 	// its slot, which its goroutine's finish would do next. Only the
 	// turn holder sets and reads these, and in that mode deliver runs on
 	// it; the sweeper and close still use the channel.
-	// selfUse, when set, gets that request's reply borrowed, with
-	// selfDst, in place of a kept copy (Conn.RequestBytesInto).
+	// selfUse, when it takes the reply, gets that request's reply
+	// borrowed, in place of a kept copy (Conn.RequestBytesInto,
+	// Conn.RequestPacketInto).
 	self    int
 	selfRes result
 	// hidden is the key of a request registered but not yet sent, whose
@@ -171,8 +172,7 @@ type matcher struct {
 	// sets and reads it.
 	hidden  int
 	selfGot bool
-	selfUse ReplyUse
-	selfDst any
+	selfUse replyUse
 
 	unknown, timedOut atomic.Uint64
 	queued            atomic.Int32 // FIFO: count, readable without the lock
@@ -604,9 +604,9 @@ func (m *matcher) deliver(seq int, reply any) {
 		m.giveChan(w)
 		m.freeSlot(key)
 		m.self = -1
-		if isMsg && re == nil && m.selfUse != nil {
+		if re == nil && m.selfUse.takes(reply) {
 			m.mu.Unlock() // use is the caller's code
-			m.selfRes, m.selfGot = m.use(msg), true
+			m.selfRes, m.selfGot = m.use(reply), true
 			return
 		}
 	} else {
@@ -648,14 +648,14 @@ func (m *matcher) dropReply(key int, reply any) {
 
 // readFor marks key as the request whose goroutine reads next (see self),
 // and use, when not nil, as the user of its reply, with dst.
-func (m *matcher) readFor(key int, use ReplyUse, dst any) {
-	m.self, m.selfUse, m.selfDst = key, use, dst
+func (m *matcher) readFor(key int, use replyUse) {
+	m.self, m.selfUse = key, use
 }
 
 // readDone ends readFor and returns the result deliver handed over, if any.
 func (m *matcher) readDone() (r result, got bool) {
 	r, got = m.selfRes, m.selfGot
-	m.self, m.selfRes, m.selfGot, m.selfUse, m.selfDst = -1, result{}, false, nil, nil
+	m.self, m.selfRes, m.selfGot, m.selfUse = -1, result{}, false, replyUse{}
 	return r, got
 }
 
@@ -665,18 +665,19 @@ type usedReply struct{}
 
 // usePanic is the reply of a result whose use panicked during the read:
 // the panic is raised again on the caller's goroutine once the read turn
-// is given back (Conn.RequestBytesInto), as it would be had use run there.
+// is given back (Conn.RequestBytesInto, Conn.RequestPacketInto), as it
+// would be had use run there.
 type usePanic struct{ v any }
 
 // use runs selfUse on the turn holder's own borrowed reply.
-func (m *matcher) use(reply *Message) (r result) {
+func (m *matcher) use(reply any) (r result) {
 	r = result{reply: usedReply{}, answered: true}
 	defer func() {
 		if v := recover(); v != nil {
 			r.reply, r.err = usePanic{v}, nil
 		}
 	}()
-	r.err = m.selfUse(m.selfDst, reply)
+	r.err = m.selfUse.run(reply)
 	return r
 }
 

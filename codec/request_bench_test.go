@@ -171,6 +171,8 @@ func runWindows(b *testing.B, window int, round func(n int)) {
 // process, as `lifenet load --codec lengthfield --mode roundtrip
 // --recvmode sync` makes them: impl=sync is codec.Conn.RequestPacket of a
 // pooled packet on a transport.ReceiveSync client, the reply released;
+// impl=into is codec.Conn.RequestPacketInto of the caller's bytes, the
+// reply borrowed;
 // impl=bare is baseline.Client.Call on a plain net.Conn, matching each
 // reply by order and handing it over borrowed. The server's share is the
 // same in both, so their difference is the clients'.
@@ -195,6 +197,29 @@ func BenchmarkRequestPacketSerial(b *testing.B) {
 			r.Release()
 		}
 		call() // the connection's set-up (buffers, matcher) stays out
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			call()
+		}
+	})
+	b.Run("impl=into", func(b *testing.B) { // the reply borrowed, as the bare client's is
+		c, err := codec.Dial(context.Background(), "tcp", addr, transport.ClientConfig{Mode: transport.ReceiveSync}, codec.Options{Pipeline: lfPipeline()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		conn, ctx, body := c.Conn(), context.Background(), make([]byte, size)
+		call := func() {
+			var n int
+			if _, err := conn.RequestPacketInto(ctx, packet.Wrap(body), replyLen, &n); err != nil {
+				b.Fatal(err)
+			}
+			if n != size {
+				b.Fatalf("a reply of %d bytes", n)
+			}
+		}
+		call()
 		b.ReportAllocs()
 		b.ResetTimer()
 		for range b.N {
@@ -228,4 +253,10 @@ func BenchmarkRequestPacketSerial(b *testing.B) {
 			call()
 		}
 	})
+}
+
+// replyLen is a PacketUse: it stores the reply's length in dst (an *int).
+func replyLen(dst any, reply *packet.Packet) error {
+	*dst.(*int) = reply.Len()
+	return nil
 }

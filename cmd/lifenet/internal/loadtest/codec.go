@@ -151,9 +151,8 @@ func (r *run) codecOneway(ctx context.Context, c *codec.Client) error {
 
 // codecSerial: one request in flight per connection, latency recorded.
 // As the baseline's serial caller does, the request is the run's payload
-// (no pooled packet per request) and an SRMP reply is borrowed, not
-// copied (RequestBytesInto); a length-field reply comes back owned
-// (RequestPacket has no borrowing form) and is released.
+// (no pooled packet per request) and the reply is borrowed, not copied
+// (RequestBytesInto, RequestPacketInto).
 func (r *run) codecSerial(ctx context.Context, c *codec.Client) error {
 	body := r.payload[:r.cfg.Size-codecHeader(r.cfg.Codec)]
 	return r.serialCalls(ctx, func() error {
@@ -161,17 +160,16 @@ func (r *run) codecSerial(ctx context.Context, c *codec.Client) error {
 			_, err := c.Conn().RequestBytesInto(ctx, codec.FlagPacket, body, 0, ignoreReply, nil)
 			return err
 		}
-		reply, err := c.RequestPacket(ctx, packet.Wrap(body))
-		if err == nil {
-			reply.Release()
-		}
+		_, err := c.Conn().RequestPacketInto(ctx, packet.Wrap(body), ignorePacket, nil)
 		return err
 	})
 }
 
-// ignoreReply is the serial SRMP caller's use of its reply: it only
-// needs it to have come.
+// ignoreReply and ignorePacket are the serial caller's use of its reply:
+// it only needs it to have come.
 func ignoreReply(any, *codec.Message) error { return nil }
+
+func ignorePacket(any, *packet.Packet) error { return nil }
 
 // serialCalls makes one connection's calls, one at a time, until the
 // window ends, recording each one's latency: the serial loop of lifenet's
