@@ -49,47 +49,51 @@ func (s *Session) send(ctx context.Context, p *packet.Packet) error {
 		p.Release()
 		return err
 	}
-	if w := s.directDatagramLocked(ctx, n); w != nil {
-		return s.writeDatagramDirect(w, p, n)
+	if s.loneLocked(ctx, n) {
+		return s.writeLone(p, n)
 	}
 	s.sealStageLocked() // later small messages must not go in front of p
 	s.queue = append(s.queue, p)
 	return s.queuedLocked(ctx, n)
 }
 
-// directDatagramLocked returns the writer through which a datagram
-// session's message of n bytes may leave at once, skipping the queue
-// (writeDatagramDirect), or nil: only when nothing is queued, being
-// written or held back, and when queuedLocked would neither start the
-// stall watch nor bound the write by ctx. Called with s.mu held.
-func (s *Session) directDatagramLocked(ctx context.Context, n int) datagramWriter {
-	if !s.datagram || s.writing || s.corks > 0 || len(s.queue) > 0 || n > s.ep.cfg.SendQueueBytes ||
-		n >= abandonAt && ctx.Done() != nil {
-		return nil
-	}
-	switch w := s.out.(type) {
-	case *datagramSender:
-		return w
-	case *udpSender:
-		return w
-	}
-	return nil
+// loneLocked reports that a message of n bytes may leave at once, skipping
+// the queue (writeLone): nothing is queued, being written or held back,
+// and queuedLocked would neither start the stall watch nor bound the write
+// by ctx. Called with s.mu held.
+func (s *Session) loneLocked(ctx context.Context, n int) bool {
+	return !s.writing && s.corks == 0 && len(s.queue) == 0 && n <= s.ep.cfg.SendQueueBytes &&
+		(n < abandonAt || ctx.Done() == nil)
 }
 
-// writeDatagramDirect sends p, a datagram session's lone message of n
-// bytes, as flush would send a queue of it alone, without the queue: one
-// datagram, one system call, no lock held while it leaves. It holds the
-// session's write turn (s.writing) meanwhile, so other senders queue, and
-// it flushes what they queued before it returns. A failed send closes the
-// session and is [ErrNotWritten] (a datagram leaves whole or not at all).
-// It releases p. Called with s.mu held, which it unlocks.
-func (s *Session) writeDatagramDirect(w datagramWriter, p *packet.Packet, n int) error {
+// writeLone writes p, a lone message of n bytes, as flush would write a
+// queue of it alone, without the queue, with no lock held while it leaves:
+// a datagram in one system call, a stream's message by its sender's write
+// of a batch of one (one write call, a chain's one vectored write).
+// It holds the session's write turn (s.writing) meanwhile, so other
+// senders queue, and it flushes what they queued before it returns. A
+// failed write closes the session; it is [ErrNotWritten] when no byte of
+// p left. It releases p. Called with s.mu held, which it unlocks.
+func (s *Session) writeLone(p *packet.Packet, n int) error {
+	out := s.outLocked()
 	s.writing = true
 	sent := s.io.bytesOut.Load() // only this goroutine writes meanwhile
 	s.inflight, s.inflightFrom = n, sent
+	if w, ok := out.(datagramWriter); ok {
+		s.mu.Unlock()
+		err := writeDatagram(s, p, w)
+		p.Release()
+		return s.directDone(err, sent, nil)
+	}
+	if cap(s.spare) == 0 {
+		s.spare = make([]*packet.Packet, 0, 1)
+	}
+	lone := s.spare[:1] // the write turn's, as flush's batch: nobody else touches it meanwhile
+	lone[0] = p
 	s.mu.Unlock()
 
-	err := writeDatagram(s, p, w)
+	err := out.writeBatch(s, lone)
+	lone[0] = nil
 	p.Release()
 	return s.directDone(err, sent, nil)
 }
@@ -185,7 +189,7 @@ func (s *Session) writeDirect(w *streamSender, n int, parts [][]byte) error {
 }
 
 // directDone ends the direct write of a lone message (writeDirect,
-// writeDatagramDirect) that returned err, sent being the bytes written
+// writeLone) that returned err, sent being the bytes written
 // before it: it counts the message, keeps the staging buffer buf (nil:
 // none) for the next, and gives the write turn back, or first writes
 // what others queued meanwhile. A failed write closes the session.

@@ -108,8 +108,10 @@ func TestPortZeroIsShared(t *testing.T) {
 	}
 }
 
-// Many goroutines send numbered messages on one session; each goroutine's
-// messages must arrive in its order, none lost.
+// Many goroutines send numbered messages on one session, by SendBytes or
+// by Send (a packet of one segment or a chain of two), so that a message
+// leaves alone, straight from its sender, or queued behind a write in
+// progress; each goroutine's messages must arrive in its order, none lost.
 func TestConcurrentSendersKeepOrder(t *testing.T) {
 	leakcheck.Check(t)
 	opened := make(chan *transport.Session, 1)
@@ -125,7 +127,16 @@ func TestConcurrentSendersKeepOrder(t *testing.T) {
 				var m [8]byte
 				binary.LittleEndian.PutUint32(m[:], uint32(g))
 				binary.LittleEndian.PutUint32(m[4:], uint32(i))
-				if err := sess.SendBytes(m[:]); err != nil {
+				var err error
+				switch g % 3 {
+				case 0:
+					err = sess.SendBytes(m[:])
+				case 1:
+					err = sess.Send(packet.Wrap(append([]byte(nil), m[:]...)))
+				default:
+					err = sess.Send(packet.Wrap(append([]byte(nil), m[:4]...)).Chain(packet.Wrap(append([]byte(nil), m[4:]...))))
+				}
+				if err != nil {
 					t.Errorf("send: %v", err)
 					return
 				}
