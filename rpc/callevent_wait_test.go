@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lifenet/lifenet/internal/testutil/testwait"
 	"github.com/lifenet/lifenet/rpc"
 )
 
@@ -31,6 +32,12 @@ func TestCallEventWait(t *testing.T) {
 	for _, err := range rpc.Stream[int](ctx, cl, "T/Count", 2) {
 		must(t, err)
 	}
+	// The call's event is reported once its reply has been written, by a
+	// goroutine of its own (T/Echo is not inline): the client can have the
+	// reply, and the stream, before it. Wait for both events, so that the
+	// HTTP call's comes third (it is reported before net/http sends the
+	// answer, which it holds until the handler returns).
+	testwait.For(t, 10*time.Second, "the SRMP call's and the stream's events", func() bool { return len(log.all()) == 2 })
 
 	const pause = 200 * time.Millisecond
 	c, err := net.Dial("tcp", addr)
