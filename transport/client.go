@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lifenet/lifenet/packet"
@@ -149,8 +150,10 @@ type Client struct {
 	recv    chan *packet.Packet // pull mode
 	sync    *syncReader         // sync mode
 
-	mu     sync.Mutex
-	sess   *Session
+	mu sync.Mutex
+	// sess is the current connection's session: replaced (under mu) on a
+	// reconnect, read without a lock (a send loads it once).
+	sess   atomic.Pointer[Session]
 	closed bool
 	stop   chan struct{}
 	wg     sync.WaitGroup
@@ -188,7 +191,7 @@ func Dial(ctx context.Context, network, address string, cfg ClientConfig, hooks 
 		releaseClock()
 		return nil, err
 	}
-	c.sess = sess
+	c.sess.Store(sess)
 	// Before Dial returns, so the handler and OnOpen's state are in place.
 	if err := sess.openSafely(); err != nil {
 		sess.closeWith(ReasonError, err)
@@ -335,7 +338,7 @@ func (c *Client) reconnect() *Session {
 				sess.finish()
 				return nil
 			}
-			c.sess = sess
+			c.sess.Store(sess)
 			c.mu.Unlock()
 			return sess
 		}
@@ -412,11 +415,7 @@ func takeTimer(d time.Duration) *time.Timer {
 func (c *Client) Packets() <-chan *packet.Packet { return c.recv }
 
 // Session returns the current connection's session.
-func (c *Client) Session() *Session {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.sess
-}
+func (c *Client) Session() *Session { return c.sess.Load() }
 
 // Send sends p on the current connection; see [Session.Send].
 func (c *Client) Send(p *packet.Packet) error { return c.Session().Send(p) }
@@ -434,8 +433,8 @@ func (c *Client) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.ep.stats.snapshot()
-	if !c.sess.has(flagRetired) {
-		c.sess.io.addTo(&st)
+	if s := c.sess.Load(); !s.has(flagRetired) {
+		s.io.addTo(&st)
 	}
 	return st
 }
@@ -458,7 +457,7 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closed = true
-	sess := c.sess
+	sess := c.sess.Load()
 	c.mu.Unlock()
 	close(c.stop)
 	if c.sync != nil {

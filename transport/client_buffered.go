@@ -27,7 +27,7 @@ func (c *Client) ReceiveBuffered() (*packet.Packet, error) {
 		return nil, nil // the receive goroutine reads
 	}
 	r.loan.End() // the previous borrowed view, if any, is over
-	s := c.sess
+	s := c.sess.Load()
 	if s.Reason() != ReasonNone {
 		r.end(s)
 		return nil, s.closedErr()

@@ -35,7 +35,7 @@ type exchange struct {
 // waiting; done is false where it cannot (a datagram socket, TLS), and
 // Exchange then takes three steps.
 func (c *Client) exchangeNow(ctx context.Context, x Exchanger) (p *packet.Packet, done bool, err error) {
-	r, s := c.sync, c.sess
+	r, s := c.sync, c.sess.Load()
 	if s.Datagram() || r.now.failed {
 		return nil, false, nil
 	}
@@ -59,7 +59,7 @@ func (c *Client) exchangeNow(ctx context.Context, x Exchanger) (p *packet.Packet
 // exchange is read for an exchange: the same checks and deadlines, then
 // the read step (see exchange). The caller holds r.mu.
 func (r *syncReader) exchange(ctx context.Context, c *Client, x Exchanger) (int, error) {
-	s := c.sess
+	s := c.sess.Load()
 	if s.Reason() != ReasonNone {
 		r.end(s)
 		return 0, s.closedErr()

@@ -96,10 +96,10 @@ func (c *Client) receiveSync(ctx context.Context, lend bool) (*packet.Packet, er
 	switch {
 	case n == 0:
 	case lend:
-		c.sess.received(n)
+		c.sess.Load().received(n)
 		p = r.loan.Lend(r.buf, 0, n)
 	default:
-		p = r.take(c.sess, n)
+		p = r.take(c.sess.Load(), n)
 	}
 	r.mu.Unlock()
 	return p, err
@@ -109,7 +109,7 @@ func (c *Client) receiveSync(ctx context.Context, lend bool) (*packet.Packet, er
 // error. The caller holds r.mu. (Apart from receiveSync so that each has
 // few enough returns for its deferred calls to be open-coded.)
 func (r *syncReader) read(ctx context.Context, c *Client) (int, error) {
-	s := c.sess // a ReceiveSync client never reconnects: fixed after Dial
+	s := c.sess.Load() // a ReceiveSync client never reconnects: fixed after Dial
 	if s.Reason() != ReasonNone {
 		r.end(s)
 		return 0, s.closedErr()
@@ -311,7 +311,7 @@ func (c *Client) Wake() {
 	r.watchMu.Lock() // one step for watch: it cannot re-arm between the two
 	if !r.handedOff.Load() {
 		r.woken.Store(true)
-		c.sess.conn.SetReadDeadline(interrupted)
+		c.sess.Load().conn.SetReadDeadline(interrupted)
 		r.limited = time.Time{}
 	}
 	r.watchMu.Unlock()
@@ -365,7 +365,7 @@ func (c *Client) StartReceiving() error {
 	if r.handedOff.Load() {
 		return nil
 	}
-	s := c.sess
+	s := c.sess.Load()
 	if s.Reason() != ReasonNone { // the session ended unseen: finish it here, as a Receive would
 		r.end(s)
 		return s.closedErr()
