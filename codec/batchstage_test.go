@@ -13,6 +13,7 @@ import (
 
 	"github.com/lifenet/lifenet/codec"
 	"github.com/lifenet/lifenet/internal/testutil/leakcheck"
+	"github.com/lifenet/lifenet/internal/testutil/testwait"
 	"github.com/lifenet/lifenet/packet"
 )
 
@@ -243,12 +244,7 @@ func TestBatchedStreamRequestKeepsItsPrefix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case r := <-got:
-		if r != "ab: ab" {
-			t.Fatalf("the stream got %q, want the reply with its prefix", r)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("no reply")
+	if r := testwait.Recv(t, got, 30*time.Second, "the stream's reply"); r != "ab: ab" {
+		t.Fatalf("the stream got %q, want the reply with its prefix", r)
 	}
 }

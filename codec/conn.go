@@ -574,7 +574,8 @@ func replyAs[T any](r any, err error) (T, error) {
 // call sends a blocking request and waits for its reply: an SRMP
 // request with flag carrying p (taken) or, when p is nil, a copy of body,
 // whose reply must start with echo; for fifo, the packet p (see begin);
-// use and dst as for Conn.RequestBytesInto, else nil. On a ReceiveSync
+// use, the borrowing caller's (RequestBytesInto, RequestPacketInto), or
+// the zero replyUse for a reply returned kept. On a ReceiveSync
 // client's connection its caller takes its turn reading (callSync), else
 // the receive goroutine delivers the reply.
 func (c *Conn) call(ctx context.Context, echo []byte, fifo bool, flag uint8, body []byte, p *packet.Packet, use replyUse) (any, error) {

@@ -92,8 +92,8 @@ func (l *lead) give() {
 }
 
 // await waits for the reply on ch, reading the connection whenever it is
-// this goroutine's turn; use, when not nil, gets the reply of its own read
-// borrowed, with dst (see Conn.RequestBytesInto).
+// this goroutine's turn; use, when it takes the reply (see replyUse), gets
+// the reply of its own read borrowed.
 func (l *lead) await(ctx context.Context, c *Conn, key int, ch chan result, use replyUse) (any, error) {
 	for {
 		if len(ch) > 0 { // only this goroutine receives from ch
@@ -177,7 +177,7 @@ func (c *Conn) callSync(ctx context.Context, l *lead, echo []byte, fifo bool, fl
 }
 
 // startSync starts a blocking request on a ReceiveSync client's
-// connection (use and dst as for Conn.RequestBytesInto, else nil), and
+// connection (use as for Conn.call), and
 // returns its result too when the exchange brought it (got). When the
 // read turn is free it takes it and sends the request in
 // an exchange (transport.Client.Exchange): what the connection received

@@ -647,7 +647,8 @@ func (m *matcher) dropReply(key int, reply any) {
 }
 
 // readFor marks key as the request whose goroutine reads next (see self),
-// and use, when not nil, as the user of its reply, with dst.
+// and use, when it takes the reply (see replyUse), as the user of its
+// reply.
 func (m *matcher) readFor(key int, use replyUse) {
 	m.self, m.selfUse = key, use
 }

@@ -79,21 +79,20 @@ func (s *Session) writeLone(p *packet.Packet, n int) error {
 	s.writing = true
 	sent := s.io.bytesOut.Load() // only this goroutine writes meanwhile
 	s.inflight, s.inflightFrom = n, sent
+	var err error
 	if w, ok := out.(datagramWriter); ok {
 		s.mu.Unlock()
-		err := writeDatagram(s, p, w)
-		p.Release()
-		return s.directDone(err, sent, nil)
+		err = writeDatagram(s, p, w)
+	} else {
+		if cap(s.spare) == 0 {
+			s.spare = make([]*packet.Packet, 0, 1)
+		}
+		lone := s.spare[:1] // the write turn's, as flush's batch: nobody else touches it meanwhile
+		lone[0] = p
+		s.mu.Unlock()
+		err = out.writeBatch(s, lone)
+		lone[0] = nil
 	}
-	if cap(s.spare) == 0 {
-		s.spare = make([]*packet.Packet, 0, 1)
-	}
-	lone := s.spare[:1] // the write turn's, as flush's batch: nobody else touches it meanwhile
-	lone[0] = p
-	s.mu.Unlock()
-
-	err := out.writeBatch(s, lone)
-	lone[0] = nil
 	p.Release()
 	return s.directDone(err, sent, nil)
 }
