@@ -449,12 +449,16 @@ func (s *Session) endDrain() {
 }
 
 // closeWith starts closing with reason r unless closing already started;
-// the first reason wins. It reports whether this call started it.
+// the first reason wins. It reports whether this call started it. The
+// reason and the cause are set together under s.mu: a receive loop that
+// sees the reason and finishes (reading the cause under s.mu) cannot find
+// the cause not yet set. Called without s.mu held.
 func (s *Session) closeWith(r Reason, cause error) bool {
+	s.mu.Lock()
 	if !s.setReason(r) {
+		s.mu.Unlock()
 		return false
 	}
-	s.mu.Lock()
 	s.setCauseLocked(cause)
 	s.wakeLocked() // senders waiting for room fail now
 	s.mu.Unlock()
